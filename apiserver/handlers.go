@@ -1,0 +1,320 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"sigs.k8s.io/yaml"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/labels"
+)
+
+// handlers serves the REST paths of one resource.
+type handlers struct {
+	reg     *registry
+	maxBody int64
+}
+
+// readBody reads the whole request body, turning an overflow into 413.
+func readBody(c *gin.Context, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		if isTooLarge(err) {
+			return nil, tooLarge(limit)
+		}
+		return nil, errdefs.BadRequest("", "reading request body: %v", err)
+	}
+	return data, nil
+}
+
+// decodeBody reads a JSON (or, by Content-Type, YAML) body strictly into out.
+func (h *handlers) decodeBody(c *gin.Context, out any) error {
+	data, err := readBody(c, h.maxBody)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(data, c.ContentType(), out)
+}
+
+func decodeStrict(data []byte, contentType string, out any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errdefs.BadRequest("", "request body is empty")
+	}
+	if strings.Contains(contentType, "yaml") {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return errdefs.BadRequest("", "malformed YAML: %v", err)
+		}
+		data = j
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return errdefs.BadRequest("", "malformed JSON: more than one value in the body")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return errdefs.BadRequest("", "malformed JSON at byte %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		return errdefs.BadRequest(typ.Field, "expected %s, got a JSON %s", typ.Type.String(), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return errdefs.BadRequest("", "malformed JSON: unexpected end of input")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return errdefs.BadRequest(field, "unknown field %q", field)
+	}
+	return errdefs.BadRequest("", "malformed JSON: %v", err)
+}
+
+func (h *handlers) ns(c *gin.Context) string {
+	if !h.reg.res.Namespaced {
+		return ""
+	}
+	return c.Param("ns")
+}
+
+func (h *handlers) list(c *gin.Context) {
+	f, err := parseFilter(c.Query("labelSelector"), c.Query("fieldSelector"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if isWatch(c) {
+		h.watch(c, h.ns(c), f)
+		return
+	}
+	objs, rev, err := h.reg.list(c.Request.Context(), h.ns(c), f)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, listBody(h.reg.res, objs, rev))
+}
+
+// objectList is the wire form of every KindList.
+type objectList struct {
+	api.TypeMeta `json:",inline"`
+	api.ListMeta `json:"metadata"`
+	Items        []api.Object `json:"items"`
+}
+
+func listBody(res api.Resource, objs []api.Object, rev int64) objectList {
+	return objectList{
+		TypeMeta: api.TypeMeta{APIVersion: res.GroupVersion(), Kind: res.Kind + "List"},
+		ListMeta: api.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)},
+		Items:    append([]api.Object{}, objs...),
+	}
+}
+
+func (h *handlers) create(c *gin.Context) {
+	obj := h.reg.res.New()
+	if err := h.decodeBody(c, obj); err != nil {
+		fail(c, err)
+		return
+	}
+	out, err := h.reg.create(c.Request.Context(), h.ns(c), obj)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, out)
+}
+
+func (h *handlers) get(c *gin.Context) {
+	out, err := h.reg.get(c.Request.Context(), h.ns(c), c.Param("name"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (h *handlers) update(c *gin.Context) {
+	obj := h.reg.res.New()
+	if err := h.decodeBody(c, obj); err != nil {
+		fail(c, err)
+		return
+	}
+	out, err := h.reg.update(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (h *handlers) updateStatus(c *gin.Context) {
+	obj := h.reg.res.New()
+	if err := h.decodeBody(c, obj); err != nil {
+		fail(c, err)
+		return
+	}
+	out, err := h.reg.updateStatus(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (h *handlers) delete(c *gin.Context) {
+	var opts deleteOptions
+	data, err := readBody(c, h.maxBody)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := decodeStrictLenient(data, &opts); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	if g := c.Query("gracePeriodSeconds"); g != "" {
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil || n < 0 {
+			fail(c, errdefs.BadRequest("gracePeriodSeconds", "%q is not a non-negative number", g))
+			return
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	out, err := h.reg.delete(c.Request.Context(), h.ns(c), c.Param("name"), opts)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// decodeStrictLenient decodes DeleteOptions, which clients send with
+// kind/apiVersion and fields minik8s does not use.
+func decodeStrictLenient(data []byte, out any) error {
+	if err := json.Unmarshal(data, out); err != nil {
+		return jsonError(err)
+	}
+	return nil
+}
+
+func (h *handlers) bind(c *gin.Context) {
+	var b api.Binding
+	if err := h.decodeBody(c, &b); err != nil {
+		fail(c, err)
+		return
+	}
+	name := c.Param("name")
+	if b.Name != "" && b.Name != name {
+		fail(c, errdefs.BadRequest("metadata.name", "%q does not match pod %q", b.Name, name))
+		return
+	}
+	if b.Target.Name == "" {
+		fail(c, errdefs.Invalid("target.name", "the node to bind to is required"))
+		return
+	}
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		fail(c, errdefs.Invalid("target.kind", "%q is not Node", b.Target.Kind))
+		return
+	}
+	_, err := h.reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
+		pod := cur.(*api.Pod)
+		if b.UID != "" && b.UID != pod.UID {
+			return nil, fmt.Errorf("pod %q: uid %s does not match %s: %w", name, b.UID, pod.UID, errdefs.ErrConflict)
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, fmt.Errorf("pod %q is already bound to node %q: %w", name, pod.Spec.NodeName, errdefs.ErrConflict)
+		}
+		if pod.DeletionTimestamp != nil {
+			return nil, fmt.Errorf("pod %q is being deleted: %w", name, errdefs.ErrConflict)
+		}
+		pod.Spec.NodeName = b.Target.Name
+		now := time.Now().UTC()
+		setPodCondition(&pod.Status, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, LastTransitionTime: &now})
+		return pod, nil
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, api.Status{Code: http.StatusCreated, Reason: "Bound"})
+}
+
+func setPodCondition(s *api.PodStatus, cond api.PodCondition) {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == cond.Type {
+			s.Conditions[i] = cond
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, cond)
+}
+
+func scaleOf(rs *api.ReplicaSet) *api.Scale {
+	sel, _ := labels.FromLabelSelector(rs.Spec.Selector)
+	sc := &api.Scale{
+		TypeMeta: api.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: api.ObjectMeta{Name: rs.Name, Namespace: rs.Namespace, UID: rs.UID,
+			ResourceVersion: rs.ResourceVersion, CreationTimestamp: rs.CreationTimestamp},
+		Status: api.ScaleStatus{Replicas: rs.Status.Replicas, Selector: sel.String()},
+	}
+	if rs.Spec.Replicas != nil {
+		sc.Spec.Replicas = *rs.Spec.Replicas
+	}
+	return sc
+}
+
+func (h *handlers) getScale(c *gin.Context) {
+	obj, err := h.reg.get(c.Request.Context(), h.ns(c), c.Param("name"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, scaleOf(obj.(*api.ReplicaSet)))
+}
+
+func (h *handlers) updateScale(c *gin.Context) {
+	var sc api.Scale
+	if err := h.decodeBody(c, &sc); err != nil {
+		fail(c, err)
+		return
+	}
+	if sc.Spec.Replicas < 0 {
+		fail(c, errdefs.Invalid("spec.replicas", "%d must not be negative", sc.Spec.Replicas))
+		return
+	}
+	name := c.Param("name")
+	obj, err := h.reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
+		rs := cur.(*api.ReplicaSet)
+		if sc.ResourceVersion != "" && sc.ResourceVersion != rs.ResourceVersion {
+			return nil, fmt.Errorf("replicaset %q: resourceVersion %s is stale: %w", name, sc.ResourceVersion, errdefs.ErrConflict)
+		}
+		if rs.Spec.Replicas == nil || *rs.Spec.Replicas != sc.Spec.Replicas {
+			n := sc.Spec.Replicas
+			rs.Spec.Replicas = &n
+			rs.Generation++
+		}
+		return rs, nil
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, scaleOf(obj.(*api.ReplicaSet)))
+}

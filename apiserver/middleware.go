@@ -1,0 +1,114 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+var errNoRoute = fmt.Errorf("%w", errdefs.ErrNotFound)
+
+// fail records err for errorMiddleware and stops the handler chain.
+func fail(c *gin.Context, err error) {
+	_ = c.Error(err)
+	c.Abort()
+}
+
+// errorMiddleware is the one place errors become HTTP answers:
+// {"error": ..., "reason": ..., "field": ...} with the class's status code.
+func errorMiddleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		if len(c.Errors) == 0 || c.Writer.Written() {
+			return
+		}
+		err := c.Errors.Last().Err
+		code, reason := errdefs.HTTPStatus(err)
+		if code >= 500 {
+			log.WithError(err).WithField("path", c.Request.URL.Path).Error("request failed")
+		}
+		c.JSON(code, api.Status{Error: err.Error(), Reason: reason, Field: errdefs.Field(err), Code: code})
+	}
+}
+
+// bodyLimit caps request bodies; decodeBody turns the overflow into 413.
+func (s *Server) bodyLimit() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > s.cfg.MaxBodyBytes {
+			fail(c, tooLarge(s.cfg.MaxBodyBytes))
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+		c.Next()
+	}
+}
+
+func tooLarge(limit int64) error {
+	return fmt.Errorf("request body is larger than the limit of %d bytes: %w", limit, errdefs.ErrTooLarge)
+}
+
+func isTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+func (s *Server) logMiddleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		entry := log.WithFields(log.Fields{
+			"method": c.Request.Method, "path": c.Request.URL.Path,
+			"status": c.Writer.Status(), "duration": time.Since(start).Round(time.Microsecond),
+		})
+		if c.Writer.Status() >= 500 {
+			entry.Warn("request")
+		} else {
+			entry.Debug("request")
+		}
+	}
+}
+
+func (s *Server) metricsMiddleware() gin.HandlerFunc {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apiserver_requests_total", Help: "HTTP requests by method, route and status code.",
+	}, []string{"method", "route", "code"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "apiserver_request_duration_seconds", Help: "HTTP request latency by method and route (watches excluded).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"method", "route"})
+	watches := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "apiserver_watches", Help: "Watch streams open now.",
+	})
+	s.metrics.MustRegister(requests, latency, watches)
+	return func(c *gin.Context) {
+		start := time.Now()
+		watching := isWatch(c)
+		if watching {
+			watches.Inc()
+			defer watches.Dec()
+		}
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(c.Writer.Status())).Inc()
+		if !watching {
+			latency.WithLabelValues(c.Request.Method, route).Observe(time.Since(start).Seconds())
+		}
+	}
+}
+
+func isWatch(c *gin.Context) bool {
+	w := c.Query("watch")
+	return w == "true" || w == "1" || len(c.Request.URL.Path) > 11 && c.Request.URL.Path[:11] == "/api/watch/"
+}

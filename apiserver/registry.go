@@ -1,0 +1,375 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage"
+)
+
+// registry is the storage logic of one resource, independent of HTTP:
+// defaulting, validation, server-set fields, subresources.
+type registry struct {
+	res   api.Resource
+	store storage.Interface
+	// ttl > 0 makes created objects expire (function instances).
+	ttl time.Duration
+}
+
+const keyRoot = "/registry/"
+
+func (r *registry) key(ns, name string) string {
+	if r.res.Namespaced {
+		return keyRoot + r.res.Name + "/" + ns + "/" + name
+	}
+	return keyRoot + r.res.Name + "/" + name
+}
+
+// prefix is the key prefix of a collection; ns == "" lists all namespaces.
+func (r *registry) prefix(ns string) string {
+	if r.res.Namespaced && ns != "" {
+		return keyRoot + r.res.Name + "/" + ns + "/"
+	}
+	return keyRoot + r.res.Name + "/"
+}
+
+// checkTypeMeta refuses a body whose kind or apiVersion belongs elsewhere.
+func (r *registry) checkTypeMeta(obj api.Object) error {
+	tm := obj.GetTypeMeta()
+	if tm.Kind != "" && tm.Kind != r.res.Kind {
+		return errdefs.BadRequest("kind", "%q does not belong at %s (want %q)", tm.Kind, r.res.Path("", ""), r.res.Kind)
+	}
+	if tm.APIVersion == "" || r.res.Kind == "Func" {
+		return nil
+	}
+	if tm.APIVersion != r.res.GroupVersion() {
+		return errdefs.BadRequest("apiVersion", "%q is not the version of %s (want %q)", tm.APIVersion, r.res.Kind, r.res.GroupVersion())
+	}
+	return nil
+}
+
+// checkIdentity reconciles the namespace and name of the URL with the body's.
+func (r *registry) checkIdentity(obj api.Object, ns, name string) error {
+	meta := obj.GetObjectMeta()
+	if r.res.Namespaced {
+		if meta.Namespace == "" {
+			meta.Namespace = ns
+		} else if meta.Namespace != ns {
+			return errdefs.BadRequest("metadata.namespace", "%q does not match the namespace %q of the request", meta.Namespace, ns)
+		}
+	} else {
+		meta.Namespace = ""
+	}
+	if name != "" {
+		if meta.Name == "" {
+			meta.Name = name
+		} else if meta.Name != name {
+			return errdefs.BadRequest("metadata.name", "%q does not match the name %q of the request", meta.Name, name)
+		}
+	}
+	return nil
+}
+
+func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.Object, error) {
+	if err := r.checkTypeMeta(obj); err != nil {
+		return nil, err
+	}
+	if err := r.checkIdentity(obj, ns, ""); err != nil {
+		return nil, err
+	}
+	if f, ok := obj.(*api.Func); ok && f.Name == "" {
+		// The reference design names a function in spec.name.
+		f.Name = f.Spec.Name
+	}
+	meta := obj.GetObjectMeta()
+	now := time.Now().UTC().Truncate(time.Second)
+	meta.UID = uuid.NewString()
+	meta.ResourceVersion = ""
+	meta.CreationTimestamp = &now
+	meta.DeletionTimestamp = nil
+	meta.DeletionGracePeriodSeconds = nil
+	meta.Generation = 1
+	prepareForCreate(obj)
+	validation.Default(r.res, obj)
+	if err := validation.Object(r.res, obj); err != nil {
+		return nil, err
+	}
+	if err := r.store.Create(ctx, r.key(meta.Namespace, meta.Name), obj, r.ttl); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// prepareForCreate clears what only the system writes.
+func prepareForCreate(obj api.Object) {
+	switch o := obj.(type) {
+	case *api.Pod:
+		o.Status = api.PodStatus{}
+	case *api.ReplicaSet:
+		o.Status = api.ReplicaSetStatus{}
+	case *api.Func:
+		o.Status = api.FuncStatus{}
+	}
+}
+
+func (r *registry) get(ctx context.Context, ns, name string) (api.Object, error) {
+	obj := r.res.New()
+	if err := r.store.Get(ctx, r.key(ns, name), obj); err != nil {
+		return nil, r.notFound(err, ns, name)
+	}
+	return obj, nil
+}
+
+func (r *registry) notFound(err error, ns, name string) error {
+	if !errdefs.IsNotFound(err) {
+		return err
+	}
+	if r.res.Namespaced {
+		return fmt.Errorf("%s %q not found in namespace %q: %w", r.res.Kind, name, ns, errdefs.ErrNotFound)
+	}
+	return fmt.Errorf("%s %q not found: %w", r.res.Kind, name, errdefs.ErrNotFound)
+}
+
+func (r *registry) list(ctx context.Context, ns string, f filter) ([]api.Object, int64, error) {
+	objs, rev, err := r.store.List(ctx, r.prefix(ns), r.res.New)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := objs[:0]
+	for _, o := range objs {
+		if f.matches(o) {
+			out = append(out, o)
+		}
+	}
+	return out, rev, nil
+}
+
+// update replaces the spec (and metadata) of an object; for kinds with a
+// status subresource the stored status is kept.
+func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
+	if err := r.checkTypeMeta(obj); err != nil {
+		return nil, err
+	}
+	if err := r.checkIdentity(obj, ns, name); err != nil {
+		return nil, err
+	}
+	wantRV := obj.GetObjectMeta().ResourceVersion
+	if wantRV != "" {
+		if _, err := strconv.ParseInt(wantRV, 10, 64); err != nil {
+			return nil, errdefs.BadRequest("metadata.resourceVersion", "%q is not a resource version", wantRV)
+		}
+	}
+	validation.Default(r.res, obj)
+	updated, err := r.store.GuaranteedUpdate(ctx, r.key(ns, name), r.res.New, func(cur api.Object) (api.Object, error) {
+		curMeta := cur.GetObjectMeta()
+		if wantRV != "" && wantRV != curMeta.ResourceVersion {
+			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale (now %s): the object has been modified; read it again and retry: %w",
+				r.res.Kind, name, wantRV, curMeta.ResourceVersion, errdefs.ErrConflict)
+		}
+		next := copyObject(r.res, obj)
+		meta := next.GetObjectMeta()
+		meta.UID = curMeta.UID
+		meta.CreationTimestamp = curMeta.CreationTimestamp
+		meta.DeletionTimestamp = curMeta.DeletionTimestamp
+		meta.DeletionGracePeriodSeconds = curMeta.DeletionGracePeriodSeconds
+		meta.Generation = curMeta.Generation
+		if r.res.HasStatus {
+			setStatus(next, getStatus(cur))
+		}
+		if !sameSpec(next, cur) {
+			meta.Generation++
+		}
+		if err := validation.Object(r.res, next); err != nil {
+			return nil, err
+		}
+		if err := checkImmutable(cur, next); err != nil {
+			return nil, err
+		}
+		return next, nil
+	})
+	if err != nil {
+		return nil, r.notFound(err, ns, name)
+	}
+	return updated, nil
+}
+
+// checkImmutable refuses changes Kubernetes refuses too.
+func checkImmutable(cur, next api.Object) error {
+	if c, ok := cur.(*api.Pod); ok {
+		n := next.(*api.Pod)
+		if c.Spec.NodeName != "" && n.Spec.NodeName != c.Spec.NodeName {
+			return errdefs.Invalid("spec.nodeName", "a bound pod cannot move (from %q to %q)", c.Spec.NodeName, n.Spec.NodeName)
+		}
+	}
+	return nil
+}
+
+// updateStatus replaces only the status of an object.
+func (r *registry) updateStatus(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
+	if err := r.checkIdentity(obj, ns, name); err != nil {
+		return nil, err
+	}
+	wantRV := obj.GetObjectMeta().ResourceVersion
+	updated, err := r.store.GuaranteedUpdate(ctx, r.key(ns, name), r.res.New, func(cur api.Object) (api.Object, error) {
+		if wantRV != "" && wantRV != cur.GetObjectMeta().ResourceVersion {
+			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale (now %s): %w",
+				r.res.Kind, name, wantRV, cur.GetObjectMeta().ResourceVersion, errdefs.ErrConflict)
+		}
+		setStatus(cur, getStatus(obj))
+		return cur, nil
+	})
+	if err != nil {
+		return nil, r.notFound(err, ns, name)
+	}
+	return updated, nil
+}
+
+// mutate applies fn to the stored object under compare-and-swap.
+func (r *registry) mutate(ctx context.Context, ns, name string, fn storage.UpdateFunc) (api.Object, error) {
+	obj, err := r.store.GuaranteedUpdate(ctx, r.key(ns, name), r.res.New, fn)
+	if err != nil {
+		return nil, r.notFound(err, ns, name)
+	}
+	return obj, nil
+}
+
+// deleteOptions are the parts of Kubernetes' DeleteOptions minik8s honours.
+type deleteOptions struct {
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	Preconditions      *struct {
+		UID             string `json:"uid,omitempty"`
+		ResourceVersion string `json:"resourceVersion,omitempty"`
+	} `json:"preconditions,omitempty"`
+}
+
+// delete removes an object. A pod bound to a node is deleted gracefully:
+// it is marked with a deletion timestamp and its kubelet stops its
+// containers and then removes it (with a grace period of 0).
+func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptions) (api.Object, error) {
+	var rv, uid string
+	if p := opts.Preconditions; p != nil {
+		rv, uid = p.ResourceVersion, p.UID
+	}
+	if r.res.Kind == "Pod" && (opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds > 0) {
+		marked, done, err := r.markPodDeleted(ctx, ns, name, opts.GracePeriodSeconds, rv, uid)
+		if err != nil || done {
+			return marked, err
+		}
+	} else if uid != "" {
+		cur, err := r.get(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		if cur.GetObjectMeta().UID != uid {
+			return nil, fmt.Errorf("%s %q: uid precondition %s does not match %s: %w", r.res.Kind, name, uid, cur.GetObjectMeta().UID, errdefs.ErrConflict)
+		}
+	}
+	out := r.res.New()
+	if err := r.store.Delete(ctx, r.key(ns, name), out, rv); err != nil {
+		return nil, r.notFound(err, ns, name)
+	}
+	return out, nil
+}
+
+// markPodDeleted sets the deletion timestamp of a bound pod. done is false
+// when the pod is not bound (or has not started), so it can go at once.
+func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *int64, rv, uid string) (api.Object, bool, error) {
+	done := false
+	obj, err := r.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
+		pod := cur.(*api.Pod)
+		if rv != "" && rv != pod.ResourceVersion {
+			return nil, fmt.Errorf("pod %q: resourceVersion %s is stale: %w", name, rv, errdefs.ErrConflict)
+		}
+		if uid != "" && uid != pod.UID {
+			return nil, fmt.Errorf("pod %q: uid precondition %s does not match %s: %w", name, uid, pod.UID, errdefs.ErrConflict)
+		}
+		if pod.Spec.NodeName == "" || pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
+			return nil, errNotGraceful
+		}
+		if pod.DeletionTimestamp != nil {
+			return nil, errAlreadyMarked
+		}
+		g := int64(validation.DefaultTerminationGracePeriod)
+		if pod.Spec.TerminationGracePeriodSeconds != nil {
+			g = *pod.Spec.TerminationGracePeriodSeconds
+		}
+		if grace != nil {
+			g = *grace
+		}
+		now := time.Now().UTC()
+		pod.DeletionTimestamp = &now
+		pod.DeletionGracePeriodSeconds = &g
+		done = true
+		return pod, nil
+	})
+	switch {
+	case err == errNotGraceful:
+		return nil, false, nil
+	case err == errAlreadyMarked:
+		cur, err := r.get(ctx, ns, name)
+		return cur, true, err
+	case err != nil:
+		return nil, false, err
+	}
+	return obj, done, nil
+}
+
+var (
+	errNotGraceful   = fmt.Errorf("not graceful")
+	errAlreadyMarked = fmt.Errorf("already marked")
+)
+
+// copyObject deep-copies an object through JSON (objects are small).
+func copyObject(res api.Resource, obj api.Object) api.Object {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", obj, err))
+	}
+	out := res.New()
+	if err := json.Unmarshal(data, out); err != nil {
+		panic(fmt.Sprintf("unmarshal %T: %v", obj, err))
+	}
+	out.GetObjectMeta().ResourceVersion = obj.GetObjectMeta().ResourceVersion
+	return out
+}
+
+func statusField(obj api.Object) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName("Status")
+}
+
+func getStatus(obj api.Object) reflect.Value {
+	return statusField(obj)
+}
+
+func setStatus(obj api.Object, status reflect.Value) {
+	if f := statusField(obj); f.IsValid() && status.IsValid() {
+		f.Set(status)
+	}
+}
+
+// sameSpec compares everything but metadata and status.
+func sameSpec(a, b api.Object) bool {
+	return bytes.Equal(specBytes(a), specBytes(b))
+}
+
+func specBytes(obj api.Object) []byte {
+	data, _ := json.Marshal(obj)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(data, &m)
+	delete(m, "metadata")
+	delete(m, "status")
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	out, _ := json.Marshal(m)
+	return out
+}

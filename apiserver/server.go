@@ -1,0 +1,206 @@
+// Package apiserver is the REST front of minik8s: Kubernetes-style paths for
+// every kind, the function API of the reference design, and watch, over a
+// storage.Interface on etcd. It is the only component that talks to etcd.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/storage"
+	"minik8s/pkg/storage/etcd"
+)
+
+// Config configures the apiserver.
+type Config struct {
+	// Address to listen on, e.g. "127.0.0.1:8080" or ":8080".
+	Address string
+	// DataDir holds the embedded etcd's data when EtcdEndpoints is empty.
+	DataDir string
+	// EtcdEndpoints of an external etcd cluster; empty starts embedded etcd.
+	EtcdEndpoints []string
+	// MaxBodyBytes bounds request bodies (413 beyond).
+	MaxBodyBytes int64
+	// FuncInstanceTTL is how long call records are kept.
+	FuncInstanceTTL time.Duration
+}
+
+// DefaultMaxBodyBytes fits function sources comfortably and stays under
+// etcd's request limit.
+const DefaultMaxBodyBytes = 1 << 20
+
+func (c *Config) setDefaults() {
+	if c.Address == "" {
+		c.Address = "127.0.0.1:8080"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.FuncInstanceTTL <= 0 {
+		c.FuncInstanceTTL = 24 * time.Hour
+	}
+}
+
+// Server serves the API over a store.
+type Server struct {
+	cfg        Config
+	store      storage.Interface
+	registries map[string]*registry
+	engine     *gin.Engine
+	metrics    *prometheus.Registry
+}
+
+// New builds a server over store; Run is the usual entry point.
+func New(cfg Config, store storage.Interface) *Server {
+	cfg.setDefaults()
+	s := &Server{cfg: cfg, store: store, registries: map[string]*registry{}, metrics: prometheus.NewRegistry()}
+	for _, res := range api.Resources {
+		reg := &registry{res: res, store: store}
+		if res.Kind == api.FuncInstancesResource.Kind {
+			reg.ttl = cfg.FuncInstanceTTL
+		}
+		s.registries[res.Name] = reg
+	}
+	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.engine = s.routes()
+	return s
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Run starts etcd (embedded unless endpoints are given) and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	endpoints := cfg.EtcdEndpoints
+	if len(endpoints) == 0 {
+		dir := filepath.Join(cfg.DataDir, "etcd")
+		log.WithField("dir", dir).Info("starting embedded etcd")
+		e, err := etcd.StartEmbedded(ctx, dir)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		endpoints = e.Endpoints
+	}
+	client, err := etcd.NewClient(endpoints)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	srv := New(cfg, etcd.New(client))
+
+	l, err := net.Listen("tcp", cfg.Address)
+	if err != nil {
+		return fmt.Errorf("apiserver listen on %s: %w", cfg.Address, err)
+	}
+	return srv.Serve(ctx, l)
+}
+
+// Serve serves on l until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	log.WithField("address", l.Addr().String()).Info("apiserver serving")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("apiserver: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Watches end with ctx (BaseContext); Shutdown waits for the rest.
+	if err := hs.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	hs.Close()
+	log.Info("apiserver stopped")
+	return nil
+}
+
+func (s *Server) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.RedirectTrailingSlash = false
+	r.HandleMethodNotAllowed = true
+	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), s.bodyLimit(), errorMiddleware())
+
+	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
+
+	for _, res := range api.Resources {
+		reg := s.registries[res.Name]
+		h := &handlers{reg: reg, maxBody: s.cfg.MaxBodyBytes}
+		base := res.Prefix()
+		if res.Namespaced {
+			// All namespaces, as kubectl get -A.
+			r.GET(base+"/"+res.Name, h.list)
+			base += "/namespaces/:ns"
+		}
+		coll := base + "/" + res.Name
+		r.GET(coll, h.list)
+		r.POST(coll, h.create)
+		r.GET(coll+"/:name", h.get)
+		r.PUT(coll+"/:name", h.update)
+		r.DELETE(coll+"/:name", h.delete)
+		if res.HasStatus {
+			r.GET(coll+"/:name/status", h.get)
+			r.PUT(coll+"/:name/status", h.updateStatus)
+		}
+		switch res.Name {
+		case api.PodsResource.Name:
+			r.POST(coll+"/:name/binding", h.bind)
+		case api.ReplicaSetsResource.Name:
+			r.GET(coll+"/:name/scale", h.getScale)
+			r.PUT(coll+"/:name/scale", h.updateScale)
+		}
+	}
+
+	funcs := &funcHandlers{handlers: handlers{reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}}
+	r.Any("/api/funcs/*path", funcs.dispatch)
+	r.GET("/api/watch/funcs/template", funcs.watchTemplates)
+	r.GET("/api/watch/funcs/template/:name", funcs.watchTemplates)
+
+	r.NoRoute(func(c *gin.Context) {
+		fail(c, notFoundPath(c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		c.JSON(http.StatusMethodNotAllowed, api.Status{Error: fmt.Sprintf("method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path),
+			Reason: "MethodNotAllowed", Code: http.StatusMethodNotAllowed})
+	})
+	return r
+}
+
+func notFoundPath(path string) error {
+	for _, p := range []string{"/api/v1/", "/apis/apps/v1/"} {
+		if strings.HasPrefix(path, p) {
+			parts := strings.Split(strings.TrimPrefix(path, p), "/")
+			kind := parts[0]
+			if kind == "namespaces" && len(parts) > 2 {
+				kind = parts[2]
+			}
+			if _, ok := api.LookupResource(kind); !ok {
+				return fmt.Errorf("the server doesn't have a resource type %q: %w", kind, errNoRoute)
+			}
+		}
+	}
+	return fmt.Errorf("no route for %s: %w", path, errNoRoute)
+}

@@ -1,0 +1,117 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// watchEvent is one line of a watch stream.
+type watchEvent struct {
+	Type   api.EventType `json:"type"`
+	Object any           `json:"object"`
+}
+
+// watch streams changes as newline-delimited JSON. With no resourceVersion
+// (or "0") it first sends the current objects as ADDED, as Kubernetes does;
+// with one it sends exactly the changes after it, so a client that
+// reconnects with the last version it saw misses nothing.
+func (h *handlers) watch(c *gin.Context, ns string, f filter) {
+	ctx := c.Request.Context()
+	if t := c.Query("timeoutSeconds"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			fail(c, errdefs.BadRequest("timeoutSeconds", "%q is not a number of seconds", t))
+			return
+		}
+		if n > 0 {
+			var cancel func()
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
+			defer cancel()
+		}
+	}
+	var initial []api.Object
+	var from int64
+	switch rv := c.Query("resourceVersion"); rv {
+	case "", "0":
+		objs, rev, err := h.reg.list(ctx, ns, f)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		initial, from = objs, rev
+	default:
+		n, err := strconv.ParseInt(rv, 10, 64)
+		if err != nil || n < 0 {
+			fail(c, errdefs.BadRequest("resourceVersion", "%q is not a resource version", rv))
+			return
+		}
+		from = n
+	}
+	events, err := h.reg.store.Watch(ctx, h.reg.prefix(ns), from, h.reg.res.New)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Header("Content-Type", "application/json")
+	c.Header("Cache-Control", "no-cache")
+	c.Status(http.StatusOK)
+	enc := json.NewEncoder(c.Writer)
+	write := func(ev watchEvent) bool {
+		if err := enc.Encode(ev); err != nil {
+			return false
+		}
+		c.Writer.Flush()
+		return true
+	}
+	c.Writer.Flush()
+	for _, o := range initial {
+		if !write(watchEvent{Type: api.Added, Object: o}) {
+			return
+		}
+	}
+	for ev := range events {
+		if ev.Type == api.Error {
+			code, reason := errdefs.HTTPStatus(ev.Err)
+			write(watchEvent{Type: api.Error, Object: api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}})
+			return
+		}
+		typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
+		if !ok {
+			continue
+		}
+		if !write(watchEvent{Type: typ, Object: ev.Object}) {
+			return
+		}
+	}
+}
+
+// filtered says how a change looks through a filter: an object that starts
+// matching is ADDED, one that stops matching is DELETED.
+func filtered(typ api.EventType, obj, prev api.Object, f filter) (api.EventType, bool) {
+	if f.empty() {
+		return typ, true
+	}
+	now := f.matches(obj)
+	if typ != api.Modified || prev == nil {
+		return typ, now
+	}
+	before := f.matches(prev)
+	switch {
+	case now && before:
+		return api.Modified, true
+	case now:
+		return api.Added, true
+	case before:
+		return api.Deleted, true
+	}
+	return typ, false
+}
+

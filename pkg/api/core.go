@@ -1,0 +1,406 @@
+package api
+
+import "time"
+
+// ResourceList maps a resource name ("cpu", "memory") to a quantity
+// ("500m", "64Mi"), as Kubernetes writes them.
+type ResourceList map[string]string
+
+const (
+	ResourceCPU    = "cpu"
+	ResourceMemory = "memory"
+	ResourcePods   = "pods"
+)
+
+// Node is a machine running a kubelet.
+type Node struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       NodeSpec   `json:"spec,omitempty"`
+	Status     NodeStatus `json:"status,omitempty"`
+}
+
+type NodeSpec struct {
+	Unschedulable bool `json:"unschedulable,omitempty"`
+}
+
+type NodeStatus struct {
+	Capacity        ResourceList        `json:"capacity,omitempty"`
+	Allocatable     ResourceList        `json:"allocatable,omitempty"`
+	Conditions      []NodeCondition     `json:"conditions,omitempty"`
+	Addresses       []NodeAddress       `json:"addresses,omitempty"`
+	DaemonEndpoints NodeDaemonEndpoints `json:"daemonEndpoints,omitempty"`
+	NodeInfo        NodeSystemInfo      `json:"nodeInfo,omitempty"`
+}
+
+type NodeCondition struct {
+	Type               string     `json:"type"`
+	Status             string     `json:"status"`
+	LastHeartbeatTime  *time.Time `json:"lastHeartbeatTime,omitempty"`
+	LastTransitionTime *time.Time `json:"lastTransitionTime,omitempty"`
+	Reason             string     `json:"reason,omitempty"`
+	Message            string     `json:"message,omitempty"`
+}
+
+const NodeReady = "Ready"
+
+type NodeAddress struct {
+	Type    string `json:"type"`
+	Address string `json:"address"`
+}
+
+const (
+	NodeInternalIP = "InternalIP"
+	NodeHostName   = "Hostname"
+)
+
+type NodeDaemonEndpoints struct {
+	KubeletEndpoint DaemonEndpoint `json:"kubeletEndpoint,omitempty"`
+}
+
+type DaemonEndpoint struct {
+	Port int32 `json:"Port"`
+}
+
+type NodeSystemInfo struct {
+	KernelVersion           string `json:"kernelVersion,omitempty"`
+	OperatingSystem         string `json:"operatingSystem,omitempty"`
+	Architecture            string `json:"architecture,omitempty"`
+	ContainerRuntimeVersion string `json:"containerRuntimeVersion,omitempty"`
+	KubeletVersion          string `json:"kubeletVersion,omitempty"`
+}
+
+type NodeList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Node `json:"items"`
+}
+
+// Pod is a group of containers run together on one node.
+type Pod struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       PodSpec   `json:"spec,omitempty"`
+	Status     PodStatus `json:"status,omitempty"`
+}
+
+type PodSpec struct {
+	Containers                    []Container       `json:"containers"`
+	Volumes                       []Volume          `json:"volumes,omitempty"`
+	RestartPolicy                 string            `json:"restartPolicy,omitempty"`
+	NodeName                      string            `json:"nodeName,omitempty"`
+	NodeSelector                  map[string]string `json:"nodeSelector,omitempty"`
+	TerminationGracePeriodSeconds *int64            `json:"terminationGracePeriodSeconds,omitempty"`
+	SchedulerName                 string            `json:"schedulerName,omitempty"`
+}
+
+const (
+	RestartPolicyAlways    = "Always"
+	RestartPolicyOnFailure = "OnFailure"
+	RestartPolicyNever     = "Never"
+)
+
+type Container struct {
+	Name            string               `json:"name"`
+	Image           string               `json:"image"`
+	Command         []string             `json:"command,omitempty"`
+	Args            []string             `json:"args,omitempty"`
+	WorkingDir      string               `json:"workingDir,omitempty"`
+	Env             []EnvVar             `json:"env,omitempty"`
+	Ports           []ContainerPort      `json:"ports,omitempty"`
+	Resources       ResourceRequirements `json:"resources,omitempty"`
+	VolumeMounts    []VolumeMount        `json:"volumeMounts,omitempty"`
+	ReadinessProbe  *Probe               `json:"readinessProbe,omitempty"`
+	LivenessProbe   *Probe               `json:"livenessProbe,omitempty"`
+	ImagePullPolicy string               `json:"imagePullPolicy,omitempty"`
+}
+
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value,omitempty"`
+}
+
+// ContainerPort: a ContainerPort of 0 asks the kubelet to allocate a free
+// port, passed to the container as PORT (pods use the node's network).
+type ContainerPort struct {
+	Name          string `json:"name,omitempty"`
+	ContainerPort int32  `json:"containerPort,omitempty"`
+	HostPort      int32  `json:"hostPort,omitempty"`
+	Protocol      string `json:"protocol,omitempty"`
+}
+
+type ResourceRequirements struct {
+	Limits   ResourceList `json:"limits,omitempty"`
+	Requests ResourceList `json:"requests,omitempty"`
+}
+
+type VolumeMount struct {
+	Name      string `json:"name"`
+	MountPath string `json:"mountPath"`
+	ReadOnly  bool   `json:"readOnly,omitempty"`
+}
+
+type Volume struct {
+	Name      string                 `json:"name"`
+	EmptyDir  *EmptyDirVolumeSource  `json:"emptyDir,omitempty"`
+	HostPath  *HostPathVolumeSource  `json:"hostPath,omitempty"`
+	ConfigMap *ConfigMapVolumeSource `json:"configMap,omitempty"`
+}
+
+type EmptyDirVolumeSource struct{}
+
+type HostPathVolumeSource struct {
+	Path string `json:"path"`
+}
+
+type ConfigMapVolumeSource struct {
+	Name string `json:"name"`
+}
+
+type Probe struct {
+	HTTPGet             *HTTPGetAction `json:"httpGet,omitempty"`
+	InitialDelaySeconds int32          `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       int32          `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      int32          `json:"timeoutSeconds,omitempty"`
+	FailureThreshold    int32          `json:"failureThreshold,omitempty"`
+	SuccessThreshold    int32          `json:"successThreshold,omitempty"`
+}
+
+// HTTPGetAction probes http://podIP:port/path; Port is a number or the name
+// of a container port.
+type HTTPGetAction struct {
+	Path string `json:"path,omitempty"`
+	Port string `json:"port"`
+}
+
+type PodStatus struct {
+	Phase             string            `json:"phase,omitempty"`
+	Conditions        []PodCondition    `json:"conditions,omitempty"`
+	Message           string            `json:"message,omitempty"`
+	Reason            string            `json:"reason,omitempty"`
+	HostIP            string            `json:"hostIP,omitempty"`
+	PodIP             string            `json:"podIP,omitempty"`
+	StartTime         *time.Time        `json:"startTime,omitempty"`
+	ContainerStatuses []ContainerStatus `json:"containerStatuses,omitempty"`
+}
+
+const (
+	PodPending   = "Pending"
+	PodRunning   = "Running"
+	PodSucceeded = "Succeeded"
+	PodFailed    = "Failed"
+	PodUnknown   = "Unknown"
+)
+
+const (
+	PodReady        = "Ready"
+	PodScheduled    = "PodScheduled"
+	ContainersReady = "ContainersReady"
+	PodInitialized  = "Initialized"
+)
+
+type PodCondition struct {
+	Type               string     `json:"type"`
+	Status             string     `json:"status"`
+	LastTransitionTime *time.Time `json:"lastTransitionTime,omitempty"`
+	Reason             string     `json:"reason,omitempty"`
+	Message            string     `json:"message,omitempty"`
+}
+
+type ContainerStatus struct {
+	Name         string          `json:"name"`
+	State        ContainerState  `json:"state,omitempty"`
+	LastState    ContainerState  `json:"lastTerminationState,omitempty"`
+	Ready        bool            `json:"ready"`
+	RestartCount int32           `json:"restartCount"`
+	Image        string          `json:"image"`
+	ContainerID  string          `json:"containerID,omitempty"`
+	Ports        []ContainerPort `json:"ports,omitempty"`
+}
+
+type ContainerState struct {
+	Waiting    *ContainerStateWaiting    `json:"waiting,omitempty"`
+	Running    *ContainerStateRunning    `json:"running,omitempty"`
+	Terminated *ContainerStateTerminated `json:"terminated,omitempty"`
+}
+
+type ContainerStateWaiting struct {
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+type ContainerStateRunning struct {
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+}
+
+type ContainerStateTerminated struct {
+	ExitCode   int32      `json:"exitCode"`
+	Signal     int32      `json:"signal,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+type PodList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Pod `json:"items"`
+}
+
+// PodTemplateSpec is what a ReplicaSet stamps its pods from.
+type PodTemplateSpec struct {
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       PodSpec `json:"spec,omitempty"`
+}
+
+// Binding assigns a pod to a node (the pods/binding subresource).
+type Binding struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Target     ObjectReference `json:"target"`
+}
+
+type ObjectReference struct {
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	UID       string `json:"uid,omitempty"`
+}
+
+// LabelSelector selects objects by their labels.
+type LabelSelector struct {
+	MatchLabels      map[string]string          `json:"matchLabels,omitempty"`
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+type LabelSelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// ReplicaSet keeps a number of identical pods running.
+type ReplicaSet struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       ReplicaSetSpec   `json:"spec,omitempty"`
+	Status     ReplicaSetStatus `json:"status,omitempty"`
+}
+
+type ReplicaSetSpec struct {
+	Replicas *int32          `json:"replicas,omitempty"`
+	Selector *LabelSelector  `json:"selector"`
+	Template PodTemplateSpec `json:"template"`
+}
+
+type ReplicaSetStatus struct {
+	Replicas             int32 `json:"replicas"`
+	ReadyReplicas        int32 `json:"readyReplicas,omitempty"`
+	AvailableReplicas    int32 `json:"availableReplicas,omitempty"`
+	FullyLabeledReplicas int32 `json:"fullyLabeledReplicas,omitempty"`
+	ObservedGeneration   int64 `json:"observedGeneration,omitempty"`
+}
+
+type ReplicaSetList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []ReplicaSet `json:"items"`
+}
+
+// Scale is the replicasets/scale subresource.
+type Scale struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       ScaleSpec   `json:"spec,omitempty"`
+	Status     ScaleStatus `json:"status,omitempty"`
+}
+
+type ScaleSpec struct {
+	Replicas int32 `json:"replicas"`
+}
+
+type ScaleStatus struct {
+	Replicas int32  `json:"replicas"`
+	Selector string `json:"selector,omitempty"`
+}
+
+// Service gives a set of pods one stable address.
+type Service struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       ServiceSpec   `json:"spec,omitempty"`
+	Status     ServiceStatus `json:"status,omitempty"`
+}
+
+type ServiceSpec struct {
+	Type      string            `json:"type,omitempty"`
+	Selector  map[string]string `json:"selector,omitempty"`
+	Ports     []ServicePort     `json:"ports,omitempty"`
+	ClusterIP string            `json:"clusterIP,omitempty"`
+}
+
+// ServicePort: TargetPort is a number or the name of a container port, since
+// allocated ports differ from pod to pod.
+type ServicePort struct {
+	Name       string `json:"name,omitempty"`
+	Protocol   string `json:"protocol,omitempty"`
+	Port       int32  `json:"port"`
+	TargetPort string `json:"targetPort,omitempty"`
+}
+
+type ServiceStatus struct{}
+
+type ServiceList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Service `json:"items"`
+}
+
+// Endpoints lists the ready addresses behind a Service.
+type Endpoints struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Subsets    []EndpointSubset `json:"subsets,omitempty"`
+}
+
+type EndpointSubset struct {
+	Addresses         []EndpointAddress `json:"addresses,omitempty"`
+	NotReadyAddresses []EndpointAddress `json:"notReadyAddresses,omitempty"`
+	Ports             []EndpointPort    `json:"ports,omitempty"`
+}
+
+// EndpointAddress: with host networking one pod IP can serve on several
+// ports, so the port lives with the address.
+type EndpointAddress struct {
+	IP        string           `json:"ip"`
+	Port      int32            `json:"port,omitempty"`
+	NodeName  string           `json:"nodeName,omitempty"`
+	TargetRef *ObjectReference `json:"targetRef,omitempty"`
+}
+
+type EndpointPort struct {
+	Name     string `json:"name,omitempty"`
+	Port     int32  `json:"port"`
+	Protocol string `json:"protocol,omitempty"`
+}
+
+type EndpointsList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Endpoints `json:"items"`
+}
+
+// ConfigMap holds configuration files; function pods get their code from one.
+type ConfigMap struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Data       map[string]string `json:"data,omitempty"`
+	BinaryData map[string][]byte `json:"binaryData,omitempty"`
+}
+
+type ConfigMapList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []ConfigMap `json:"items"`
+}

@@ -1,0 +1,133 @@
+package api
+
+import "time"
+
+// Func is a function template (seed 004). apiVersion "v2" (the default) is
+// served by a warm ReplicaSet pool; "v1" runs every call step in a fresh pod.
+type Func struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       FuncSpec   `json:"spec,omitempty"`
+	Status     FuncStatus `json:"status,omitempty"`
+}
+
+// FuncSpec carries the seed's fields with the reference JSON names.
+type FuncSpec struct {
+	// Name must equal metadata.name (the reference design sends both).
+	Name string `json:"name"`
+	// ServiceAddress is the cluster IP of the function's Service; empty
+	// means allocate one.
+	ServiceAddress string `json:"serviceAddress,omitempty"`
+	// PreRun is base64 of a shell script run once when a pod starts.
+	PreRun string `json:"preRun,omitempty"`
+	// Function is base64 of Python source defining run(arg) and maybe check(ret).
+	Function string `json:"function"`
+	// Left is called with run's result when check(ret) is true or absent;
+	// Right otherwise. "RETURN" ends the chain.
+	Left  string `json:"left,omitempty"`
+	Right string `json:"right,omitempty"`
+
+	InitInstanceNum *int `json:"initInstanceNum,omitempty"`
+	MaxInstanceNum  *int `json:"maxInstanceNum,omitempty"`
+	MinInstanceNum  *int `json:"minInstanceNum,omitempty"`
+
+	// TimeoutSeconds bounds one call of run (default 60).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+	// Runtime names the image function pods run (default minik8s/python-runtime:latest).
+	Runtime string `json:"runtime,omitempty"`
+}
+
+// FuncStatus is written by the system, never by the user.
+type FuncStatus struct {
+	ServiceUID    string     `json:"serviceId,omitempty"`
+	ReplicaSetUID string     `json:"replicaSetId,omitempty"`
+	Counter       int        `json:"counter,omitempty"`
+	TimeStamp     *time.Time `json:"timeStamp,omitempty"`
+}
+
+// Names a Func may not take: RETURN ends a chain, template is a route.
+const (
+	FuncReturn   = "RETURN"
+	FuncTemplate = "template"
+)
+
+const (
+	FuncAPIVersionV1 = "v1"
+	FuncAPIVersionV2 = "v2"
+)
+
+type FuncList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Func `json:"items"`
+}
+
+// FuncInstance is the durable record of one call and its chain; its name is
+// the instanceId.
+type FuncInstance struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       FuncInstanceSpec   `json:"spec,omitempty"`
+	Status     FuncInstanceStatus `json:"status,omitempty"`
+}
+
+type FuncInstanceSpec struct {
+	// Function is the first function of the chain.
+	Function string `json:"function"`
+	// Arg is the raw argument of the first call.
+	Arg string `json:"arg"`
+}
+
+const (
+	InstancePending   = "Pending"
+	InstanceRunning   = "Running"
+	InstanceSucceeded = "Succeeded"
+	InstanceFailed    = "Failed"
+)
+
+type FuncInstanceStatus struct {
+	Phase  string `json:"phase,omitempty"`
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Next is the step still to run: the durable cursor a restarted
+	// apiserver resumes from.
+	Next           *FuncStep        `json:"next,omitempty"`
+	Hops           int              `json:"hops,omitempty"`
+	Steps          []FuncStepRecord `json:"steps,omitempty"`
+	CompletionTime *time.Time       `json:"completionTime,omitempty"`
+}
+
+type FuncStep struct {
+	Function string `json:"function"`
+	Arg      string `json:"arg"`
+}
+
+// FuncStepRecord is what one step of a chain did.
+type FuncStepRecord struct {
+	Function   string     `json:"function"`
+	Pod        string     `json:"pod,omitempty"`
+	Node       string     `json:"node,omitempty"`
+	Arg        string     `json:"arg"`
+	Result     string     `json:"result,omitempty"`
+	Check      *bool      `json:"check,omitempty"`
+	Output     string     `json:"output,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	Start      *time.Time `json:"start,omitempty"`
+	DurationMs int64      `json:"durationMs"`
+}
+
+type FuncInstanceList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []FuncInstance `json:"items"`
+}
+
+// FuncInstanceView is the flat answer of GET /api/funcs/:id.
+type FuncInstanceView struct {
+	InstanceID string           `json:"instanceId"`
+	Function   string           `json:"function"`
+	Status     string           `json:"status"`
+	Result     string           `json:"result"`
+	Error      string           `json:"error,omitempty"`
+	Steps      []FuncStepRecord `json:"steps"`
+}

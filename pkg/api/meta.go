@@ -1,0 +1,81 @@
+// Package api holds the minik8s object types in the Kubernetes shape:
+// Kind{TypeMeta, ObjectMeta, Spec, Status} with Kubernetes' JSON names.
+package api
+
+import "time"
+
+// TypeMeta names the kind and version of an object on the wire.
+type TypeMeta struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+}
+
+// ObjectMeta is the metadata every stored object carries.
+type ObjectMeta struct {
+	Name              string     `json:"name,omitempty"`
+	Namespace         string     `json:"namespace,omitempty"`
+	UID               string     `json:"uid,omitempty"`
+	ResourceVersion   string     `json:"resourceVersion,omitempty"`
+	Generation        int64      `json:"generation,omitempty"`
+	CreationTimestamp *time.Time `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
+	// DeletionGracePeriodSeconds is how long the node agent waits between
+	// SIGTERM and SIGKILL once DeletionTimestamp is set.
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+	Labels                     map[string]string `json:"labels,omitempty"`
+	Annotations                map[string]string `json:"annotations,omitempty"`
+	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
+}
+
+// OwnerReference ties an object to the one that made it, for garbage collection.
+type OwnerReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Controller *bool  `json:"controller,omitempty"`
+}
+
+// ListMeta is the metadata of a list: the store revision it was read at.
+type ListMeta struct {
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// GetObjectMeta gives generic code (storage, apiserver, client) access to the
+// metadata of any kind that embeds ObjectMeta.
+func (m *ObjectMeta) GetObjectMeta() *ObjectMeta { return m }
+
+// GetTypeMeta gives generic code access to the kind and version.
+func (t *TypeMeta) GetTypeMeta() *TypeMeta { return t }
+
+// Object is what every stored kind satisfies by embedding TypeMeta and ObjectMeta.
+type Object interface {
+	GetObjectMeta() *ObjectMeta
+	GetTypeMeta() *TypeMeta
+}
+
+// EventType is the type of a watch event.
+type EventType string
+
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Bookmark EventType = "BOOKMARK"
+	Error    EventType = "ERROR"
+)
+
+// Condition status values, as Kubernetes spells them.
+const (
+	ConditionTrue    = "True"
+	ConditionFalse   = "False"
+	ConditionUnknown = "Unknown"
+)
+
+// Status is the body of every error answer.
+type Status struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason,omitempty"`
+	Field  string `json:"field,omitempty"`
+	Code   int    `json:"code,omitempty"`
+}

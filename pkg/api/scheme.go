@@ -1,0 +1,96 @@
+package api
+
+import "strings"
+
+// Resource describes one REST collection: its names, where it lives and how
+// to make an empty object of it. The apiserver, the client and mkctl all read
+// this one table, so a kind is added in one place.
+type Resource struct {
+	// Name is the plural used in paths ("pods").
+	Name       string
+	Kind       string
+	ShortNames []string
+	// Group is "" for the core group, "apps" for ReplicaSets.
+	Group      string
+	Version    string
+	Namespaced bool
+	// HasStatus: the object has a status subresource, and a PUT of the object
+	// itself leaves the status as it is.
+	HasStatus bool
+	New       func() Object
+}
+
+// GroupVersion is the apiVersion objects of this resource carry.
+func (r Resource) GroupVersion() string {
+	if r.Group == "" {
+		return r.Version
+	}
+	return r.Group + "/" + r.Version
+}
+
+// Prefix is the path up to the namespace: "/api/v1" or "/apis/apps/v1".
+func (r Resource) Prefix() string {
+	if r.Group == "" {
+		return "/api/" + r.Version
+	}
+	return "/apis/" + r.Group + "/" + r.Version
+}
+
+// Path is the REST path of the collection (name == "") or of one object.
+// ns == "" on a namespaced resource means all namespaces.
+func (r Resource) Path(ns, name string) string {
+	p := r.Prefix()
+	if r.Namespaced && ns != "" {
+		p += "/namespaces/" + ns
+	}
+	p += "/" + r.Name
+	if name != "" {
+		p += "/" + name
+	}
+	return p
+}
+
+const DefaultNamespace = "default"
+
+var (
+	NodesResource = Resource{Name: "nodes", Kind: "Node", ShortNames: []string{"no", "node"}, Version: "v1",
+		HasStatus: true, New: func() Object { return &Node{} }}
+	PodsResource = Resource{Name: "pods", Kind: "Pod", ShortNames: []string{"po", "pod"}, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &Pod{} }}
+	ReplicaSetsResource = Resource{Name: "replicasets", Kind: "ReplicaSet", ShortNames: []string{"rs", "replicaset"},
+		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &ReplicaSet{} }}
+	ServicesResource = Resource{Name: "services", Kind: "Service", ShortNames: []string{"svc", "service"}, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &Service{} }}
+	EndpointsResource = Resource{Name: "endpoints", Kind: "Endpoints", ShortNames: []string{"ep"}, Version: "v1",
+		Namespaced: true, New: func() Object { return &Endpoints{} }}
+	ConfigMapsResource = Resource{Name: "configmaps", Kind: "ConfigMap", ShortNames: []string{"cm", "configmap"}, Version: "v1",
+		Namespaced: true, New: func() Object { return &ConfigMap{} }}
+	// Funcs keep the version the user gave (v1 or v2): it picks the serving mode.
+	FuncsResource = Resource{Name: "funcs", Kind: "Func", ShortNames: []string{"func", "fn", "function", "functions"}, Version: "v2",
+		Namespaced: true, HasStatus: true, New: func() Object { return &Func{} }}
+	FuncInstancesResource = Resource{Name: "funcinstances", Kind: "FuncInstance", ShortNames: []string{"fi", "funcinstance"}, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &FuncInstance{} }}
+)
+
+// Resources lists every kind the apiserver serves.
+var Resources = []Resource{
+	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
+	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource,
+}
+
+// LookupResource finds a resource by plural, singular, short name or kind,
+// case-insensitively, as kubectl does.
+func LookupResource(name string) (Resource, bool) {
+	n := strings.ToLower(name)
+	for _, r := range Resources {
+		if n == r.Name || n == strings.ToLower(r.Kind) {
+			return r, true
+		}
+		for _, s := range r.ShortNames {
+			if n == s {
+				return r, true
+			}
+		}
+	}
+	return Resource{}, false
+}

@@ -1,0 +1,72 @@
+package validation
+
+import (
+	"strconv"
+
+	"minik8s/pkg/api"
+)
+
+// Default fills the fields Kubernetes fills on create and update. Func specs
+// are left as written (their defaults apply where they are used).
+func Default(res api.Resource, obj api.Object) {
+	tm := obj.GetTypeMeta()
+	tm.Kind = res.Kind
+	if tm.APIVersion == "" || res.Kind != "Func" {
+		tm.APIVersion = res.GroupVersion()
+	}
+	switch o := obj.(type) {
+	case *api.Pod:
+		DefaultPodSpec(&o.Spec)
+		if o.Status.Phase == "" {
+			o.Status.Phase = api.PodPending
+		}
+	case *api.ReplicaSet:
+		if o.Spec.Replicas == nil {
+			one := int32(1)
+			o.Spec.Replicas = &one
+		}
+		DefaultPodSpec(&o.Spec.Template.Spec)
+	case *api.Service:
+		if o.Spec.Type == "" {
+			o.Spec.Type = "ClusterIP"
+		}
+		for i := range o.Spec.Ports {
+			p := &o.Spec.Ports[i]
+			if p.Protocol == "" {
+				p.Protocol = "TCP"
+			}
+			if p.TargetPort == "" {
+				p.TargetPort = strconv.Itoa(int(p.Port))
+			}
+		}
+	case *api.FuncInstance:
+		if o.Status.Phase == "" {
+			o.Status.Phase = api.InstancePending
+		}
+	}
+}
+
+// DefaultTerminationGracePeriod is Kubernetes' default, in seconds.
+const DefaultTerminationGracePeriod = 30
+
+// DefaultPodSpec fills restart policy, grace period and port protocols.
+func DefaultPodSpec(s *api.PodSpec) {
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = api.RestartPolicyAlways
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		g := int64(DefaultTerminationGracePeriod)
+		s.TerminationGracePeriodSeconds = &g
+	}
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		if c.ImagePullPolicy == "" {
+			c.ImagePullPolicy = "IfNotPresent"
+		}
+		for j := range c.Ports {
+			if c.Ports[j].Protocol == "" {
+				c.Ports[j].Protocol = "TCP"
+			}
+		}
+	}
+}

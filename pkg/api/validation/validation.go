@@ -1,0 +1,464 @@
+// Package validation is the one place that decides whether an object is
+// well-formed, and fills the defaults Kubernetes users expect. Every error
+// names the field and the reason.
+package validation
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/labels"
+	"minik8s/pkg/quantity"
+)
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	// Func names follow the reference design, which uses names like append_world.
+	funcName     = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+	labelValue   = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+	labelName    = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+	configMapKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	envName      = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
+)
+
+// MaxFuncNameLength bounds Func names so derived object names stay valid.
+const MaxFuncNameLength = 52
+
+// Name checks an object name for a resource.
+func Name(res api.Resource, name string) error {
+	if name == "" {
+		return errdefs.Invalid("metadata.name", "name is required")
+	}
+	if res.Kind == "Func" {
+		return FuncName("metadata.name", name)
+	}
+	if len(name) > 253 {
+		return errdefs.Invalid("metadata.name", "%q is longer than 253 characters", name)
+	}
+	if !dnsSubdomain.MatchString(name) {
+		return errdefs.Invalid("metadata.name", "%q must consist of lower case letters, digits, '-' and '.', and start and end with a letter or digit", name)
+	}
+	return nil
+}
+
+// FuncName checks the name of a function, as a template or as a chain target.
+func FuncName(field, name string) error {
+	switch {
+	case name == api.FuncReturn || name == api.FuncTemplate:
+		return errdefs.Invalid(field, "%q is reserved", name)
+	case len(name) > MaxFuncNameLength:
+		return errdefs.Invalid(field, "%q is longer than %d characters", name, MaxFuncNameLength)
+	case !funcName.MatchString(name):
+		return errdefs.Invalid(field, "%q must consist of letters, digits, '-', '_' and '.', and start and end with a letter or digit", name)
+	}
+	return nil
+}
+
+// Namespace checks a namespace name.
+func Namespace(ns string) error {
+	if len(ns) > 63 || !dnsLabel.MatchString(ns) {
+		return errdefs.Invalid("metadata.namespace", "%q must be a DNS label: lower case letters, digits and '-', at most 63 characters", ns)
+	}
+	return nil
+}
+
+// Object validates an object of the given resource after defaulting.
+func Object(res api.Resource, obj api.Object) error {
+	meta := obj.GetObjectMeta()
+	if err := Name(res, meta.Name); err != nil {
+		return err
+	}
+	if res.Namespaced {
+		if err := Namespace(meta.Namespace); err != nil {
+			return err
+		}
+	}
+	if err := labelSet("metadata.labels", meta.Labels); err != nil {
+		return err
+	}
+	switch o := obj.(type) {
+	case *api.Pod:
+		return PodSpec("spec", &o.Spec)
+	case *api.ReplicaSet:
+		return replicaSet(o)
+	case *api.Service:
+		return service(o)
+	case *api.Endpoints:
+		return endpoints(o)
+	case *api.ConfigMap:
+		return configMap(o)
+	case *api.Func:
+		return Func(o)
+	case *api.FuncInstance:
+		return FuncName("spec.function", o.Spec.Function)
+	case *api.Node:
+		return resourceList("status.capacity", o.Status.Capacity)
+	}
+	return nil
+}
+
+func labelSet(field string, set map[string]string) error {
+	for k, v := range set {
+		key := k
+		if i := strings.LastIndex(k, "/"); i >= 0 {
+			if !dnsSubdomain.MatchString(k[:i]) {
+				return errdefs.Invalid(field, "label key %q has an invalid prefix", k)
+			}
+			key = k[i+1:]
+		}
+		if len(key) > 63 || !labelName.MatchString(key) {
+			return errdefs.Invalid(field, "label key %q must be at most 63 letters, digits, '-', '_' or '.'", k)
+		}
+		if len(v) > 63 || !labelValue.MatchString(v) {
+			return errdefs.Invalid(field+"."+k, "label value %q must be at most 63 letters, digits, '-', '_' or '.'", v)
+		}
+	}
+	return nil
+}
+
+func resourceList(field string, rl api.ResourceList) error {
+	for name, q := range rl {
+		f := field + "." + name
+		switch name {
+		case api.ResourceCPU:
+			m, err := quantity.MilliCPU(q)
+			if err != nil {
+				return errdefs.Invalid(f, "%v", err)
+			}
+			if m == 0 && q != "0" {
+				return errdefs.Invalid(f, "%q is less than 1m", q)
+			}
+		case api.ResourceMemory, api.ResourcePods:
+			if _, err := quantity.Bytes(q); err != nil {
+				return errdefs.Invalid(f, "%v", err)
+			}
+		default:
+			if _, err := quantity.Parse(q); err != nil {
+				return errdefs.Invalid(f, "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// PodSpec validates a pod spec (of a pod or of a ReplicaSet template).
+func PodSpec(field string, s *api.PodSpec) error {
+	if len(s.Containers) == 0 {
+		return errdefs.Invalid(field+".containers", "at least one container is required")
+	}
+	volumes := map[string]bool{}
+	for i, v := range s.Volumes {
+		f := fmt.Sprintf("%s.volumes[%d]", field, i)
+		if !dnsLabel.MatchString(v.Name) {
+			return errdefs.Invalid(f+".name", "%q must be a DNS label", v.Name)
+		}
+		if volumes[v.Name] {
+			return errdefs.Invalid(f+".name", "duplicate volume %q", v.Name)
+		}
+		volumes[v.Name] = true
+		sources := 0
+		if v.EmptyDir != nil {
+			sources++
+		}
+		if v.HostPath != nil {
+			sources++
+			if !strings.HasPrefix(v.HostPath.Path, "/") {
+				return errdefs.Invalid(f+".hostPath.path", "%q must be an absolute path", v.HostPath.Path)
+			}
+		}
+		if v.ConfigMap != nil {
+			sources++
+			if err := Name(api.ConfigMapsResource, v.ConfigMap.Name); err != nil {
+				return errdefs.Invalid(f+".configMap.name", "%v", err)
+			}
+		}
+		if sources != 1 {
+			return errdefs.Invalid(f, "exactly one of emptyDir, hostPath, configMap is required")
+		}
+	}
+	names := map[string]bool{}
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		f := fmt.Sprintf("%s.containers[%d]", field, i)
+		if !dnsLabel.MatchString(c.Name) || len(c.Name) > 63 {
+			return errdefs.Invalid(f+".name", "%q must be a DNS label", c.Name)
+		}
+		if names[c.Name] {
+			return errdefs.Invalid(f+".name", "duplicate container name %q", c.Name)
+		}
+		names[c.Name] = true
+		if strings.TrimSpace(c.Image) == "" {
+			return errdefs.Invalid(f+".image", "image is required")
+		}
+		for j, e := range c.Env {
+			if !envName.MatchString(e.Name) {
+				return errdefs.Invalid(fmt.Sprintf("%s.env[%d].name", f, j), "%q is not a valid environment variable name", e.Name)
+			}
+		}
+		portNames := map[string]bool{}
+		for j, p := range c.Ports {
+			pf := fmt.Sprintf("%s.ports[%d]", f, j)
+			if p.ContainerPort < 0 || p.ContainerPort > 65535 {
+				return errdefs.Invalid(pf+".containerPort", "%d is not in 0..65535 (0 allocates a port)", p.ContainerPort)
+			}
+			if p.HostPort < 0 || p.HostPort > 65535 {
+				return errdefs.Invalid(pf+".hostPort", "%d is not in 0..65535", p.HostPort)
+			}
+			if p.Name != "" {
+				if len(p.Name) > 15 || !dnsLabel.MatchString(p.Name) {
+					return errdefs.Invalid(pf+".name", "%q must be a DNS label of at most 15 characters", p.Name)
+				}
+				if portNames[p.Name] {
+					return errdefs.Invalid(pf+".name", "duplicate port name %q", p.Name)
+				}
+				portNames[p.Name] = true
+			}
+			if p.Protocol != "TCP" {
+				return errdefs.Invalid(pf+".protocol", "%q is not supported (only TCP)", p.Protocol)
+			}
+		}
+		if err := resourceList(f+".resources.limits", c.Resources.Limits); err != nil {
+			return err
+		}
+		if err := resourceList(f+".resources.requests", c.Resources.Requests); err != nil {
+			return err
+		}
+		for j, m := range c.VolumeMounts {
+			mf := fmt.Sprintf("%s.volumeMounts[%d]", f, j)
+			if !volumes[m.Name] {
+				return errdefs.Invalid(mf+".name", "no volume named %q", m.Name)
+			}
+			if !strings.HasPrefix(m.MountPath, "/") {
+				return errdefs.Invalid(mf+".mountPath", "%q must be an absolute path", m.MountPath)
+			}
+		}
+		for _, pr := range []struct {
+			name string
+			p    *api.Probe
+		}{{"readinessProbe", c.ReadinessProbe}, {"livenessProbe", c.LivenessProbe}} {
+			if pr.p == nil {
+				continue
+			}
+			pf := f + "." + pr.name
+			if pr.p.HTTPGet == nil {
+				return errdefs.Invalid(pf+".httpGet", "httpGet is required")
+			}
+			if err := probePort(pf+".httpGet.port", pr.p.HTTPGet.Port, c.Ports); err != nil {
+				return err
+			}
+			if pr.p.PeriodSeconds < 0 || pr.p.TimeoutSeconds < 0 || pr.p.FailureThreshold < 0 || pr.p.InitialDelaySeconds < 0 {
+				return errdefs.Invalid(pf, "durations and thresholds must not be negative")
+			}
+		}
+	}
+	switch s.RestartPolicy {
+	case api.RestartPolicyAlways, api.RestartPolicyOnFailure, api.RestartPolicyNever:
+	default:
+		return errdefs.Invalid(field+".restartPolicy", "%q is not one of Always, OnFailure, Never", s.RestartPolicy)
+	}
+	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		return errdefs.Invalid(field+".terminationGracePeriodSeconds", "must not be negative")
+	}
+	return nil
+}
+
+func probePort(field, port string, ports []api.ContainerPort) error {
+	if port == "" {
+		return errdefs.Invalid(field, "port is required")
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 1 || n > 65535 {
+			return errdefs.Invalid(field, "%d is not in 1..65535", n)
+		}
+		return nil
+	}
+	for _, p := range ports {
+		if p.Name == port {
+			return nil
+		}
+	}
+	return errdefs.Invalid(field, "no container port named %q", port)
+}
+
+func replicaSet(rs *api.ReplicaSet) error {
+	if rs.Spec.Replicas != nil && *rs.Spec.Replicas < 0 {
+		return errdefs.Invalid("spec.replicas", "%d must not be negative", *rs.Spec.Replicas)
+	}
+	sel, err := labels.FromLabelSelector(rs.Spec.Selector)
+	if err != nil {
+		return errdefs.Invalid("spec.selector", "%v", err)
+	}
+	if sel.Empty() {
+		return errdefs.Invalid("spec.selector", "selector must not be empty")
+	}
+	if err := labelSet("spec.template.metadata.labels", rs.Spec.Template.Labels); err != nil {
+		return err
+	}
+	if !sel.Matches(rs.Spec.Template.Labels) {
+		return errdefs.Invalid("spec.template.metadata.labels", "labels do not match the selector %q", sel.String())
+	}
+	if rs.Spec.Template.Spec.RestartPolicy != api.RestartPolicyAlways {
+		return errdefs.Invalid("spec.template.spec.restartPolicy", "only Always is supported for a ReplicaSet")
+	}
+	return PodSpec("spec.template.spec", &rs.Spec.Template.Spec)
+}
+
+func service(s *api.Service) error {
+	if s.Spec.ClusterIP != "" && s.Spec.ClusterIP != "None" {
+		if ip := net.ParseIP(s.Spec.ClusterIP); ip == nil || ip.To4() == nil {
+			return errdefs.Invalid("spec.clusterIP", "%q is not an IPv4 address", s.Spec.ClusterIP)
+		}
+	}
+	if err := labelSet("spec.selector", s.Spec.Selector); err != nil {
+		return err
+	}
+	seen := map[int32]bool{}
+	for i, p := range s.Spec.Ports {
+		f := fmt.Sprintf("spec.ports[%d]", i)
+		if p.Port < 1 || p.Port > 65535 {
+			return errdefs.Invalid(f+".port", "%d is not in 1..65535", p.Port)
+		}
+		if seen[p.Port] {
+			return errdefs.Invalid(f+".port", "duplicate port %d", p.Port)
+		}
+		seen[p.Port] = true
+		if p.Protocol != "TCP" {
+			return errdefs.Invalid(f+".protocol", "%q is not supported (only TCP)", p.Protocol)
+		}
+		if n, err := strconv.Atoi(p.TargetPort); err == nil && (n < 1 || n > 65535) {
+			return errdefs.Invalid(f+".targetPort", "%d is not in 1..65535", n)
+		} else if err != nil && !dnsLabel.MatchString(p.TargetPort) {
+			return errdefs.Invalid(f+".targetPort", "%q is neither a port number nor a port name", p.TargetPort)
+		}
+	}
+	return nil
+}
+
+func endpoints(e *api.Endpoints) error {
+	for i, s := range e.Subsets {
+		for j, a := range append(append([]api.EndpointAddress{}, s.Addresses...), s.NotReadyAddresses...) {
+			if net.ParseIP(a.IP) == nil {
+				return errdefs.Invalid(fmt.Sprintf("subsets[%d].addresses[%d].ip", i, j), "%q is not an IP address", a.IP)
+			}
+		}
+	}
+	return nil
+}
+
+func configMap(c *api.ConfigMap) error {
+	for k := range c.Data {
+		if !configMapKey.MatchString(k) || k == "." || k == ".." {
+			return errdefs.Invalid("data."+k, "key %q must consist of letters, digits, '-', '_' and '.'", k)
+		}
+		if _, dup := c.BinaryData[k]; dup {
+			return errdefs.Invalid("binaryData."+k, "key %q is also in data", k)
+		}
+	}
+	for k := range c.BinaryData {
+		if !configMapKey.MatchString(k) || k == "." || k == ".." {
+			return errdefs.Invalid("binaryData."+k, "key %q must consist of letters, digits, '-', '_' and '.'", k)
+		}
+	}
+	return nil
+}
+
+// Func validates a function template.
+func Func(f *api.Func) error {
+	switch f.APIVersion {
+	case api.FuncAPIVersionV1, api.FuncAPIVersionV2:
+	default:
+		return errdefs.Invalid("apiVersion", "%q is not v1 (a fresh pod per call) or v2 (a warm pool)", f.APIVersion)
+	}
+	if f.Spec.Name != f.Name {
+		return errdefs.Invalid("spec.name", "%q must equal metadata.name %q", f.Spec.Name, f.Name)
+	}
+	if f.Spec.Function == "" {
+		return errdefs.Invalid("spec.function", "the function's Python source (base64) is required")
+	}
+	if _, err := base64.StdEncoding.DecodeString(f.Spec.Function); err != nil {
+		return errdefs.Invalid("spec.function", "not valid base64: %v", err)
+	}
+	if _, err := base64.StdEncoding.DecodeString(f.Spec.PreRun); err != nil {
+		return errdefs.Invalid("spec.preRun", "not valid base64: %v", err)
+	}
+	for _, b := range []struct{ field, name string }{{"spec.left", f.Spec.Left}, {"spec.right", f.Spec.Right}} {
+		if b.name == "" || b.name == api.FuncReturn {
+			continue
+		}
+		if err := FuncName(b.field, b.name); err != nil {
+			return err
+		}
+	}
+	if f.Spec.ServiceAddress != "" {
+		if ip := net.ParseIP(f.Spec.ServiceAddress); ip == nil || ip.To4() == nil {
+			return errdefs.Invalid("spec.serviceAddress", "%q is not an IPv4 address", f.Spec.ServiceAddress)
+		}
+	}
+	for _, n := range []struct {
+		field string
+		v     *int
+	}{{"spec.initInstanceNum", f.Spec.InitInstanceNum}, {"spec.maxInstanceNum", f.Spec.MaxInstanceNum}, {"spec.minInstanceNum", f.Spec.MinInstanceNum}} {
+		if n.v != nil && *n.v < 0 {
+			return errdefs.Invalid(n.field, "%d must not be negative", *n.v)
+		}
+	}
+	min, init, max := FuncBounds(&f.Spec)
+	if max < 1 {
+		return errdefs.Invalid("spec.maxInstanceNum", "must be at least 1")
+	}
+	if min > max {
+		return errdefs.Invalid("spec.minInstanceNum", "%d is more than maxInstanceNum %d", min, max)
+	}
+	if init < min || init > max {
+		return errdefs.Invalid("spec.initInstanceNum", "%d is not between minInstanceNum %d and maxInstanceNum %d", init, min, max)
+	}
+	if t := f.Spec.TimeoutSeconds; t != nil && (*t < 1 || *t > 3600) {
+		return errdefs.Invalid("spec.timeoutSeconds", "%d is not in 1..3600", *t)
+	}
+	return nil
+}
+
+// Func defaults, applied where the values are used so that a template is
+// read back exactly as it was written.
+const (
+	DefaultFuncMaxInstances   = 10
+	DefaultFuncTimeoutSeconds = 60
+	DefaultFuncRuntime        = "minik8s/python-runtime:latest"
+)
+
+// FuncBounds returns min, init and max instance counts with defaults: min 0,
+// max 10 (or init, if larger), init 1 clamped into [min, max].
+func FuncBounds(s *api.FuncSpec) (min, init, max int) {
+	max = DefaultFuncMaxInstances
+	if s.MinInstanceNum != nil {
+		min = *s.MinInstanceNum
+	}
+	if s.MaxInstanceNum != nil {
+		max = *s.MaxInstanceNum
+	} else {
+		if s.InitInstanceNum != nil && *s.InitInstanceNum > max {
+			max = *s.InitInstanceNum
+		}
+		if min > max {
+			max = min
+		}
+	}
+	if s.InitInstanceNum != nil {
+		return min, *s.InitInstanceNum, max
+	}
+	init = 1
+	if init < min {
+		init = min
+	}
+	if init > max {
+		init = max
+	}
+	return min, init, max
+}

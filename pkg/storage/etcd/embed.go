@@ -1,0 +1,101 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// Embedded is an etcd server running inside this process.
+type Embedded struct {
+	etcd      *embed.Etcd
+	Endpoints []string
+}
+
+// StartEmbedded starts a single-member etcd with its data in dir, listening
+// on free loopback ports, and waits until it serves.
+func StartEmbedded(ctx context.Context, dir string) (*Embedded, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcd data dir: %w", err)
+	}
+	clientURL, err := freeLoopbackURL()
+	if err != nil {
+		return nil, err
+	}
+	peerURL, err := freeLoopbackURL()
+	if err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Dir = dir
+	cfg.Name = "minik8s"
+	cfg.ListenClientUrls = []url.URL{*clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{*clientURL}
+	cfg.ListenPeerUrls = []url.URL{*peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{*peerURL}
+	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
+	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	// Keep an hour of history for watchers resuming from a revision, and
+	// let old revisions go after that so the data dir does not grow forever.
+	cfg.AutoCompactionMode = "periodic"
+	cfg.AutoCompactionRetention = "1h"
+	cfg.MaxRequestBytes = 2 * 1024 * 1024
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting embedded etcd in %s: %w", dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd in %s did not become ready in 60s", dir)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+	return &Embedded{etcd: e, Endpoints: []string{clientURL.String()}}, nil
+}
+
+// Close stops the server and waits until its data is flushed.
+func (e *Embedded) Close() {
+	e.etcd.Close()
+}
+
+// Err reports a fatal error of the running server.
+func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+
+func freeLoopbackURL() (*url.URL, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("finding a free port: %w", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return &url.URL{Scheme: "http", Host: addr}, nil
+}
+
+// NewClient opens an etcd client on endpoints.
+func NewClient(endpoints []string) (*clientv3.Client, error) {
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+		// 2 MiB: objects up to the apiserver's body limit must fit.
+		MaxCallSendMsgSize: 3 * 1024 * 1024,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	return c, nil
+}

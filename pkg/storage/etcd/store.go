@@ -1,0 +1,332 @@
+// Package etcd implements storage.Interface on etcd v3: resourceVersion is the
+// key's mod revision, updates are transactions on it, and watches resume from
+// a revision.
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage"
+)
+
+// Store is an etcd-backed storage.Interface.
+type Store struct {
+	client *clientv3.Client
+
+	mu    sync.Mutex
+	lease leaseCache
+}
+
+var _ storage.Interface = (*Store)(nil)
+
+// New returns a store on an open etcd client.
+func New(client *clientv3.Client) *Store {
+	return &Store{client: client}
+}
+
+// leaseCache shares one lease among objects created within a minute with
+// the same TTL, so that a burst of short-lived objects does not grant a
+// lease each.
+type leaseCache struct {
+	id      clientv3.LeaseID
+	ttl     time.Duration
+	granted time.Time
+}
+
+const leaseReuseWindow = time.Minute
+
+func (s *Store) leaseFor(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.lease.id != 0 && s.lease.ttl == ttl && now.Sub(s.lease.granted) < leaseReuseWindow {
+		return s.lease.id, nil
+	}
+	// The object lives between ttl and ttl+window.
+	resp, err := s.client.Grant(ctx, int64((ttl+leaseReuseWindow)/time.Second))
+	if err != nil {
+		return 0, wrapErr(err)
+	}
+	s.lease = leaseCache{id: resp.ID, ttl: ttl, granted: now}
+	return resp.ID, nil
+}
+
+func encode(obj api.Object) ([]byte, error) {
+	meta := obj.GetObjectMeta()
+	rv := meta.ResourceVersion
+	// resourceVersion is the key's mod revision; it is never stored.
+	meta.ResourceVersion = ""
+	data, err := json.Marshal(obj)
+	meta.ResourceVersion = rv
+	return data, err
+}
+
+func decode(data []byte, rev int64, out api.Object) error {
+	// Unmarshal merges into what is there; start from the zero value so
+	// that a reused object carries nothing over.
+	v := reflect.ValueOf(out).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decoding stored object: %w", err)
+	}
+	out.GetObjectMeta().ResourceVersion = strconv.FormatInt(rev, 10)
+	return nil
+}
+
+func wrapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("etcd: %w: %w", errdefs.ErrUnavailable, err)
+	}
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("etcd: %w: %w", errdefs.ErrGone, err)
+	}
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) {
+		return fmt.Errorf("etcd: %w: %w", errdefs.ErrTooLarge, err)
+	}
+	return fmt.Errorf("etcd: %w: %w", errdefs.ErrUnavailable, err)
+}
+
+func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time.Duration) error {
+	data, err := encode(obj)
+	if err != nil {
+		return err
+	}
+	var opts []clientv3.OpOption
+	if ttl > 0 {
+		id, err := s.leaseFor(ctx, ttl)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, clientv3.WithLease(id))
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data), opts...)).
+		Commit()
+	if err != nil {
+		return wrapErr(err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%s: %w", key, errdefs.ErrAlreadyExists)
+	}
+	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
+	return nil
+}
+
+func (s *Store) Get(ctx context.Context, key string, out api.Object) error {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return wrapErr(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return fmt.Errorf("%s: %w", key, errdefs.ErrNotFound)
+	}
+	return decode(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, out)
+}
+
+func (s *Store) List(ctx context.Context, prefix string, newObj storage.NewFunc) ([]api.Object, int64, error) {
+	resp, err := s.client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, wrapErr(err)
+	}
+	out := make([]api.Object, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		obj := newObj()
+		if err := decode(kv.Value, kv.ModRevision, obj); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, obj)
+	}
+	return out, resp.Header.Revision, nil
+}
+
+func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
+	data, err := encode(obj)
+	if err != nil {
+		return err
+	}
+	cmp := clientv3.Compare(clientv3.Version(key), ">", 0)
+	if rv := obj.GetObjectMeta().ResourceVersion; rv != "" {
+		rev, err := strconv.ParseInt(rv, 10, 64)
+		if err != nil {
+			return errdefs.BadRequest("metadata.resourceVersion", "%q is not a resource version", rv)
+		}
+		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", rev)
+	}
+	resp, err := s.client.Txn(ctx).
+		If(cmp).
+		Then(clientv3.OpPut(key, string(data), clientv3.WithIgnoreLease())).
+		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
+		Commit()
+	if err != nil {
+		return wrapErr(err)
+	}
+	if !resp.Succeeded {
+		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+			return fmt.Errorf("%s: %w", key, errdefs.ErrNotFound)
+		}
+		return fmt.Errorf("%s: resourceVersion %s is stale, the object has been modified; read it again and retry: %w",
+			key, obj.GetObjectMeta().ResourceVersion, errdefs.ErrConflict)
+	}
+	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
+	return nil
+}
+
+func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj storage.NewFunc, fn storage.UpdateFunc) (api.Object, error) {
+	for {
+		cur := newObj()
+		if err := s.Get(ctx, key, cur); err != nil {
+			return nil, err
+		}
+		rv := cur.GetObjectMeta().ResourceVersion
+		next, err := fn(cur)
+		if err != nil {
+			return nil, err
+		}
+		// The write is conditional on the revision that was read.
+		next.GetObjectMeta().ResourceVersion = rv
+		err = s.Update(ctx, key, next)
+		if errdefs.IsConflict(err) {
+			if ctx.Err() != nil {
+				return nil, wrapErr(ctx.Err())
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+}
+
+func (s *Store) Delete(ctx context.Context, key string, out api.Object, preconditionRV string) error {
+	cmp := clientv3.Compare(clientv3.Version(key), ">", 0)
+	if preconditionRV != "" {
+		rev, err := strconv.ParseInt(preconditionRV, 10, 64)
+		if err != nil {
+			return errdefs.BadRequest("metadata.resourceVersion", "%q is not a resource version", preconditionRV)
+		}
+		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", rev)
+	}
+	resp, err := s.client.Txn(ctx).
+		If(cmp).
+		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
+		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
+		Commit()
+	if err != nil {
+		return wrapErr(err)
+	}
+	if !resp.Succeeded {
+		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+			return fmt.Errorf("%s: %w", key, errdefs.ErrNotFound)
+		}
+		return fmt.Errorf("%s: resourceVersion %s is stale: %w", key, preconditionRV, errdefs.ErrConflict)
+	}
+	del := resp.Responses[0].GetResponseDeleteRange()
+	if len(del.PrevKvs) == 0 {
+		return fmt.Errorf("%s: %w", key, errdefs.ErrNotFound)
+	}
+	return decode(del.PrevKvs[0].Value, resp.Header.Revision, out)
+}
+
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, "/", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, wrapErr(err)
+	}
+	return resp.Header.Revision, nil
+}
+
+func (s *Store) Watch(ctx context.Context, prefix string, fromRV int64, newObj storage.NewFunc) (<-chan storage.Event, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	// RequireLeader: a watch on a member cut off from the cluster ends
+	// instead of hanging silently.
+	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix,
+		clientv3.WithPrefix(), clientv3.WithRev(fromRV+1), clientv3.WithPrevKV())
+	out := make(chan storage.Event, 100)
+	go func() {
+		defer cancel()
+		defer close(out)
+		send := func(ev storage.Event) bool {
+			select {
+			case out <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for resp := range wch {
+			if resp.CompactRevision != 0 {
+				send(storage.Event{Type: api.Error, Err: fmt.Errorf("revision %d was compacted (oldest is %d); list again: %w",
+					fromRV, resp.CompactRevision, errdefs.ErrGone)})
+				return
+			}
+			if err := resp.Err(); err != nil {
+				send(storage.Event{Type: api.Error, Err: wrapErr(err)})
+				return
+			}
+			for _, ev := range resp.Events {
+				e, err := convert(ev, newObj)
+				if err != nil {
+					send(storage.Event{Type: api.Error, Err: err})
+					return
+				}
+				if !send(e) {
+					return
+				}
+			}
+		}
+		if ctx.Err() == nil {
+			send(storage.Event{Type: api.Error, Err: fmt.Errorf("etcd watch closed: %w", errdefs.ErrUnavailable)})
+		}
+	}()
+	return out, nil
+}
+
+func convert(ev *clientv3.Event, newObj storage.NewFunc) (storage.Event, error) {
+	obj := newObj()
+	rev := ev.Kv.ModRevision
+	switch {
+	case ev.Type == clientv3.EventTypeDelete:
+		if ev.PrevKv == nil {
+			return storage.Event{}, fmt.Errorf("delete event for %s without its previous value", ev.Kv.Key)
+		}
+		if err := decode(ev.PrevKv.Value, rev, obj); err != nil {
+			return storage.Event{}, err
+		}
+		return storage.Event{Type: api.Deleted, Object: obj, Revision: rev}, nil
+	case ev.IsCreate():
+		if err := decode(ev.Kv.Value, rev, obj); err != nil {
+			return storage.Event{}, err
+		}
+		return storage.Event{Type: api.Added, Object: obj, Revision: rev}, nil
+	default:
+		if err := decode(ev.Kv.Value, rev, obj); err != nil {
+			return storage.Event{}, err
+		}
+		e := storage.Event{Type: api.Modified, Object: obj, Revision: rev}
+		if ev.PrevKv != nil {
+			prev := newObj()
+			if err := decode(ev.PrevKv.Value, ev.PrevKv.ModRevision, prev); err != nil {
+				return storage.Event{}, err
+			}
+			e.PrevObject = prev
+		}
+		return e, nil
+	}
+}
