@@ -114,4 +114,3 @@ func filtered(typ api.EventType, obj, prev api.Object, f filter) (api.EventType,
 	}
 	return typ, false
 }
-

@@ -1,0 +1,41 @@
+# minik8s — build, test, benchmark and run the cluster.
+GO      ?= go
+DATA    ?= ./data
+PORT    ?= 8080
+BENCH   ?= .
+# Packages whose benchmarks `make bench` runs.
+BENCH_PKGS ?= ./test/bench/...
+
+.PHONY: all build test unit bench up clean fmt vet
+
+all: build
+
+build:
+	@mkdir -p bin
+	$(GO) build -o bin/ ./cmd/...
+
+# The tests: unit tests beside the code, integration and end-to-end tests
+# in test/, all against real etcd (embedded) and, where needed, a containerd
+# the tests start themselves. MINIK8S_E2E=1 makes a missing containerd a
+# failure instead of a skip.
+test: build
+	MINIK8S_E2E=1 $(GO) test -race -count=1 -timeout 45m ./...
+
+unit:
+	$(GO) test -count=1 ./pkg/... ./apiserver/...
+
+bench: build
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 30m $(BENCH_PKGS)
+
+# Start the cluster in the foreground; Ctrl-C stops it.
+up: build
+	./bin/apiserver --port $(PORT) --data-dir $(DATA)
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,176 @@
+// Package client is the Go client of the minik8s API: typed CRUD for every
+// kind and watches that resume where they left off. Every component but the
+// apiserver reaches cluster state only through it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// DefaultServer is where the apiserver listens unless told otherwise.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// ServerFromEnv returns $MINIK8S_SERVER or DefaultServer.
+func ServerFromEnv() string {
+	if s := os.Getenv("MINIK8S_SERVER"); s != "" {
+		return s
+	}
+	return DefaultServer
+}
+
+// Client talks to one apiserver.
+type Client struct {
+	base string
+	// http serves ordinary requests; stream has no overall timeout, for
+	// watches and followed logs.
+	http   *http.Client
+	stream *http.Client
+}
+
+// New returns a client of the apiserver at server ("http://host:port";
+// a bare "host:port" is taken as http).
+func New(server string) *Client {
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	transport := &http.Transport{
+		Proxy:               nil, // cluster traffic never goes through a proxy
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Client{
+		base:   strings.TrimRight(server, "/"),
+		http:   &http.Client{Transport: transport, Timeout: 60 * time.Second},
+		stream: &http.Client{Transport: transport},
+	}
+}
+
+// Server is the base URL of the apiserver.
+func (c *Client) Server() string { return c.base }
+
+// Do sends in (JSON-encoded unless it is []byte or json.RawMessage) to path
+// and decodes the answer into out (when out is not nil). Error answers come
+// back as errors of the errdefs classes.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, c.http, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: reading answer: %w", method, path, errdefs.ErrUnavailable)
+	}
+	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decoding answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// send performs a request and returns the response of a 2xx answer.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	contentType := "application/json"
+	switch v := in.(type) {
+	case nil:
+	case []byte:
+		body = bytes.NewReader(v)
+		contentType = "application/octet-stream"
+	case json.RawMessage:
+		body = bytes.NewReader(v)
+	default:
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encoding request: %w", err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, errdefs.BadRequest("", "building request: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
+		}
+		return nil, fmt.Errorf("%s %s: %w: %v", method, c.base+path, errdefs.ErrUnavailable, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, decodeError(resp)
+}
+
+func decodeError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var st api.Status
+	if err := json.Unmarshal(data, &st); err != nil || st.Error == "" {
+		msg := strings.TrimSpace(string(data))
+		if msg == "" {
+			msg = resp.Status
+		}
+		return errdefs.FromHTTP(resp.StatusCode, "", "", msg)
+	}
+	return errdefs.FromHTTP(resp.StatusCode, st.Reason, st.Field, st.Error)
+}
+
+// ListOptions narrow lists and watches.
+type ListOptions struct {
+	LabelSelector string
+	FieldSelector string
+	// ResourceVersion: for Watch, the version after which to start ("" lists first).
+	ResourceVersion string
+}
+
+func (o ListOptions) query(watch bool) string {
+	q := url.Values{}
+	if o.LabelSelector != "" {
+		q.Set("labelSelector", o.LabelSelector)
+	}
+	if o.FieldSelector != "" {
+		q.Set("fieldSelector", o.FieldSelector)
+	}
+	if watch {
+		q.Set("watch", "true")
+		if o.ResourceVersion != "" {
+			q.Set("resourceVersion", o.ResourceVersion)
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// Healthy reports whether the apiserver answers /healthz.
+func (c *Client) Healthy(ctx context.Context) error {
+	return c.Do(ctx, http.MethodGet, "/healthz", nil, nil)
+}

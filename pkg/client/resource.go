@@ -1,0 +1,178 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"minik8s/pkg/api"
+)
+
+// Object constrains PT to be a pointer to an API kind T.
+type Object[T any] interface {
+	*T
+	api.Object
+}
+
+// ResourceClient is typed CRUD on one resource in one namespace.
+type ResourceClient[T any, PT Object[T]] struct {
+	c   *Client
+	res api.Resource
+	ns  string
+}
+
+func newResource[T any, PT Object[T]](c *Client, res api.Resource, ns string) *ResourceClient[T, PT] {
+	if res.Namespaced && ns == "" {
+		ns = api.DefaultNamespace
+	}
+	return &ResourceClient[T, PT]{c: c, res: res, ns: ns}
+}
+
+func (c *Client) Nodes() *ResourceClient[api.Node, *api.Node] {
+	return newResource[api.Node](c, api.NodesResource, "")
+}
+
+func (c *Client) Pods(ns string) *ResourceClient[api.Pod, *api.Pod] {
+	return newResource[api.Pod](c, api.PodsResource, ns)
+}
+
+func (c *Client) ReplicaSets(ns string) *ResourceClient[api.ReplicaSet, *api.ReplicaSet] {
+	return newResource[api.ReplicaSet](c, api.ReplicaSetsResource, ns)
+}
+
+func (c *Client) Services(ns string) *ResourceClient[api.Service, *api.Service] {
+	return newResource[api.Service](c, api.ServicesResource, ns)
+}
+
+func (c *Client) Endpoints(ns string) *ResourceClient[api.Endpoints, *api.Endpoints] {
+	return newResource[api.Endpoints](c, api.EndpointsResource, ns)
+}
+
+func (c *Client) ConfigMaps(ns string) *ResourceClient[api.ConfigMap, *api.ConfigMap] {
+	return newResource[api.ConfigMap](c, api.ConfigMapsResource, ns)
+}
+
+func (c *Client) Funcs(ns string) *ResourceClient[api.Func, *api.Func] {
+	return newResource[api.Func](c, api.FuncsResource, ns)
+}
+
+func (c *Client) FuncInstances(ns string) *ResourceClient[api.FuncInstance, *api.FuncInstance] {
+	return newResource[api.FuncInstance](c, api.FuncInstancesResource, ns)
+}
+
+// AllNamespaces returns a client of the same resource listing every namespace.
+func (r *ResourceClient[T, PT]) AllNamespaces() *ResourceClient[T, PT] {
+	return &ResourceClient[T, PT]{c: r.c, res: r.res, ns: ""}
+}
+
+func (r *ResourceClient[T, PT]) path(name string) string {
+	return r.res.Path(r.ns, url.PathEscape(name))
+}
+
+func (r *ResourceClient[T, PT]) Get(ctx context.Context, name string) (PT, error) {
+	out := PT(new(T))
+	if err := r.c.Do(ctx, http.MethodGet, r.path(name), nil, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// List returns the matching objects and the version they were read at.
+func (r *ResourceClient[T, PT]) List(ctx context.Context, opts ListOptions) ([]PT, string, error) {
+	var list struct {
+		api.ListMeta `json:"metadata"`
+		Items        []T `json:"items"`
+	}
+	if err := r.c.Do(ctx, http.MethodGet, r.path("")+opts.query(false), nil, &list); err != nil {
+		return nil, "", err
+	}
+	out := make([]PT, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, list.ResourceVersion, nil
+}
+
+func (r *ResourceClient[T, PT]) Create(ctx context.Context, obj PT) (PT, error) {
+	out := PT(new(T))
+	if err := r.c.Do(ctx, http.MethodPost, r.path(""), obj, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Update replaces the object; a resourceVersion on obj makes it conditional.
+func (r *ResourceClient[T, PT]) Update(ctx context.Context, obj PT) (PT, error) {
+	out := PT(new(T))
+	if err := r.c.Do(ctx, http.MethodPut, r.path(obj.GetObjectMeta().Name), obj, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateStatus replaces only the status.
+func (r *ResourceClient[T, PT]) UpdateStatus(ctx context.Context, obj PT) (PT, error) {
+	out := PT(new(T))
+	if err := r.c.Do(ctx, http.MethodPut, r.path(obj.GetObjectMeta().Name)+"/status", obj, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteOptions of a delete.
+type DeleteOptions struct {
+	// GracePeriodSeconds: nil uses the object's own; 0 deletes a pod at once.
+	GracePeriodSeconds *int64
+	// ResourceVersion and UID, when set, must match the stored object.
+	ResourceVersion string
+	UID             string
+}
+
+// Delete deletes the object (a bound pod is only marked; its kubelet
+// removes it) and returns its last state.
+func (r *ResourceClient[T, PT]) Delete(ctx context.Context, name string, opts DeleteOptions) (PT, error) {
+	path := r.path(name)
+	if opts.GracePeriodSeconds != nil {
+		path += "?gracePeriodSeconds=" + strconv.FormatInt(*opts.GracePeriodSeconds, 10)
+	}
+	var body any
+	if opts.ResourceVersion != "" || opts.UID != "" {
+		body = map[string]any{"preconditions": map[string]string{"resourceVersion": opts.ResourceVersion, "uid": opts.UID}}
+	}
+	out := PT(new(T))
+	if err := r.c.Do(ctx, http.MethodDelete, path, body, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Bind assigns a pod to a node; it fails with ErrConflict when the pod is
+// already bound.
+func (c *Client) Bind(ctx context.Context, ns, pod, uid, node string) error {
+	b := api.Binding{
+		TypeMeta:   api.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+		ObjectMeta: api.ObjectMeta{Name: pod, Namespace: ns, UID: uid},
+		Target:     api.ObjectReference{Kind: "Node", Name: node},
+	}
+	return c.Do(ctx, http.MethodPost, api.PodsResource.Path(ns, pod)+"/binding", b, nil)
+}
+
+// GetScale reads a ReplicaSet's scale subresource.
+func (c *Client) GetScale(ctx context.Context, ns, name string) (*api.Scale, error) {
+	var sc api.Scale
+	if err := c.Do(ctx, http.MethodGet, api.ReplicaSetsResource.Path(ns, name)+"/scale", nil, &sc); err != nil {
+		return nil, err
+	}
+	return &sc, nil
+}
+
+// Scale sets a ReplicaSet's replicas.
+func (c *Client) Scale(ctx context.Context, ns, name string, replicas int32) (*api.Scale, error) {
+	sc := api.Scale{ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns}, Spec: api.ScaleSpec{Replicas: replicas}}
+	var out api.Scale
+	if err := c.Do(ctx, http.MethodPut, api.ReplicaSetsResource.Path(ns, name)+"/scale", sc, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
