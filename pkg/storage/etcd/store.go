@@ -36,26 +36,29 @@ func New(client *clientv3.Client) *Store {
 	return &Store{client: client}
 }
 
-// leaseCache shares one lease among objects created within a minute with
-// the same TTL, so that a burst of short-lived objects does not grant a
-// lease each.
+// leaseCache shares one lease among objects created close together with
+// the same TTL (within a tenth of it, at most a minute), so that a burst of
+// short-lived objects does not grant a lease each.
 type leaseCache struct {
 	id      clientv3.LeaseID
 	ttl     time.Duration
 	granted time.Time
 }
 
-const leaseReuseWindow = time.Minute
+func leaseReuseWindow(ttl time.Duration) time.Duration {
+	return min(ttl/10, time.Minute)
+}
 
 func (s *Store) leaseFor(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if s.lease.id != 0 && s.lease.ttl == ttl && now.Sub(s.lease.granted) < leaseReuseWindow {
+	if s.lease.id != 0 && s.lease.ttl == ttl && now.Sub(s.lease.granted) < leaseReuseWindow(ttl) {
 		return s.lease.id, nil
 	}
 	// The object lives between ttl and ttl+window.
-	resp, err := s.client.Grant(ctx, int64((ttl+leaseReuseWindow)/time.Second))
+	secs := int64((ttl + leaseReuseWindow(ttl) + time.Second - 1) / time.Second)
+	resp, err := s.client.Grant(ctx, secs)
 	if err != nil {
 		return 0, wrapErr(err)
 	}
