@@ -141,7 +141,7 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
-	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), s.bodyLimit(), errorMiddleware())
+	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), errorMiddleware(), s.bodyLimit())
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))

@@ -65,8 +65,9 @@ var (
 		Namespaced: true, New: func() Object { return &Endpoints{} }}
 	ConfigMapsResource = Resource{Name: "configmaps", Kind: "ConfigMap", ShortNames: []string{"cm", "configmap"}, Version: "v1",
 		Namespaced: true, New: func() Object { return &ConfigMap{} }}
-	// Funcs keep the version the user gave (v1 or v2): it picks the serving mode.
-	FuncsResource = Resource{Name: "funcs", Kind: "Func", ShortNames: []string{"func", "fn", "function", "functions"}, Version: "v2",
+	// Funcs live under /api/v1 but keep the apiVersion the user gave (v1 or
+	// v2, default v2): it picks the serving mode.
+	FuncsResource = Resource{Name: "funcs", Kind: "Func", ShortNames: []string{"func", "fn", "function", "functions"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &Func{} }}
 	FuncInstancesResource = Resource{Name: "funcinstances", Kind: "FuncInstance", ShortNames: []string{"fi", "funcinstance"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &FuncInstance{} }}

@@ -11,8 +11,11 @@ import (
 func Default(res api.Resource, obj api.Object) {
 	tm := obj.GetTypeMeta()
 	tm.Kind = res.Kind
-	if tm.APIVersion == "" || res.Kind != "Func" {
+	switch {
+	case res.Kind != "Func":
 		tm.APIVersion = res.GroupVersion()
+	case tm.APIVersion == "":
+		tm.APIVersion = api.FuncAPIVersionV2
 	}
 	switch o := obj.(type) {
 	case *api.Pod:
