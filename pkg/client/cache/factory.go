@@ -1,0 +1,96 @@
+package cache
+
+import (
+	"context"
+	"sync"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+)
+
+// Factory shares one informer per resource among the controllers of a
+// process, so each resource is listed and watched once.
+type Factory struct {
+	c    *client.Client
+	opts []Option
+
+	mu        sync.Mutex
+	informers map[string]runner
+	ctx       context.Context
+}
+
+type runner interface {
+	Start(ctx context.Context)
+	HasSynced() bool
+}
+
+// NewFactory returns a factory of informers over every namespace.
+func NewFactory(c *client.Client, opts ...Option) *Factory {
+	return &Factory{c: c, opts: opts, informers: map[string]runner{}}
+}
+
+// shared returns the informer of a resource, making it on first use. An
+// informer made after Start is started at once.
+func shared[T any, PT client.Object[T]](f *Factory, res api.Resource, lw ListerWatcher[PT]) *Informer[T, PT] {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if inf, ok := f.informers[res.Name]; ok {
+		return inf.(*Informer[T, PT])
+	}
+	inf := NewInformer[T](lw, f.opts...)
+	f.informers[res.Name] = inf
+	if f.ctx != nil {
+		inf.Start(f.ctx)
+	}
+	return inf
+}
+
+func (f *Factory) Nodes() *Informer[api.Node, *api.Node] {
+	return shared[api.Node](f, api.NodesResource, f.c.Nodes())
+}
+
+func (f *Factory) Pods() *Informer[api.Pod, *api.Pod] {
+	return shared[api.Pod](f, api.PodsResource, f.c.Pods("").AllNamespaces())
+}
+
+func (f *Factory) ReplicaSets() *Informer[api.ReplicaSet, *api.ReplicaSet] {
+	return shared[api.ReplicaSet](f, api.ReplicaSetsResource, f.c.ReplicaSets("").AllNamespaces())
+}
+
+func (f *Factory) Services() *Informer[api.Service, *api.Service] {
+	return shared[api.Service](f, api.ServicesResource, f.c.Services("").AllNamespaces())
+}
+
+func (f *Factory) Endpoints() *Informer[api.Endpoints, *api.Endpoints] {
+	return shared[api.Endpoints](f, api.EndpointsResource, f.c.Endpoints("").AllNamespaces())
+}
+
+func (f *Factory) ConfigMaps() *Informer[api.ConfigMap, *api.ConfigMap] {
+	return shared[api.ConfigMap](f, api.ConfigMapsResource, f.c.ConfigMaps("").AllNamespaces())
+}
+
+func (f *Factory) Funcs() *Informer[api.Func, *api.Func] {
+	return shared[api.Func](f, api.FuncsResource, f.c.Funcs("").AllNamespaces())
+}
+
+// Start starts every informer made so far, and those made later, until ctx ends.
+func (f *Factory) Start(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ctx = ctx
+	for _, inf := range f.informers {
+		inf.Start(ctx)
+	}
+}
+
+// WaitForSync waits until every informer made so far has synced; false if
+// ctx ended first.
+func (f *Factory) WaitForSync(ctx context.Context) bool {
+	f.mu.Lock()
+	all := make([]interface{ HasSynced() bool }, 0, len(f.informers))
+	for _, inf := range f.informers {
+		all = append(all, inf)
+	}
+	f.mu.Unlock()
+	return WaitForSync(ctx, all...)
+}
