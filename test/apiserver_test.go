@@ -134,7 +134,7 @@ func readEvents(t *testing.T, url string, n int, act func()) []string {
 	sc := bufio.NewScanner(resp.Body)
 	for len(got) < n && sc.Scan() {
 		var ev struct {
-			Type   string  `json:"type"`
+			Type   string   `json:"type"`
 			Object api.Func `json:"object"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {

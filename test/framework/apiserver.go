@@ -12,10 +12,22 @@ import (
 	"testing"
 	"time"
 
+	log "github.com/sirupsen/logrus"
+
 	"minik8s/apiserver"
 	"minik8s/pkg/client"
 	"minik8s/pkg/storage/etcd"
 )
+
+func init() {
+	// Components log at info; in tests only warnings and errors are worth
+	// the noise unless MINIK8S_LOG_LEVEL asks for more.
+	level := log.WarnLevel
+	if l, err := log.ParseLevel(os.Getenv("MINIK8S_LOG_LEVEL")); err == nil {
+		level = l
+	}
+	log.SetLevel(level)
+}
 
 // APIServer is an apiserver with embedded etcd, running in the test process
 // on a fixed loopback port, so that it can be stopped and started again on
