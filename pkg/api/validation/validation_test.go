@@ -72,7 +72,7 @@ func TestFunc(t *testing.T) {
 
 func TestFuncBounds(t *testing.T) {
 	tests := []struct {
-		spec            api.FuncSpec
+		spec           api.FuncSpec
 		min, init, max int
 	}{
 		{api.FuncSpec{}, 0, 1, 10},
