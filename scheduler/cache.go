@@ -1,0 +1,140 @@
+package scheduler
+
+import (
+	"sync"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client/cache"
+)
+
+// placement is a pod counted on a node.
+type placement struct {
+	uid  string
+	node string
+	info *podInfo
+	// assumed: this scheduler bound (or is binding) the pod and has not yet
+	// seen the binding in the watch. Counting it at once keeps the next
+	// decisions from overcommitting the node while the cache catches up.
+	assumed bool
+}
+
+// nodeUsage is what the pods on a node hold.
+type nodeUsage struct {
+	req, nonZero resources
+	pods         int64
+	ports        map[hostPort]int
+}
+
+// podCache sums, per node, the requests of the pods placed there: the
+// bound, non-terminated pods seen in the watch and the pods this scheduler
+// assumed. It is fed by the pod informer's handlers.
+type podCache struct {
+	mu    sync.Mutex
+	pods  map[string]*placement
+	nodes map[string]*nodeUsage
+}
+
+func newPodCache() *podCache {
+	return &podCache{pods: map[string]*placement{}, nodes: map[string]*nodeUsage{}}
+}
+
+// setPod records the pod's current state from the watch.
+func (c *podCache) setPod(pod *api.Pod) {
+	key := cache.Key(pod)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.pods[key]
+	if pod.Spec.NodeName == "" || terminated(pod) {
+		// The watch has not caught up with our binding yet: keep counting it.
+		if cur != nil && cur.assumed && cur.uid == pod.UID && !terminated(pod) {
+			return
+		}
+		c.removeLocked(key)
+		return
+	}
+	if cur != nil && !cur.assumed && cur.uid == pod.UID && cur.node == pod.Spec.NodeName {
+		return
+	}
+	c.removeLocked(key)
+	c.placeLocked(key, &placement{uid: pod.UID, node: pod.Spec.NodeName, info: newPodInfo(pod)})
+}
+
+// deletePod forgets a pod that is gone.
+func (c *podCache) deletePod(pod *api.Pod) {
+	key := cache.Key(pod)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.pods[key]; cur != nil && cur.uid == pod.UID {
+		c.removeLocked(key)
+	}
+}
+
+// assumeLocked counts pi on node before the binding is seen.
+func (c *podCache) assumeLocked(pi *podInfo, node string) {
+	key := cache.Key(pi.pod)
+	c.removeLocked(key)
+	c.placeLocked(key, &placement{uid: pi.pod.UID, node: node, info: pi, assumed: true})
+}
+
+// forget drops an assumption whose binding failed; true if there was one.
+func (c *podCache) forget(key, uid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.pods[key]; cur != nil && cur.assumed && cur.uid == uid {
+		c.removeLocked(key)
+		return true
+	}
+	return false
+}
+
+// isAssumed reports whether this scheduler is binding (or bound) the pod
+// and has not seen the result yet.
+func (c *podCache) isAssumed(key, uid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.pods[key]
+	return cur != nil && cur.assumed && cur.uid == uid
+}
+
+func (c *podCache) placeLocked(key string, p *placement) {
+	c.pods[key] = p
+	u := c.nodes[p.node]
+	if u == nil {
+		u = &nodeUsage{ports: map[hostPort]int{}}
+		c.nodes[p.node] = u
+	}
+	u.req.add(p.info.req)
+	u.nonZero.add(p.info.nonZero)
+	u.pods++
+	for _, hp := range p.info.ports {
+		u.ports[hp]++
+	}
+}
+
+func (c *podCache) removeLocked(key string) {
+	p := c.pods[key]
+	if p == nil {
+		return
+	}
+	delete(c.pods, key)
+	u := c.nodes[p.node]
+	u.req.sub(p.info.req)
+	u.nonZero.sub(p.info.nonZero)
+	u.pods--
+	for _, hp := range p.info.ports {
+		if u.ports[hp]--; u.ports[hp] == 0 {
+			delete(u.ports, hp)
+		}
+	}
+	if u.pods == 0 {
+		delete(c.nodes, p.node)
+	}
+}
+
+// usageLocked is what is placed on node (never nil).
+func (c *podCache) usageLocked(node string) *nodeUsage {
+	if u := c.nodes[node]; u != nil {
+		return u
+	}
+	return &nodeUsage{}
+}

@@ -1,0 +1,127 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"minik8s/pkg/api"
+)
+
+// nodeInfo is a node as scheduling sees it: what it offers and what the
+// pods placed on it hold.
+type nodeInfo struct {
+	node    *api.Node
+	alloc   resources
+	maxPods int64
+	used    *nodeUsage
+}
+
+// A filter rejects a node for a pod, saying why in words that are counted
+// in the pod's Unschedulable message; nil means the pod fits.
+type filter func(pi *podInfo, ni *nodeInfo) []string
+
+// Reasons a node is rejected, as Kubernetes words them.
+const (
+	reasonNotReady      = "node(s) were not ready"
+	reasonUnschedulable = "node(s) were unschedulable"
+	reasonNodeSelector  = "node(s) didn't match node selector"
+	reasonPorts         = "node(s) didn't have free ports for the requested pod ports"
+	reasonCPU           = "Insufficient cpu"
+	reasonMemory        = "Insufficient memory"
+	reasonPods          = "Too many pods"
+)
+
+// filters run in order; the first that rejects a node gives the reasons.
+var filters = []filter{nodeReady, nodeSchedulable, nodeSelector, hostPorts, fitsResources}
+
+func nodeReady(_ *podInfo, ni *nodeInfo) []string {
+	for _, c := range ni.node.Status.Conditions {
+		if c.Type == api.NodeReady && c.Status == api.ConditionTrue {
+			return nil
+		}
+	}
+	return []string{reasonNotReady}
+}
+
+func nodeSchedulable(_ *podInfo, ni *nodeInfo) []string {
+	if ni.node.Spec.Unschedulable {
+		return []string{reasonUnschedulable}
+	}
+	return nil
+}
+
+func nodeSelector(pi *podInfo, ni *nodeInfo) []string {
+	for k, v := range pi.pod.Spec.NodeSelector {
+		if got, ok := ni.node.Labels[k]; !ok || got != v {
+			return []string{reasonNodeSelector}
+		}
+	}
+	return nil
+}
+
+func hostPorts(pi *podInfo, ni *nodeInfo) []string {
+	for _, hp := range pi.ports {
+		if ni.used.ports[hp] > 0 {
+			return []string{reasonPorts}
+		}
+	}
+	return nil
+}
+
+func fitsResources(pi *podInfo, ni *nodeInfo) []string {
+	var out []string
+	if pi.req.milliCPU > 0 && ni.used.req.milliCPU+pi.req.milliCPU > ni.alloc.milliCPU {
+		out = append(out, reasonCPU)
+	}
+	if pi.req.memory > 0 && ni.used.req.memory+pi.req.memory > ni.alloc.memory {
+		out = append(out, reasonMemory)
+	}
+	if ni.maxPods > 0 && ni.used.pods+1 > ni.maxPods {
+		out = append(out, reasonPods)
+	}
+	return out
+}
+
+// feasible returns the nodes the pod fits on, and for the others how many
+// were rejected for each reason.
+func feasible(pi *podInfo, nodes []*nodeInfo) ([]*nodeInfo, map[string]int) {
+	var fit []*nodeInfo
+	reasons := map[string]int{}
+nodes:
+	for _, ni := range nodes {
+		for _, f := range filters {
+			if why := f(pi, ni); len(why) > 0 {
+				for _, r := range why {
+					reasons[r]++
+				}
+				continue nodes
+			}
+		}
+		fit = append(fit, ni)
+	}
+	return fit, reasons
+}
+
+// unschedulableMessage says why no node fits, most common reason first:
+// "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) didn't match node selector."
+func unschedulableMessage(total int, reasons map[string]int) string {
+	if total == 0 {
+		return "0/0 nodes are available: no nodes are registered."
+	}
+	words := make([]string, 0, len(reasons))
+	for r := range reasons {
+		words = append(words, r)
+	}
+	sort.Slice(words, func(i, j int) bool {
+		if reasons[words[i]] != reasons[words[j]] {
+			return reasons[words[i]] > reasons[words[j]]
+		}
+		return words[i] < words[j]
+	})
+	parts := make([]string, len(words))
+	for i, w := range words {
+		parts[i] = fmt.Sprintf("%d %s", reasons[w], w)
+	}
+	return fmt.Sprintf("0/%d nodes are available: %s.", total, strings.Join(parts, ", "))
+}

@@ -1,0 +1,131 @@
+package scheduler
+
+import (
+	"minik8s/pkg/api"
+	"minik8s/pkg/quantity"
+)
+
+// resources is an amount of what the scheduler accounts for.
+type resources struct {
+	milliCPU int64
+	memory   int64
+}
+
+func (r *resources) add(o resources) {
+	r.milliCPU += o.milliCPU
+	r.memory += o.memory
+}
+
+func (r *resources) sub(o resources) {
+	r.milliCPU -= o.milliCPU
+	r.memory -= o.memory
+}
+
+// Requests Kubernetes assumes, for scoring only, of a container that asks
+// for nothing: without them every empty pod would land on one node.
+const (
+	defaultMilliCPURequest = 100
+	defaultMemoryRequest   = 200 << 20
+)
+
+// hostPort is a port a pod takes on its node's network.
+type hostPort struct {
+	protocol string
+	port     int32
+}
+
+// podInfo is what scheduling needs of a pod, parsed once.
+type podInfo struct {
+	pod *api.Pod
+	// req is the sum of the containers' requests (a limit stands in for a
+	// missing request, as in Kubernetes); nonZero uses the defaults above
+	// for what is not requested.
+	req, nonZero resources
+	ports        []hostPort
+}
+
+func newPodInfo(pod *api.Pod) *podInfo {
+	pi := &podInfo{pod: pod}
+	for _, c := range pod.Spec.Containers {
+		cpu := request(c.Resources, api.ResourceCPU, quantity.MilliCPU)
+		mem := request(c.Resources, api.ResourceMemory, quantity.Bytes)
+		pi.req.add(resources{milliCPU: cpu, memory: mem})
+		if cpu == 0 {
+			cpu = defaultMilliCPURequest
+		}
+		if mem == 0 {
+			mem = defaultMemoryRequest
+		}
+		pi.nonZero.add(resources{milliCPU: cpu, memory: mem})
+		for _, p := range c.Ports {
+			if hp, ok := portOnHost(p); ok {
+				pi.ports = append(pi.ports, hp)
+			}
+		}
+	}
+	return pi
+}
+
+// portOnHost is the node port a container port takes. Pods use the node's
+// network, so a fixed container port is a port of the node; port 0 asks the
+// kubelet to allocate a free one and conflicts with nothing.
+func portOnHost(p api.ContainerPort) (hostPort, bool) {
+	port := p.HostPort
+	if port == 0 {
+		port = p.ContainerPort
+	}
+	if port == 0 {
+		return hostPort{}, false
+	}
+	proto := p.Protocol
+	if proto == "" {
+		proto = "TCP"
+	}
+	return hostPort{protocol: proto, port: port}, true
+}
+
+// request reads one resource of a container; quantities were validated by
+// the apiserver, so one that does not parse counts as nothing.
+func request(r api.ResourceRequirements, name string, parse func(string) (int64, error)) int64 {
+	q, ok := r.Requests[name]
+	if !ok {
+		q, ok = r.Limits[name]
+	}
+	if !ok {
+		return 0
+	}
+	v, err := parse(q)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// allocatable is what a node offers pods: status.allocatable, or
+// status.capacity where allocatable does not say. maxPods is 0 when the
+// node sets no limit on the number of pods.
+func allocatable(n *api.Node) (r resources, maxPods int64) {
+	get := func(name string, parse func(string) (int64, error)) int64 {
+		q, ok := n.Status.Allocatable[name]
+		if !ok {
+			q, ok = n.Status.Capacity[name]
+		}
+		if !ok {
+			return 0
+		}
+		v, err := parse(q)
+		if err != nil {
+			return 0
+		}
+		return v
+	}
+	r.milliCPU = get(api.ResourceCPU, quantity.MilliCPU)
+	r.memory = get(api.ResourceMemory, quantity.Bytes)
+	maxPods = get(api.ResourcePods, quantity.Bytes)
+	return r, maxPods
+}
+
+// terminated pods hold no resources.
+func terminated(p *api.Pod) bool {
+	return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
+}
