@@ -1,0 +1,116 @@
+// Package logs keeps container output in files under the kubelet's root
+// dir, capped by rotation, and streams them.
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"minik8s/pkg/errdefs"
+)
+
+// DefaultMaxBytes is the size at which a log file is rotated.
+const DefaultMaxBytes = 4 << 20
+
+// Path is where a container's output goes: one file per container name,
+// kept across restarts of the container, in the pod's dir.
+func Path(podDir, container string) string {
+	return filepath.Join(podDir, "logs", container+".log")
+}
+
+// Rotate caps a log file: past max bytes its contents move to path.1 and
+// it starts again empty. containerd's shim keeps the file open in append
+// mode, so the truncation is seen by the writer at once.
+func Rotate(path string, max int64) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Size() <= max {
+		return nil
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := path + ".1.tmp"
+	dst, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path+".1"); err != nil {
+		return err
+	}
+	return os.Truncate(path, 0)
+}
+
+// Stream writes the container's log (the rotated part first) to w. With
+// follow it keeps writing what the container adds until ctx ends or
+// done() says the container will write no more.
+func Stream(ctx context.Context, path string, follow bool, w io.Writer, flush func(), done func() bool) error {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("log of %s: %w", filepath.Base(path), errdefs.ErrNotFound)
+		}
+		return err
+	}
+	if old, err := os.Open(path + ".1"); err == nil {
+		_, err = io.Copy(w, old)
+		old.Close()
+		if err != nil {
+			return err
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var off int64
+	last := false // one more read after the writer is done
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := f.ReadAt(buf, off)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			off += int64(n)
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if !follow || last {
+			return nil
+		}
+		if flush != nil {
+			flush()
+		}
+		// Rotated away beneath us: start again at its beginning.
+		if st, err := f.Stat(); err == nil && st.Size() < off {
+			off = 0
+			continue
+		}
+		if done != nil && done() {
+			last = true
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

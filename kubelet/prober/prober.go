@@ -1,0 +1,220 @@
+// Package prober runs the HTTP readiness and liveness probes of a running
+// container.
+package prober
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// ResolvePort turns a probe's port, a number or the name of a container
+// port, into the number the container listens on.
+func ResolvePort(port string, ports []api.ContainerPort) (int32, error) {
+	if n, err := strconv.Atoi(port); err == nil {
+		if n <= 0 || n > 65535 {
+			return 0, errdefs.Invalid("httpGet.port", "%d is not a port number", n)
+		}
+		return int32(n), nil
+	}
+	for _, p := range ports {
+		if p.Name == port && port != "" {
+			return p.ContainerPort, nil
+		}
+	}
+	return 0, errdefs.Invalid("httpGet.port", "no container port is named %q", port)
+}
+
+// Check makes one HTTP GET; 2xx and 3xx pass.
+func Check(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "minik8s-probe")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return fmt.Errorf("HTTP probe of %s answered %s", url, resp.Status)
+	}
+	return nil
+}
+
+// URL of a probe against a container on host with its ports.
+func URL(host string, p *api.Probe, ports []api.ContainerPort) (string, error) {
+	if p.HTTPGet == nil {
+		return "", errdefs.Invalid("httpGet", "only HTTP probes are supported")
+	}
+	port, err := ResolvePort(p.HTTPGet.Port, ports)
+	if err != nil {
+		return "", err
+	}
+	path := p.HTTPGet.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + path, nil
+}
+
+// Worker probes one container until stopped.
+type Worker struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	ready      bool
+	liveFailed bool
+	message    string
+}
+
+// Start probes a container on host. onChange is called (from the worker's
+// goroutines) when readiness changes or liveness fails. Without a
+// readiness probe the container is ready at once.
+func Start(ctx context.Context, host string, ports []api.ContainerPort, readiness, liveness *api.Probe, onChange func()) *Worker {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Worker{cancel: cancel, done: make(chan struct{}), ready: readiness == nil}
+	var wg sync.WaitGroup
+	if readiness != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx, host, ports, readiness, func(ok bool, msg string) {
+				w.mu.Lock()
+				changed := w.ready != ok
+				w.ready = ok
+				if !ok {
+					w.message = "readiness probe failed: " + msg
+				}
+				w.mu.Unlock()
+				if changed {
+					onChange()
+				}
+			})
+		}()
+	}
+	if liveness != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx, host, ports, liveness, func(ok bool, msg string) {
+				if ok {
+					return
+				}
+				w.mu.Lock()
+				changed := !w.liveFailed
+				w.liveFailed = true
+				w.message = "liveness probe failed: " + msg
+				w.mu.Unlock()
+				if changed {
+					onChange()
+				}
+			})
+		}()
+	}
+	go func() { wg.Wait(); close(w.done) }()
+	return w
+}
+
+// run probes every period, reporting a result when the failure or success
+// threshold is reached.
+func (w *Worker) run(ctx context.Context, host string, ports []api.ContainerPort, p *api.Probe, report func(ok bool, msg string)) {
+	period := secondsOr(p.PeriodSeconds, 10)
+	timeout := secondsOr(p.TimeoutSeconds, 1)
+	failureThreshold := intOr(p.FailureThreshold, 3)
+	successThreshold := intOr(p.SuccessThreshold, 1)
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	url, urlErr := URL(host, p, ports)
+	if !wait(ctx, time.Duration(p.InitialDelaySeconds)*time.Second) {
+		return
+	}
+	var successes, failures int32
+	for {
+		var err error
+		if urlErr != nil {
+			err = urlErr
+		} else {
+			err = Check(ctx, client, url)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			failures = 0
+			successes++
+			if successes >= successThreshold {
+				report(true, "")
+			}
+		} else {
+			successes = 0
+			failures++
+			if failures >= failureThreshold {
+				report(false, err.Error())
+			}
+		}
+		if !wait(ctx, period) {
+			return
+		}
+	}
+}
+
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func secondsOr(v, def int32) time.Duration {
+	if v <= 0 {
+		v = def
+	}
+	return time.Duration(v) * time.Second
+}
+
+func intOr(v, def int32) int32 {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Ready is the readiness result so far.
+func (w *Worker) Ready() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ready
+}
+
+// LivenessFailed tells that the liveness probe failed its threshold, and why.
+func (w *Worker) LivenessFailed() (bool, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.liveFailed, w.message
+}
+
+// Stop ends the probes and waits for them.
+func (w *Worker) Stop() {
+	w.cancel()
+	<-w.done
+}

@@ -1,0 +1,83 @@
+package volume
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+type fakeConfigMaps map[string]*api.ConfigMap
+
+func (f fakeConfigMaps) GetConfigMap(_ context.Context, ns, name string) (*api.ConfigMap, error) {
+	if cm, ok := f[ns+"/"+name]; ok {
+		return cm, nil
+	}
+	return nil, errdefs.ErrNotFound
+}
+
+func TestPrepare(t *testing.T) {
+	podDir := t.TempDir()
+	host := filepath.Join(t.TempDir(), "host", "dir")
+	cms := fakeConfigMaps{"ns/code": {Data: map[string]string{"main.py": "print(1)"}, BinaryData: map[string][]byte{"blob": {0, 1}}}}
+	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: api.PodSpec{Volumes: []api.Volume{
+		{Name: "scratch", EmptyDir: &api.EmptyDirVolumeSource{}},
+		{Name: "host", HostPath: &api.HostPathVolumeSource{Path: host}},
+		{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: "code"}},
+	}}}
+	vols, err := Prepare(context.Background(), pod, podDir, cms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(vols["scratch"].HostPath); err != nil || !st.IsDir() || vols["scratch"].ReadOnly {
+		t.Errorf("emptyDir: %+v, %v", vols["scratch"], err)
+	}
+	if vols["host"].HostPath != host {
+		t.Errorf("hostPath = %q", vols["host"].HostPath)
+	}
+	if _, err := os.Stat(host); err != nil {
+		t.Errorf("hostPath dir not made: %v", err)
+	}
+	if !vols["code"].ReadOnly {
+		t.Errorf("configMap volume not read-only")
+	}
+	if data, _ := os.ReadFile(filepath.Join(vols["code"].HostPath, "main.py")); string(data) != "print(1)" {
+		t.Errorf("main.py = %q", data)
+	}
+	// New content reaches the next preparation.
+	cms["ns/code"] = &api.ConfigMap{Data: map[string]string{"main.py": "print(2)"}}
+	vols, err = Prepare(context.Background(), pod, podDir, cms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(vols["code"].HostPath, "main.py")); string(data) != "print(2)" {
+		t.Errorf("main.py after update = %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(vols["code"].HostPath, "blob")); err == nil {
+		t.Errorf("a removed key is still there")
+	}
+}
+
+func TestPrepareErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		vol   api.Volume
+		check func(error) bool
+	}{
+		{"missing configmap", api.Volume{Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "nope"}}, errdefs.IsNotFound},
+		{"relative hostPath", api.Volume{Name: "h", HostPath: &api.HostPathVolumeSource{Path: "rel"}}, errdefs.IsInvalid},
+		{"no source", api.Volume{Name: "x"}, errdefs.IsInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: api.PodSpec{Volumes: []api.Volume{tt.vol}}}
+			_, err := Prepare(context.Background(), pod, t.TempDir(), fakeConfigMaps{})
+			if !tt.check(err) {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+}
