@@ -36,6 +36,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// FuncInstanceTTL is how long call records are kept.
 	FuncInstanceTTL time.Duration
+	// FuncHopLimit bounds the steps of one chain (loops are allowed).
+	FuncHopLimit int
+	// FuncColdStartTimeout bounds how long a call waits for a pod.
+	FuncColdStartTimeout time.Duration
+	// FuncCounterFlush is how often batched call counts are written.
+	FuncCounterFlush time.Duration
 }
 
 // DefaultMaxBodyBytes fits function sources comfortably and stays under
@@ -55,6 +61,15 @@ func (c *Config) setDefaults() {
 	if c.FuncInstanceTTL <= 0 {
 		c.FuncInstanceTTL = 24 * time.Hour
 	}
+	if c.FuncHopLimit <= 0 {
+		c.FuncHopLimit = 100
+	}
+	if c.FuncColdStartTimeout <= 0 {
+		c.FuncColdStartTimeout = 2 * time.Minute
+	}
+	if c.FuncCounterFlush <= 0 {
+		c.FuncCounterFlush = 250 * time.Millisecond
+	}
 }
 
 // Server serves the API over a store.
@@ -64,6 +79,7 @@ type Server struct {
 	registries map[string]*registry
 	engine     *gin.Engine
 	metrics    *prometheus.Registry
+	calls      *caller
 }
 
 // New builds a server over store; Run is the usual entry point.
@@ -78,6 +94,7 @@ func New(cfg Config, store storage.Interface) *Server {
 		s.registries[res.Name] = reg
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.calls = newCaller(s)
 	s.engine = s.routes()
 	return s
 }
@@ -117,6 +134,13 @@ func Run(ctx context.Context, cfg Config) error {
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
+	s.calls.ctx = ctx
+	bg := make(chan struct{})
+	go func() {
+		defer close(bg)
+		s.calls.run(ctx)
+	}()
+	defer func() { <-bg }()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	log.WithField("address", l.Addr().String()).Info("apiserver serving")
@@ -174,7 +198,7 @@ func (s *Server) routes() *gin.Engine {
 		}
 	}
 
-	funcs := &funcHandlers{handlers: handlers{reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}}
+	funcs := &funcHandlers{handlers: handlers{reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
 	r.Any("/api/funcs/*path", funcs.dispatch)
 	r.GET("/api/watch/funcs/template", funcs.watchTemplates)
 	r.GET("/api/watch/funcs/template/:name", funcs.watchTemplates)

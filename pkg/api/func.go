@@ -104,16 +104,19 @@ type FuncStep struct {
 
 // FuncStepRecord is what one step of a chain did.
 type FuncStepRecord struct {
-	Function   string     `json:"function"`
-	Pod        string     `json:"pod,omitempty"`
-	Node       string     `json:"node,omitempty"`
-	Arg        string     `json:"arg"`
-	Result     string     `json:"result,omitempty"`
-	Check      *bool      `json:"check,omitempty"`
-	Output     string     `json:"output,omitempty"`
-	Error      string     `json:"error,omitempty"`
-	Start      *time.Time `json:"start,omitempty"`
-	DurationMs int64      `json:"durationMs"`
+	Function string     `json:"function"`
+	Pod      string     `json:"pod,omitempty"`
+	Node     string     `json:"node,omitempty"`
+	Arg      string     `json:"arg"`
+	Result   string     `json:"result,omitempty"`
+	Check    *bool      `json:"check,omitempty"`
+	Output   string     `json:"output,omitempty"`
+	Error    string     `json:"error,omitempty"`
+	Start    *time.Time `json:"start,omitempty"`
+	// DurationMs is the whole step as the caller saw it, a cold start
+	// included; RunMs is the function's own run (and check) time.
+	DurationMs int64 `json:"durationMs"`
+	RunMs      int64 `json:"runMs"`
 }
 
 type FuncInstanceList struct {

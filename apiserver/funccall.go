@@ -1,0 +1,474 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+)
+
+// caller runs function calls: it records each call as a FuncInstance in
+// etcd before answering, then drives the chain step by step, writing the
+// cursor (the next function and its argument) after every step, so that an
+// apiserver that restarts resumes every unfinished chain.
+type caller struct {
+	funcs, instances, pods *registry
+	eps                    *endpointCache
+	counter                *callCounter
+	http                   *http.Client
+	hopLimit               int
+	coldStart              time.Duration
+
+	// ctx is the server's lifetime: chains outlive the request that started them.
+	ctx context.Context
+
+	mu      sync.Mutex
+	running map[string]bool
+	waiters map[string][]chan *api.FuncInstance
+}
+
+const (
+	// Step records keep this much of an argument, result or output; the
+	// final result is kept whole.
+	maxRecordBytes = 16 << 10
+	// maxArgBytes bounds what a chain passes from step to step.
+	maxArgBytes = 512 << 10
+)
+
+func newCaller(s *Server) *caller {
+	transport := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        512,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     60 * time.Second,
+	}
+	return &caller{
+		funcs:     s.registries[api.FuncsResource.Name],
+		instances: s.registries[api.FuncInstancesResource.Name],
+		pods:      s.registries[api.PodsResource.Name],
+		eps:       newEndpointCache(s.registries[api.EndpointsResource.Name]),
+		counter:   newCallCounter(s.registries[api.FuncsResource.Name], s.cfg.FuncCounterFlush),
+		http:      &http.Client{Transport: transport},
+		hopLimit:  s.cfg.FuncHopLimit,
+		coldStart: s.cfg.FuncColdStartTimeout,
+		running:   map[string]bool{},
+		waiters:   map[string][]chan *api.FuncInstance{},
+	}
+}
+
+// run starts the caches and resumes unfinished chains; it returns when ctx ends.
+func (c *caller) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.eps.run(ctx) }()
+	go func() { defer wg.Done(); c.counter.run(ctx) }()
+	c.resume(ctx)
+	wg.Wait()
+}
+
+// resume relaunches every chain that had not finished when the apiserver stopped.
+func (c *caller) resume(ctx context.Context) {
+	for ctx.Err() == nil {
+		objs, _, err := c.instances.list(ctx, "", filter{})
+		if err != nil {
+			log.WithError(err).Warn("function calls: listing instances to resume failed")
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		n := 0
+		for _, o := range objs {
+			inst := o.(*api.FuncInstance)
+			if !terminal(inst) {
+				c.launch(inst.Namespace, inst.Name)
+				n++
+			}
+		}
+		if n > 0 {
+			log.WithField("instances", n).Info("resuming unfinished function calls")
+		}
+		return
+	}
+}
+
+func terminal(inst *api.FuncInstance) bool {
+	return inst.Status.Phase == api.InstanceSucceeded || inst.Status.Phase == api.InstanceFailed
+}
+
+func instanceKey(ns, id string) string { return ns + "/" + id }
+
+// start records a call of fn and launches its chain.
+func (c *caller) start(ctx context.Context, ns, fn string, arg []byte) (*api.FuncInstance, error) {
+	if len(arg) > maxArgBytes {
+		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
+	}
+	if _, err := c.funcs.get(ctx, ns, fn); err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
+		}
+		return nil, err
+	}
+	inst := &api.FuncInstance{
+		ObjectMeta: api.ObjectMeta{Name: uuid.NewString(), Labels: map[string]string{function.LabelFunc: fn}},
+		Spec:       api.FuncInstanceSpec{Function: fn, Arg: string(arg)},
+		// Accepted calls start at once: the chain is running from here on.
+		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
+	}
+	created, err := c.instances.create(ctx, ns, inst)
+	if err != nil {
+		return nil, err
+	}
+	c.launch(ns, created.GetObjectMeta().Name)
+	return created.(*api.FuncInstance), nil
+}
+
+// launch drives an instance's chain unless this process already does.
+func (c *caller) launch(ns, id string) {
+	key := instanceKey(ns, id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running[key] {
+		return
+	}
+	c.running[key] = true
+	go c.drive(ns, id)
+}
+
+func (c *caller) isRunning(ns, id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running[instanceKey(ns, id)]
+}
+
+// drive runs the steps of an instance until it ends or the server stops.
+func (c *caller) drive(ns, id string) {
+	ctx := c.ctx
+	key := instanceKey(ns, id)
+	defer func() {
+		c.mu.Lock()
+		delete(c.running, key)
+		c.mu.Unlock()
+	}()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		obj, err := c.instances.get(ctx, ns, id)
+		if errdefs.IsNotFound(err) {
+			return
+		}
+		if err != nil {
+			log.WithError(err).WithField("instance", id).Warn("function call: reading instance failed")
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		inst := obj.(*api.FuncInstance)
+		if terminal(inst) {
+			c.notify(key, inst)
+			return
+		}
+		next, err := c.step(ctx, inst)
+		if ctx.Err() != nil {
+			// Shutting down: the cursor in etcd still names this step,
+			// and the next apiserver runs it again.
+			return
+		}
+		if err != nil {
+			log.WithError(err).WithField("instance", id).Warn("function call: recording a step failed")
+			sleepCtx(ctx, backoff)
+			continue
+		}
+		if terminal(next) {
+			c.notify(key, next)
+			return
+		}
+	}
+}
+
+// step runs the instance's next step and records its outcome.
+func (c *caller) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
+	ns := inst.Namespace
+	cur := inst.Status.Next
+	if cur == nil {
+		return c.finish(ctx, inst, nil, "", "instance has no next step")
+	}
+	if cur.Function == api.FuncReturn {
+		return c.finish(ctx, inst, nil, cur.Arg, "")
+	}
+	if inst.Status.Hops >= c.hopLimit {
+		return c.finish(ctx, inst, nil, "", fmt.Sprintf("hop limit of %d reached before RETURN (the chain loops?): next was %q", c.hopLimit, cur.Function))
+	}
+	obj, err := c.funcs.get(ctx, ns, cur.Function)
+	if errdefs.IsNotFound(err) {
+		msg := fmt.Sprintf("function %q not found", cur.Function)
+		if n := len(inst.Status.Steps); n > 0 {
+			msg += fmt.Sprintf(" (called by %q)", inst.Status.Steps[n-1].Function)
+		}
+		return c.finish(ctx, inst, nil, "", msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := obj.(*api.Func)
+	start := time.Now().UTC()
+	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
+	res, target, err := c.invoke(ctx, f, inst, cur.Arg)
+	rec.DurationMs = time.Since(start).Milliseconds()
+	rec.Pod, rec.Node = target.pod, target.node
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		rec.Error = err.Error()
+		return c.finish(ctx, inst, &rec, "", fmt.Sprintf("function %q: %v", f.Name, err))
+	}
+	rec.RunMs = res.DurationMs
+	rec.Output = truncate(res.Output)
+	if res.Pod != "" && rec.Pod == "" {
+		rec.Pod = res.Pod
+	}
+	if res.Error != nil {
+		rec.Error = res.Error.String()
+		if res.Error.Trace != "" {
+			rec.Error += "\n" + truncate(res.Error.Trace)
+		}
+		return c.finish(ctx, inst, &rec, "", fmt.Sprintf("function %q failed: %s", f.Name, res.Error.String()))
+	}
+	rec.Result = truncate(res.Result)
+	if res.HasCheck {
+		rec.Check = res.Check
+	}
+	nextFn := f.Spec.Left
+	if res.HasCheck && (res.Check == nil || !*res.Check) {
+		nextFn = f.Spec.Right
+	}
+	if nextFn == "" {
+		nextFn = api.FuncReturn
+	}
+	if len(res.Result) > maxArgBytes {
+		return c.finish(ctx, inst, &rec, "", fmt.Sprintf("function %q returned %d bytes, more than the limit of %d", f.Name, len(res.Result), maxArgBytes))
+	}
+	if nextFn == api.FuncReturn {
+		// The last step and the result go to etcd in one write.
+		return c.finish(ctx, inst, &rec, res.Result, "")
+	}
+	out, err := c.instances.mutate(ctx, ns, inst.Name, func(o api.Object) (api.Object, error) {
+		i := o.(*api.FuncInstance)
+		i.Status.Phase = api.InstanceRunning
+		i.Status.Steps = append(i.Status.Steps, rec)
+		i.Status.Hops++
+		i.Status.Next = &api.FuncStep{Function: nextFn, Arg: res.Result}
+		return i, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.(*api.FuncInstance), nil
+}
+
+// finish ends an instance: Succeeded with result when errMsg is empty, else Failed.
+func (c *caller) finish(ctx context.Context, inst *api.FuncInstance, rec *api.FuncStepRecord, result, errMsg string) (*api.FuncInstance, error) {
+	out, err := c.instances.mutate(ctx, inst.Namespace, inst.Name, func(o api.Object) (api.Object, error) {
+		i := o.(*api.FuncInstance)
+		if rec != nil {
+			i.Status.Steps = append(i.Status.Steps, *rec)
+			i.Status.Hops++
+		}
+		now := time.Now().UTC()
+		i.Status.CompletionTime = &now
+		i.Status.Next = nil
+		if errMsg != "" {
+			i.Status.Phase = api.InstanceFailed
+			i.Status.Error = errMsg
+		} else {
+			i.Status.Phase = api.InstanceSucceeded
+			i.Status.Result = result
+			i.Status.Error = ""
+		}
+		return i, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.(*api.FuncInstance), nil
+}
+
+func truncate(s string) string {
+	if len(s) <= maxRecordBytes {
+		return s
+	}
+	return s[:maxRecordBytes] + fmt.Sprintf("… (%d bytes cut)", len(s)-maxRecordBytes)
+}
+
+// target says where a step ran.
+type target struct {
+	pod, node string
+}
+
+// invoke runs one call of f: on its warm pool (v2) or in a fresh pod (v1).
+func (c *caller) invoke(ctx context.Context, f *api.Func, inst *api.FuncInstance, arg string) (*function.Result, target, error) {
+	if f.APIVersion == api.FuncAPIVersionV1 {
+		return c.invokeInFreshPod(ctx, f, inst, arg)
+	}
+	return c.invokeOnPool(ctx, f, arg)
+}
+
+// invokeOnPool sends the call to the least busy ready pod of the function.
+// With none ready it raises the counter at once (so the ReplicaSet scales
+// up) and waits, woken by the endpoints watch, up to the cold-start timeout.
+func (c *caller) invokeOnPool(ctx context.Context, f *api.Func, arg string) (*function.Result, target, error) {
+	name := function.ObjectName(f.Name)
+	deadline := time.NewTimer(c.coldStart)
+	defer deadline.Stop()
+	counted := false
+	for {
+		addr, release, wait, ok := c.eps.pick(f.Namespace, name)
+		if !counted {
+			c.counter.add(f.Namespace, f.Name, !ok)
+			counted = true
+		}
+		if !ok {
+			select {
+			case <-wait:
+				continue
+			case <-deadline.C:
+				return nil, target{}, fmt.Errorf("cold start timed out after %s: no pod became ready: %w", c.coldStart, errdefs.ErrTimeout)
+			case <-ctx.Done():
+				return nil, target{}, ctx.Err()
+			}
+		}
+		tgt := target{node: addr.NodeName}
+		if addr.TargetRef != nil {
+			tgt.pod = addr.TargetRef.Name
+		}
+		res, err := c.post(ctx, addr.IP, addr.Port, f, arg)
+		release()
+		if errors.Is(err, errNotServed) {
+			// The pod went away or is draining: the call did not run there.
+			c.eps.drop(f.Namespace, name, addr)
+			continue
+		}
+		return res, tgt, err
+	}
+}
+
+// errNotServed marks a call the pod refused before running it.
+var errNotServed = errors.New("pod did not take the call")
+
+// post sends one call to a runtime.
+func (c *caller) post(ctx context.Context, ip string, port int32, f *api.Func, arg string) (*function.Result, error) {
+	timeout := function.TimeoutSeconds(&f.Spec)
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(timeout+10)*time.Second)
+	defer cancel()
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(int(port))) + function.InvokePath
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader([]byte(arg)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(function.TimeoutHeader, strconv.Itoa(timeout))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, fmt.Errorf("%w: %v", errNotServed, err)
+		}
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("the pod at %s did not answer within %ds: %w", ip, timeout+10, errdefs.ErrTimeout)
+		}
+		return nil, fmt.Errorf("calling the pod at %s: %v", ip, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 2*maxArgBytes+(1<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of the pod at %s: %v", ip, err)
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return nil, fmt.Errorf("%w: %s", errNotServed, bytes.TrimSpace(body))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the pod at %s answered %s: %s", ip, resp.Status, bytes.TrimSpace(body))
+	}
+	var res function.Result
+	if err := json.Unmarshal(body, &res); err != nil {
+		return nil, fmt.Errorf("the pod at %s answered something that is not a result: %v", ip, err)
+	}
+	return &res, nil
+}
+
+// notify wakes the requests waiting for an instance to end.
+func (c *caller) notify(key string, inst *api.FuncInstance) {
+	c.mu.Lock()
+	ws := c.waiters[key]
+	delete(c.waiters, key)
+	c.mu.Unlock()
+	for _, w := range ws {
+		w <- inst
+	}
+}
+
+// wait returns the instance once it has ended, or its current state when
+// ctx ends first.
+func (c *caller) wait(ctx context.Context, ns, id string) (*api.FuncInstance, error) {
+	key := instanceKey(ns, id)
+	ch := make(chan *api.FuncInstance, 1)
+	c.mu.Lock()
+	c.waiters[key] = append(c.waiters[key], ch)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		ws := c.waiters[key]
+		for i, w := range ws {
+			if w == ch {
+				c.waiters[key] = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(c.waiters[key]) == 0 {
+			delete(c.waiters, key)
+		}
+		c.mu.Unlock()
+	}()
+	obj, err := c.instances.get(context.WithoutCancel(ctx), ns, id)
+	if err != nil {
+		return nil, err
+	}
+	if inst := obj.(*api.FuncInstance); terminal(inst) {
+		return inst, nil
+	}
+	select {
+	case inst := <-ch:
+		return inst, nil
+	case <-ctx.Done():
+		obj, err := c.instances.get(context.WithoutCancel(ctx), ns, id)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*api.FuncInstance), nil
+	}
+}
+
+// view is the flat form of GET /api/funcs/:id.
+func view(inst *api.FuncInstance) api.FuncInstanceView {
+	steps := inst.Status.Steps
+	if steps == nil {
+		steps = []api.FuncStepRecord{}
+	}
+	return api.FuncInstanceView{
+		InstanceID: inst.Name, Function: inst.Spec.Function, Status: inst.Status.Phase,
+		Result: inst.Status.Result, Error: inst.Status.Error, Steps: steps,
+	}
+}

@@ -1,0 +1,180 @@
+// Package function holds what the function controller, the apiserver's call
+// path and the runtime agree on: the names and labels of the objects a
+// function template owns, the pod that serves it, and the runtime's wire
+// format.
+package function
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
+)
+
+const (
+	// LabelFunc carries the function's name on everything made for it.
+	LabelFunc = "minik8s.io/func"
+	// LabelCode carries the hash of the code a pod runs, so that pods
+	// running old code can be told apart after an update.
+	LabelCode = "minik8s.io/func-code"
+	// LabelInstance marks a v1 step pod with its instance id.
+	LabelInstance = "minik8s.io/func-instance"
+
+	// CodeDir is where function pods mount their code.
+	CodeDir = "/func"
+	// FileFunction and FilePreRun are the ConfigMap keys (and file names).
+	FileFunction = "function.py"
+	FilePreRun   = "preRun.sh"
+
+	// PortName names the runtime's port; Services target it by name since
+	// every pod gets its own allocated port.
+	PortName = "http"
+	// ServicePort is the port of a function's Service on its cluster IP.
+	ServicePort = 80
+
+	// RuntimeBinary is the funcserver inside the runtime image.
+	RuntimeBinary = "/usr/local/bin/funcserver"
+	// InvokePath is the runtime's call endpoint.
+	InvokePath = "/invoke"
+	// TimeoutHeader passes a call's timeout to the runtime.
+	TimeoutHeader = "X-Func-Timeout-Seconds"
+)
+
+// ObjectName is the name of the ConfigMap, Service and ReplicaSet of a
+// function. Function names may hold '_' and capitals, object names may not;
+// a hash of the original keeps two such names apart.
+func ObjectName(fn string) string {
+	s := strings.ToLower(strings.ReplaceAll(fn, "_", "-"))
+	if s == fn {
+		return "func-" + s
+	}
+	h := fnv.New32a()
+	h.Write([]byte(fn))
+	return "func-" + s + "-" + strconv.FormatUint(uint64(h.Sum32()%(36*36*36*36*36)), 36)
+}
+
+// CodeHash identifies a version of a function's code.
+func CodeHash(spec *api.FuncSpec) string {
+	h := sha256.New()
+	h.Write([]byte(spec.Function))
+	h.Write([]byte{0})
+	h.Write([]byte(spec.PreRun))
+	h.Write([]byte{0})
+	h.Write([]byte(Runtime(spec)))
+	return hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+// Runtime is the image a function runs in.
+func Runtime(spec *api.FuncSpec) string {
+	if spec.Runtime != "" {
+		return spec.Runtime
+	}
+	return validation.DefaultFuncRuntime
+}
+
+// TimeoutSeconds is the bound of one call of the function.
+func TimeoutSeconds(spec *api.FuncSpec) int {
+	if spec.TimeoutSeconds != nil {
+		return *spec.TimeoutSeconds
+	}
+	return validation.DefaultFuncTimeoutSeconds
+}
+
+// Selector selects the pods serving a function.
+func Selector(fn string) map[string]string {
+	return map[string]string{LabelFunc: fn}
+}
+
+// CodeConfigMap is the ConfigMap that delivers a function's code to its pods.
+func CodeConfigMap(f *api.Func) (*api.ConfigMap, error) {
+	code, err := base64.StdEncoding.DecodeString(f.Spec.Function)
+	if err != nil {
+		return nil, fmt.Errorf("spec.function: %w", err)
+	}
+	pre, err := base64.StdEncoding.DecodeString(f.Spec.PreRun)
+	if err != nil {
+		return nil, fmt.Errorf("spec.preRun: %w", err)
+	}
+	return &api.ConfigMap{
+		TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: api.ObjectMeta{
+			Name: ObjectName(f.Name), Namespace: f.Namespace,
+			Labels:          map[string]string{LabelFunc: f.Name, LabelCode: CodeHash(&f.Spec)},
+			OwnerReferences: []api.OwnerReference{OwnerRef(f)},
+		},
+		Data: map[string]string{FileFunction: string(code), FilePreRun: string(pre)},
+	}, nil
+}
+
+// OwnerRef makes f the controlling owner of an object.
+func OwnerRef(f *api.Func) api.OwnerReference {
+	yes := true
+	return api.OwnerReference{APIVersion: f.APIVersion, Kind: "Func", Name: f.Name, UID: f.UID, Controller: &yes}
+}
+
+// PodSpec is the spec of a pod serving f.
+func PodSpec(f *api.Func) api.PodSpec {
+	timeout := TimeoutSeconds(&f.Spec)
+	// The grace period lets a pod being removed finish the calls it serves.
+	grace := int64(timeout + 5)
+	return api.PodSpec{
+		RestartPolicy:                 api.RestartPolicyAlways,
+		TerminationGracePeriodSeconds: &grace,
+		Containers: []api.Container{{
+			Name:    "funcserver",
+			Image:   Runtime(&f.Spec),
+			Command: []string{RuntimeBinary},
+			Env: []api.EnvVar{
+				{Name: "FUNC_NAME", Value: f.Name},
+				{Name: "FUNC_CODE_DIR", Value: CodeDir},
+				{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(timeout)},
+			},
+			Ports:        []api.ContainerPort{{Name: PortName, Protocol: "TCP"}},
+			VolumeMounts: []api.VolumeMount{{Name: "code", MountPath: CodeDir, ReadOnly: true}},
+			ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/readyz", Port: PortName},
+				PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1},
+			LivenessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/healthz", Port: PortName},
+				InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
+		}},
+		Volumes: []api.Volume{{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: ObjectName(f.Name)}}},
+	}
+}
+
+// PodTemplate is the template of a function's ReplicaSet.
+func PodTemplate(f *api.Func) api.PodTemplateSpec {
+	return api.PodTemplateSpec{
+		ObjectMeta: api.ObjectMeta{Labels: map[string]string{LabelFunc: f.Name, LabelCode: CodeHash(&f.Spec)}},
+		Spec:       PodSpec(f),
+	}
+}
+
+// Result is what the runtime answers for one call.
+type Result struct {
+	Result     string `json:"result"`
+	Check      *bool  `json:"check"`
+	HasCheck   bool   `json:"hasCheck"`
+	Output     string `json:"output"`
+	Error      *Error `json:"error"`
+	DurationMs int64  `json:"durationMs"`
+	Pod        string `json:"pod"`
+}
+
+// Error is a function's failure: an exception, a timeout, a crash.
+type Error struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Trace   string `json:"trace"`
+}
+
+func (e *Error) String() string {
+	if e.Type == "" {
+		return e.Message
+	}
+	return e.Type + ": " + e.Message
+}
