@@ -1,0 +1,361 @@
+package test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"minik8s/funcserver"
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+	"minik8s/test/framework"
+)
+
+// runtime starts a real funcserver (with real python3 workers) serving
+// code on a free loopback port, standing in for a function pod.
+func runtime(t *testing.T, code string) int32 {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, function.FileFunction), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := funcserver.Run(ctx, funcserver.Config{CodeDir: dir, Listener: l, Workers: 4, PodName: fmt.Sprintf("pod-%d", port)}); err != nil && ctx.Err() == nil {
+			t.Errorf("funcserver: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return int32(port)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("funcserver on %d not ready after 30s", port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// funcTemplate posts a template in the reference format.
+func funcTemplate(t *testing.T, s *framework.APIServer, name, code, left, right string, extra map[string]any) {
+	t.Helper()
+	spec := map[string]any{"name": name, "function": base64.StdEncoding.EncodeToString([]byte(code)),
+		"left": left, "right": right, "minInstanceNum": 0, "maxInstanceNum": 3}
+	for k, v := range extra {
+		spec[k] = v
+	}
+	body, _ := json.Marshal(map[string]any{"apiVersion": "v2", "kind": "Func",
+		"metadata": map[string]any{"name": name, "namespace": "default"}, "spec": spec})
+	if code, data := httpDo(t, "POST", s.URL+"/api/funcs/template", "application/json", body); code != http.StatusCreated {
+		t.Fatalf("create func %s: %d %s", name, code, data)
+	}
+}
+
+// publish makes ports the ready endpoints of a function, as the endpoints
+// controller does for its pods.
+func publish(t *testing.T, s *framework.APIServer, fn string, ports ...int32) {
+	t.Helper()
+	ep := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: function.ObjectName(fn)}}
+	sub := api.EndpointSubset{Ports: []api.EndpointPort{{Name: function.PortName, Port: function.ServicePort}}}
+	for _, p := range ports {
+		sub.Addresses = append(sub.Addresses, api.EndpointAddress{IP: "127.0.0.1", Port: p, NodeName: "node-a",
+			TargetRef: &api.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("pod-%d", p)}})
+	}
+	ep.Subsets = []api.EndpointSubset{sub}
+	eps := s.Client.Endpoints("default")
+	ctx := context.Background()
+	if cur, err := eps.Get(ctx, ep.Name); err == nil {
+		cur.Subsets = ep.Subsets
+		if _, err := eps.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := eps.Create(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// invoke calls a function with a raw body and returns the instance id.
+func invoke(t *testing.T, s *framework.APIServer, fn, arg string) string {
+	t.Helper()
+	code, data := httpDo(t, "POST", s.URL+"/api/funcs/"+fn, "application/x-www-form-urlencoded", []byte(arg))
+	if code != http.StatusAccepted {
+		t.Fatalf("call %s: %d %s", fn, code, data)
+	}
+	var out struct {
+		InstanceID string `json:"instanceId"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.InstanceID == "" {
+		t.Fatalf("call answer %s: %v", data, err)
+	}
+	return out.InstanceID
+}
+
+// result polls GET /api/funcs/:id until the instance ends.
+func result(t *testing.T, s *framework.APIServer, id string, within time.Duration) api.FuncInstanceView {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		code, data := httpDo(t, "GET", s.URL+"/api/funcs/"+id, "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET instance %s: %d %s", id, code, data)
+		}
+		var v api.FuncInstanceView
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Status == api.InstanceSucceeded || v.Status == api.InstanceFailed {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s still %s after %s", id, v.Status, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	checkerCode = `
+def run(arg):
+    print("checking", arg)
+    return arg.strip()
+
+def check(ret):
+    return ret.startswith("a")
+`
+	leftCode  = "def run(arg):\n    return 'L:' + arg\n"
+	rightCode = "def run(arg):\n    return {'right': arg}\n"
+	countdown = `
+def run(arg):
+    return str(int(arg) - 1)
+
+def check(ret):
+    return int(ret) > 0
+`
+)
+
+func TestFuncChainBranchesAndLoop(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	funcTemplate(t, s, "checker", checkerCode, "lefty", "righty", nil)
+	funcTemplate(t, s, "lefty", leftCode, "RETURN", "RETURN", nil)
+	funcTemplate(t, s, "righty", rightCode, "RETURN", "RETURN", nil)
+	funcTemplate(t, s, "countdown", countdown, "countdown", "RETURN", nil)
+	publish(t, s, "checker", runtime(t, checkerCode))
+	publish(t, s, "lefty", runtime(t, leftCode))
+	publish(t, s, "righty", runtime(t, rightCode))
+	publish(t, s, "countdown", runtime(t, countdown))
+
+	v := result(t, s, invoke(t, s, "checker", "apple"), 30*time.Second)
+	if v.Status != api.InstanceSucceeded || v.Result != "L:apple" || len(v.Steps) != 2 {
+		t.Fatalf("left branch: %+v", v)
+	}
+	first := v.Steps[0]
+	if first.Function != "checker" || first.Check == nil || !*first.Check || first.Output != "checking apple\n" ||
+		first.Pod == "" || first.Node != "node-a" || v.Steps[1].Function != "lefty" {
+		t.Fatalf("step records: %+v", v.Steps)
+	}
+	v = result(t, s, invoke(t, s, "checker", "banana"), 30*time.Second)
+	if v.Status != api.InstanceSucceeded || v.Result != `{"right": "banana"}` || v.Steps[0].Check == nil || *v.Steps[0].Check {
+		t.Fatalf("right branch (non-string result JSON-encoded): %+v", v)
+	}
+	v = result(t, s, invoke(t, s, "countdown", "5"), 30*time.Second)
+	if v.Status != api.InstanceSucceeded || v.Result != "0" || len(v.Steps) != 5 {
+		t.Fatalf("loop: %+v", v)
+	}
+
+	// ?wait= answers with the finished instance.
+	code, data := httpDo(t, "POST", s.URL+"/api/funcs/checker?wait=30s", "text/plain", []byte("avocado"))
+	if code != http.StatusOK || !strings.Contains(string(data), `"result":"L:avocado"`) {
+		t.Fatalf("sync call: %d %s", code, data)
+	}
+
+	// The reference design's step call: RETURN stores the body as the result.
+	id := invoke(t, s, "lefty", "x")
+	result(t, s, id, 30*time.Second)
+	if code, data := httpDo(t, "PUT", s.URL+"/api/funcs/RETURN/"+id, "", []byte("stored")); code != http.StatusAccepted && code != http.StatusOK {
+		t.Fatalf("PUT RETURN: %d %s", code, data)
+	}
+	if v := result(t, s, id, 10*time.Second); v.Result != "stored" {
+		t.Fatalf("after PUT RETURN: %+v", v)
+	}
+	if code, data := httpDo(t, "PUT", s.URL+"/api/funcs/lefty/"+id+"?wait=30s", "", []byte("again")); code != http.StatusOK || !strings.Contains(string(data), `"result":"L:again"`) {
+		t.Fatalf("PUT step: %d %s", code, data)
+	}
+
+	// The counter counts calls (batched), never past the maximum.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := s.Client.Funcs("default").Get(context.Background(), "checker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Status.Counter == 3 && f.Status.TimeStamp != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checker counter %d after 3 calls (max 3)", f.Status.Counter)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestFuncFailuresAreAnswers(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	raises := "def run(arg):\n    return 1 / 0\n"
+	sleeper := "import time\ndef run(arg):\n    time.sleep(3600)\n"
+	forever := "def run(arg):\n    return arg\n"
+	funcTemplate(t, s, "raises", raises, "RETURN", "RETURN", nil)
+	funcTemplate(t, s, "sleeper", sleeper, "RETURN", "RETURN", map[string]any{"timeoutSeconds": 1})
+	funcTemplate(t, s, "dangling", forever, "missing_fn", "RETURN", nil)
+	funcTemplate(t, s, "forever", forever, "forever", "forever", nil)
+	publish(t, s, "raises", runtime(t, raises))
+	publish(t, s, "sleeper", runtime(t, sleeper))
+	publish(t, s, "dangling", runtime(t, forever))
+	publish(t, s, "forever", runtime(t, forever))
+
+	for _, tc := range []struct{ fn, want string }{
+		{"raises", "ZeroDivisionError"},
+		{"sleeper", "Timeout"},
+		{"dangling", `function "missing_fn" not found (called by "dangling")`},
+		{"forever", "hop limit of 100 reached"},
+	} {
+		v := result(t, s, invoke(t, s, tc.fn, "x"), 60*time.Second)
+		if v.Status != api.InstanceFailed || !strings.Contains(v.Error, tc.want) {
+			t.Errorf("%s: status %s error %q, want Failed with %q", tc.fn, v.Status, v.Error, tc.want)
+		}
+	}
+	// A failed step keeps its trace.
+	v := result(t, s, invoke(t, s, "raises", "x"), 30*time.Second)
+	if len(v.Steps) != 1 || !strings.Contains(v.Steps[0].Error, "Traceback") {
+		t.Errorf("failed step record: %+v", v.Steps)
+	}
+	// Calling an unknown function is refused at once.
+	code, data := httpDo(t, "POST", s.URL+"/api/funcs/nobody", "", []byte("x"))
+	if code != http.StatusNotFound || !strings.Contains(string(data), `function \"nobody\" not found`) {
+		t.Errorf("unknown function: %d %s", code, data)
+	}
+	if code, _ := httpDo(t, "GET", s.URL+"/api/funcs/no-such-instance", "", nil); code != http.StatusNotFound {
+		t.Errorf("unknown instance: %d", code)
+	}
+}
+
+func TestFuncColdStartManyCalls(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	logFile := filepath.Join(t.TempDir(), "calls.log")
+	code := fmt.Sprintf(`
+import fcntl
+def run(arg):
+    with open(%q, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(arg + "\n")
+    return "done " + arg
+`, logFile)
+	funcTemplate(t, s, "cold", code, "RETURN", "RETURN", map[string]any{"maxInstanceNum": 5, "initInstanceNum": 0})
+
+	// 200 calls arrive while no pod is ready.
+	const calls = 200
+	ids := make([]string, calls)
+	var wg sync.WaitGroup
+	for i := 0; i < calls; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ids[i] = invoke(t, s, "cold", fmt.Sprintf("call-%03d", i))
+		}(i)
+	}
+	wg.Wait()
+
+	// The first cold call raised the counter at once, so the pool scales up.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := s.Client.Funcs("default").Get(context.Background(), "cold")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Status.Counter >= 1 {
+			if f.Status.Counter > 5 {
+				t.Fatalf("counter %d past maxInstanceNum 5", f.Status.Counter)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("counter not raised by cold calls")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	publish(t, s, "cold", runtime(t, code), runtime(t, code))
+
+	for i, id := range ids {
+		v := result(t, s, id, 60*time.Second)
+		if v.Status != api.InstanceSucceeded || v.Result != fmt.Sprintf("done call-%03d", i) {
+			t.Fatalf("call %d: %+v", i, v)
+		}
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	sort.Strings(lines)
+	if len(lines) != calls {
+		t.Fatalf("%d runs for %d calls", len(lines), calls)
+	}
+	for i, l := range lines {
+		if l != fmt.Sprintf("call-%03d", i) {
+			t.Fatalf("run %d is %q: a call ran twice or not at all", i, l)
+		}
+	}
+}
+
+func TestFuncChainSurvivesAPIServerRestart(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	slow := "import time\ndef run(arg):\n    time.sleep(1.5)\n    return arg + '+slow'\n"
+	fast := "def run(arg):\n    return arg + '+fast'\n"
+	funcTemplate(t, s, "slow", slow, "fast", "fast", nil)
+	funcTemplate(t, s, "fast", fast, "RETURN", "RETURN", nil)
+	publish(t, s, "slow", runtime(t, slow))
+	publish(t, s, "fast", runtime(t, fast))
+
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, invoke(t, s, "slow", fmt.Sprintf("a%d", i)))
+	}
+	time.Sleep(300 * time.Millisecond) // mid-step
+	s.Restart()
+	for i, id := range ids {
+		v := result(t, s, id, 60*time.Second)
+		if v.Status != api.InstanceSucceeded || v.Result != fmt.Sprintf("a%d+slow+fast", i) {
+			t.Fatalf("instance %d after restart: %+v", i, v)
+		}
+	}
+	// The instance record is in etcd, with a TTL.
+	if _, err := s.Client.FuncInstances("default").Get(context.Background(), ids[0]); errdefs.IsNotFound(err) {
+		t.Fatal("instance record missing")
+	}
+}
