@@ -1,0 +1,46 @@
+// Command controller runs the minik8s controller manager.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/controller"
+	"minik8s/controller/nodelifecycle"
+	"minik8s/pkg/client"
+)
+
+func main() {
+	var cfg controller.Config
+	var level, only string
+	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
+	flag.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod,
+		"how long a node may go without a heartbeat before it is marked not ready and its pods are moved")
+	flag.IntVar(&cfg.Workers, "workers", 4, "workers per controller")
+	flag.StringVar(&only, "controllers", "", "comma-separated controllers to run (default all: "+controller.Names()+")")
+	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
+	flag.Parse()
+
+	l, err := log.ParseLevel(level)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+	log.SetLevel(l)
+	if only != "" {
+		cfg.Controllers = strings.Split(only, ",")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := controller.Run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+}

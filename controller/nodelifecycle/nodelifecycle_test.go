@@ -1,0 +1,210 @@
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/errdefs"
+)
+
+// fakeLW lists fixed objects and forwards events sent by the test.
+type fakeLW[PT any] struct {
+	items  []PT
+	events chan client.Event[PT]
+}
+
+func (f *fakeLW[PT]) List(context.Context, client.ListOptions) ([]PT, string, error) {
+	return f.items, "1", nil
+}
+
+func (f *fakeLW[PT]) Watch(ctx context.Context, _ client.ListOptions) <-chan client.Event[PT] {
+	out := make(chan client.Event[PT])
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case ev := <-f.events:
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+type fakeAPI struct {
+	mu      sync.Mutex
+	nodes   []*api.Node
+	pods    []*api.Pod
+	deleted []string
+}
+
+func (f *fakeAPI) GetNode(_ context.Context, name string) (*api.Node, error) {
+	return nil, fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
+}
+
+func (f *fakeAPI) UpdateNodeStatus(_ context.Context, n *api.Node) (*api.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes = append(f.nodes, n)
+	return n, nil
+}
+
+func (f *fakeAPI) UpdatePodStatus(_ context.Context, p *api.Pod) (*api.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods = append(f.pods, p)
+	return p, nil
+}
+
+func (f *fakeAPI) ForceDeletePod(_ context.Context, ns, name, uid string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, ns+"/"+name)
+	return nil
+}
+
+func node(name string, hb time.Time) *api.Node {
+	return &api.Node{ObjectMeta: api.ObjectMeta{Name: name, ResourceVersion: hb.Format(time.RFC3339Nano)},
+		Status: api.NodeStatus{Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue, LastHeartbeatTime: &hb}}}}
+}
+
+func boundPod(name, node string) *api.Pod {
+	return &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name, UID: "uid-" + name, ResourceVersion: "1"},
+		Spec: api.PodSpec{NodeName: node}, Status: api.PodStatus{Phase: api.PodRunning,
+			Conditions: []api.PodCondition{{Type: api.PodReady, Status: api.ConditionTrue}}}}
+}
+
+type env struct {
+	nc    *Controller
+	api   *fakeAPI
+	nodes *fakeLW[*api.Node]
+	clock time.Time
+	mu    sync.Mutex
+}
+
+func (e *env) advance(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.clock = e.clock.Add(d)
+}
+
+func setup(t *testing.T, nodes []*api.Node, pods []*api.Pod) *env {
+	t.Helper()
+	e := &env{api: &fakeAPI{}, clock: time.Unix(10000, 0),
+		nodes: &fakeLW[*api.Node]{items: nodes, events: make(chan client.Event[*api.Node])}}
+	nodeInf := cache.NewInformer[api.Node](e.nodes)
+	podInf := cache.NewInformer[api.Pod](&fakeLW[*api.Pod]{items: pods, events: make(chan client.Event[*api.Pod])})
+	e.nc = newController(e.api, nodeInf, podInf, 20*time.Second)
+	e.nc.now = func() time.Time {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.clock
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	nodeInf.Start(ctx)
+	podInf.Start(ctx)
+	if !cache.WaitForSync(ctx, nodeInf, podInf) {
+		t.Fatal("informers did not sync")
+	}
+	return e
+}
+
+func TestSilentNodeIsMarkedAndItsPodsRemoved(t *testing.T) {
+	start := time.Unix(10000, 0)
+	e := setup(t, []*api.Node{node("n1", start), node("n2", start)},
+		[]*api.Pod{boundPod("a", "n1"), boundPod("b", "n1"), boundPod("c", "n2")})
+	ctx := context.Background()
+
+	e.advance(15 * time.Second)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.api.nodes) != 0 || len(e.api.deleted) != 0 {
+		t.Fatalf("acted within the grace period: %d node writes, deleted %v", len(e.api.nodes), e.api.deleted)
+	}
+
+	e.advance(6 * time.Second)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.api.nodes) != 1 {
+		t.Fatalf("%d node status writes, want 1", len(e.api.nodes))
+	}
+	c := readyCondition(e.api.nodes[0])
+	if c.Status != api.ConditionUnknown || c.Reason != ReasonNodeStatusUnknown || !c.LastHeartbeatTime.Equal(start) {
+		t.Fatalf("ready condition %+v: want Unknown/NodeStatusUnknown keeping the last heartbeat", c)
+	}
+	sort.Strings(e.api.deleted)
+	if fmt.Sprint(e.api.deleted) != "[default/a default/b]" {
+		t.Fatalf("deleted %v, want the pods of n1", e.api.deleted)
+	}
+	for _, p := range e.api.pods {
+		if p.Status.Phase != api.PodFailed || p.Status.Reason != ReasonNodeLost {
+			t.Fatalf("pod %s status %s/%s, want Failed/NodeLost", p.Name, p.Status.Phase, p.Status.Reason)
+		}
+	}
+}
+
+// The kubelet comes back and writes Ready=True with a new heartbeat: the
+// controller leaves the node alone.
+func TestReturningKubeletIsNotFought(t *testing.T) {
+	start := time.Unix(10000, 0)
+	e := setup(t, []*api.Node{node("n1", start)}, nil)
+	ctx := context.Background()
+	e.advance(25 * time.Second)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.api.nodes) != 1 {
+		t.Fatalf("%d node writes, want 1", len(e.api.nodes))
+	}
+	// The informer sees the controller's own write (same heartbeat), then
+	// the kubelet's (a new one, on a clock 1h off).
+	e.nodes.events <- client.Event[*api.Node]{Type: api.Modified, Object: e.api.nodes[0]}
+	back := node("n1", start.Add(time.Hour))
+	e.nodes.events <- client.Event[*api.Node]{Type: api.Modified, Object: back}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n, _ := e.nc.nodes.Get("", "n1"); n.ResourceVersion == back.ResourceVersion {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("informer did not deliver the kubelet's update")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := 0; i < 3; i++ {
+		e.advance(5 * time.Second)
+		if err := e.nc.sync(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(e.api.nodes) != 1 {
+		t.Fatalf("controller wrote the node again after the kubelet came back: %d writes", len(e.api.nodes))
+	}
+}
+
+// Pods bound to a node that does not exist are removed.
+func TestPodsOfMissingNodeAreRemoved(t *testing.T) {
+	e := setup(t, nil, []*api.Pod{boundPod("orphan", "ghost")})
+	if err := e.nc.sync(context.Background(), "ghost"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(e.api.deleted) != "[default/orphan]" {
+		t.Fatalf("deleted %v", e.api.deleted)
+	}
+}

@@ -1,0 +1,395 @@
+// Package replicaset keeps the number of pods of each ReplicaSet at its
+// spec.replicas: it creates pods from the template, owned by the
+// ReplicaSet, deletes the surplus (unscheduled, then not ready, then newest
+// first) and reports the counts in the ReplicaSet's status.
+package replicaset
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/labels"
+	"minik8s/pkg/workqueue"
+)
+
+// Name is the controller's name in logs and --controllers.
+const Name = "replicaset"
+
+// burstReplicas bounds the pods created or deleted in one sync.
+const burstReplicas = 500
+
+// API is what the controller writes.
+type API interface {
+	CreatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error)
+	DeletePod(ctx context.Context, namespace, name, uid string) error
+	UpdateReplicaSetStatus(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error)
+}
+
+var _ API = clientAPI{}
+
+type clientAPI struct{ c *client.Client }
+
+func (a clientAPI) CreatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error) {
+	return a.c.Pods(pod.Namespace).Create(ctx, pod)
+}
+
+func (a clientAPI) DeletePod(ctx context.Context, ns, name, uid string) error {
+	_, err := a.c.Pods(ns).Delete(ctx, name, client.DeleteOptions{UID: uid})
+	return err
+}
+
+func (a clientAPI) UpdateReplicaSetStatus(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error) {
+	return a.c.ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs)
+}
+
+// Controller is the ReplicaSet controller.
+type Controller struct {
+	api   API
+	rss   *cache.Lister[api.ReplicaSet, *api.ReplicaSet]
+	pods  *cache.Lister[api.Pod, *api.Pod]
+	queue *workqueue.Queue
+	exp   *expectations
+}
+
+// New returns the controller, registered with the factory's informers.
+func New(c *client.Client, f *cache.Factory) *Controller {
+	rsInf, podInf := f.ReplicaSets(), f.Pods()
+	rc := &Controller{
+		api:   clientAPI{c},
+		rss:   rsInf.Lister(),
+		pods:  podInf.Lister(),
+		queue: workqueue.New(),
+		exp:   newExpectations(),
+	}
+	rsInf.AddEventHandler(cache.Handler[*api.ReplicaSet]{
+		OnAdd:    func(rs *api.ReplicaSet) { rc.queue.Add(cache.Key(rs)) },
+		OnUpdate: func(_, rs *api.ReplicaSet) { rc.queue.Add(cache.Key(rs)) },
+		OnDelete: func(rs *api.ReplicaSet) {
+			rc.exp.forget(cache.Key(rs))
+			rc.queue.Add(cache.Key(rs))
+		},
+	})
+	podInf.AddEventHandler(cache.Handler[*api.Pod]{
+		OnAdd: func(p *api.Pod) {
+			key, ok := rc.owner(p)
+			if !ok {
+				return
+			}
+			if p.DeletionTimestamp != nil {
+				rc.exp.deletionObserved(key, p.UID)
+			} else {
+				rc.exp.creationObserved(key)
+			}
+			rc.queue.Add(key)
+		},
+		OnUpdate: func(old, cur *api.Pod) {
+			if key, ok := rc.owner(old); ok {
+				rc.queue.Add(key)
+			}
+			key, ok := rc.owner(cur)
+			if !ok {
+				return
+			}
+			if cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+				rc.exp.deletionObserved(key, cur.UID)
+			}
+			rc.queue.Add(key)
+		},
+		OnDelete: func(p *api.Pod) {
+			key, ok := rc.owner(p)
+			if !ok {
+				return
+			}
+			rc.exp.deletionObserved(key, p.UID)
+			rc.queue.Add(key)
+		},
+	})
+	return rc
+}
+
+// Run syncs ReplicaSets until ctx ends.
+func (rc *Controller) Run(ctx context.Context, workers int) {
+	workqueue.Run(ctx, rc.queue, workers, Name, rc.sync)
+}
+
+// controllerRef is the owner reference that marks an object's controller.
+func controllerRef(m *api.ObjectMeta) *api.OwnerReference {
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		if r.Controller != nil && *r.Controller {
+			return r
+		}
+	}
+	return nil
+}
+
+// owner returns the key of the ReplicaSet controlling the pod.
+func (rc *Controller) owner(p *api.Pod) (string, bool) {
+	ref := controllerRef(&p.ObjectMeta)
+	if ref == nil || ref.Kind != api.ReplicaSetsResource.Kind {
+		return "", false
+	}
+	return p.Namespace + "/" + ref.Name, true
+}
+
+func (rc *Controller) sync(ctx context.Context, key string) error {
+	ns, name := cache.SplitKey(key)
+	rs, ok := rc.rss.Get(ns, name)
+	if !ok {
+		rc.exp.forget(key)
+		return nil
+	}
+	sel, err := labels.FromLabelSelector(rs.Spec.Selector)
+	if err != nil {
+		// The apiserver validates selectors; nothing to do but say so.
+		log.WithError(err).WithField("replicaset", key).Warn("invalid selector")
+		return nil
+	}
+	var active []*api.Pod
+	for _, p := range rc.pods.ListNamespace(ns, sel) {
+		if ref := controllerRef(&p.ObjectMeta); ref == nil || ref.UID != rs.UID {
+			continue // not ours: a ReplicaSet adopts nothing
+		}
+		if p.DeletionTimestamp == nil && p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed {
+			active = append(active, p)
+		}
+	}
+	var manageErr error
+	if rc.exp.satisfied(key) {
+		manageErr = rc.manage(ctx, key, rs, active)
+	}
+	if err := rc.updateStatus(ctx, rs, active); err != nil {
+		return errors.Join(manageErr, err)
+	}
+	return manageErr
+}
+
+func want(rs *api.ReplicaSet) int {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return int(*rs.Spec.Replicas)
+}
+
+// manage creates or deletes pods so that active has want(rs) pods.
+func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet, active []*api.Pod) error {
+	diff := len(active) - want(rs)
+	switch {
+	case diff < 0:
+		n := min(-diff, burstReplicas)
+		rc.exp.expectCreations(key, n)
+		log.WithFields(log.Fields{"replicaset": key, "create": n}).Info("creating pods")
+		created, err := slowStartBatch(n, func() error { return rc.createPod(ctx, rs) })
+		// Creations that did not happen will never be observed.
+		for i := created; i < n; i++ {
+			rc.exp.creationObserved(key)
+		}
+		return err
+	case diff > 0:
+		victims := podsToDelete(active, min(diff, burstReplicas))
+		uids := make([]string, len(victims))
+		for i, p := range victims {
+			uids[i] = p.UID
+		}
+		rc.exp.expectDeletions(key, uids)
+		log.WithFields(log.Fields{"replicaset": key, "delete": len(victims)}).Info("deleting pods")
+		var wg sync.WaitGroup
+		errs := make([]error, len(victims))
+		for i, p := range victims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := rc.api.DeletePod(ctx, p.Namespace, p.Name, p.UID)
+				if err != nil && !errdefs.IsNotFound(err) {
+					rc.exp.deletionObserved(key, p.UID)
+					errs[i] = fmt.Errorf("deleting pod %s: %w", p.Name, err)
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// slowStartBatch calls fn n times, in batches of 1, 2, 4, ... run at once,
+// stopping after a batch with a failure, so that a ReplicaSet whose pods
+// are refused costs one failed call, not n. It returns the successes.
+func slowStartBatch(n int, fn func() error) (int, error) {
+	done := 0
+	for batch := 1; done < n; batch *= 2 {
+		size := min(batch, n-done)
+		errs := make([]error, size)
+		var wg sync.WaitGroup
+		for i := 0; i < size; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = fn()
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, e := range errs {
+			if e == nil {
+				ok++
+			}
+		}
+		done += ok
+		if err := errors.Join(errs...); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// createPod creates one pod from the template, named <rs>-<5 random characters>.
+func (rc *Controller) createPod(ctx context.Context, rs *api.ReplicaSet) error {
+	for attempt := 0; ; attempt++ {
+		pod := newPod(rs, randomSuffix())
+		_, err := rc.api.CreatePod(ctx, pod)
+		if errdefs.IsAlreadyExists(err) && attempt < 3 {
+			continue // the random name was taken
+		}
+		if err != nil {
+			return fmt.Errorf("creating a pod of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		}
+		return nil
+	}
+}
+
+// maxBaseName keeps "<base>-xxxxx" within a name's 253 characters.
+const maxBaseName = 253 - 6
+
+func newPod(rs *api.ReplicaSet, suffix string) *api.Pod {
+	tmpl := cache.DeepCopy(rs).Spec.Template
+	base := rs.Name
+	if len(base) > maxBaseName {
+		base = base[:maxBaseName]
+	}
+	yes := true
+	return &api.Pod{
+		ObjectMeta: api.ObjectMeta{
+			Name:        base + "-" + suffix,
+			Namespace:   rs.Namespace,
+			Labels:      tmpl.Labels,
+			Annotations: tmpl.Annotations,
+			OwnerReferences: []api.OwnerReference{{
+				APIVersion: api.ReplicaSetsResource.GroupVersion(), Kind: api.ReplicaSetsResource.Kind,
+				Name: rs.Name, UID: rs.UID, Controller: &yes,
+			}},
+		},
+		Spec: tmpl.Spec,
+	}
+}
+
+const suffixAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+func randomSuffix() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = suffixAlphabet[int(b[i])%len(suffixAlphabet)]
+	}
+	return string(b)
+}
+
+// podsToDelete picks the n pods that are cheapest to lose: unscheduled
+// before scheduled, pending before running, not ready before ready, more
+// restarts before fewer, newer before older.
+func podsToDelete(pods []*api.Pod, n int) []*api.Pod {
+	sorted := append([]*api.Pod(nil), pods...)
+	sort.SliceStable(sorted, func(i, j int) bool { return deleteFirst(sorted[i], sorted[j]) })
+	return sorted[:min(n, len(sorted))]
+}
+
+func deleteFirst(a, b *api.Pod) bool {
+	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+		return a.Spec.NodeName == ""
+	}
+	if pa, pb := phaseRank(a), phaseRank(b); pa != pb {
+		return pa < pb
+	}
+	if ra, rb := isReady(a), isReady(b); ra != rb {
+		return !ra
+	}
+	if ra, rb := restarts(a), restarts(b); ra != rb {
+		return ra > rb
+	}
+	ta, tb := a.CreationTimestamp, b.CreationTimestamp
+	if ta != nil && tb != nil && !ta.Equal(*tb) {
+		return ta.After(*tb)
+	}
+	return a.Name > b.Name
+}
+
+func phaseRank(p *api.Pod) int {
+	switch p.Status.Phase {
+	case api.PodPending, "":
+		return 0
+	case api.PodUnknown:
+		return 1
+	}
+	return 2
+}
+
+func isReady(p *api.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == api.PodReady {
+			return c.Status == api.ConditionTrue
+		}
+	}
+	return false
+}
+
+func restarts(p *api.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
+}
+
+// computeStatus counts the active pods of a ReplicaSet.
+func computeStatus(rs *api.ReplicaSet, active []*api.Pod) api.ReplicaSetStatus {
+	st := api.ReplicaSetStatus{Replicas: int32(len(active)), ObservedGeneration: rs.Generation}
+	tmplSel := labels.SelectorFromSet(rs.Spec.Template.Labels)
+	for _, p := range active {
+		if tmplSel.Matches(p.Labels) {
+			st.FullyLabeledReplicas++
+		}
+		if isReady(p) {
+			st.ReadyReplicas++
+			// minReadySeconds is not supported: ready is available.
+			st.AvailableReplicas++
+		}
+	}
+	return st
+}
+
+func (rc *Controller) updateStatus(ctx context.Context, rs *api.ReplicaSet, active []*api.Pod) error {
+	st := computeStatus(rs, active)
+	if st == rs.Status {
+		return nil
+	}
+	up := cache.DeepCopy(rs)
+	up.Status = st
+	_, err := rc.api.UpdateReplicaSetStatus(ctx, up)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("updating status of replicaset %s: %w", cache.Key(rs), err)
+	}
+	return nil
+}
