@@ -3,6 +3,7 @@ package framework
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"minik8s/images"
+	"minik8s/kubelet"
 	"minik8s/kubelet/runtime"
 )
 
@@ -222,4 +224,69 @@ func mountsUnder(dir string) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
+}
+
+// Kubelet is a kubelet running in the test process.
+type Kubelet struct {
+	t      testing.TB
+	Config kubelet.Config
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartKubelet runs a kubelet for node name on ip (a loopback address such
+// as 127.0.0.11) against the apiserver at apiURL and the containerd ctd,
+// with short back-offs; it stops (leaving its containers) when the test
+// ends. Its root dir lives in a temp dir kept across Restart.
+func StartKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string) *Kubelet {
+	t.Helper()
+	k := &Kubelet{t: t, Config: kubelet.Config{
+		APIServer:         apiURL,
+		NodeName:          name,
+		NodeIP:            ip,
+		ContainerdAddress: ctd.Address,
+		RootDir:           filepath.Join(t.TempDir(), "kubelet"),
+		HeartbeatPeriod:   2 * time.Second,
+		BackoffBase:       time.Second,
+		BackoffMax:        5 * time.Second,
+		PullTimeout:       20 * time.Second,
+	}}
+	k.Start()
+	t.Cleanup(k.Stop)
+	return k
+}
+
+// Start runs the kubelet (again).
+func (k *Kubelet) Start() {
+	if k.cancel != nil {
+		k.t.Fatalf("kubelet %s already running", k.Config.NodeName)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k.cancel = cancel
+	k.done = make(chan error, 1)
+	cfg := k.Config
+	go func() { k.done <- kubelet.Run(ctx, cfg) }()
+}
+
+// Stop stops the kubelet as a kill would: its containers keep running.
+func (k *Kubelet) Stop() {
+	if k.cancel == nil {
+		return
+	}
+	k.cancel()
+	select {
+	case err := <-k.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			k.t.Errorf("kubelet %s stopped with error: %v", k.Config.NodeName, err)
+		}
+	case <-time.After(60 * time.Second):
+		k.t.Errorf("kubelet %s did not stop within 60s", k.Config.NodeName)
+	}
+	k.cancel = nil
+}
+
+// Restart stops and starts the kubelet on the same root dir.
+func (k *Kubelet) Restart() {
+	k.Stop()
+	k.Start()
 }

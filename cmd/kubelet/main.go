@@ -1,0 +1,49 @@
+// Command kubelet is the minik8s node agent: it runs the pods bound to its
+// node on containerd.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/kubelet"
+	"minik8s/pkg/client"
+)
+
+func main() {
+	var cfg kubelet.Config
+	var level string
+	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
+	flag.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name)")
+	flag.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of this node: pods and the kubelet listen on it")
+	flag.StringVar(&cfg.ContainerdAddress, "containerd-address", "./data/containerd/containerd.sock", "containerd socket")
+	flag.StringVar(&cfg.RootDir, "root-dir", "", "directory of the pods' logs and volumes (default ./data/kubelet/NODE)")
+	flag.IntVar(&cfg.Port, "port", 10250, "port of the kubelet's HTTP server (logs) on the node address; 0 picks one")
+	flag.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 5*time.Second, "how often the node's Ready condition is renewed")
+	flag.DurationVar(&cfg.BackoffBase, "restart-backoff", 10*time.Second, "first back-off before restarting a crashed container")
+	flag.DurationVar(&cfg.BackoffMax, "max-restart-backoff", 5*time.Minute, "longest back-off")
+	flag.DurationVar(&cfg.PullTimeout, "image-pull-timeout", 2*time.Minute, "longest image pull")
+	flag.Int64Var(&cfg.LogMaxBytes, "container-log-max-size", 4<<20, "size at which a container log rotates")
+	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
+	flag.Parse()
+
+	l, err := log.ParseLevel(level)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubelet:", err)
+		os.Exit(1)
+	}
+	log.SetLevel(l)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := kubelet.Run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "kubelet:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,366 @@
+// Package kubelet is the node agent of minik8s: it registers its node and
+// keeps it alive, runs the pods bound to it on containerd (one worker per
+// pod, in kubelet/pod), adopts its containers after a restart and removes
+// those whose pods are gone, and serves container logs over HTTP.
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/kubelet/logs"
+	"minik8s/kubelet/pod"
+	"minik8s/kubelet/runtime"
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/errdefs"
+)
+
+// Config configures a kubelet.
+type Config struct {
+	APIServer string
+	NodeName  string
+	// NodeIP is the node's address: pods listen on it and the kubelet's
+	// HTTP server too. Several kubelets on one machine take 127.0.0.11,
+	// 127.0.0.12, ...
+	NodeIP            string
+	ContainerdAddress string
+	// RootDir holds the pods' dirs (logs, volumes).
+	RootDir string
+	// Port of the kubelet's HTTP server on NodeIP; 0 picks a free one.
+	Port int
+	// HeartbeatPeriod is how often the node's Ready condition is renewed.
+	HeartbeatPeriod time.Duration
+	// BackoffBase and BackoffMax bound restart and pull back-offs.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// PullTimeout bounds one image pull.
+	PullTimeout time.Duration
+	// LogMaxBytes is the size at which a container's log rotates.
+	LogMaxBytes int64
+	// PortMin and PortMax bound the ports allocated to containers.
+	PortMin, PortMax int32
+}
+
+func (c *Config) setDefaults() error {
+	if c.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		c.NodeName = h
+	}
+	if c.NodeIP == "" {
+		c.NodeIP = "127.0.0.1"
+	}
+	if net.ParseIP(c.NodeIP) == nil {
+		return errdefs.Invalid("node-ip", "%q is not an IP address", c.NodeIP)
+	}
+	if c.APIServer == "" {
+		c.APIServer = client.ServerFromEnv()
+	}
+	if c.ContainerdAddress == "" {
+		return errdefs.Invalid("containerd-address", "a containerd socket is required")
+	}
+	if c.RootDir == "" {
+		c.RootDir = filepath.Join("data", "kubelet", c.NodeName)
+	}
+	abs, err := filepath.Abs(c.RootDir)
+	if err != nil {
+		return err
+	}
+	c.RootDir = abs
+	if c.HeartbeatPeriod <= 0 {
+		c.HeartbeatPeriod = 5 * time.Second
+	}
+	if c.LogMaxBytes <= 0 {
+		c.LogMaxBytes = logs.DefaultMaxBytes
+	}
+	return nil
+}
+
+// Kubelet is a running node agent.
+type Kubelet struct {
+	cfg     Config
+	client  *client.Client
+	rt      *runtime.Runtime
+	podCfg  *pod.Config
+	ports   *pod.Ports
+	port    int
+	apiImpl *apiAdapter
+
+	mu      sync.Mutex
+	workers map[string]*pod.Worker // by pod uid
+	byName  map[string]string      // namespace/name -> uid
+	wg      sync.WaitGroup
+}
+
+// Run runs a kubelet until ctx ends. Its containers keep running after it
+// stops; the next kubelet of the same node adopts them.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.RootDir, "pods"), 0o755); err != nil {
+		return fmt.Errorf("root dir: %w", err)
+	}
+	rt, err := runtime.New(ctx, cfg.ContainerdAddress, runtime.Options{PullTimeout: cfg.PullTimeout})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	c := client.New(cfg.APIServer)
+	k := &Kubelet{
+		cfg: cfg, client: c, rt: rt,
+		podCfg: &pod.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
+			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax},
+		ports:   pod.NewPorts(cfg.NodeIP, cfg.PortMin, cfg.PortMax),
+		apiImpl: &apiAdapter{c: c},
+		workers: map[string]*pod.Worker{},
+		byName:  map[string]string{},
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("kubelet listen on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
+	}
+	k.port = l.Addr().(*net.TCPAddr).Port
+	srv := &http.Server{Handler: k.handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.WithError(err).Error("kubelet http server")
+		}
+	}()
+	defer srv.Close()
+	log.WithFields(log.Fields{"node": cfg.NodeName, "ip": cfg.NodeIP, "port": k.port, "containerd": cfg.ContainerdAddress}).Info("kubelet starting")
+
+	if err := k.register(ctx); err != nil {
+		return err
+	}
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); rt.Events(ctx, k.onTaskEvent) }()
+
+	rv, err := k.adopt(ctx)
+	if err != nil {
+		k.wg.Wait()
+		return err
+	}
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.housekeeping(ctx) }()
+	k.watchPods(ctx, rv)
+	k.wg.Wait()
+	log.WithField("node", cfg.NodeName).Info("kubelet stopped")
+	return nil
+}
+
+func (k *Kubelet) podSelector() client.ListOptions {
+	return client.ListOptions{FieldSelector: "spec.nodeName=" + k.cfg.NodeName}
+}
+
+// adopt lists this node's pods and containers once: workers take over the
+// containers of existing pods; containers of pods that are gone are removed.
+func (k *Kubelet) adopt(ctx context.Context) (string, error) {
+	var pods []*api.Pod
+	var rv string
+	for {
+		var err error
+		pods, rv, err = k.client.Pods("").AllNamespaces().List(ctx, k.podSelector())
+		if err == nil {
+			break
+		}
+		log.WithError(err).Warn("listing this node's pods; retrying")
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	containers, err := k.rt.ListContainers(ctx, map[string]string{runtime.LabelNode: k.cfg.NodeName})
+	if err != nil {
+		return "", err
+	}
+	byUID := map[string][]runtime.Container{}
+	for _, c := range containers {
+		byUID[c.Labels[runtime.LabelPodUID]] = append(byUID[c.Labels[runtime.LabelPodUID]], c)
+	}
+	for _, p := range pods {
+		k.startWorker(ctx, p, byUID[p.UID])
+		delete(byUID, p.UID)
+	}
+	for uid, cs := range byUID {
+		for _, c := range cs {
+			log.WithFields(log.Fields{"id": c.ID, "pod": c.Labels[runtime.LabelPodNamespace] + "/" + c.Labels[runtime.LabelPodName], "uid": uid}).
+				Info("removing container of a pod that is gone")
+			if err := k.rt.RemoveContainer(ctx, c.ID); err != nil {
+				log.WithError(err).Warn("removing orphan container")
+			}
+		}
+		k.removePodDir(uid)
+	}
+	return rv, nil
+}
+
+func (k *Kubelet) removePodDir(uid string) {
+	if uid == "" {
+		return
+	}
+	if err := os.RemoveAll(pod.Dir(k.cfg.RootDir, uid)); err != nil {
+		log.WithError(err).Warn("removing pod dir")
+	}
+}
+
+func (k *Kubelet) startWorker(ctx context.Context, p *api.Pod, adopted []runtime.Container) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.workers[p.UID]; ok {
+		return
+	}
+	w := pod.NewWorker(k.podCfg, k.rt, k.apiImpl, k.ports, p, adopted)
+	k.workers[p.UID] = w
+	k.byName[p.Namespace+"/"+p.Name] = p.UID
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		w.Run(ctx)
+		select {
+		case <-w.Finished():
+			k.mu.Lock()
+			delete(k.workers, p.UID)
+			if k.byName[p.Namespace+"/"+p.Name] == p.UID {
+				delete(k.byName, p.Namespace+"/"+p.Name)
+			}
+			k.mu.Unlock()
+		default:
+		}
+	}()
+}
+
+// watchPods follows the pods bound to this node from version rv.
+func (k *Kubelet) watchPods(ctx context.Context, rv string) {
+	opts := k.podSelector()
+	opts.ResourceVersion = rv
+	for ev := range k.client.Pods("").AllNamespaces().Watch(ctx, opts) {
+		p := ev.Object
+		k.mu.Lock()
+		w := k.workers[p.UID]
+		k.mu.Unlock()
+		switch ev.Type {
+		case api.Added, api.Modified:
+			if w != nil {
+				w.Update(p)
+			} else {
+				k.startWorker(ctx, p, nil)
+			}
+		case api.Deleted:
+			if w != nil {
+				w.Gone()
+			}
+		}
+	}
+}
+
+// onTaskEvent pokes the worker of the pod whose container exited.
+func (k *Kubelet) onTaskEvent(ev runtime.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := k.rt.ContainerStatus(ctx, ev.ContainerID)
+	if err != nil || st.Labels[runtime.LabelNode] != k.cfg.NodeName {
+		return
+	}
+	k.mu.Lock()
+	w := k.workers[st.Labels[runtime.LabelPodUID]]
+	k.mu.Unlock()
+	if w != nil {
+		w.Poke()
+	}
+}
+
+// housekeeping rotates logs and removes containers (and pod dirs) that
+// belong to no pod of this node.
+func (k *Kubelet) housekeeping(ctx context.Context) {
+	rotate := time.NewTicker(5 * time.Second)
+	defer rotate.Stop()
+	sweep := time.NewTicker(30 * time.Second)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rotate.C:
+			k.rotateLogs()
+		case <-sweep.C:
+			k.sweep(ctx)
+		}
+	}
+}
+
+func (k *Kubelet) rotateLogs() {
+	files, _ := filepath.Glob(filepath.Join(k.cfg.RootDir, "pods", "*", "logs", "*.log"))
+	for _, f := range files {
+		if err := logs.Rotate(f, k.cfg.LogMaxBytes); err != nil {
+			log.WithError(err).WithField("file", f).Warn("rotating log")
+		}
+	}
+}
+
+func (k *Kubelet) sweep(ctx context.Context) {
+	// Read what exists before which workers exist: a worker always exists
+	// before its containers and dir, so nothing of a live pod is taken.
+	dirs, _ := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
+	containers, err := k.rt.ListContainers(ctx, map[string]string{runtime.LabelNode: k.cfg.NodeName})
+	if err != nil {
+		log.WithError(err).Warn("listing containers")
+		return
+	}
+	k.mu.Lock()
+	known := make(map[string]bool, len(k.workers))
+	for uid := range k.workers {
+		known[uid] = true
+	}
+	k.mu.Unlock()
+	for _, c := range containers {
+		if uid := c.Labels[runtime.LabelPodUID]; !known[uid] {
+			log.WithFields(log.Fields{"id": c.ID, "uid": uid}).Info("removing container of a pod that is gone")
+			if err := k.rt.RemoveContainer(ctx, c.ID); err != nil {
+				log.WithError(err).Warn("removing orphan container")
+			}
+		}
+	}
+	for _, d := range dirs {
+		if !known[d.Name()] {
+			k.removePodDir(d.Name())
+		}
+	}
+}
+
+// apiAdapter gives pod workers the apiserver calls they need.
+type apiAdapter struct{ c *client.Client }
+
+func (a *apiAdapter) GetConfigMap(ctx context.Context, ns, name string) (*api.ConfigMap, error) {
+	return a.c.ConfigMaps(ns).Get(ctx, name)
+}
+
+func (a *apiAdapter) UpdatePodStatus(ctx context.Context, p *api.Pod) error {
+	_, err := a.c.Pods(p.Namespace).UpdateStatus(ctx, p)
+	return err
+}
+
+func (a *apiAdapter) DeletePod(ctx context.Context, ns, name, uid string) error {
+	zero := int64(0)
+	_, err := a.c.Pods(ns).Delete(ctx, name, client.DeleteOptions{GracePeriodSeconds: &zero, UID: uid})
+	return err
+}
+
+var _ pod.API = (*apiAdapter)(nil)

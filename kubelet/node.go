@@ -1,0 +1,163 @@
+package kubelet
+
+import (
+	"bufio"
+	"context"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// MaxPods is the number of pods a node advertises.
+const MaxPods = 110
+
+// nodeStatus is the status the kubelet reports for its node.
+func (k *Kubelet) nodeStatus(ctx context.Context, prev *api.NodeStatus) api.NodeStatus {
+	capacity := api.ResourceList{
+		api.ResourceCPU:  strconv.Itoa(goruntime.NumCPU()),
+		api.ResourcePods: strconv.Itoa(MaxPods),
+	}
+	if kib := memTotalKiB(); kib > 0 {
+		capacity[api.ResourceMemory] = strconv.FormatInt(kib, 10) + "Ki"
+	}
+	allocatable := api.ResourceList{}
+	for k, v := range capacity {
+		allocatable[k] = v
+	}
+	hostname, _ := os.Hostname()
+	runtimeVersion, _ := k.rt.Version(ctx)
+	now := time.Now().UTC().Truncate(time.Second)
+	ready := api.NodeCondition{Type: api.NodeReady, Status: api.ConditionTrue, Reason: "KubeletReady",
+		Message: "kubelet is posting ready status", LastHeartbeatTime: &now, LastTransitionTime: &now}
+	var conditions []api.NodeCondition
+	if prev != nil {
+		for _, c := range prev.Conditions {
+			if c.Type == api.NodeReady {
+				if c.Status == api.ConditionTrue && c.LastTransitionTime != nil {
+					ready.LastTransitionTime = c.LastTransitionTime
+				}
+				continue
+			}
+			conditions = append(conditions, c)
+		}
+	}
+	conditions = append(conditions, ready)
+	return api.NodeStatus{
+		Capacity:    capacity,
+		Allocatable: allocatable,
+		Conditions:  conditions,
+		Addresses: []api.NodeAddress{
+			{Type: api.NodeInternalIP, Address: k.cfg.NodeIP},
+			{Type: api.NodeHostName, Address: hostname},
+		},
+		DaemonEndpoints: api.NodeDaemonEndpoints{KubeletEndpoint: api.DaemonEndpoint{Port: int32(k.port)}},
+		NodeInfo: api.NodeSystemInfo{
+			KernelVersion:           kernelVersion(),
+			OperatingSystem:         goruntime.GOOS,
+			Architecture:            goruntime.GOARCH,
+			ContainerRuntimeVersion: runtimeVersion,
+			KubeletVersion:          "minik8s",
+		},
+	}
+}
+
+// register creates the node or takes it over, retrying until the
+// apiserver answers.
+func (k *Kubelet) register(ctx context.Context) error {
+	for {
+		err := k.postStatus(ctx)
+		if err == nil {
+			log.WithField("node", k.cfg.NodeName).Info("node registered")
+			return nil
+		}
+		if errdefs.IsInvalid(err) {
+			return err
+		}
+		log.WithError(err).Warn("registering node; retrying")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// postStatus writes the node's status (creating the node if needed).
+func (k *Kubelet) postStatus(ctx context.Context) error {
+	nodes := k.client.Nodes()
+	n, err := nodes.Get(ctx, k.cfg.NodeName)
+	if errdefs.IsNotFound(err) {
+		n = &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: api.ObjectMeta{Name: k.cfg.NodeName}}
+		n.Status = k.nodeStatus(ctx, nil)
+		n, err = nodes.Create(ctx, n)
+		if errdefs.IsAlreadyExists(err) {
+			n, err = nodes.Get(ctx, k.cfg.NodeName)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	out := *n
+	out.ResourceVersion = ""
+	out.Status = k.nodeStatus(ctx, &n.Status)
+	_, err = nodes.UpdateStatus(ctx, &out)
+	return err
+}
+
+// heartbeat renews the node's Ready condition until ctx ends.
+func (k *Kubelet) heartbeat(ctx context.Context) {
+	t := time.NewTicker(k.cfg.HeartbeatPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, k.cfg.HeartbeatPeriod*2)
+		if err := k.postStatus(hctx); err != nil && ctx.Err() == nil {
+			log.WithError(err).Warn("node heartbeat")
+		}
+		cancel()
+	}
+}
+
+func memTotalKiB() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			n, _ := strconv.ParseInt(fields[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func kernelVersion() string {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		return ""
+	}
+	b := make([]byte, 0, len(u.Release))
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}

@@ -1,0 +1,371 @@
+package pod
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/kubelet/logs"
+	"minik8s/kubelet/prober"
+	"minik8s/kubelet/runtime"
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/quantity"
+)
+
+// syncContainer brings container i of the pod one step toward its spec:
+// it notices exits, restarts after back-off, and starts what is missing.
+func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
+	spec := p.Spec.Containers[i]
+	c := w.containers[spec.Name]
+	if c.id != "" {
+		st, err := w.rt.ContainerStatus(ctx, c.id)
+		switch {
+		case errdefs.IsNotFound(err):
+			// Removed behind the kubelet's back: count it as a crash.
+			w.log.WithField("container", c.name).Warn("container disappeared from containerd")
+			c.id = ""
+			if !c.exitHandled {
+				w.handleExit(p, c, api.ContainerStateTerminated{ExitCode: 137, Reason: "Error",
+					Message: "the container disappeared from containerd", FinishedAt: now()})
+			}
+		case err != nil:
+			w.log.WithError(err).WithField("container", c.name).Warn("container status")
+			return
+		case st.State == runtime.StateRunning:
+			w.setRunning(c.name, true)
+			if c.state.Running == nil {
+				started := c.startedAt
+				c.state = api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: &started}}
+			}
+			if c.prober == nil {
+				w.startProber(ctx, spec, c)
+			}
+			if failed, msg := c.prober.LivenessFailed(); failed {
+				w.log.WithField("container", c.name).Info("liveness probe failed; restarting the container")
+				c.prober.Stop()
+				c.prober = nil
+				if err := w.rt.StopContainer(ctx, c.id, w.grace(p)); err != nil {
+					w.log.WithError(err).Warn("stopping an unhealthy container")
+				}
+				c.state.Running = nil
+				c.state.Waiting = &api.ContainerStateWaiting{Reason: "Unhealthy", Message: msg}
+				w.Poke()
+			}
+			return
+		case st.State == runtime.StateExited:
+			if !c.exitHandled {
+				term := api.ContainerStateTerminated{ExitCode: st.ExitCode, FinishedAt: timePtr(st.ExitedAt)}
+				started := c.startedAt
+				term.StartedAt = &started
+				switch {
+				case st.OOMKilled:
+					term.Reason = "OOMKilled"
+					term.Message = "the container used more memory than its limit and was killed"
+				case st.ExitCode == 0:
+					term.Reason = "Completed"
+				default:
+					term.Reason = "Error"
+				}
+				if st.ExitCode > 128 && st.ExitCode < 160 {
+					term.Signal = st.ExitCode - 128
+				}
+				w.handleExit(p, c, term)
+			}
+		case st.State == runtime.StateCreated:
+			// Created but never started (a kubelet that died in between):
+			// start it now.
+			if err := w.rt.StartContainer(ctx, c.id, logs.Path(w.dir, c.name)); err != nil {
+				w.startFailed(ctx, p, c, err)
+				return
+			}
+			c.startedAt = time.Now().UTC()
+			return
+		default:
+			return
+		}
+	}
+	if c.done {
+		return
+	}
+	if time.Now().Before(c.retryAt) {
+		return
+	}
+	if c.id != "" {
+		w.remove(ctx, c.id)
+		c.id = ""
+	}
+	w.start(ctx, p, i, c)
+}
+
+func now() *time.Time {
+	t := time.Now().UTC()
+	return &t
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return now()
+	}
+	t = t.UTC()
+	return &t
+}
+
+func (w *Worker) setRunning(name string, running bool) {
+	w.mu.Lock()
+	w.running[name] = running
+	w.mu.Unlock()
+}
+
+// handleExit records the end of the container's current attempt and
+// decides, by the restart policy, whether and when it starts again.
+func (w *Worker) handleExit(p *api.Pod, c *container, term api.ContainerStateTerminated) {
+	c.exitHandled = true
+	if c.prober != nil {
+		c.prober.Stop()
+		c.prober = nil
+	}
+	fields := log.Fields{"container": c.name, "exitCode": term.ExitCode, "reason": term.Reason}
+	if !shouldRestart(p.Spec.RestartPolicy, term.ExitCode) {
+		c.state = api.ContainerState{Terminated: &term}
+		c.done = true
+		w.setRunning(c.name, false)
+		w.log.WithFields(fields).Info("container exited")
+		return
+	}
+	c.lastState = api.ContainerState{Terminated: &term}
+	delay := w.backoff(c.restartCount)
+	// A container that ran long enough has earned a fresh back-off.
+	if term.StartedAt != nil && term.FinishedAt != nil && term.FinishedAt.Sub(*term.StartedAt) > 2*w.cfg.BackoffMax {
+		delay = 0
+	}
+	c.retryAt = time.Now().Add(delay)
+	if delay > 0 {
+		c.state = waiting("CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container %s", delay.Round(time.Second), c.name))
+	} else {
+		c.state = waiting("ContainerCreating", "")
+	}
+	fields["restartIn"] = delay
+	w.log.WithFields(fields).Info("container exited; restarting")
+}
+
+// startFailed: the task could not start (no such executable, say); it
+// counts as an exit with code 128, and the restart policy applies.
+func (w *Worker) startFailed(ctx context.Context, p *api.Pod, c *container, err error) {
+	w.log.WithError(err).WithField("container", c.name).Warn("starting container")
+	started := time.Now().UTC()
+	c.exitHandled = false
+	w.handleExit(p, c, api.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: err.Error(),
+		StartedAt: &started, FinishedAt: now()})
+}
+
+// start creates and starts a new attempt of the container.
+func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
+	spec := p.Spec.Containers[i]
+	if err := w.ensureImage(ctx, spec); err != nil {
+		c.pullFailures++
+		reason := "ErrImagePull"
+		if c.pullFailures > 1 {
+			reason = "ImagePullBackOff"
+		}
+		if errdefs.IsInvalid(err) {
+			reason = "InvalidImageName"
+		}
+		c.state = waiting(reason, err.Error())
+		c.retryAt = time.Now().Add(w.backoff(int32(c.pullFailures)))
+		w.log.WithError(err).WithField("container", c.name).Warn("image not available")
+		return
+	}
+	c.pullFailures = 0
+	attempt := c.restartCount
+	if c.everStarted {
+		attempt++
+	}
+	id := newContainerID(p.Name, spec.Name)
+	cs, err := w.containerSpec(p, i, id, attempt)
+	if err != nil {
+		c.state = waiting("CreateContainerConfigError", err.Error())
+		c.retryAt = time.Now().Add(w.backoff(1))
+		return
+	}
+	if err := w.rt.CreateContainer(ctx, cs); err != nil {
+		c.state = waiting("CreateContainerError", err.Error())
+		c.retryAt = time.Now().Add(w.backoff(1))
+		w.log.WithError(err).WithField("container", c.name).Warn("creating container")
+		return
+	}
+	c.id = id
+	c.restartCount = attempt
+	c.everStarted = true
+	c.exitHandled = false
+	c.startedAt = time.Now().UTC()
+	if err := w.rt.StartContainer(ctx, id, cs.LogPath); err != nil {
+		w.startFailed(ctx, p, c, err)
+		return
+	}
+	started := c.startedAt
+	c.state = api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: &started}}
+	w.setRunning(c.name, true)
+	w.startProber(ctx, spec, c)
+	w.log.WithFields(log.Fields{"container": c.name, "id": id, "restartCount": attempt}).Info("container started")
+}
+
+func (w *Worker) startProber(ctx context.Context, spec api.Container, c *container) {
+	c.prober = prober.Start(ctx, w.cfg.NodeIP, w.assigned[spec.Name], spec.ReadinessProbe, spec.LivenessProbe, w.Poke)
+}
+
+func (w *Worker) grace(p *api.Pod) time.Duration {
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// ensureImage makes sure the image is in containerd, pulling it by the
+// container's pull policy.
+func (w *Worker) ensureImage(ctx context.Context, spec api.Container) error {
+	if _, err := runtime.NormalizeRef(spec.Image); err != nil {
+		return err
+	}
+	has, err := w.rt.HasImage(ctx, spec.Image)
+	if err != nil {
+		return err
+	}
+	switch {
+	case has && spec.ImagePullPolicy != "Always":
+		return nil
+	case !has && spec.ImagePullPolicy == "Never":
+		return fmt.Errorf("image %q is not present on node %s and the pull policy is Never", spec.Image, w.cfg.NodeName)
+	}
+	if err := w.rt.PullImage(ctx, spec.Image); err != nil {
+		if has {
+			w.log.WithError(err).WithField("image", spec.Image).Warn("pull failed; using the image the node has")
+			return nil
+		}
+		return fmt.Errorf("image %q is not present on node %s and pulling it failed: %w", spec.Image, w.cfg.NodeName, err)
+	}
+	return nil
+}
+
+// newContainerID is unique and says whose container it is.
+func newContainerID(podName, containerName string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%s-%s", idPart(podName, 40), idPart(containerName, 20), hex.EncodeToString(b))
+}
+
+// idPart keeps letters and digits of s (others become '-'), at most n.
+func idPart(s string, n int) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	out := b.String()
+	if len(out) > n {
+		out = out[:n]
+	}
+	for strings.Contains(out, "--") {
+		out = strings.ReplaceAll(out, "--", "-")
+	}
+	out = strings.Trim(out, "-")
+	if out == "" {
+		out = "c"
+	}
+	return out
+}
+
+// limits parses the container's cpu and memory limits.
+func limits(c api.Container, i int) (milliCPU, memory int64, err error) {
+	field := fmt.Sprintf("spec.containers[%d].resources.limits", i)
+	if q, ok := c.Resources.Limits[api.ResourceCPU]; ok {
+		if milliCPU, err = quantity.MilliCPU(q); err != nil || milliCPU < 0 {
+			return 0, 0, errdefs.Invalid(field+".cpu", "cannot parse cpu limit %q: %v", q, err)
+		}
+	}
+	if q, ok := c.Resources.Limits[api.ResourceMemory]; ok {
+		if memory, err = quantity.Bytes(q); err != nil || memory < 0 {
+			return 0, 0, errdefs.Invalid(field+".memory", "cannot parse memory limit %q: %v", q, err)
+		}
+	}
+	return milliCPU, memory, nil
+}
+
+// containerSpec turns container i of the pod into a runtime spec.
+func (w *Worker) containerSpec(p *api.Pod, i int, id string, attempt int32) (runtime.ContainerSpec, error) {
+	c := p.Spec.Containers[i]
+	milliCPU, memory, err := limits(c, i)
+	if err != nil {
+		return runtime.ContainerSpec{}, err
+	}
+	ports := w.assigned[c.Name]
+	env := []string{
+		"HOST=" + w.cfg.NodeIP,
+		"POD_IP=" + w.cfg.NodeIP,
+		"POD_NAME=" + p.Name,
+		"POD_NAMESPACE=" + p.Namespace,
+		"NODE_NAME=" + w.cfg.NodeName,
+	}
+	if len(ports) > 0 {
+		env = append(env, "PORT="+strconv.Itoa(int(ports[0].ContainerPort)))
+	}
+	for _, port := range ports {
+		if port.Name != "" {
+			env = append(env, "PORT_"+envName(port.Name)+"="+strconv.Itoa(int(port.ContainerPort)))
+		}
+	}
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	var mounts []runtime.Mount
+	for j, m := range c.VolumeMounts {
+		v, ok := w.volumes[m.Name]
+		if !ok {
+			return runtime.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].name", i, j), "no volume named %q", m.Name)
+		}
+		if !filepath.IsAbs(m.MountPath) {
+			return runtime.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].mountPath", i, j), "%q is not absolute", m.MountPath)
+		}
+		mounts = append(mounts, runtime.Mount{Source: v.HostPath, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
+	}
+	return runtime.ContainerSpec{
+		ID:    id,
+		Image: c.Image,
+		Labels: map[string]string{
+			runtime.LabelNode:          w.cfg.NodeName,
+			runtime.LabelPodNamespace:  p.Namespace,
+			runtime.LabelPodName:       p.Name,
+			runtime.LabelPodUID:        p.UID,
+			runtime.LabelContainerName: c.Name,
+			runtime.LabelRestartCount:  strconv.Itoa(int(attempt)),
+		},
+		Command:     c.Command,
+		Args:        c.Args,
+		Env:         env,
+		WorkingDir:  c.WorkingDir,
+		Hostname:    p.Name,
+		Mounts:      mounts,
+		MemoryLimit: memory,
+		MilliCPU:    milliCPU,
+		LogPath:     logs.Path(w.dir, c.Name),
+	}, nil
+}
+
+func envName(s string) string {
+	return strings.ToUpper(strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, s))
+}

@@ -1,0 +1,480 @@
+// Package pod runs one pod on the node: a worker per pod keeps its
+// containers in containerd in line with the pod's spec (start, restart
+// with back-off, probe, stop) and writes the pod's status.
+package pod
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/kubelet/prober"
+	"minik8s/kubelet/runtime"
+	"minik8s/kubelet/volume"
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// Runtime is what a pod worker needs of containerd.
+type Runtime interface {
+	HasImage(ctx context.Context, ref string) (bool, error)
+	PullImage(ctx context.Context, ref string) error
+	CreateContainer(ctx context.Context, s runtime.ContainerSpec) error
+	StartContainer(ctx context.Context, id, logPath string) error
+	ContainerStatus(ctx context.Context, id string) (runtime.Status, error)
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	RemoveContainer(ctx context.Context, id string) error
+}
+
+var _ Runtime = (*runtime.Runtime)(nil)
+
+// API is what a pod worker needs of the apiserver.
+type API interface {
+	volume.ConfigMapGetter
+	UpdatePodStatus(ctx context.Context, pod *api.Pod) error
+	// DeletePod removes the pod object for good (grace 0, uid precondition).
+	DeletePod(ctx context.Context, namespace, name, uid string) error
+}
+
+// Config is shared by the workers of one kubelet.
+type Config struct {
+	NodeName string
+	NodeIP   string
+	RootDir  string
+	// BackoffBase and BackoffMax bound the delay before restarting a
+	// crashed container or pulling an image again (10s and 5m by default).
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// ResyncPeriod is how often a worker looks at its containers without
+	// being told to.
+	ResyncPeriod time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = 10 * time.Second
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = 5 * time.Minute
+	}
+	if c.ResyncPeriod <= 0 {
+		c.ResyncPeriod = time.Second
+	}
+}
+
+// Dir is a pod's dir under the kubelet's root: logs, volumes, ports.
+func Dir(rootDir, uid string) string { return filepath.Join(rootDir, "pods", uid) }
+
+// Worker runs one pod.
+type Worker struct {
+	cfg   *Config
+	rt    Runtime
+	api   API
+	ports *Ports
+	uid   string
+	dir   string
+	log   *log.Entry
+
+	mu      sync.Mutex
+	pod     *api.Pod
+	gone    bool
+	running map[string]bool // container name -> its task runs (for log follow)
+
+	poke     chan struct{}
+	finished chan struct{}
+
+	// Owned by the worker's goroutine.
+	containers map[string]*container
+	adopted    []runtime.Container
+	assigned   map[string][]api.ContainerPort
+	volumes    map[string]volume.Volume
+	prepared   bool
+	failure    *podFailure
+	startTime  time.Time
+	written    []byte
+	conditions map[string]api.PodCondition
+}
+
+type podFailure struct{ reason, message string }
+
+// container is the worker's record of one container of the pod.
+type container struct {
+	name         string
+	id           string // containerd id of the current attempt
+	restartCount int32
+	everStarted  bool
+	exitHandled  bool
+	done         bool // terminated for good (restart policy)
+	state        api.ContainerState
+	lastState    api.ContainerState
+	startedAt    time.Time
+	retryAt      time.Time
+	pullFailures int
+	prober       *prober.Worker
+	imageID      string
+}
+
+// NewWorker makes the worker of pod; adopted are containers of this pod
+// that containerd already has (after a kubelet restart).
+func NewWorker(cfg *Config, rt Runtime, apiClient API, ports *Ports, p *api.Pod, adopted []runtime.Container) *Worker {
+	cfg.setDefaults()
+	w := &Worker{
+		cfg: cfg, rt: rt, api: apiClient, ports: ports, uid: p.UID, dir: Dir(cfg.RootDir, p.UID),
+		log:     log.WithFields(log.Fields{"pod": p.Namespace + "/" + p.Name, "uid": p.UID}),
+		pod:     p,
+		running: map[string]bool{},
+		poke:    make(chan struct{}, 1), finished: make(chan struct{}),
+		containers: map[string]*container{},
+		adopted:    adopted,
+		conditions: map[string]api.PodCondition{},
+	}
+	return w
+}
+
+// UID of the worker's pod.
+func (w *Worker) UID() string { return w.uid }
+
+// Pod is the latest version of the pod the worker was given.
+func (w *Worker) Pod() *api.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod
+}
+
+// Update hands the worker a newer version of its pod.
+func (w *Worker) Update(p *api.Pod) {
+	w.mu.Lock()
+	w.pod = p
+	w.mu.Unlock()
+	w.Poke()
+}
+
+// Gone tells the worker that its pod object no longer exists: it removes
+// the pod's containers and files and ends.
+func (w *Worker) Gone() {
+	w.mu.Lock()
+	w.gone = true
+	w.mu.Unlock()
+	w.Poke()
+}
+
+// Poke makes the worker look at its pod now.
+func (w *Worker) Poke() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Finished is closed when the pod's containers and files are gone.
+func (w *Worker) Finished() <-chan struct{} { return w.finished }
+
+// ContainerRunning tells whether a container of the pod runs (or will run
+// again): a followed log ends when it does not.
+func (w *Worker) ContainerRunning(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running[name]
+}
+
+// Dir is the pod's dir.
+func (w *Worker) Dir() string { return w.dir }
+
+// Run works until the pod is gone (then Finished is closed) or ctx ends
+// (the kubelet stops; containers keep running).
+func (w *Worker) Run(ctx context.Context) {
+	defer w.stopProbers()
+	t := time.NewTicker(w.cfg.ResyncPeriod)
+	defer t.Stop()
+	for {
+		if w.sync(ctx) {
+			close(w.finished)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.poke:
+		case <-t.C:
+		}
+	}
+}
+
+func (w *Worker) stopProbers() {
+	for _, c := range w.containers {
+		if c.prober != nil {
+			c.prober.Stop()
+			c.prober = nil
+		}
+	}
+}
+
+func (w *Worker) snapshot() (*api.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.gone
+}
+
+func terminalPhase(phase string) bool { return phase == api.PodSucceeded || phase == api.PodFailed }
+
+// sync makes one pass; true when the pod is finished.
+func (w *Worker) sync(ctx context.Context) bool {
+	p, gone := w.snapshot()
+	if gone || p.DeletionTimestamp != nil {
+		return w.terminate(ctx, p, gone)
+	}
+	if w.startTime.IsZero() {
+		w.init(ctx, p)
+	}
+	if !w.prepared && w.failure == nil {
+		w.prepare(ctx, p)
+	}
+	if w.prepared && w.failure == nil {
+		for i := range p.Spec.Containers {
+			if ctx.Err() != nil {
+				return false
+			}
+			w.syncContainer(ctx, p, i)
+		}
+	}
+	w.writeStatus(ctx, p)
+	return false
+}
+
+// init takes over what a previous kubelet left: containers in containerd
+// and the pod's last status.
+func (w *Worker) init(ctx context.Context, p *api.Pod) {
+	w.startTime = time.Now().UTC().Truncate(time.Second)
+	if p.Status.StartTime != nil {
+		w.startTime = *p.Status.StartTime
+	}
+	for _, cs := range p.Status.Conditions {
+		w.conditions[cs.Type] = cs
+	}
+	prev := map[string]api.ContainerStatus{}
+	for _, cs := range p.Status.ContainerStatuses {
+		prev[cs.Name] = cs
+	}
+	specNames := map[string]bool{}
+	for _, c := range p.Spec.Containers {
+		specNames[c.Name] = true
+		st := prev[c.Name]
+		w.containers[c.Name] = &container{
+			name:         c.Name,
+			restartCount: st.RestartCount,
+			everStarted:  st.ContainerID != "",
+			state:        st.State,
+			lastState:    st.LastState,
+			done:         terminalPhase(p.Status.Phase) || (st.State.Terminated != nil && !shouldRestart(p.Spec.RestartPolicy, st.State.Terminated.ExitCode)),
+		}
+		if st.State.Running == nil && st.State.Terminated == nil && st.State.Waiting == nil {
+			w.containers[c.Name].state = waiting("ContainerCreating", "")
+		}
+	}
+	if terminalPhase(p.Status.Phase) {
+		w.failure = nil
+	}
+	// Keep the newest attempt of each container, remove the rest.
+	sort.Slice(w.adopted, func(i, j int) bool {
+		return restartLabel(w.adopted[i]) > restartLabel(w.adopted[j])
+	})
+	for _, a := range w.adopted {
+		name := a.Labels[runtime.LabelContainerName]
+		c := w.containers[name]
+		if c == nil || c.id != "" {
+			w.remove(ctx, a.ID)
+			continue
+		}
+		c.id = a.ID
+		c.restartCount = restartLabel(a)
+		c.everStarted = true
+		c.startedAt = a.CreatedAt
+		if st, ok := prev[name]; ok && st.State.Running != nil && st.State.Running.StartedAt != nil && st.ContainerID == containerID(a.ID) {
+			c.startedAt = *st.State.Running.StartedAt
+		}
+		w.log.WithFields(log.Fields{"container": name, "id": a.ID}).Info("adopted container")
+	}
+	w.adopted = nil
+}
+
+func restartLabel(c runtime.Container) int32 {
+	n, _ := strconv.Atoi(c.Labels[runtime.LabelRestartCount])
+	return int32(n)
+}
+
+func containerID(id string) string { return "containerd://" + id }
+
+// prepare checks what the kubelet itself must understand of the spec,
+// assigns ports and makes the volumes.
+func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
+	for i, c := range p.Spec.Containers {
+		if _, _, err := limits(c, i); err != nil {
+			w.failure = &podFailure{reason: "InvalidResourceLimit", message: err.Error()}
+			for _, ct := range w.containers {
+				ct.state = waiting("CreateContainerConfigError", err.Error())
+				ct.done = true
+			}
+			return
+		}
+	}
+	if w.assigned == nil {
+		a, err := assignPorts(p, w.dir, w.ports)
+		if err != nil {
+			w.setAllWaiting("CreateContainerConfigError", "allocating ports: "+err.Error())
+			return
+		}
+		w.assigned = a
+	}
+	vols, err := volume.Prepare(ctx, p, w.dir, w.api)
+	if err != nil {
+		if errdefs.IsInvalid(err) {
+			w.failure = &podFailure{reason: "InvalidVolume", message: err.Error()}
+		}
+		w.setAllWaiting("CreateContainerConfigError", err.Error())
+		return
+	}
+	w.volumes = vols
+	w.prepared = true
+}
+
+func (w *Worker) setAllWaiting(reason, msg string) {
+	for _, c := range w.containers {
+		if c.id == "" && !c.done {
+			c.state = waiting(reason, msg)
+		}
+	}
+}
+
+func waiting(reason, msg string) api.ContainerState {
+	return api.ContainerState{Waiting: &api.ContainerStateWaiting{Reason: reason, Message: msg}}
+}
+
+func shouldRestart(policy string, exitCode int32) bool {
+	switch policy {
+	case api.RestartPolicyNever:
+		return false
+	case api.RestartPolicyOnFailure:
+		return exitCode != 0
+	}
+	return true
+}
+
+// backoff is the wait before the next restart of a container that has
+// restarted n times: none for the first, then base doubling up to max.
+func (w *Worker) backoff(n int32) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := w.cfg.BackoffBase
+	for i := int32(1); i < n && d < w.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	if d > w.cfg.BackoffMax {
+		d = w.cfg.BackoffMax
+	}
+	return d
+}
+
+func (w *Worker) remove(ctx context.Context, id string) {
+	if err := w.rt.RemoveContainer(ctx, id); err != nil && ctx.Err() == nil {
+		w.log.WithError(err).WithField("id", id).Warn("removing container")
+	}
+}
+
+// terminate stops the pod's containers (SIGTERM, the grace period, SIGKILL),
+// removes them and the pod's files, and deletes the pod object.
+func (w *Worker) terminate(ctx context.Context, p *api.Pod, gone bool) bool {
+	grace := time.Duration(0)
+	if !gone {
+		g := int64(30)
+		if p.Spec.TerminationGracePeriodSeconds != nil {
+			g = *p.Spec.TerminationGracePeriodSeconds
+		}
+		if p.DeletionGracePeriodSeconds != nil {
+			g = *p.DeletionGracePeriodSeconds
+		}
+		grace = time.Duration(g) * time.Second
+		if p.DeletionTimestamp != nil {
+			// A kubelet that restarts mid-way does not start the wait again.
+			if left := time.Until(p.DeletionTimestamp.Add(grace)); left < grace {
+				grace = max(left, 0)
+			}
+		}
+	}
+	w.stopProbers()
+	ids := map[string]bool{}
+	for _, c := range w.containers {
+		if c.id != "" {
+			ids[c.id] = true
+		}
+	}
+	for _, a := range w.adopted {
+		ids[a.ID] = true
+	}
+	var wg sync.WaitGroup
+	for id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.rt.StopContainer(ctx, id, grace); err != nil && !errdefs.IsNotFound(err) && ctx.Err() == nil {
+				w.log.WithError(err).WithField("id", id).Warn("stopping container")
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return false
+	}
+	for id := range ids {
+		if err := w.rt.RemoveContainer(ctx, id); err != nil {
+			w.log.WithError(err).WithField("id", id).Warn("removing container; will retry")
+			return false
+		}
+	}
+	for _, c := range w.containers {
+		c.id = ""
+	}
+	w.adopted = nil
+	w.mu.Lock()
+	w.running = map[string]bool{}
+	w.mu.Unlock()
+	w.ports.Release(w.uid)
+	if err := os.RemoveAll(w.dir); err != nil {
+		w.log.WithError(err).Warn("removing pod dir")
+	}
+	if !gone {
+		err := w.api.DeletePod(ctx, p.Namespace, p.Name, p.UID)
+		if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+			w.log.WithError(err).Warn("deleting pod; will retry")
+			return false
+		}
+	}
+	w.log.Info("pod removed")
+	return true
+}
+
+// writeStatus sends the pod's status when it changed.
+func (w *Worker) writeStatus(ctx context.Context, p *api.Pod) {
+	st := w.status(p)
+	data, _ := json.Marshal(st)
+	if string(data) == string(w.written) {
+		return
+	}
+	out := *p
+	out.ResourceVersion = ""
+	out.Status = st
+	if err := w.api.UpdatePodStatus(ctx, &out); err != nil {
+		if !errdefs.IsNotFound(err) && ctx.Err() == nil {
+			w.log.WithError(err).Warn("writing pod status")
+		}
+		return
+	}
+	w.written = data
+}

@@ -1,0 +1,131 @@
+package kubelet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"minik8s/kubelet/logs"
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// handler serves the kubelet's HTTP API: container logs (which the
+// apiserver proxies for `mkctl logs`), the pods it runs, and health.
+func (k *Kubelet) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /pods", k.servePods)
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}", k.serveLogs)
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
+	return mux
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code, reason := errdefs.HTTPStatus(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(api.Status{Error: err.Error(), Reason: reason, Code: code})
+}
+
+func (k *Kubelet) servePods(w http.ResponseWriter, r *http.Request) {
+	k.mu.Lock()
+	list := api.PodList{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []api.Pod{}}
+	for _, wk := range k.workers {
+		list.Items = append(list.Items, *wk.Pod())
+	}
+	k.mu.Unlock()
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[i].Namespace+"/"+list.Items[i].Name < list.Items[j].Namespace+"/"+list.Items[j].Name
+	})
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(list)
+}
+
+// serveLogs streams a container's log; ?follow=true keeps streaming until
+// the container stops or the client goes.
+func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
+	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	k.mu.Lock()
+	wk := k.workers[k.byName[ns+"/"+name]]
+	k.mu.Unlock()
+	if wk == nil {
+		writeError(w, fmt.Errorf("pod %s/%s is not on node %s: %w", ns, name, k.cfg.NodeName, errdefs.ErrNotFound))
+		return
+	}
+	p := wk.Pod()
+	if container == "" {
+		container = r.URL.Query().Get("container")
+	}
+	if container == "" {
+		if len(p.Spec.Containers) != 1 {
+			names := make([]string, 0, len(p.Spec.Containers))
+			for _, c := range p.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			writeError(w, errdefs.BadRequest("container", "pod %s has several containers %v: name one", name, names))
+			return
+		}
+		container = p.Spec.Containers[0].Name
+	}
+	found := false
+	for _, c := range p.Spec.Containers {
+		found = found || c.Name == container
+	}
+	if !found {
+		writeError(w, fmt.Errorf("pod %s has no container %q: %w", name, container, errdefs.ErrNotFound))
+		return
+	}
+	follow := r.URL.Query().Get("follow") == "true" || r.URL.Query().Get("follow") == "1"
+	path := logs.Path(wk.Dir(), container)
+	flusher, _ := w.(http.Flusher)
+	headerSent := false
+	out := &lazyHeader{w: w, sent: &headerSent}
+	flush := func() {
+		out.header()
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	done := func() bool {
+		select {
+		case <-wk.Finished():
+			return true
+		default:
+		}
+		return !wk.ContainerRunning(container)
+	}
+	err := logs.Stream(r.Context(), path, follow, out, flush, done)
+	if err != nil && !headerSent {
+		if errors.Is(err, errdefs.ErrNotFound) {
+			// Not started yet: an empty log.
+			out.header()
+			return
+		}
+		writeError(w, err)
+	}
+}
+
+// lazyHeader sets the content type before the first byte, so that an
+// error found before any output can still be answered as JSON.
+type lazyHeader struct {
+	w    http.ResponseWriter
+	sent *bool
+}
+
+func (l *lazyHeader) header() {
+	if !*l.sent {
+		l.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		l.w.WriteHeader(http.StatusOK)
+		*l.sent = true
+	}
+}
+
+func (l *lazyHeader) Write(p []byte) (int, error) {
+	l.header()
+	return l.w.Write(p)
+}
