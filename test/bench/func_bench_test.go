@@ -36,7 +36,10 @@ func startRuntime(b *testing.B, code string) int32 {
 	port := int32(l.Addr().(*net.TCPAddr).Port)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = funcserver.Run(ctx, funcserver.Config{CodeDir: dir, Listener: l, Workers: 4}) }()
+	go func() {
+		defer close(done)
+		_ = funcserver.Run(ctx, funcserver.Config{CodeDir: dir, Listener: l, Workers: 4})
+	}()
 	b.Cleanup(func() { cancel(); <-done })
 	for i := 0; ; i++ {
 		resp, err := benchHTTP.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
