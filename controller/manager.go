@@ -1,6 +1,6 @@
 // Package controller is the controller manager: it runs the level-triggered
 // controllers of minik8s (ReplicaSets, node lifecycle, Endpoints, garbage
-// collection) over one set of shared informers.
+// collection, functions) over one set of shared informers.
 //
 // A controller is added by writing its package (New registering event
 // handlers on the shared informers; Run working a queue) and one entry in
@@ -16,6 +16,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/controller/endpoints"
+	"minik8s/controller/functions"
 	"minik8s/controller/garbagecollector"
 	"minik8s/controller/nodelifecycle"
 	"minik8s/controller/replicaset"
@@ -36,6 +37,11 @@ type Config struct {
 	Workers int
 	// Controllers to run, by name; empty runs them all.
 	Controllers []string
+	// FuncScaleInterval and FuncIdleWindow drive functions' scale to zero:
+	// every interval, a function idle longer than the window loses one
+	// from its counter (defaults 10s and 60s).
+	FuncScaleInterval time.Duration
+	FuncIdleWindow    time.Duration
 }
 
 // Context is what a controller is built from.
@@ -61,6 +67,10 @@ var Controllers = []struct {
 	}},
 	{endpoints.Name, func(c *Context) Runner { return endpoints.New(c.Client, c.Informers) }},
 	{garbagecollector.Name, func(c *Context) Runner { return garbagecollector.New(c.Client, c.Informers) }},
+	{functions.Name, func(c *Context) Runner {
+		return functions.New(c.Client, c.Informers,
+			functions.Config{ScaleInterval: c.Config.FuncScaleInterval, IdleWindow: c.Config.FuncIdleWindow})
+	}},
 }
 
 // Run runs the controllers until ctx ends.

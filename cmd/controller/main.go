@@ -13,6 +13,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/controller"
+	"minik8s/controller/functions"
 	"minik8s/controller/nodelifecycle"
 	"minik8s/pkg/client"
 )
@@ -24,6 +25,10 @@ func main() {
 	flag.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod,
 		"how long a node may go without a heartbeat before it is marked not ready and its pods are moved")
 	flag.IntVar(&cfg.Workers, "workers", 4, "workers per controller")
+	flag.DurationVar(&cfg.FuncScaleInterval, "func-scale-interval", functions.DefaultScaleInterval,
+		"how often idle functions' counters are lowered by one")
+	flag.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow,
+		"how long without a call makes a function idle")
 	flag.StringVar(&only, "controllers", "", "comma-separated controllers to run (default all: "+controller.Names()+")")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()

@@ -23,6 +23,9 @@ import (
 	"minik8s/pkg/workqueue"
 )
 
+// Name is the controller's name in the controller manager.
+const Name = "functions"
+
 // Config tunes scale to zero.
 type Config struct {
 	// ScaleInterval is how often idle functions' counters are lowered.
