@@ -6,7 +6,7 @@ BENCH   ?= .
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./test/bench/...
 
-.PHONY: all build test unit bench up clean fmt vet
+.PHONY: all build test unit bench up clean fmt vet images
 
 all: build
 
@@ -30,6 +30,14 @@ bench: build
 # Start the cluster in the foreground; Ctrl-C stops it.
 up: build
 	./bin/apiserver --port $(PORT) --data-dir $(DATA)
+
+# Build the project's images (Debian packages via debootstrap, cached in
+# /var/cache/minik8s) and import them into a node's containerd.
+CONTAINERD_ADDRESS ?= ./data/containerd/containerd.sock
+images:
+	@mkdir -p bin
+	$(GO) build -o bin/ ./cmd/mkimage
+	./bin/mkimage --containerd-address $(CONTAINERD_ADDRESS)
 
 vet:
 	$(GO) vet ./...

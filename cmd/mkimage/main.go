@@ -1,0 +1,101 @@
+// Command mkimage builds the project's container images from Debian
+// packages (no registry needed) and imports them into a containerd.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"minik8s/images"
+	"minik8s/kubelet/runtime"
+)
+
+// files collects --add SRC:DST flags.
+type files []images.File
+
+func (f *files) String() string { return "" }
+
+func (f *files) Set(v string) error {
+	src, dst, ok := strings.Cut(v, ":")
+	if !ok || src == "" || !strings.HasPrefix(dst, "/") {
+		return fmt.Errorf("%q is not SRC:/absolute/path/in/image", v)
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, images.File{Source: src, Path: dst, Mode: st.Mode().Perm()})
+	return nil
+}
+
+func main() {
+	var extra files
+	address := flag.String("containerd-address", os.Getenv("MINIK8S_CONTAINERD"), "containerd socket to import the images into (empty: build only)")
+	cacheDir := flag.String("cache-dir", images.DefaultCacheDir, "cache of root filesystems and built images")
+	mirror := flag.String("mirror", "", "Debian mirror (default: the machine's apt sources)")
+	output := flag.String("output", "", "also copy the python-runtime image archive to this file")
+	flag.Var(&extra, "add", "extra file for the python-runtime image, SRC:/path/in/image (repeatable)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *address, *cacheDir, *mirror, *output, extra); err != nil {
+		fmt.Fprintln(os.Stderr, "mkimage:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, address, cacheDir, mirror, output string, extra []images.File) error {
+	b := images.Builder{CacheDir: cacheDir, Mirror: mirror}
+	start := time.Now()
+	path, err := b.Build(ctx, images.PythonRuntime(extra...))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("built %s: %s (%s)\n", images.PythonRuntimeName, path, time.Since(start).Round(time.Millisecond))
+	if output != "" {
+		if err := copyFile(path, output); err != nil {
+			return err
+		}
+	}
+	if address == "" {
+		return nil
+	}
+	rt, err := runtime.New(ctx, address, runtime.Options{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	names, err := images.ImportFile(ctx, rt, path)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		fmt.Printf("imported %s into %s (namespace %s)\n", n, address, runtime.Namespace)
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
