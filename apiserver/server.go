@@ -192,6 +192,7 @@ func (s *Server) routes() *gin.Engine {
 		switch res.Name {
 		case api.PodsResource.Name:
 			r.POST(coll+"/:name/binding", h.bind)
+			r.GET(coll+"/:name/log", s.podLog)
 		case api.ReplicaSetsResource.Name:
 			r.GET(coll+"/:name/scale", h.getScale)
 			r.PUT(coll+"/:name/scale", h.updateScale)

@@ -1,0 +1,98 @@
+package apiserver
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// kubeletTransport reaches kubelets; log streams have no overall timeout.
+var kubeletTransport = &http.Transport{
+	Proxy:                 nil,
+	DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+	ResponseHeaderTimeout: 15 * time.Second,
+	MaxIdleConnsPerHost:   8,
+}
+
+// podLog serves GET .../pods/:name/log?container=&follow= by asking the
+// kubelet of the pod's node and streaming its answer through.
+func (s *Server) podLog(c *gin.Context) {
+	ctx := c.Request.Context()
+	ns, name := c.Param("ns"), c.Param("name")
+	obj, err := s.registries[api.PodsResource.Name].get(ctx, ns, name)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	pod := obj.(*api.Pod)
+	if pod.Spec.NodeName == "" {
+		fail(c, errdefs.BadRequest("", "pod %s/%s is not scheduled to a node yet: it has no logs", ns, name))
+		return
+	}
+	nobj, err := s.registries[api.NodesResource.Name].get(ctx, "", pod.Spec.NodeName)
+	if err != nil {
+		fail(c, fmt.Errorf("node %s of pod %s/%s: %w", pod.Spec.NodeName, ns, name, err))
+		return
+	}
+	node := nobj.(*api.Node)
+	addr := ""
+	for _, a := range node.Status.Addresses {
+		if a.Type == api.NodeInternalIP {
+			addr = a.Address
+			break
+		}
+	}
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if addr == "" || port == 0 {
+		fail(c, fmt.Errorf("node %s has not reported its kubelet's address: %w", node.Name, errdefs.ErrUnavailable))
+		return
+	}
+	q := url.Values{}
+	if ct := c.Query("container"); ct != "" {
+		q.Set("container", ct)
+	}
+	if f := c.Query("follow"); f == "true" || f == "1" {
+		q.Set("follow", "true")
+	}
+	target := fmt.Sprintf("http://%s/containerLogs/%s/%s", net.JoinHostPort(addr, strconv.Itoa(int(port))),
+		url.PathEscape(ns), url.PathEscape(name))
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		fail(c, errdefs.BadRequest("", "log request: %v", err))
+		return
+	}
+	resp, err := kubeletTransport.RoundTrip(req)
+	if err != nil {
+		fail(c, fmt.Errorf("kubelet of node %s at %s: %w: %v", node.Name, req.URL.Host, errdefs.ErrUnavailable, err))
+		return
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		c.Header("Content-Type", ct)
+	}
+	c.Status(resp.StatusCode)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := c.Writer.Write(buf[:n]); werr != nil {
+				return
+			}
+			c.Writer.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
