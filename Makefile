@@ -10,9 +10,11 @@ BENCH_PKGS ?= ./test/bench/...
 
 all: build
 
+# funcserver runs inside the Debian image of function pods: build it static.
 build:
 	@mkdir -p bin
 	$(GO) build -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -o bin/funcserver ./cmd/funcserver
 
 # The tests: unit tests beside the code, integration and end-to-end tests
 # in test/, all against real etcd (embedded) and, where needed, a containerd
@@ -27,9 +29,9 @@ unit:
 bench: build
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 30m $(BENCH_PKGS)
 
-# Start the cluster in the foreground; Ctrl-C stops it.
+# Start the whole cluster in the foreground (as root); Ctrl-C stops it.
 up: build
-	./bin/apiserver --port $(PORT) --data-dir $(DATA)
+	./bin/minik8s up --port $(PORT) --data-dir $(DATA)
 
 # Build the project's images (Debian packages via debootstrap, cached in
 # /var/cache/minik8s) and import them into a node's containerd.

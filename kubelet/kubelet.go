@@ -20,6 +20,7 @@ import (
 
 	"minik8s/kubelet/logs"
 	"minik8s/kubelet/pod"
+	"minik8s/kubelet/proxy"
 	"minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -151,6 +152,14 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); rt.Events(ctx, k.onTaskEvent) }()
+	// Every node serves the cluster IPs of all Services.
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		if err := proxy.NewFromClient(c).Run(ctx); err != nil {
+			log.WithError(err).Error("service proxy stopped")
+		}
+	}()
 
 	rv, err := k.adopt(ctx)
 	if err != nil {

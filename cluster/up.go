@@ -1,0 +1,319 @@
+// Package cluster runs a whole minik8s in one process (`minik8s up`): the
+// apiserver on embedded etcd, the scheduler, the controller manager and one
+// kubelet, on a containerd of its own that it starts, installing what a
+// fresh Debian machine lacks and building the images it needs.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/apiserver"
+	"minik8s/controller"
+	"minik8s/images"
+	"minik8s/kubelet"
+	"minik8s/kubelet/runtime"
+	"minik8s/pkg/client"
+	"minik8s/pkg/containerd"
+	"minik8s/scheduler"
+)
+
+// Config configures `minik8s up`.
+type Config struct {
+	// Address the apiserver binds (default 127.0.0.1) and its Port (8080).
+	Address string
+	Port    int
+	DataDir string
+	// NodeIP and NodeName of the one kubelet.
+	NodeIP   string
+	NodeName string
+	// ContainerdAddress of a running containerd; empty starts a private one
+	// under DataDir.
+	ContainerdAddress string
+	SchedulerPolicy   string
+	// FuncScaleInterval and FuncIdleWindow: see the function controller.
+	FuncScaleInterval time.Duration
+	FuncIdleWindow    time.Duration
+	// SkipImages leaves the images alone (they are built when missing).
+	SkipImages bool
+}
+
+func (c *Config) setDefaults() error {
+	if c.Address == "" {
+		c.Address = "127.0.0.1"
+	}
+	if c.Port == 0 {
+		c.Port = 8080
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return err
+	}
+	c.DataDir = abs
+	if c.NodeIP == "" {
+		c.NodeIP = "127.0.0.1"
+	}
+	if c.NodeName == "" {
+		c.NodeName = defaultNodeName()
+	}
+	return nil
+}
+
+// defaultNodeName is the host's name when it is a valid node name.
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	h = strings.ToLower(h)
+	if err != nil || h == "" || strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" {
+		return "node-1"
+	}
+	return h
+}
+
+// Up runs the cluster until ctx ends, then stops every component.
+func Up(ctx context.Context, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	address := cfg.ContainerdAddress
+	if address == "" {
+		d, err := startContainerd(ctx, cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			// The pods stay in etcd: the next `minik8s up` starts them again.
+			removeContainers(d.Address)
+			log.Info("stopping containerd")
+			d.Stop()
+		}()
+		address = d.Address
+	}
+	if !cfg.SkipImages {
+		if err := ensureImages(ctx, address); err != nil {
+			return err
+		}
+	}
+
+	server := "http://" + net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
+	if cfg.Address == "0.0.0.0" {
+		server = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	run := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	run("apiserver", func(ctx context.Context) error {
+		return apiserver.Run(ctx, apiserver.Config{Address: net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)), DataDir: cfg.DataDir})
+	})
+	c := client.New(server)
+	if err := waitHealthy(ctx, c); err != nil {
+		cancel()
+		wg.Wait()
+		return firstError(errc, err)
+	}
+	run("controller manager", func(ctx context.Context) error {
+		return controller.Run(ctx, controller.Config{Client: c,
+			FuncScaleInterval: cfg.FuncScaleInterval, FuncIdleWindow: cfg.FuncIdleWindow})
+	})
+	run("scheduler", func(ctx context.Context) error {
+		return scheduler.Run(ctx, scheduler.Config{Client: c, Policy: cfg.SchedulerPolicy})
+	})
+	run("kubelet", func(ctx context.Context) error {
+		return kubelet.Run(ctx, kubelet.Config{APIServer: server, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
+			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName)})
+	})
+	log.WithFields(log.Fields{"apiserver": server, "node": cfg.NodeName, "nodeIP": cfg.NodeIP}).
+		Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
+	<-ctx.Done()
+	wg.Wait()
+	return firstError(errc, nil)
+}
+
+func firstError(errc chan error, fallback error) error {
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return fallback
+	}
+}
+
+func waitHealthy(ctx context.Context, c *client.Client) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := c.Healthy(hctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("apiserver not healthy after 60s: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startContainerd installs containerd and runc when missing, then starts a
+// containerd private to this cluster under dataDir.
+func startContainerd(ctx context.Context, dataDir string) (*containerd.Daemon, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("running containers needs root: run `minik8s up` as root, or give --containerd-address of a containerd you can use")
+	}
+	var missing []string
+	if _, err := os.Stat(containerd.Binary); err != nil {
+		missing = append(missing, "containerd")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		missing = append(missing, "runc")
+	}
+	if len(missing) > 0 {
+		if err := aptInstall(ctx, missing...); err != nil {
+			return nil, err
+		}
+	}
+	dir := filepath.Join(dataDir, "containerd")
+	address := filepath.Join(dir, "containerd.sock")
+	logf, err := os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return nil, err
+		}
+		if logf, err = os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	log.WithFields(log.Fields{"socket": address, "log": logf.Name()}).Info("starting a private containerd")
+	d, err := containerd.Start(ctx, dir, address, logf)
+	if err != nil {
+		return nil, fmt.Errorf("%w (see %s)", err, logf.Name())
+	}
+	return d, nil
+}
+
+// removeContainers stops and removes every container of the private
+// containerd, so that nothing of the cluster runs once it is stopped.
+func removeContainers(address string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := runtime.New(ctx, address, runtime.Options{})
+	if err != nil {
+		log.WithError(err).Warn("cannot reach containerd to stop the containers")
+		return
+	}
+	defer rt.Close()
+	cs, err := rt.ListContainers(ctx, nil)
+	if err != nil {
+		log.WithError(err).Warn("listing containers to stop them")
+		return
+	}
+	if len(cs) > 0 {
+		log.WithField("containers", len(cs)).Info("stopping the pods' containers")
+	}
+	for _, c := range cs {
+		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
+			log.WithError(err).WithField("container", c.ID).Warn("removing container")
+		}
+	}
+}
+
+// aptInstall installs Debian packages, saying so.
+func aptInstall(ctx context.Context, pkgs ...string) error {
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		return fmt.Errorf("%s missing and no apt-get to install them: install them with your package manager", strings.Join(pkgs, ", "))
+	}
+	log.WithField("packages", strings.Join(pkgs, " ")).Info("installing missing packages from Debian's repositories (apt-get)")
+	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	for _, args := range [][]string{{"update", "-qq"}, append([]string{"install", "-y", "-qq"}, pkgs...)} {
+		cmd := exec.CommandContext(ctx, "apt-get", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %s: %v\n%s", strings.Join(args, " "), err, tail(out))
+		}
+	}
+	return nil
+}
+
+func tail(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 2000 {
+		s = "…" + s[len(s)-2000:]
+	}
+	return s
+}
+
+// ensureImages builds and imports the runtime image when the node's
+// containerd does not have it.
+func ensureImages(ctx context.Context, address string) error {
+	rt, err := runtime.New(ctx, address, runtime.Options{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if ok, err := rt.HasImage(ctx, images.PythonRuntimeName); err != nil {
+		return err
+	} else if ok {
+		return nil
+	}
+	funcserver, err := siblingBinary("funcserver")
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		if err := aptInstall(ctx, "debootstrap"); err != nil {
+			return err
+		}
+	}
+	log.WithField("image", images.PythonRuntimeName).Info("building the function runtime image from Debian's packages (debootstrap; cached for next time, a few minutes the first time)")
+	b := images.Builder{CacheDir: images.DefaultCacheDir}
+	path, err := b.Build(ctx, images.FunctionRuntime(funcserver))
+	if err != nil {
+		return fmt.Errorf("building %s: %w", images.PythonRuntimeName, err)
+	}
+	if _, err := images.ImportFile(ctx, rt, path); err != nil {
+		return fmt.Errorf("importing %s: %w", path, err)
+	}
+	log.WithField("image", images.PythonRuntimeName).Info("image imported")
+	return nil
+}
+
+// siblingBinary finds another minik8s binary next to this one (bin/).
+func siblingBinary(name string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(filepath.Dir(self), name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is not next to %s: build it first (make build): %w", name, self, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,57 @@
+// Command minik8s runs a whole cluster in one process: `minik8s up`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/cluster"
+	"minik8s/controller/functions"
+)
+
+const usage = `usage: minik8s up [flags]
+
+Starts the apiserver (embedded etcd), scheduler, controller manager and one
+kubelet in this process, on a containerd of its own. Ctrl-C stops it.
+`
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "up" {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	var cfg cluster.Config
+	var level string
+	fs.IntVar(&cfg.Port, "port", 8080, "port of the apiserver")
+	fs.StringVar(&cfg.Address, "address", "127.0.0.1", "address the apiserver binds")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of etcd's data, the kubelet's files and the private containerd")
+	fs.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of the node (pods listen on it)")
+	fs.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
+	fs.StringVar(&cfg.ContainerdAddress, "containerd-address", "", "socket of a running containerd (default: start a private one under the data dir)")
+	fs.StringVar(&cfg.SchedulerPolicy, "policy", "least-allocated", "scheduling policy: least-allocated or round-robin")
+	fs.DurationVar(&cfg.FuncScaleInterval, "func-scale-interval", functions.DefaultScaleInterval, "how often idle functions' counters are lowered by one")
+	fs.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow, "how long without a call makes a function idle")
+	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
+	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
+	_ = fs.Parse(os.Args[2:])
+
+	l, err := log.ParseLevel(level)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "minik8s:", err)
+		os.Exit(1)
+	}
+	log.SetLevel(l)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cluster.Up(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "minik8s:", err)
+		os.Exit(1)
+	}
+}
