@@ -32,6 +32,7 @@ const burstReplicas = 500
 type API interface {
 	CreatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error)
 	DeletePod(ctx context.Context, namespace, name, uid string) error
+	GetReplicaSet(ctx context.Context, namespace, name string) (*api.ReplicaSet, error)
 	UpdateReplicaSetStatus(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error)
 }
 
@@ -46,6 +47,10 @@ func (a clientAPI) CreatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error
 func (a clientAPI) DeletePod(ctx context.Context, ns, name, uid string) error {
 	_, err := a.c.Pods(ns).Delete(ctx, name, client.DeleteOptions{UID: uid})
 	return err
+}
+
+func (a clientAPI) GetReplicaSet(ctx context.Context, ns, name string) (*api.ReplicaSet, error) {
+	return a.c.ReplicaSets(ns).Get(ctx, name)
 }
 
 func (a clientAPI) UpdateReplicaSetStatus(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error) {
@@ -385,6 +390,18 @@ func (rc *Controller) updateStatus(ctx context.Context, rs *api.ReplicaSet, acti
 	up := cache.DeepCopy(rs)
 	up.Status = st
 	_, err := rc.api.UpdateReplicaSetStatus(ctx, up)
+	if errdefs.IsConflict(err) {
+		// Our cache is behind (often our own last status write): the
+		// counts are right all the same, so write them on the current
+		// version. ObservedGeneration stays the generation acted on.
+		cur, gerr := rc.api.GetReplicaSet(ctx, rs.Namespace, rs.Name)
+		if gerr != nil {
+			err = gerr
+		} else {
+			cur.Status = st
+			_, err = rc.api.UpdateReplicaSetStatus(ctx, cur)
+		}
+	}
 	if errdefs.IsNotFound(err) {
 		return nil
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/errdefs"
 )
 
 // SyncFunc brings the state named by key to what it should be. It must be
@@ -45,8 +47,13 @@ func processNext(ctx context.Context, q *Queue, name string, fn SyncFunc) bool {
 	case ctx.Err() != nil:
 		// Shutting down: the sync failed because of it; nothing to retry.
 	default:
-		log.WithError(err).WithFields(log.Fields{"controller": name, "key": key, "retries": q.NumRequeues(key)}).
-			Warn("sync failed, will retry")
+		l := log.WithError(err).WithFields(log.Fields{"controller": name, "key": key, "retries": q.NumRequeues(key)})
+		if errdefs.IsConflict(err) && q.NumRequeues(key) < 3 {
+			// Optimistic concurrency at work: the cache was behind.
+			l.Debug("sync conflicted, will retry")
+		} else {
+			l.Warn("sync failed, will retry")
+		}
 		q.AddRateLimited(key)
 	}
 	return true
