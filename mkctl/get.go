@@ -102,7 +102,14 @@ func (o *Options) runGet(ctx context.Context, res api.Resource, names []string, 
 			fmt.Fprintln(o.ErrOut, noResources(res, ns))
 		}
 	default:
-		if err := printer.PrintTable(o.Out, objs, time.Now()); err != nil {
+		rows := objs
+		if res.Name == api.FuncsResource.Name {
+			var err error
+			if rows, err = o.withFuncPools(ctx, ns, objs); err != nil {
+				return err
+			}
+		}
+		if err := printer.PrintTable(o.Out, rows, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -148,6 +155,9 @@ func (o *Options) watch(ctx context.Context, dyn *client.Dynamic, opts client.Li
 	for ev := range events {
 		if ev.Type == api.Bookmark || (len(wanted) > 0 && !wanted[ev.Object.GetObjectMeta().Name]) {
 			continue
+		}
+		if (output == "" || output == "wide") && printer.res.Name == api.FuncsResource.Name {
+			ev.Object = o.withFuncPool(ctx, ev.Object)
 		}
 		if err := o.printEvent(o.Out, printer, output, ev, &headerPrinted); err != nil {
 			return err

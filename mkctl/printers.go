@@ -96,13 +96,14 @@ var tables = map[string]columns{
 		},
 	},
 	api.FuncsResource.Name: {
-		headers: []string{"NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "AGE"},
+		headers: []string{"NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "REPLICAS", "READY", "AGE"},
 		wide:    []string{"INIT", "SERVICE-ADDRESS"},
 		row: func(o api.Object, now time.Time) ([]string, []string) {
-			f := o.(*api.Func)
+			f, pool := funcAndPool(o)
 			min, init, max := validation.FuncBounds(&f.Spec)
+			replicas, ready := poolColumns(f, pool)
 			return []string{f.Name, funcVersion(f), orNone(f.Spec.Left), orNone(f.Spec.Right), strconv.Itoa(min), strconv.Itoa(max),
-					strconv.Itoa(f.Status.Counter), Age(f.CreationTimestamp, now)},
+					strconv.Itoa(f.Status.Counter), replicas, ready, Age(f.CreationTimestamp, now)},
 				[]string{strconv.Itoa(init), orNone(f.Spec.ServiceAddress)}
 		},
 	},

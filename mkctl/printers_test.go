@@ -227,12 +227,24 @@ func TestTables(t *testing.T) {
 				// init above the default max raises max.
 				&api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: meta("big", 90*time.Second),
 					Spec: api.FuncSpec{Name: "big", InitInstanceNum: intp(12), Right: "hello"}},
+				// With its pool: desired/current and ready replicas.
+				&FuncRow{Func: &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: meta("pooled", 90*time.Second),
+					Spec: api.FuncSpec{Name: "pooled"}, Status: api.FuncStatus{Counter: 3}},
+					Pool: &api.ReplicaSet{Spec: api.ReplicaSetSpec{Replicas: int32p(3)}, Status: api.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1}}},
+				// Looked up and not found.
+				&FuncRow{Func: &api.Func{ObjectMeta: meta("nopool", 90*time.Second), Spec: api.FuncSpec{Name: "nopool"}}},
+				// A v1 function has no pool, whatever is there.
+				&FuncRow{Func: &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v1"}, ObjectMeta: meta("fresh", 90*time.Second),
+					Spec: api.FuncSpec{Name: "fresh"}}, Pool: &api.ReplicaSet{Spec: api.ReplicaSetSpec{Replicas: int32p(1)}}},
 			},
 			want: "" +
-				"NAME           VERSION   LEFT     RIGHT    MIN   MAX   COUNTER   AGE\n" +
-				"append_world   v1        RETURN   <none>   1     5     4         90s\n" +
-				"hello          v2        <none>   <none>   0     10    0         90s\n" +
-				"big            v2        <none>   hello    0     12    0         90s\n",
+				"NAME           VERSION   LEFT     RIGHT    MIN   MAX   COUNTER   REPLICAS   READY   AGE\n" +
+				"append_world   v1        RETURN   <none>   1     5     4         -          -       90s\n" +
+				"hello          v2        <none>   <none>   0     10    0         -          -       90s\n" +
+				"big            v2        <none>   hello    0     12    0         -          -       90s\n" +
+				"pooled         v2        <none>   <none>   0     10    3         3/2        1       90s\n" +
+				"nopool         v2        <none>   <none>   0     10    0         -          -       90s\n" +
+				"fresh          v1        <none>   <none>   0     10    0         -          -       90s\n",
 		},
 		{
 			name: "funcinstances", res: api.FuncInstancesResource,

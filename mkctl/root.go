@@ -25,6 +25,7 @@ var commands = []func(*Options) *cobra.Command{
 	newGetCommand,
 	newDescribeCommand,
 	newDeleteCommand,
+	newFuncCommand,
 }
 
 // Options are the settings every command shares.

@@ -183,13 +183,14 @@ func TestMkctlApplyGetDescribeDelete(t *testing.T) {
 		if r := cms["app-config"]; len(r) != 3 || r[1] != "2" {
 			t.Errorf("configmap row %q", r)
 		}
-		funcs := tableRows(t, mustMkctl(t, s, "get", "funcs"), "NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "AGE")
-		if r := funcs["halve"]; len(r) != 8 || strings.Join(r[1:7], " ") != "v2 RETURN halve 0 3 0" {
+		funcs := tableRows(t, mustMkctl(t, s, "get", "funcs"), "NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "REPLICAS", "READY", "AGE")
+		if r := funcs["halve"]; len(r) != 10 || strings.Join(r[1:9], " ") != "v2 RETURN halve 0 3 0 - -" {
 			t.Errorf("func row %q", r)
 		}
-		all := tableRows(t, mustMkctl(t, s, "get", "func", "-A"), "NAMESPACE", "NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "AGE")
-		if r := all["default"]; len(r) != 9 || r[1] != "halve" {
-			t.Errorf("func -A row %q", r)
+		all := mustMkctl(t, s, "get", "func", "-A")
+		tableRows(t, all, "NAMESPACE", "NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "REPLICAS", "READY", "AGE")
+		if !regexp.MustCompile(`(?m)^default +halve +v2 +RETURN +halve +0 +3 +0 +- +- +\d+s$`).MatchString(all) {
+			t.Errorf("func -A lacks the halve row:\n%s", all)
 		}
 		selected := tableRows(t, mustMkctl(t, s, "get", "pods", "-l", "app=http-server"), "NAME", "READY", "STATUS", "RESTARTS", "AGE")
 		if len(selected) != 1 || selected["http-server"] == nil {
@@ -336,8 +337,8 @@ func TestMkctlListsReferenceFormatFunc(t *testing.T) {
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("posting the template: %s", resp.Status)
 	}
-	rows := tableRows(t, mustMkctl(t, s, "get", "funcs"), "NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "AGE")
-	if r := rows["append_world"]; len(r) != 8 || strings.Join(r[1:7], " ") != "v2 RETURN RETURN 1 4 0" {
+	rows := tableRows(t, mustMkctl(t, s, "get", "funcs"), "NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "REPLICAS", "READY", "AGE")
+	if r := rows["append_world"]; len(r) != 10 || strings.Join(r[1:7], " ") != "v2 RETURN RETURN 1 4 0" {
 		t.Errorf("row %q", r)
 	}
 	out := mustMkctl(t, s, "describe", "fn", "append_world")

@@ -1,0 +1,481 @@
+package mkctl
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+func newFuncCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "func",
+		Aliases: []string{"fn", "function"},
+		Short:   "Create, call and inspect serverless functions",
+		Long: "Create, update and delete function templates, call them and read what a call did.\n" +
+			"A function is Python source defining run(arg) and maybe check(ret): after run, the\n" +
+			"chain goes on to --left if check(ret) is true (or there is no check), else to --right;\n" +
+			"RETURN ends it. 'mkctl get funcs' lists functions; 'mkctl apply -f' takes manifests.",
+		Example: "  mkctl func create hello -f hello.py\n" +
+			"  mkctl func invoke hello -d world --wait\n" +
+			"  ID=$(mkctl func invoke hello -d world) && mkctl func result $ID && mkctl func logs $ID",
+	}
+	cmd.AddCommand(newFuncCreateCommand(o), newFuncUpdateCommand(o), newFuncDeleteCommand(o),
+		newFuncInvokeCommand(o), newFuncResultCommand(o), newFuncLogsCommand(o))
+	return cmd
+}
+
+// oneArg requires exactly one argument, named what in the message.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("you must give the %s", what)}
+		case len(args) > 1:
+			return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("give one %s, not %q", what, args)}
+		}
+		return nil
+	}
+}
+
+// templateFlags are the settings of a function template on the command
+// line; only those given change a template.
+type templateFlags struct {
+	code, preRun, left, right string
+	min, max, init, timeout   int
+	v1                        bool
+	fs                        *pflag.FlagSet
+}
+
+func (t *templateFlags) register(fs *pflag.FlagSet) {
+	t.fs = fs
+	fs.StringVarP(&t.code, "filename", "f", "", "file with the Python source (defines run(arg), maybe check(ret))")
+	fs.StringVar(&t.preRun, "pre-run", "", "shell script run once when a pod of the function starts")
+	fs.StringVar(&t.left, "left", "", "function called with run's result when check is true or absent (RETURN ends the chain)")
+	fs.StringVar(&t.right, "right", "", "function called when check is false (RETURN ends the chain)")
+	fs.IntVar(&t.min, "min", 0, "fewest pods kept when idle (minInstanceNum)")
+	fs.IntVar(&t.max, "max", 0, "most pods (maxInstanceNum)")
+	fs.IntVar(&t.init, "init", 0, "pods started at once (initInstanceNum)")
+	fs.IntVar(&t.timeout, "timeout", 0, "seconds one run may take (default 60)")
+	fs.BoolVar(&t.v1, "v1", false, "apiVersion v1: every call step runs in a fresh pod (--v1=false: v2, a warm pool)")
+}
+
+// given reports whether any template setting is on the command line.
+func (t *templateFlags) given() bool {
+	for _, n := range []string{"filename", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1"} {
+		if t.fs.Changed(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply writes the given settings into f, reading and encoding the files.
+func (t *templateFlags) apply(f *api.Func) error {
+	if t.fs.Changed("filename") {
+		src, err := readSource("-f", t.code)
+		if err != nil {
+			return err
+		}
+		f.Spec.Function = src
+	}
+	if t.fs.Changed("pre-run") {
+		src, err := readSource("--pre-run", t.preRun)
+		if err != nil {
+			return err
+		}
+		f.Spec.PreRun = src
+	}
+	if t.fs.Changed("left") {
+		f.Spec.Left = t.left
+	}
+	if t.fs.Changed("right") {
+		f.Spec.Right = t.right
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+		dst  **int
+	}{{"min", t.min, &f.Spec.MinInstanceNum}, {"max", t.max, &f.Spec.MaxInstanceNum},
+		{"init", t.init, &f.Spec.InitInstanceNum}, {"timeout", t.timeout, &f.Spec.TimeoutSeconds}} {
+		if t.fs.Changed(n.flag) {
+			v := n.v
+			*n.dst = &v
+		}
+	}
+	if t.fs.Changed("v1") {
+		f.APIVersion = api.FuncAPIVersionV2
+		if t.v1 {
+			f.APIVersion = api.FuncAPIVersionV1
+		}
+	}
+	return nil
+}
+
+// readSource reads a source file and base64-encodes it, as the API wants.
+func readSource(flag, path string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("%s: no file given", flag)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	return base64.StdEncoding.EncodeToString(data), nil
+}
+
+func newFuncCreateCommand(o *Options) *cobra.Command {
+	t := &templateFlags{}
+	cmd := &cobra.Command{
+		Use:   "create NAME -f CODE.py [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1]",
+		Short: "Create a function template",
+		Long: "Create a function from a Python file. Without --left and --right the chain ends after\n" +
+			"it (RETURN). --v1 runs every call in a fresh pod; the default (v2) keeps a pool of pods\n" +
+			"that grows with the calls (up to --max) and shrinks when idle (down to --min).",
+		Example: "  mkctl func create classify -f classify.py --left double --right shout\n" +
+			"  mkctl func create double -f double.py --min 1 --max 5",
+		Args: oneArg("name of the function"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !t.fs.Changed("filename") {
+				return usageError{cmd: cmd.CommandPath(), err: errors.New("must give the function's source with -f FILE")}
+			}
+			name := args[0]
+			f := &api.Func{
+				TypeMeta:   api.TypeMeta{APIVersion: api.FuncAPIVersionV2, Kind: "Func"},
+				ObjectMeta: api.ObjectMeta{Name: name, Namespace: o.Namespace},
+				Spec:       api.FuncSpec{Name: name},
+			}
+			if err := t.apply(f); err != nil {
+				return err
+			}
+			if _, err := o.funcAPI().createTemplate(cmd.Context(), f); err != nil {
+				if errdefs.IsAlreadyExists(err) {
+					return fmt.Errorf("func %q already exists in namespace %q: change it with 'mkctl func update %s ...' or 'mkctl apply -f FILE'",
+						name, o.Namespace, name)
+				}
+				return err
+			}
+			fmt.Fprintf(o.Out, "func/%s created\n", name)
+			return nil
+		},
+	}
+	t.register(cmd.Flags())
+	return cmd
+}
+
+func newFuncUpdateCommand(o *Options) *cobra.Command {
+	t := &templateFlags{}
+	cmd := &cobra.Command{
+		Use:   "update NAME [-f CODE.py] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1[=false]]",
+		Short: "Change a function template: only the settings given change",
+		Long: "Change the settings given on the command line and keep the others. New code reaches\n" +
+			"the function's pods as they are replaced.",
+		Example: "  mkctl func update double -f double.py\n  mkctl func update classify --right RETURN --max 3",
+		Args:    oneArg("name of the function"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !t.given() {
+				return usageError{cmd: cmd.CommandPath(), err: errors.New("nothing to change: give -f, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1")}
+			}
+			return o.updateFunc(cmd.Context(), args[0], t)
+		},
+	}
+	t.register(cmd.Flags())
+	return cmd
+}
+
+func (o *Options) updateFunc(ctx context.Context, name string, t *templateFlags) error {
+	a := o.funcAPI()
+	for attempt := 1; ; attempt++ {
+		f, err := a.getTemplate(ctx, name)
+		if err != nil {
+			return err
+		}
+		if err := t.apply(f); err != nil {
+			return err
+		}
+		if _, err := a.updateTemplate(ctx, f); err != nil {
+			if errdefs.IsConflict(err) && attempt < maxApplyAttempts {
+				continue
+			}
+			return err
+		}
+		fmt.Fprintf(o.Out, "func/%s updated\n", name)
+		return nil
+	}
+}
+
+func newFuncDeleteCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete NAME...",
+		Short:   "Delete function templates (and with them their pods, Service and ConfigMap)",
+		Example: "  mkctl func delete classify double shout",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{cmd: cmd.CommandPath(), err: errors.New("you must give the name of the function")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a := o.funcAPI()
+			failed := false
+			for _, name := range args {
+				if err := a.deleteTemplate(cmd.Context(), name); err != nil {
+					fmt.Fprintln(o.ErrOut, FormatError(err))
+					failed = true
+					continue
+				}
+				fmt.Fprintf(o.Out, "func %q deleted\n", name)
+			}
+			if failed {
+				return errReported
+			}
+			return nil
+		},
+	}
+}
+
+// invokeFlags are the flags of func invoke.
+type invokeFlags struct {
+	data     string
+	dataFile string
+	wait     string
+}
+
+// defaultWait is how long --wait without a value waits.
+const defaultWait = 60 * time.Second
+
+// argument is the call's raw argument: -d DATA, -d @FILE, --data-file FILE
+// ('-' is stdin), or nothing.
+func (f *invokeFlags) argument(fs *pflag.FlagSet, stdin io.Reader) ([]byte, error) {
+	if fs.Changed("data") && fs.Changed("data-file") {
+		return nil, errors.New("give either -d or --data-file, not both")
+	}
+	file := f.dataFile
+	if fs.Changed("data") {
+		rest, ok := strings.CutPrefix(f.data, "@")
+		if !ok {
+			return []byte(f.data), nil
+		}
+		file = rest
+	}
+	switch {
+	case file == "" && !fs.Changed("data-file") && !fs.Changed("data"):
+		return []byte{}, nil
+	case file == "":
+		return nil, errors.New("no file named after '@' or --data-file")
+	case file == "-":
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading the argument from stdin: %w", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the argument: %w", err)
+	}
+	return data, nil
+}
+
+// waitFor is how long to wait for the result: 0 without --wait.
+func (f *invokeFlags) waitFor(fs *pflag.FlagSet) (time.Duration, error) {
+	if !fs.Changed("wait") {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(f.wait)
+	if err != nil {
+		n, nerr := strconv.Atoi(f.wait)
+		if nerr != nil {
+			return 0, fmt.Errorf("--wait=%s is not a duration such as 30s or 2m", f.wait)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("--wait=%s: must be more than 0", f.wait)
+	}
+	return d, nil
+}
+
+func newFuncInvokeCommand(o *Options) *cobra.Command {
+	f := &invokeFlags{}
+	cmd := &cobra.Command{
+		Use:   "invoke NAME [-d DATA | -d @FILE | --data-file FILE] [--wait[=DURATION]]",
+		Short: "Call a function",
+		Long: "Call a function with DATA as its argument (raw bytes). Without --wait, print the id of\n" +
+			"the call's instance at once; with it, wait (60s unless given) and print the result,\n" +
+			"or fail with the function's error. 'mkctl func result ID' and 'mkctl func logs ID'\n" +
+			"show a call later.",
+		Example: "  mkctl func invoke classify -d 21 --wait\n" +
+			"  mkctl func invoke classify --data-file input.txt --wait=2m\n" +
+			"  echo hello | mkctl func invoke shout -d @- --wait",
+		Args: func(cmd *cobra.Command, args []string) error {
+			// pflag takes "--wait 30s" as --wait and an argument "30s".
+			if len(args) == 2 && cmd.Flags().Changed("wait") {
+				if _, err := time.ParseDuration(args[1]); err == nil {
+					return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("write --wait=%s (with '=') to wait %s", args[1], args[1])}
+				}
+			}
+			return oneArg("name of the function")(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			wait, err := f.waitFor(cmd.Flags())
+			if err != nil {
+				return usageError{cmd: cmd.CommandPath(), err: err}
+			}
+			arg, err := f.argument(cmd.Flags(), o.In)
+			if err != nil {
+				return err
+			}
+			if wait == 0 {
+				v, err := o.funcAPI().call(cmd.Context(), args[0], arg, 0)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(o.Out, v.InstanceID)
+				fmt.Fprintf(o.ErrOut, "see the result with: mkctl func result %s\n", v.InstanceID)
+				return nil
+			}
+			return o.invokeAndWait(cmd.Context(), args[0], arg, wait)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&f.data, "data", "d", "", "the argument; @FILE reads it from FILE, @- from stdin")
+	fs.StringVar(&f.dataFile, "data-file", "", "read the argument from FILE ('-' is stdin)")
+	fs.StringVar(&f.wait, "wait", "", "wait for the result, at most this long (60s if no value is given)")
+	fs.Lookup("wait").NoOptDefVal = defaultWait.String()
+	return cmd
+}
+
+// firstWait is how long the first request waits for the result before
+// mkctl shows that it is waiting: a call that ends sooner prints nothing
+// but its result.
+const firstWait = time.Second
+
+// invokeAndWait calls fn and waits up to wait for the result, showing a
+// waiting indicator on stderr once the call takes a while.
+func (o *Options) invokeAndWait(ctx context.Context, fn string, arg []byte, wait time.Duration) error {
+	start := time.Now()
+	deadline := start.Add(wait)
+	a := o.funcAPI()
+	v, err := a.call(ctx, fn, arg, min(firstWait, wait))
+	if err != nil {
+		return err
+	}
+	if !finished(v) {
+		ind := newWaitIndicator(o.ErrOut, start)
+		w := &waitLabeler{o: o, fn: fn}
+		ind.Start(w.label(ctx, v))
+		v, err = o.pollInstance(ctx, a, v, deadline, func(v api.FuncInstanceView) { ind.SetLabel(w.label(ctx, v)) })
+		ind.Stop()
+		if err != nil {
+			return err
+		}
+	}
+	if !finished(v) {
+		return fmt.Errorf("function %q still %s after %s: see its result later with 'mkctl func result %s'", fn, v.Status, wait, v.InstanceID)
+	}
+	if v.Status == api.InstanceFailed {
+		fmt.Fprintln(o.ErrOut, "Error: "+callError(fn, v))
+		return errReported
+	}
+	out := v.Result
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	_, err = io.WriteString(o.Out, out)
+	return err
+}
+
+// pollInstance reads the instance until it ends or deadline passes, more
+// slowly as it goes on, telling update of every view.
+func (o *Options) pollInstance(ctx context.Context, a *funcAPI, v api.FuncInstanceView, deadline time.Time,
+	update func(api.FuncInstanceView)) (api.FuncInstanceView, error) {
+	interval := 100 * time.Millisecond
+	for !finished(v) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return v, nil
+		}
+		t := time.NewTimer(min(interval, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, ctx.Err()
+		case <-t.C:
+		}
+		interval = min(interval*3/2, time.Second)
+		next, err := a.instance(ctx, v.InstanceID)
+		if err != nil {
+			return v, err
+		}
+		v = next
+		update(v)
+	}
+	return v, nil
+}
+
+// callError is the one line that says why a call failed, naming the function.
+func callError(fn string, v api.FuncInstanceView) string {
+	msg := oneLine(v.Error)
+	if msg == "" {
+		msg = "failed without an error message"
+	}
+	if !strings.HasPrefix(msg, "function ") {
+		msg = fmt.Sprintf("function %q failed: %s", fn, msg)
+	}
+	return fmt.Sprintf("%s (see 'mkctl func logs %s')", msg, v.InstanceID)
+}
+
+func newFuncResultCommand(o *Options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "result ID [-o json|yaml]",
+		Short:   "Show the status and result of a call",
+		Example: "  mkctl func result 3f2a7c1e-...\n  mkctl func result 3f2a7c1e-... -o json",
+		Args:    oneArg("instance id of the call"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch output {
+			case "", "json", "yaml":
+			default:
+				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown output format %q (want json or yaml)", output)}
+			}
+			v, err := o.funcAPI().instance(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if output != "" {
+				return PrintObject(o.Out, output, v)
+			}
+			return PrintFuncResult(o.Out, v)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (the instance as GET /api/funcs/ID answers)")
+	return cmd
+}
+
+func newFuncLogsCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:     "logs ID",
+		Short:   "Show each step of a call: where it ran, how long, what it printed, its error",
+		Example: "  mkctl func logs 3f2a7c1e-...",
+		Args:    oneArg("instance id of the call"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := o.funcAPI().instance(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return PrintFuncLogs(o.Out, v)
+		},
+	}
+}

@@ -1,0 +1,197 @@
+package mkctl
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+func TestTemplateFlagsChangeOnlyWhatIsGiven(t *testing.T) {
+	dir := t.TempDir()
+	code := filepath.Join(dir, "code.py")
+	pre := filepath.Join(dir, "setup.sh")
+	if err := os.WriteFile(code, []byte("def run(arg):\n    return arg\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pre, []byte("echo hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	base := func() *api.Func {
+		return &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2", Kind: "Func"}, ObjectMeta: api.ObjectMeta{Name: "f"},
+			Spec: api.FuncSpec{Name: "f", Function: "b2xk", Left: "a", Right: "b", MaxInstanceNum: intp(4)}}
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		want  func(*api.Func)
+		given bool
+	}{
+		{"nothing", nil, func(*api.Func) {}, false},
+		{"code and pre-run are read and encoded", []string{"-f", code, "--pre-run", pre}, func(f *api.Func) {
+			f.Spec.Function = b64("def run(arg):\n    return arg\n")
+			f.Spec.PreRun = b64("echo hi\n")
+		}, true},
+		{"branches", []string{"--left", "RETURN", "--right", "other"}, func(f *api.Func) { f.Spec.Left, f.Spec.Right = "RETURN", "other" }, true},
+		{"an empty branch is given too", []string{"--left="}, func(f *api.Func) { f.Spec.Left = "" }, true},
+		{"bounds and timeout", []string{"--min", "0", "--init", "2", "--timeout", "5"}, func(f *api.Func) {
+			f.Spec.MinInstanceNum, f.Spec.InitInstanceNum, f.Spec.TimeoutSeconds = intp(0), intp(2), intp(5)
+		}, true},
+		{"v1", []string{"--v1"}, func(f *api.Func) { f.APIVersion = "v1" }, true},
+		{"back to v2", []string{"--v1=false"}, func(f *api.Func) { f.APIVersion = "v2" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := parseTemplateFlags(t, tc.args...)
+			got, want := base(), base()
+			tc.want(want)
+			if err := tf.apply(got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %+v\nwant %+v", got, want)
+			}
+			if tf.given() != tc.given {
+				t.Errorf("given = %v", tf.given())
+			}
+		})
+	}
+
+	if err := parseTemplateFlags(t, "-f", filepath.Join(dir, "missing.py")).apply(base()); err == nil || !strings.Contains(err.Error(), "-f: open") || !strings.Contains(err.Error(), "missing.py") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func parseTemplateFlags(t *testing.T, args ...string) *templateFlags {
+	t.Helper()
+	tf := &templateFlags{}
+	tf.register(pflag.NewFlagSet("test", pflag.ContinueOnError))
+	if err := tf.fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return tf
+}
+
+func TestInvokeFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "arg.txt")
+	if err := os.WriteFile(file, []byte("from a file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		stdin   string
+		arg     string
+		wait    time.Duration
+		wantErr string
+	}{
+		{name: "no argument, no wait", args: nil, arg: ""},
+		{name: "inline", args: []string{"-d", "21"}, arg: "21"},
+		{name: "@file", args: []string{"-d", "@" + file}, arg: "from a file\n"},
+		{name: "--data-file", args: []string{"--data-file", file}, arg: "from a file\n"},
+		{name: "@- reads stdin", args: []string{"-d", "@-"}, stdin: "piped", arg: "piped"},
+		{name: "--data-file -", args: []string{"--data-file", "-"}, stdin: "piped", arg: "piped"},
+		{name: "both", args: []string{"-d", "x", "--data-file", file}, wantErr: "either -d or --data-file"},
+		{name: "missing file", args: []string{"-d", "@" + filepath.Join(dir, "nope")}, wantErr: "reading the argument: open"},
+		{name: "bare @", args: []string{"-d", "@"}, wantErr: "no file named"},
+		{name: "--wait alone waits 60s", args: []string{"--wait"}, wait: time.Minute},
+		{name: "--wait=2m", args: []string{"--wait=2m"}, wait: 2 * time.Minute},
+		{name: "--wait=30 is seconds", args: []string{"--wait=30"}, wait: 30 * time.Second},
+		{name: "--wait=0", args: []string{"--wait=0"}, wantErr: "must be more than 0"},
+		{name: "--wait=soon", args: []string{"--wait=soon"}, wantErr: "not a duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := newFuncInvokeCommand(&Options{})
+			fs := cmd.Flags()
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			f := &invokeFlags{}
+			f.data, _ = fs.GetString("data")
+			f.dataFile, _ = fs.GetString("data-file")
+			f.wait, _ = fs.GetString("wait")
+			wait, err := f.waitFor(fs)
+			var arg []byte
+			if err == nil {
+				arg, err = f.argument(fs, strings.NewReader(tc.stdin))
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(arg) != tc.arg || arg == nil || wait != tc.wait {
+				t.Errorf("arg %q wait %s, want %q %s", arg, wait, tc.arg, tc.wait)
+			}
+		})
+	}
+}
+
+func TestFuncCommandLineMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"func", "create", "f"}, "error: must give the function's source with -f FILE (see 'mkctl func create --help')"},
+		{[]string{"func", "create"}, "error: you must give the name of the function (see 'mkctl func create --help')"},
+		{[]string{"func", "update", "f"}, "error: nothing to change: give -f, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1 (see 'mkctl func update --help')"},
+		{[]string{"func", "invoke", "f", "--wait", "30s"}, "error: write --wait=30s (with '=') to wait 30s (see 'mkctl func invoke --help')"},
+		{[]string{"func", "invoke", "f", "g"}, `error: give one name of the function, not ["f" "g"] (see 'mkctl func invoke --help')`},
+		{[]string{"func", "result", "x", "-o", "wide"}, `error: unknown output format "wide" (want json or yaml) (see 'mkctl func result --help')`},
+		{[]string{"func", "logs"}, "error: you must give the instance id of the call (see 'mkctl func logs --help')"},
+		{[]string{"func", "delete"}, "error: you must give the name of the function (see 'mkctl func delete --help')"},
+	} {
+		var out, errOut bytes.Buffer
+		// The server is never reached: every mistake is found first.
+		code := RunWithInput(t.Context(), append([]string{"--server", "127.0.0.1:1"}, tc.args...), strings.NewReader(""), &out, &errOut)
+		if code != 1 || out.Len() != 0 || strings.TrimSuffix(errOut.String(), "\n") != tc.want {
+			t.Errorf("mkctl %v: exit %d, stdout %q, stderr %q\nwant %q", tc.args, code, out.String(), errOut.String(), tc.want)
+		}
+	}
+}
+
+func TestAnswerError(t *testing.T) {
+	err := answerError(404, []byte(`{"error":"function \"nobody\" not found in namespace \"default\": not found","reason":"NotFound","code":404}`))
+	if !errdefs.IsNotFound(err) {
+		t.Errorf("not classed NotFound: %v", err)
+	}
+	if got := FormatError(err); got != `Error from server (NotFound): function "nobody" not found in namespace "default"` {
+		t.Errorf("FormatError = %q", got)
+	}
+	// Answers that are not a Status (a proxy's page) still make one line.
+	if got := FormatError(answerError(502, []byte("bad gateway\n"))); got != "Error from server (InternalError): bad gateway" {
+		t.Errorf("plain answer: %q", got)
+	}
+	if got := FormatError(answerError(503, nil)); got != "Error from server (ServiceUnavailable): Service Unavailable" {
+		t.Errorf("empty answer: %q", got)
+	}
+}
+
+func TestCallError(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{`function "raises" failed: ZeroDivisionError: division by zero`,
+			`function "raises" failed: ZeroDivisionError: division by zero (see 'mkctl func logs id-1')`},
+		{"hop limit of 100 reached before RETURN (the chain loops?): next was \"forever\"",
+			`function "first" failed: hop limit of 100 reached before RETURN (the chain loops?): next was "forever" (see 'mkctl func logs id-1')`},
+		{"", `function "first" failed: failed without an error message (see 'mkctl func logs id-1')`},
+		{"line one\nline two", `function "first" failed: line one line two (see 'mkctl func logs id-1')`},
+	} {
+		if got := callError("first", api.FuncInstanceView{InstanceID: "id-1", Error: tc.err}); got != tc.want {
+			t.Errorf("callError(%q) = %q\nwant %q", tc.err, got, tc.want)
+		}
+	}
+}

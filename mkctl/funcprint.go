@@ -1,0 +1,121 @@
+package mkctl
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"minik8s/pkg/api"
+)
+
+// PrintFuncResult writes an instance for people: its status, the chain it
+// took and its result or error. Multi-line values go below their label,
+// indented.
+func PrintFuncResult(w io.Writer, v api.FuncInstanceView) error {
+	var b strings.Builder
+	field(&b, "", "Instance", v.InstanceID)
+	field(&b, "", "Function", v.Function)
+	field(&b, "", "Status", v.Status)
+	if len(v.Steps) > 0 {
+		chain := make([]string, len(v.Steps))
+		for i, s := range v.Steps {
+			chain[i] = s.Function
+		}
+		field(&b, "", "Chain", strings.Join(chain, " -> "))
+	}
+	switch v.Status {
+	case api.InstanceSucceeded:
+		field(&b, "", "Result", v.Result)
+	case api.InstanceFailed:
+		field(&b, "", "Error", v.Error)
+	default:
+		fmt.Fprintf(&b, "(not finished yet: run 'mkctl func result %s' again)\n", v.InstanceID)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// PrintFuncLogs writes each step of an instance: where it ran, how long it
+// took, where the chain went, what the function printed and, for a failed
+// step, its error and trace.
+func PrintFuncLogs(w io.Writer, v api.FuncInstanceView) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Instance %s of %s: %s\n", v.InstanceID, v.Function, v.Status)
+	if len(v.Steps) == 0 {
+		b.WriteString("No step has finished yet.\n")
+	}
+	stepFailed := false
+	for i, s := range v.Steps {
+		fmt.Fprintf(&b, "\nStep %d: %s\n", i+1, s.Function)
+		where := orNone(s.Pod)
+		if s.Node != "" {
+			where += " on " + s.Node
+		}
+		field(&b, "  ", "Pod", where)
+		if s.Start != nil {
+			field(&b, "  ", "Started", s.Start.UTC().Format(time.RFC3339Nano))
+		}
+		field(&b, "  ", "Duration", fmt.Sprintf("%s (run %s)", millis(s.DurationMs), millis(s.RunMs)))
+		if s.Error == "" {
+			field(&b, "  ", "Check", checkString(s.Check))
+		}
+		field(&b, "  ", "Argument", truncate(oneLine(s.Arg), 120))
+		if s.Error == "" {
+			field(&b, "  ", "Result", truncate(oneLine(s.Result), 120))
+		}
+		if s.Output == "" {
+			field(&b, "  ", "Output", none)
+		} else {
+			b.WriteString("  Output:\n")
+			b.WriteString(indent(s.Output, "    "))
+		}
+		if s.Error != "" {
+			stepFailed = true
+			b.WriteString("  Error:\n")
+			b.WriteString(indent(s.Error, "    "))
+		}
+	}
+	// Errors of the chain itself (a missing function, the hop limit) belong
+	// to no step.
+	if v.Status == api.InstanceFailed && !stepFailed && v.Error != "" {
+		b.WriteString("\n")
+		field(&b, "", "Error", v.Error)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// field writes "Label:  value" aligned, or the label alone and the value
+// indented below it when the value has several lines.
+func field(b *strings.Builder, prefix, label, value string) {
+	v := strings.TrimRight(value, "\n")
+	if strings.Contains(v, "\n") {
+		fmt.Fprintf(b, "%s%s:\n%s", prefix, label, indent(v, prefix+"  "))
+		return
+	}
+	fmt.Fprintf(b, "%s%-10s %s\n", prefix, label+":", v)
+}
+
+// indent prefixes every line of s and ends it with a newline.
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(prefix+l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func millis(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+// checkString says what check returned and where the chain went.
+func checkString(c *bool) string {
+	switch {
+	case c == nil:
+		return "<none> (no check: left)"
+	case *c:
+		return "true (left)"
+	default:
+		return "false (right)"
+	}
+}
