@@ -20,7 +20,7 @@ type fakeRuntime struct {
 }
 
 func (f *fakeRuntime) HasImage(context.Context, string) (bool, error) { return true, nil }
-func (f *fakeRuntime) PullImage(context.Context, string) error         { return nil }
+func (f *fakeRuntime) PullImage(context.Context, string) error        { return nil }
 func (f *fakeRuntime) CreateContainer(_ context.Context, s runtime.ContainerSpec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
