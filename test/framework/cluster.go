@@ -1,0 +1,108 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"minik8s/controller"
+	"minik8s/images"
+	"minik8s/scheduler"
+)
+
+var funcserverBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// FuncserverBinary builds cmd/funcserver statically, once per test process,
+// for the function runtime image.
+func FuncserverBinary(t testing.TB) string {
+	t.Helper()
+	funcserverBuild.once.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			funcserverBuild.err = err
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		dir, err := os.MkdirTemp("", "funcserver")
+		if err != nil {
+			funcserverBuild.err = err
+			return
+		}
+		path := filepath.Join(dir, "funcserver")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/funcserver")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			funcserverBuild.err = errors.New("go build ./cmd/funcserver: " + err.Error() + "\n" + string(out))
+			return
+		}
+		funcserverBuild.path = path
+	})
+	if funcserverBuild.err != nil {
+		t.Fatal(funcserverBuild.err)
+	}
+	return funcserverBuild.path
+}
+
+// ImportFunctionRuntime makes sure the function runtime image (the Python
+// image with funcserver) is in this containerd, building it when needed.
+func (c *Containerd) ImportFunctionRuntime(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		if _, err := os.Stat(images.DefaultCacheDir); err != nil {
+			NeedE2E(t, "building %s needs debootstrap: %v", PythonRuntimeImage, err)
+		}
+	}
+	b := images.Builder{CacheDir: images.DefaultCacheDir}
+	path, err := b.Build(ctx, images.FunctionRuntime(FuncserverBinary(t)))
+	if err != nil {
+		t.Fatalf("building the function runtime: %v", err)
+	}
+	if _, err := images.ImportFile(ctx, c.Runtime, path); err != nil {
+		t.Fatalf("importing %s: %v", path, err)
+	}
+}
+
+// StartControllers runs the controller manager in the test process until
+// the test ends.
+func StartControllers(t testing.TB, s *APIServer, cfg controller.Config) {
+	t.Helper()
+	cfg.Client = s.Client
+	runUntilCleanup(t, "controller manager", func(ctx context.Context) error { return controller.Run(ctx, cfg) })
+}
+
+// StartScheduler runs a scheduler in the test process until the test ends.
+func StartScheduler(t testing.TB, s *APIServer, cfg scheduler.Config) {
+	t.Helper()
+	cfg.Client = s.Client
+	runUntilCleanup(t, "scheduler", func(ctx context.Context) error { return scheduler.Run(ctx, cfg) })
+}
+
+func runUntilCleanup(t testing.TB, name string, fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s stopped with error: %v", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not stop within 30s", name)
+		}
+	})
+}
