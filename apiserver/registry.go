@@ -24,6 +24,8 @@ type registry struct {
 	store storage.Interface
 	// ttl > 0 makes created objects expire (function instances).
 	ttl time.Duration
+	// ips allocates cluster IPs (services only).
+	ips *ipAllocator
 }
 
 const keyRoot = "/registry/"
@@ -104,7 +106,12 @@ func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.O
 	if err := validation.Object(r.res, obj); err != nil {
 		return nil, err
 	}
+	undoIP, err := r.allocateClusterIP(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.store.Create(ctx, r.key(meta.Namespace, meta.Name), obj, r.ttl); err != nil {
+		undoIP()
 		return nil, err
 	}
 	return obj, nil
@@ -185,6 +192,9 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		meta.Generation = curMeta.Generation
 		if r.res.HasStatus {
 			setStatus(next, getStatus(cur))
+		}
+		if err := r.keepClusterIP(cur, next); err != nil {
+			return nil, err
 		}
 		if !sameSpec(next, cur) {
 			meta.Generation++
@@ -278,6 +288,7 @@ func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptio
 	if err := r.store.Delete(ctx, r.key(ns, name), out, rv); err != nil {
 		return nil, r.notFound(err, ns, name)
 	}
+	r.releaseClusterIP(ctx, out)
 	return out, nil
 }
 

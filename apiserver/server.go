@@ -42,6 +42,9 @@ type Config struct {
 	FuncColdStartTimeout time.Duration
 	// FuncCounterFlush is how often batched call counts are written.
 	FuncCounterFlush time.Duration
+	// ServiceCIDR is the range cluster IPs are allocated from
+	// (DefaultServiceCIDR).
+	ServiceCIDR string
 }
 
 // DefaultMaxBodyBytes fits function sources comfortably and stays under
@@ -70,6 +73,9 @@ func (c *Config) setDefaults() {
 	if c.FuncCounterFlush <= 0 {
 		c.FuncCounterFlush = 250 * time.Millisecond
 	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = DefaultServiceCIDR
+	}
 }
 
 // Server serves the API over a store.
@@ -91,6 +97,14 @@ func New(cfg Config, store storage.Interface) *Server {
 		if res.Kind == api.FuncInstancesResource.Kind {
 			reg.ttl = cfg.FuncInstanceTTL
 		}
+		if res.Kind == api.ServicesResource.Kind {
+			ips, err := newIPAllocator(store, cfg.ServiceCIDR)
+			if err != nil {
+				// Run checks the range first; New keeps serving without.
+				log.WithError(err).Error("service range unusable: services get no cluster IP")
+			}
+			reg.ips = ips
+		}
 		s.registries[res.Name] = reg
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -105,6 +119,9 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // Run starts etcd (embedded unless endpoints are given) and serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
+	if _, err := ParseServiceCIDR(cfg.ServiceCIDR); err != nil {
+		return err
+	}
 	endpoints := cfg.EtcdEndpoints
 	if len(endpoints) == 0 {
 		dir := filepath.Join(cfg.DataDir, "etcd")

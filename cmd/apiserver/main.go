@@ -26,6 +26,7 @@ func main() {
 	flag.StringVar(&endpoints, "etcd-endpoints", "", "comma-separated endpoints of an external etcd cluster (default: embedded etcd)")
 	flag.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted")
 	flag.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", 24*time.Hour, "how long function call records are kept")
+	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
 
