@@ -1,0 +1,111 @@
+// Command funcserver is the runtime inside every function pod: it serves the
+// Python function in its code dir over HTTP (see package funcserver).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/funcserver"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "funcserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg funcserver.Config
+	var port, level string
+	env := &envErrs{}
+	flag.StringVar(&cfg.CodeDir, "code-dir", envOr("FUNC_CODE_DIR", funcserver.DefaultCodeDir), "directory holding function.py and preRun.sh (env FUNC_CODE_DIR)")
+	flag.StringVar(&cfg.Host, "host", envOr("HOST", funcserver.DefaultHost), "address to listen on (env HOST)")
+	flag.StringVar(&port, "port", os.Getenv("PORT"), "port to listen on, 0 for any free one (env PORT; required)")
+	flag.IntVar(&cfg.Workers, "workers", env.int("FUNC_WORKERS", "workers", funcserver.DefaultWorkers), "Python workers, hence concurrent calls (env FUNC_WORKERS)")
+	flag.DurationVar(&cfg.Timeout, "timeout", env.seconds("FUNC_TIMEOUT_SECONDS", "timeout", funcserver.DefaultTimeout), "timeout of one call (env FUNC_TIMEOUT_SECONDS, in seconds)")
+	flag.StringVar(&cfg.Python, "python", funcserver.DefaultPython, "python interpreter")
+	flag.StringVar(&cfg.Bash, "bash", funcserver.DefaultBash, "bash that runs preRun.sh")
+	flag.StringVar(&level, "log-level", envOr("LOG_LEVEL", "info"), "log level (debug, info, warn, error)")
+	flag.Parse()
+	if err := env.check(); err != nil {
+		return err
+	}
+
+	l, err := log.ParseLevel(level)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log.SetLevel(l)
+	if port == "" {
+		return fmt.Errorf("--port: required (or env PORT)")
+	}
+	if cfg.Port, err = strconv.Atoi(port); err != nil {
+		return fmt.Errorf("--port: not a number: %q", port)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return funcserver.Run(ctx, cfg)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// envErrs remembers env vars that do not parse; they are errors unless the
+// flag they stand for was given.
+type envErrs struct{ errs []envErr }
+
+type envErr struct {
+	flag string
+	err  error
+}
+
+func (e *envErrs) int(key, flagName string, def int) int {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.errs = append(e.errs, envErr{flagName, fmt.Errorf("env %s: not a number: %q", key, v)})
+		return def
+	}
+	return n
+}
+
+func (e *envErrs) seconds(key, flagName string, def time.Duration) time.Duration {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs <= 0 || secs > 1e9 {
+		e.errs = append(e.errs, envErr{flagName, fmt.Errorf("env %s: want a positive number of seconds, got %q", key, v)})
+		return def
+	}
+	return time.Duration(secs * float64(time.Second))
+}
+
+func (e *envErrs) check() error {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, ee := range e.errs {
+		if !set[ee.flag] {
+			return ee.err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+// Package funcserver is the runtime inside every function pod: it runs the
+// function's preRun.sh once, imports function.py once into each of a fixed
+// number of long-lived Python workers, and serves calls over HTTP.
+package funcserver
+
+import (
+	"net"
+	"os"
+	"time"
+
+	"minik8s/pkg/errdefs"
+)
+
+// Defaults of Config.
+const (
+	DefaultCodeDir      = "/func"
+	DefaultHost         = "127.0.0.1"
+	DefaultWorkers      = 4
+	DefaultTimeout      = 60 * time.Second
+	DefaultPython       = "python3"
+	DefaultBash         = "bash"
+	DefaultMaxBodyBytes = 16 << 20
+)
+
+// Config of one funcserver.
+type Config struct {
+	// CodeDir holds function.py and maybe preRun.sh (the ConfigMap volume).
+	CodeDir string
+	Host    string
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// Listener, when set, is served instead of listening on Host:Port.
+	Listener net.Listener
+	// Workers is the number of Python workers, hence of concurrent calls;
+	// further calls queue.
+	Workers int
+	// Timeout bounds a call from its arrival, queueing included, unless the
+	// request's X-Func-Timeout-Seconds says otherwise.
+	Timeout time.Duration
+	Python  string
+	Bash    string
+	// MaxBodyBytes bounds a call's argument.
+	MaxBodyBytes int64
+	// PodName is reported in every answer; default $POD_NAME or the host name.
+	PodName string
+}
+
+func (c Config) withDefaults() Config {
+	if c.CodeDir == "" {
+		c.CodeDir = DefaultCodeDir
+	}
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Python == "" {
+		c.Python = DefaultPython
+	}
+	if c.Bash == "" {
+		c.Bash = DefaultBash
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.PodName == "" {
+		c.PodName = os.Getenv("POD_NAME")
+	}
+	if c.PodName == "" {
+		c.PodName, _ = os.Hostname()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Workers < 1:
+		return errdefs.Invalid("workers", "must be at least 1, got %d", c.Workers)
+	case c.Timeout < 0:
+		return errdefs.Invalid("timeout", "must be positive, got %s", c.Timeout)
+	case c.Port < 0 || c.Port > 65535:
+		return errdefs.Invalid("port", "must be in 0..65535, got %d", c.Port)
+	case c.MaxBodyBytes < 0:
+		return errdefs.Invalid("maxBodyBytes", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	return nil
+}

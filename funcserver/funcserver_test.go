@@ -1,0 +1,671 @@
+package funcserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/errdefs"
+)
+
+// waitFor bounds every wait of these tests; it is generous because the
+// machine is shared and runs them with -race.
+const waitFor = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	log.SetLevel(log.WarnLevel)
+	os.Exit(m.Run())
+}
+
+type testServer struct {
+	t      *testing.T
+	url    string
+	dir    string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// python finds the interpreter the tests run; they need a real one.
+func python(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to test funcserver: %v", err)
+	}
+	return p
+}
+
+// copyFixture copies testdata/name into a fresh directory: functions and
+// preRun scripts write files into their code dir in these tests.
+func copyFixture(t testing.TB, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("testdata", name)
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// start runs a funcserver on 127.0.0.1 for the fixture; it is stopped when
+// the test ends.
+func start(t *testing.T, fixture string, configure func(*Config)) *testServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := copyFixture(t, fixture)
+	cfg := Config{CodeDir: dir, Listener: ln, Workers: 2, Python: python(t), PodName: "test-pod"}
+	if configure != nil {
+		configure(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &testServer{t: t, url: "http://" + ln.Addr().String(), dir: dir, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-s.done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(waitFor):
+			t.Errorf("Run did not return within %s of its context's end", waitFor)
+		}
+	})
+	return s
+}
+
+// startReady starts the fixture and waits until it is ready.
+func startReady(t *testing.T, fixture string, configure func(*Config)) *testServer {
+	t.Helper()
+	s := start(t, fixture, configure)
+	r := s.waitStatus(func(r Readiness) bool { return r.Ready || r.Status == statusFailed })
+	if !r.Ready {
+		t.Fatalf("fixture %s not ready: %+v", fixture, r)
+	}
+	return s
+}
+
+func (s *testServer) readiness() (int, Readiness) {
+	s.t.Helper()
+	resp, err := http.Get(s.url + PathReady)
+	if err != nil {
+		s.t.Fatalf("GET %s: %v", PathReady, err)
+	}
+	defer resp.Body.Close()
+	var r Readiness
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		s.t.Fatalf("decode readiness: %v", err)
+	}
+	return resp.StatusCode, r
+}
+
+// waitStatus polls /readyz until done says so.
+func (s *testServer) waitStatus(done func(Readiness) bool) Readiness {
+	s.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		code, r := s.readiness()
+		if (code == http.StatusOK) != r.Ready {
+			s.t.Fatalf("readyz answered %d with %+v", code, r)
+		}
+		if done(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("readiness still %+v after %s", r, waitFor)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *testServer) stats() Stats {
+	s.t.Helper()
+	resp, err := http.Get(s.url + PathStats)
+	if err != nil {
+		s.t.Fatalf("GET %s: %v", PathStats, err)
+	}
+	defer resp.Body.Close()
+	var st Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		s.t.Fatalf("decode stats: %v", err)
+	}
+	return st
+}
+
+// waitStats polls /stats until done says so.
+func (s *testServer) waitStats(what string, done func(Stats) bool) Stats {
+	s.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		st := s.stats()
+		if done(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("stats never showed %s: %+v", what, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// post sends one call and decodes the answer. It may run in any goroutine.
+func (s *testServer) post(path, arg string, header map[string]string) (int, Response, error) {
+	req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(arg))
+	if err != nil {
+		return 0, Response{}, err
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Timeout: waitFor}).Do(req)
+	if err != nil {
+		return 0, Response{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, Response{}, err
+	}
+	var r Response
+	if err := json.Unmarshal(body, &r); err != nil {
+		return resp.StatusCode, r, errors.New("decode " + string(body) + ": " + err.Error())
+	}
+	return resp.StatusCode, r, nil
+}
+
+// invoke sends one call that must be answered with 200.
+func (s *testServer) invoke(arg string, header map[string]string) Response {
+	s.t.Helper()
+	code, r, err := s.post(PathInvoke, arg, header)
+	if err != nil {
+		s.t.Fatalf("invoke %q: %v", arg, err)
+	}
+	if code != http.StatusOK {
+		s.t.Fatalf("invoke %q: status %d, answer %+v", arg, code, r)
+	}
+	if r.Pod != "test-pod" {
+		s.t.Errorf("invoke %q: pod %q, want test-pod", arg, r.Pod)
+	}
+	return r
+}
+
+// invokeOK sends one call that must succeed and returns its result.
+func (s *testServer) invokeOK(arg string) string {
+	s.t.Helper()
+	r := s.invoke(arg, nil)
+	if r.Error != nil {
+		s.t.Fatalf("invoke %q failed: %+v", arg, *r.Error)
+	}
+	return r.Result
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestResults(t *testing.T) {
+	plain := startReady(t, "plain", nil)
+	check := startReady(t, "check", nil)
+	types := startReady(t, "types", nil)
+	for _, tc := range []struct {
+		name        string
+		s           *testServer
+		arg         string
+		result      string
+		check       *bool
+		hasCheck    bool
+		viaRootPath bool
+	}{
+		{name: "plain", s: plain, arg: "world", result: "hello world"},
+		{name: "root path", s: plain, arg: "root", result: "hello root", viaRootPath: true},
+		{name: "empty arg", s: plain, arg: "", result: "hello "},
+		{name: "utf-8 and json characters arg", s: plain, arg: "h\u00e9 \"q\" <a&b>\n\\", result: "hello h\u00e9 \"q\" <a&b>\n\\"},
+		{name: "check true", s: check, arg: "yes", result: `{"answer": "yes"}`, check: ptr(true), hasCheck: true},
+		{name: "check false", s: check, arg: "no", result: `{"answer": "no"}`, check: ptr(false), hasCheck: true},
+		{name: "str as is", s: types, arg: "str", result: "plain"},
+		{name: "None is empty", s: types, arg: "none", result: ""},
+		{name: "int as json", s: types, arg: "int", result: "42"},
+		{name: "float as json", s: types, arg: "float", result: "1.5"},
+		{name: "bool as json", s: types, arg: "bool", result: "true"},
+		{name: "list as json", s: types, arg: "list", result: `[1, "two", null]`},
+		{name: "dict as json", s: types, arg: "dict", result: `{"a": 1, "b": [true]}`},
+		{name: "set as str", s: types, arg: "set", result: "{7}"},
+		{name: "decimal as str", s: types, arg: "decimal", result: "1.10"},
+		{name: "unicode", s: types, arg: "unicode", result: "h\u00e9llo \u2713"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := PathInvoke
+			if tc.viaRootPath {
+				path = "/"
+			}
+			code, r, err := tc.s.post(path, tc.arg, nil)
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("POST %s: %d %+v %v", path, code, r, err)
+			}
+			if r.Error != nil {
+				t.Fatalf("error %+v", *r.Error)
+			}
+			if r.Result != tc.result {
+				t.Errorf("result %q, want %q", r.Result, tc.result)
+			}
+			if (r.Check == nil) != (tc.check == nil) || r.Check != nil && *r.Check != *tc.check {
+				t.Errorf("check %v, want %v", r.Check, tc.check)
+			}
+			if r.HasCheck != tc.hasCheck {
+				t.Errorf("hasCheck %v, want %v", r.HasCheck, tc.hasCheck)
+			}
+		})
+	}
+}
+
+func TestLargeArgument(t *testing.T) {
+	s := startReady(t, "plain", nil)
+	// Far beyond a pipe's buffer in both directions.
+	arg := strings.Repeat("0123456789abcdef", 1<<16)
+	if got := s.invokeOK(arg); got != "hello "+arg {
+		t.Fatalf("result of %d bytes differs from the %d expected", len(got), len(arg)+6)
+	}
+}
+
+func TestPrintsCapturedPerCall(t *testing.T) {
+	s := startReady(t, "prints", nil)
+	args := []string{"alpha", "beta"}
+	answers := make([]Response, len(args))
+	var wg sync.WaitGroup
+	for i, arg := range args {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, r, err := s.post(PathInvoke, arg, nil)
+			if err != nil || code != http.StatusOK {
+				t.Errorf("invoke %s: %d %v", arg, code, err)
+			}
+			answers[i] = r
+		}()
+	}
+	wg.Wait()
+	for i, arg := range args {
+		r := answers[i]
+		if r.Error != nil {
+			t.Fatalf("%s: %+v", arg, *r.Error)
+		}
+		want := arg + " first\n" + arg + " to stderr\n" + arg + " second\n"
+		if r.Output != want {
+			t.Errorf("%s: output %q, want %q", arg, r.Output, want)
+		}
+	}
+}
+
+func TestFunctionErrors(t *testing.T) {
+	s := startReady(t, "errors", func(c *Config) { c.Workers = 1 })
+
+	r := s.invoke("raise-me", nil)
+	if r.Error == nil {
+		t.Fatalf("no error: %+v", r)
+	}
+	if r.Error.Type != "ValueError" || r.Error.Message != "bad raise-me" {
+		t.Errorf("error %+v, want ValueError: bad raise-me", *r.Error)
+	}
+	for _, want := range []string{"Traceback", "function.py", "in run", "in helper", "ValueError: bad raise-me"} {
+		if !strings.Contains(r.Error.Trace, want) {
+			t.Errorf("trace lacks %q:\n%s", want, r.Error.Trace)
+		}
+	}
+	if strings.Contains(r.Error.Trace, "worker.py") {
+		t.Errorf("trace shows the worker's own frames:\n%s", r.Error.Trace)
+	}
+	if r.Output != "before raise-me\n" {
+		t.Errorf("output %q: prints before the exception belong to the answer", r.Output)
+	}
+	if r.Result != "" || r.Check != nil {
+		t.Errorf("failed call has result %q check %v", r.Result, r.Check)
+	}
+
+	// sys.exit is an exception of the call, not the worker's end.
+	r = s.invoke("sysexit", nil)
+	if r.Error == nil || r.Error.Type != "SystemExit" {
+		t.Fatalf("sys.exit answered %+v", r)
+	}
+	if got := s.invokeOK("after"); got != "ok after" {
+		t.Fatalf("after: %q", got)
+	}
+	st := s.stats()
+	if st.WorkerStarts != 1 || st.Calls != 3 || st.Errors != 2 {
+		t.Errorf("stats %+v: want 1 worker start, 3 calls, 2 errors", st)
+	}
+}
+
+func TestWorkerDeath(t *testing.T) {
+	s := startReady(t, "errors", func(c *Config) { c.Workers = 1 })
+	for i, tc := range []struct{ arg, message string }{
+		{"exit", "exit status 3"},
+		{"segv", "segmentation fault"},
+	} {
+		r := s.invoke(tc.arg, nil)
+		if r.Error == nil || r.Error.Type != ErrorWorkerExited || !strings.Contains(r.Error.Message, tc.message) {
+			t.Fatalf("%s answered %+v, want a %s error saying %q", tc.arg, r.Error, ErrorWorkerExited, tc.message)
+		}
+		// The only worker died: this call waits for its replacement.
+		if got := s.invokeOK("next"); got != "ok next" {
+			t.Fatalf("after %s: %q", tc.arg, got)
+		}
+		st := s.stats()
+		if st.WorkerStarts != int64(i+2) || st.WorkerExits != int64(i+1) || st.LiveWorkers != 1 {
+			t.Errorf("after %s stats %+v", tc.arg, st)
+		}
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	s := startReady(t, "errors", func(c *Config) {
+		c.Workers = 1
+		c.Timeout = time.Second
+	})
+	pid := s.invokeOK("pid")
+
+	for _, tc := range []struct {
+		name    string
+		header  map[string]string
+		timeout time.Duration
+	}{
+		{"configured timeout", nil, time.Second},
+		{"header timeout", map[string]string{HeaderTimeout: "0.5"}, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.invoke("sleep", tc.header)
+			if r.Error == nil || r.Error.Type != ErrorTimeout {
+				t.Fatalf("sleep answered %+v, want a Timeout", r)
+			}
+			if !strings.Contains(r.Error.Message, tc.timeout.String()) {
+				t.Errorf("message %q does not name the timeout %s", r.Error.Message, tc.timeout)
+			}
+			if r.DurationMs < tc.timeout.Milliseconds() {
+				t.Errorf("answered after %d ms, before the timeout %s", r.DurationMs, tc.timeout)
+			}
+			// The worker was killed; a fresh import serves the next call.
+			next := s.invokeOK("pid")
+			if next == pid {
+				t.Errorf("the call after the timeout ran in the killed worker %s", pid)
+			}
+			pid = next
+		})
+	}
+	st := s.stats()
+	if st.Timeouts != 2 || st.WorkerStarts != 3 {
+		t.Errorf("stats %+v: want 2 timeouts, 3 worker starts", st)
+	}
+}
+
+func TestQueueTimeout(t *testing.T) {
+	s := startReady(t, "errors", func(c *Config) { c.Workers = 1 })
+	first := make(chan Response, 1)
+	go func() {
+		_, r, err := s.post(PathInvoke, "wait", nil)
+		if err != nil {
+			t.Errorf("wait: %v", err)
+		}
+		first <- r
+	}()
+	waitFile(t, filepath.Join(s.dir, "waiting"))
+
+	// The only worker is busy: this call times out in the queue.
+	r := s.invoke("queued", map[string]string{HeaderTimeout: "0.2"})
+	if r.Error == nil || r.Error.Type != ErrorTimeout || !strings.Contains(r.Error.Message, "no worker became free") {
+		t.Fatalf("queued call answered %+v", r)
+	}
+	if r.QueueMs < 200 {
+		t.Errorf("queued %d ms, less than its timeout", r.QueueMs)
+	}
+
+	touch(t, filepath.Join(s.dir, "release"))
+	if r := <-first; r.Error != nil || r.Result != "ok wait" {
+		t.Fatalf("the running call answered %+v", r)
+	}
+	// No worker was killed for the queued call's timeout.
+	if st := s.stats(); st.WorkerStarts != 1 {
+		t.Errorf("stats %+v: want 1 worker start", st)
+	}
+}
+
+func TestImportOncePerWorker(t *testing.T) {
+	const workers, calls = 3, 60
+	s := startReady(t, "imports", func(c *Config) { c.Workers = workers })
+	pids := make(chan string, calls)
+	var wg sync.WaitGroup
+	for i := 0; i < calls; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, r, err := s.post(PathInvoke, strconv.Itoa(i), nil)
+			if err != nil || code != http.StatusOK || r.Error != nil {
+				t.Errorf("call %d: %d %+v %v", i, code, r, err)
+			}
+			pids <- r.Result
+		}()
+	}
+	wg.Wait()
+	close(pids)
+
+	data, err := os.ReadFile(filepath.Join(s.dir, "imports.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported := map[string]bool{}
+	for _, pid := range strings.Fields(string(data)) {
+		imported[pid] = true
+	}
+	if n := len(strings.Fields(string(data))); n != workers || len(imported) != workers {
+		t.Fatalf("function.py imported %d times by %d processes, want %d: %q", n, len(imported), workers, data)
+	}
+	for pid := range pids {
+		if !imported[pid] {
+			t.Errorf("a call ran in process %s that did not import at start", pid)
+		}
+	}
+	if st := s.stats(); st.Calls != calls || st.WorkerStarts != workers {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestPreRunSideEffects(t *testing.T) {
+	s := startReady(t, "prerunstate", nil)
+	if got := s.invokeOK("x"); got != "prepared by preRun.sh" {
+		t.Fatalf("result %q: the function does not see what preRun wrote", got)
+	}
+}
+
+func TestNeverReady(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		reasons []string
+	}{
+		{"norun", []string{"defines no run(arg)"}},
+		{"syntax", []string{"SyntaxError", "function.py", "line 1"}},
+		{"importfail", []string{"ModuleNotFoundError", "this_module_does_not_exist_anywhere", "Traceback"}},
+		{"prerunfail", []string{"preRun.sh failed with exit code 7", "installing things", "boom: no such package"}},
+		{"nofunc", []string{"no function to serve", "function.py"}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			s := start(t, tc.fixture, nil)
+			r := s.waitStatus(func(r Readiness) bool { return r.Ready || r.Status == statusFailed })
+			if r.Ready {
+				t.Fatal("ready")
+			}
+			for _, want := range tc.reasons {
+				if !strings.Contains(r.Reason, want) {
+					t.Errorf("reason lacks %q: %q", want, r.Reason)
+				}
+			}
+			code, resp, err := s.post(PathInvoke, "x", nil)
+			if err != nil || code != http.StatusServiceUnavailable || resp.Error == nil || resp.Error.Type != ErrorUnavailable {
+				t.Errorf("invoke while failed: %d %+v %v", code, resp, err)
+			}
+			if health, err := http.Get(s.url + PathHealth); err != nil || health.StatusCode != http.StatusOK {
+				t.Errorf("healthz: %v %v", health, err)
+			} else {
+				health.Body.Close()
+			}
+			if _, err := os.Stat(filepath.Join(s.dir, "imported")); err == nil {
+				t.Error("function.py was imported although preRun failed")
+			}
+		})
+	}
+}
+
+func TestDrain(t *testing.T) {
+	s := startReady(t, "errors", nil)
+	inFlight := make(chan Response, 1)
+	go func() {
+		code, r, err := s.post(PathInvoke, "wait", nil)
+		if err != nil || code != http.StatusOK {
+			t.Errorf("in-flight call: %d %v", code, err)
+		}
+		inFlight <- r
+	}()
+	waitFile(t, filepath.Join(s.dir, "waiting"))
+
+	s.cancel() // what SIGTERM does in cmd/funcserver
+	r := s.waitStatus(func(r Readiness) bool { return r.Status == statusDraining })
+	if r.Ready {
+		t.Fatal("ready while draining")
+	}
+	code, resp, err := s.post(PathInvoke, "new", nil)
+	if err != nil || code != http.StatusServiceUnavailable || resp.Error == nil || resp.Error.Type != ErrorUnavailable {
+		t.Fatalf("new call while draining: %d %+v %v", code, resp, err)
+	}
+	select {
+	case err := <-s.done:
+		t.Fatalf("Run returned (%v) with a call in flight", err)
+	default:
+	}
+
+	touch(t, filepath.Join(s.dir, "release"))
+	if r := <-inFlight; r.Error != nil || r.Result != "ok wait" {
+		t.Fatalf("in-flight call answered %+v", r)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		s.done <- nil // for the cleanup
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after the last call")
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	s := startReady(t, "plain", func(c *Config) { c.MaxBodyBytes = 16 })
+	for _, tc := range []struct {
+		name   string
+		arg    string
+		header map[string]string
+		code   int
+		typ    string
+		names  string
+	}{
+		{"timeout not a number", "x", map[string]string{HeaderTimeout: "soon"}, http.StatusBadRequest, ErrorBadRequest, HeaderTimeout},
+		{"timeout zero", "x", map[string]string{HeaderTimeout: "0"}, http.StatusBadRequest, ErrorBadRequest, HeaderTimeout},
+		{"timeout negative", "x", map[string]string{HeaderTimeout: "-3"}, http.StatusBadRequest, ErrorBadRequest, HeaderTimeout},
+		{"body too large", strings.Repeat("x", 17), nil, http.StatusRequestEntityTooLarge, ErrorTooLarge, "body"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, r, err := s.post(PathInvoke, tc.arg, tc.header)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || r.Error == nil || r.Error.Type != tc.typ || !strings.Contains(r.Error.Message, tc.names) {
+				t.Fatalf("answered %d %+v, want %d %s naming %s", code, r.Error, tc.code, tc.typ, tc.names)
+			}
+		})
+	}
+	resp, err := http.Get(s.url + PathInvoke)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET %s: %d, want 405", PathInvoke, resp.StatusCode)
+	}
+	if st := s.stats(); st.Rejected != 4 || st.Calls != 0 {
+		t.Errorf("stats %+v: want 4 rejected, 0 calls", st)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	s := startReady(t, "plain", nil)
+	s.invokeOK("x")
+	resp, err := http.Get(s.url + PathMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"funcserver_calls_total 1\n", "funcserver_workers_live 2\n", "funcserver_ready 1\n"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{Workers: -1}, "workers"},
+		{Config{Timeout: -time.Second}, "timeout"},
+		{Config{Port: 70000}, "port"},
+	} {
+		err := Run(context.Background(), tc.cfg)
+		if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) != tc.field {
+			t.Errorf("Run(%+v) = %v, want Invalid naming %s", tc.cfg, err, tc.field)
+		}
+	}
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

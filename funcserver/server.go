@@ -1,0 +1,405 @@
+package funcserver
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+)
+
+//go:embed worker.py
+var workerScript []byte
+
+// Readiness statuses.
+const (
+	statusStarting  = "starting"
+	statusPreRun    = "preRun"
+	statusImporting = "importing"
+	statusReady     = "ready"
+	statusFailed    = "failed"
+	statusDraining  = "draining"
+)
+
+// shutdownGrace bounds closing the connections once no call is in flight.
+// Answers are flushed before a call counts as done, so this only waits for
+// quick requests like /readyz and for connections a client opened but never
+// used, which http.Server.Shutdown would otherwise wait 5 s for.
+const shutdownGrace = time.Second
+
+type server struct {
+	cfg  Config
+	pool *pool
+
+	mu       sync.Mutex
+	status   string
+	reason   string
+	draining bool
+	inFlight int64
+	// idle is closed once draining and no call is in flight.
+	idle chan struct{}
+
+	queued      atomic.Int64
+	calls       atomic.Int64
+	errors      atomic.Int64
+	timeouts    atomic.Int64
+	workerExits atomic.Int64
+	rejected    atomic.Int64
+}
+
+// Run serves the function in cfg.CodeDir until ctx ends, then stops taking
+// calls (503), lets the calls in flight finish and returns nil. A failing
+// preRun or import does not end Run: the server stays up, not ready, and
+// /readyz says why.
+func Run(ctx context.Context, cfg Config) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "funcserver-")
+	if err != nil {
+		return fmt.Errorf("worker script dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "worker.py")
+	if err := os.WriteFile(script, workerScript, 0o644); err != nil {
+		return fmt.Errorf("write worker script: %w", err)
+	}
+	codeDir, err := filepath.Abs(cfg.CodeDir)
+	if err != nil {
+		return fmt.Errorf("code dir: %w", err)
+	}
+
+	ln := cfg.Listener
+	if ln == nil {
+		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+	}
+	s := &server{
+		cfg:    cfg,
+		pool:   newPool(workerSpec{python: cfg.Python, script: script, codeDir: codeDir}, cfg.Workers),
+		status: statusStarting,
+		idle:   make(chan struct{}),
+	}
+	hs := &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.WithFields(log.Fields{"address": ln.Addr().String(), "codeDir": codeDir, "workers": cfg.Workers,
+		"timeout": cfg.Timeout, "pod": cfg.PodName}).Info("funcserver listening")
+
+	startCtx, cancelStart := context.WithCancel(ctx)
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		s.start(startCtx, codeDir)
+	}()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("draining: no new calls, waiting for calls in flight")
+	case serveErr = <-served:
+	}
+	s.beginDrain()
+	cancelStart()
+	<-started
+	if serveErr == nil {
+		<-s.idle
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		if err := hs.Shutdown(shutdownCtx); err != nil {
+			hs.Close()
+		}
+		cancel()
+	}
+	s.pool.close()
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	log.Info("funcserver stopped")
+	return nil
+}
+
+// start runs preRun and imports the function in all workers.
+func (s *server) start(ctx context.Context, codeDir string) {
+	if _, err := os.Stat(filepath.Join(codeDir, "function.py")); err != nil {
+		s.fail(fmt.Errorf("no function to serve: %w", err))
+		return
+	}
+	s.setStatus(statusPreRun)
+	if err := runPreRun(ctx, s.cfg.Bash, codeDir); err != nil {
+		s.fail(err)
+		return
+	}
+	s.setStatus(statusImporting)
+	if err := s.pool.start(ctx); err != nil {
+		s.fail(err)
+		return
+	}
+	s.setStatus(statusReady)
+	log.WithField("workers", s.cfg.Workers).Info("function imported, ready")
+}
+
+func (s *server) setStatus(status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status = status
+}
+
+func (s *server) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return
+	}
+	s.status, s.reason = statusFailed, err.Error()
+	log.WithError(err).Error("function not ready")
+}
+
+func (s *server) readiness() Readiness {
+	s.mu.Lock()
+	status, reason, draining := s.status, s.reason, s.draining
+	s.mu.Unlock()
+	switch {
+	case draining:
+		return Readiness{Status: statusDraining, Reason: "shutting down: calls in flight finish, no new calls"}
+	case status == statusReady:
+		if _, err := s.pool.health(); err != nil {
+			return Readiness{Status: statusReady, Reason: "no live worker, restarts fail: " + err.Error()}
+		}
+		return Readiness{Ready: true, Status: statusReady}
+	case status == statusFailed:
+		return Readiness{Status: status, Reason: reason}
+	default:
+		return Readiness{Status: status, Reason: "starting: " + status}
+	}
+}
+
+// enter admits a call unless the server is not ready or draining.
+func (s *server) enter() (Readiness, bool) {
+	r := s.readiness()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Admission and the drain flag change under one lock, so a call is
+	// either refused or waited for.
+	if !r.Ready || s.draining {
+		return r, false
+	}
+	s.inFlight++
+	return r, true
+}
+
+func (s *server) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	if s.draining && s.inFlight == 0 {
+		close(s.idle)
+	}
+}
+
+func (s *server) beginDrain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return
+	}
+	s.draining = true
+	if s.inFlight == 0 {
+		close(s.idle)
+	}
+}
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathInvoke, s.handleInvoke)
+	mux.HandleFunc("POST /{$}", s.handleInvoke)
+	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET "+PathReady, func(w http.ResponseWriter, _ *http.Request) {
+		r := s.readiness()
+		code := http.StatusOK
+		if !r.Ready {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, r)
+	})
+	mux.HandleFunc("GET "+PathStats, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.stats())
+	})
+	mux.HandleFunc("GET "+PathMetrics, s.handleMetrics)
+	return mux
+}
+
+func (s *server) handleInvoke(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
+	refuse := func(code int, typ, msg string) {
+		s.rejected.Add(1)
+		writeJSON(w, code, Response{Error: &Error{Type: typ, Message: msg}, Pod: s.cfg.PodName,
+			DurationMs: time.Since(arrived).Milliseconds()})
+	}
+	timeout, err := s.callTimeout(r)
+	if err != nil {
+		refuse(http.StatusBadRequest, ErrorBadRequest, err.Error())
+		return
+	}
+	ready, ok := s.enter()
+	if !ok {
+		refuse(http.StatusServiceUnavailable, ErrorUnavailable, "function not ready ("+ready.Status+"): "+ready.Reason)
+		return
+	}
+	defer s.leave()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			refuse(http.StatusRequestEntityTooLarge, ErrorTooLarge,
+				fmt.Sprintf("body: the argument is larger than %d bytes", s.cfg.MaxBodyBytes))
+			return
+		}
+		refuse(http.StatusBadRequest, ErrorBadRequest, "body: "+err.Error())
+		return
+	}
+
+	resp := s.call(r.Context(), string(body), arrived, timeout)
+	resp.DurationMs = time.Since(arrived).Milliseconds()
+	resp.Pod = s.cfg.PodName
+	s.calls.Add(1)
+	if resp.Error != nil {
+		s.errors.Add(1)
+	}
+	log.WithFields(log.Fields{"durationMs": resp.DurationMs, "failed": resp.Error != nil}).Debug("call answered")
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// callTimeout is the server's timeout or the request's override.
+func (s *server) callTimeout(r *http.Request) (time.Duration, error) {
+	v := r.Header.Get(HeaderTimeout)
+	if v == "" {
+		return s.cfg.Timeout, nil
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs <= 0 || math.IsInf(secs, 0) || math.IsNaN(secs) || secs > math.MaxInt64/float64(time.Second) {
+		return 0, fmt.Errorf("header %s: want a positive number of seconds, got %q", HeaderTimeout, v)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// call runs one call on a free worker; the timeout counts from arrival.
+func (s *server) call(ctx context.Context, arg string, arrived time.Time, timeout time.Duration) Response {
+	deadline := arrived.Add(timeout)
+	qctx, cancel := context.WithDeadline(ctx, deadline)
+	s.queued.Add(1)
+	w, err := s.pool.acquire(qctx)
+	s.queued.Add(-1)
+	cancel()
+	queueMs := time.Since(arrived).Milliseconds()
+	if err != nil {
+		if ctx.Err() != nil {
+			// The caller went away; nobody reads this answer.
+			return Response{QueueMs: queueMs, Error: &Error{Type: ErrorUnavailable, Message: "the caller went away while the call waited for a worker"}}
+		}
+		s.timeouts.Add(1)
+		return Response{QueueMs: queueMs, Error: &Error{Type: ErrorTimeout,
+			Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d workers busy)", timeout, s.cfg.Workers)}}
+	}
+	// Past this point the call runs to its answer or its deadline even if
+	// the caller goes away: killing the worker would cost a re-import.
+	rep, err := w.call(arg, deadline)
+	defer s.pool.release(w)
+	resp := Response{HasCheck: w.hasCheck, QueueMs: queueMs}
+	var ce *callError
+	switch {
+	case err == nil:
+		resp.Result, resp.Check, resp.Output, resp.Error = rep.Result, rep.Check, rep.Output, rep.Error
+	case errors.Is(err, errCallTimeout):
+		s.timeouts.Add(1)
+		log.WithFields(log.Fields{"pid": w.pid, "timeout": timeout}).Warn("call timed out, worker killed")
+		resp.Error = &Error{Type: ErrorTimeout,
+			Message: fmt.Sprintf("the call did not finish within its timeout of %s; its worker was killed and is replaced", timeout)}
+	case errors.As(err, &ce):
+		s.workerExits.Add(1)
+		log.WithFields(log.Fields{"pid": w.pid, "status": w.waitErr}).Warn("worker exited during a call")
+		resp.Error = &ce.Err
+	default:
+		resp.Error = &Error{Type: ErrorWorkerExited, Message: err.Error()}
+	}
+	return resp
+}
+
+func (s *server) stats() Stats {
+	s.mu.Lock()
+	inFlight := s.inFlight
+	s.mu.Unlock()
+	live, _ := s.pool.health()
+	return Stats{
+		Calls:        s.calls.Load(),
+		Errors:       s.errors.Load(),
+		Timeouts:     s.timeouts.Load(),
+		WorkerExits:  s.workerExits.Load(),
+		Rejected:     s.rejected.Load(),
+		InFlight:     inFlight,
+		Queued:       s.queued.Load(),
+		WorkerStarts: s.pool.starts.Load(),
+		Workers:      s.cfg.Workers,
+		LiveWorkers:  live,
+		Ready:        s.readiness().Ready,
+	}
+}
+
+func (s *server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
+	st := s.stats()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	ready := 0
+	if st.Ready {
+		ready = 1
+	}
+	for _, m := range []struct {
+		name, kind, help string
+		v                int64
+	}{
+		{"funcserver_calls_total", "counter", "Calls answered.", st.Calls},
+		{"funcserver_call_errors_total", "counter", "Calls answered with an error.", st.Errors},
+		{"funcserver_call_timeouts_total", "counter", "Calls that timed out.", st.Timeouts},
+		{"funcserver_worker_exits_total", "counter", "Workers that exited during a call.", st.WorkerExits},
+		{"funcserver_rejected_total", "counter", "Requests refused before a call.", st.Rejected},
+		{"funcserver_worker_starts_total", "counter", "Workers that imported the function.", st.WorkerStarts},
+		{"funcserver_in_flight", "gauge", "Calls in flight.", st.InFlight},
+		{"funcserver_queued", "gauge", "Calls waiting for a free worker.", st.Queued},
+		{"funcserver_workers_live", "gauge", "Live workers.", int64(st.LiveWorkers)},
+		{"funcserver_ready", "gauge", "1 when ready for calls.", int64(ready)},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		log.WithError(err).Debug("write answer")
+		return
+	}
+	// On the wire before the call counts as done (see shutdownGrace).
+	_ = http.NewResponseController(w).Flush()
+}

@@ -1,0 +1,5 @@
+import this_module_does_not_exist_anywhere
+
+
+def run(arg):
+    return arg

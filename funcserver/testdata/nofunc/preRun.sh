@@ -1,0 +1,1 @@
+# no function.py here; preRun.sh alone

@@ -1,0 +1,2 @@
+set -e
+printf 'prepared by %s' "$(basename "$0")" > state.txt

@@ -1,0 +1,254 @@
+package funcserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+)
+
+// workerStopGrace is how long a worker whose stdin was closed may take to exit
+// before it is killed.
+const workerStopGrace = 3 * time.Second
+
+// worker is one long-lived Python process that imported function.py and
+// serves one call at a time over its stdin/stdout (see worker.py).
+type worker struct {
+	cmd      *exec.Cmd
+	pid      int
+	hasCheck bool
+	in       *os.File
+	// replies carries the worker's protocol lines; closed at EOF.
+	replies chan []byte
+	// exited is closed once the process was reaped; waitErr is then set.
+	exited  chan struct{}
+	waitErr error
+	seq     uint64
+	killed  sync.Once
+}
+
+type workerSpec struct {
+	python  string
+	script  string
+	codeDir string
+}
+
+// ImportError is a function whose import failed or that defines no run.
+type ImportError struct{ Err Error }
+
+func (e *ImportError) Error() string {
+	if e.Err.Trace != "" {
+		return fmt.Sprintf("import function.py: %s: %s\n%s", e.Err.Type, e.Err.Message, e.Err.Trace)
+	}
+	return fmt.Sprintf("import function.py: %s: %s", e.Err.Type, e.Err.Message)
+}
+
+type hello struct {
+	Type     string `json:"type"`
+	HasCheck bool   `json:"hasCheck"`
+	PID      int    `json:"pid"`
+	Error    *Error `json:"error"`
+}
+
+type request struct {
+	ID  uint64 `json:"id"`
+	Arg string `json:"arg"`
+}
+
+type reply struct {
+	Type   string `json:"type"`
+	ID     uint64 `json:"id"`
+	Result string `json:"result"`
+	Check  *bool  `json:"check"`
+	Output string `json:"output"`
+	Error  *Error `json:"error"`
+}
+
+// startWorker starts a worker and waits until it imported the function; ctx
+// bounds only the start.
+func startWorker(ctx context.Context, spec workerSpec) (*worker, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("worker stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("worker stdout pipe: %w", err)
+	}
+	cmd := exec.Command(spec.python, "-u", spec.script, spec.codeDir)
+	cmd.Dir = spec.codeDir
+	cmd.Stdin = inR
+	cmd.Stdout = outW
+	// The function's own logging and tracebacks outside calls are pod logs.
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = childAttr()
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start %s: %w", spec.python, err)
+	}
+	w := &worker{
+		cmd:     cmd,
+		pid:     cmd.Process.Pid,
+		in:      inW,
+		replies: make(chan []byte, 1),
+		exited:  make(chan struct{}),
+	}
+	go w.wait()
+	go w.read(outR)
+
+	select {
+	case line, ok := <-w.replies:
+		if !ok {
+			<-w.exited
+			w.in.Close()
+			return nil, fmt.Errorf("worker exited while importing function.py: %v", w.waitErr)
+		}
+		var h hello
+		if err := json.Unmarshal(line, &h); err != nil {
+			w.kill()
+			return nil, fmt.Errorf("worker sent a bad hello %q: %w", line, err)
+		}
+		switch h.Type {
+		case "ready":
+			w.hasCheck = h.HasCheck
+			return w, nil
+		case "importError":
+			w.kill()
+			if h.Error == nil {
+				h.Error = &Error{Message: "unknown import error", Type: "ImportError"}
+			}
+			return nil, &ImportError{Err: *h.Error}
+		default:
+			w.kill()
+			return nil, fmt.Errorf("worker sent a hello of type %q", h.Type)
+		}
+	case <-ctx.Done():
+		w.kill()
+		return nil, ctx.Err()
+	}
+}
+
+func (w *worker) wait() {
+	w.waitErr = w.cmd.Wait()
+	if w.waitErr == nil {
+		w.waitErr = errors.New("exit status 0")
+	}
+	close(w.exited)
+}
+
+func (w *worker) read(r *os.File) {
+	defer close(w.replies)
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		w.replies <- line
+	}
+}
+
+// alive says whether the process still runs.
+func (w *worker) alive() bool {
+	select {
+	case <-w.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the worker and everything it spawned and waits until it is reaped.
+func (w *worker) kill() {
+	w.killed.Do(func() {
+		if err := killGroup(w.pid); err != nil && w.alive() {
+			log.WithError(err).WithField("pid", w.pid).Warn("kill worker")
+		}
+		w.in.Close()
+	})
+	<-w.exited
+	// Let read end and drop a reply that raced with the kill.
+	for range w.replies {
+	}
+}
+
+// stop asks the worker to exit by closing its stdin, then kills it if it
+// lingers.
+func (w *worker) stop() {
+	w.in.Close()
+	select {
+	case <-w.exited:
+	case <-time.After(workerStopGrace):
+	}
+	w.kill()
+}
+
+// callError is a call that got no answer from the worker; the worker is then
+// dead and must be replaced.
+type callError struct{ Err Error }
+
+func (e *callError) Error() string { return e.Err.Type + ": " + e.Err.Message }
+
+// errCallTimeout: the call's deadline passed; its worker was killed.
+var errCallTimeout = errors.New("call timed out")
+
+// call sends one call and waits until deadline for its answer. On
+// errCallTimeout or a callError the worker is dead afterwards.
+func (w *worker) call(arg string, deadline time.Time) (*reply, error) {
+	w.seq++
+	id := w.seq
+	msg, err := json.Marshal(request{ID: id, Arg: arg})
+	if err != nil {
+		return nil, fmt.Errorf("encode call: %w", err)
+	}
+	msg = append(msg, '\n')
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+
+	// A big argument fills the pipe; the write is bounded like the call.
+	_ = w.in.SetWriteDeadline(deadline)
+	if _, err := w.in.Write(msg); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.kill()
+			return nil, errCallTimeout
+		}
+		w.kill()
+		return nil, w.exitedError()
+	}
+	select {
+	case line, ok := <-w.replies:
+		if !ok {
+			w.kill()
+			return nil, w.exitedError()
+		}
+		var r reply
+		if err := json.Unmarshal(line, &r); err != nil || r.Type != "result" || r.ID != id {
+			w.kill()
+			return nil, &callError{Err: Error{Type: ErrorWorkerExited,
+				Message: fmt.Sprintf("worker broke the protocol (answer %.200q to call %d); it was killed", line, id)}}
+		}
+		return &r, nil
+	case <-timer.C:
+		w.kill()
+		return nil, errCallTimeout
+	}
+}
+
+func (w *worker) exitedError() error {
+	return &callError{Err: Error{Type: ErrorWorkerExited,
+		Message: fmt.Sprintf("the worker process exited during the call (%v); it is replaced by a fresh one", w.waitErr)}}
+}
