@@ -26,6 +26,8 @@ var commands = []func(*Options) *cobra.Command{
 	newDescribeCommand,
 	newDeleteCommand,
 	newFuncCommand,
+	newLogsCommand,
+	newImageCommand,
 }
 
 // Options are the settings every command shares.

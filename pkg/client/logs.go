@@ -2,11 +2,14 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
 )
 
 // LogOptions choose the container and whether to follow its output.
@@ -17,7 +20,8 @@ type LogOptions struct {
 
 // PodLogs streams a container's log through the apiserver (which asks the
 // pod's kubelet). With Follow the stream lasts until the container stops or
-// ctx ends. The caller closes the reader.
+// ctx ends. The caller closes the reader. An error answer comes back as
+// *StatusError, a transport failure as *TransportError.
 func (c *Client) PodLogs(ctx context.Context, namespace, pod string, opts LogOptions) (io.ReadCloser, error) {
 	if namespace == "" {
 		namespace = api.DefaultNamespace
@@ -33,9 +37,26 @@ func (c *Client) PodLogs(ctx context.Context, namespace, pod string, opts LogOpt
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	resp, err := c.send(ctx, c.stream, http.MethodGet, path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return nil, err
+		return nil, errdefs.BadRequest("", "building request: %v", err)
+	}
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, ctx.Err())
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &TransportError{Server: c.base, Err: err}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		remote := decodeError(resp)
+		_, reason := errdefs.HTTPStatus(remote)
+		return nil, &StatusError{Code: resp.StatusCode, Reason: reason, Field: errdefs.Field(remote), Message: remote.Error(), err: remote}
 	}
 	return resp.Body, nil
 }

@@ -1,0 +1,69 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/images"
+	"minik8s/mkctl"
+	"minik8s/pkg/api"
+	"minik8s/test/framework"
+)
+
+func mk(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	code := mkctl.RunWithInput(ctx, args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestMkctlImageAndLogs(t *testing.T) {
+	ctd := framework.StartContainerd(t)
+	// Build (or take from the cache) the archive and import it with mkctl.
+	ctx := context.Background()
+	b := images.Builder{}
+	path, err := b.Build(ctx, images.PythonRuntime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mk(t, "image", "import", "--containerd-address", ctd.Address, path)
+	if code != 0 || !strings.Contains(out, "imported docker.io/minik8s/python-runtime:latest") {
+		t.Fatalf("image import: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = mk(t, "image", "ls", "--containerd-address", ctd.Address)
+	if code != 0 || !strings.Contains(out, "docker.io/minik8s/python-runtime:latest") || !strings.Contains(out, "NAME") {
+		t.Fatalf("image ls: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = mk(t, "image", "ls", "--containerd-address", ctd.Dir+"/missing.sock")
+	if code == 0 || !strings.Contains(errOut, "missing.sock") {
+		t.Errorf("image ls on a missing socket: %d %q", code, errOut)
+	}
+
+	as := framework.StartAPIServer(t)
+	framework.StartKubelet(t, as.URL, ctd, "node-m", "127.0.0.20")
+	p := pythonPod("talker", "node-m", "import time\nfor i in range(3):\n    print('talk', i, flush=True)\n    time.sleep(0.3)\n")
+	p.Spec.RestartPolicy = api.RestartPolicyNever
+	if _, err := as.Client.Pods("default").Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, as.Client, "talker", 60*time.Second, "Running", func(p *api.Pod) bool {
+		return p.Status.Phase == api.PodRunning || p.Status.Phase == api.PodSucceeded
+	})
+	code, out, errOut = mk(t, "--server", as.URL, "logs", "talker", "-f")
+	if code != 0 || !strings.Contains(out, "talk 2") {
+		t.Errorf("logs -f: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = mk(t, "--server", as.URL, "logs", "talker", "-c", "main")
+	if code != 0 || out != "talk 0\ntalk 1\ntalk 2\n" {
+		t.Errorf("logs -c main: %d %q", code, out)
+	}
+	code, _, errOut = mk(t, "--server", as.URL, "logs", "nobody")
+	if code == 0 || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("logs of a missing pod: %d %q", code, errOut)
+	}
+}
