@@ -101,6 +101,13 @@ func request(r api.ResourceRequirements, name string, parse func(string) (int64,
 	return v
 }
 
+// nodeAlloc is a node's allocatable as parsed at one resource version.
+type nodeAlloc struct {
+	resourceVersion string
+	alloc           resources
+	maxPods         int64
+}
+
 // allocatable is what a node offers pods: status.allocatable, or
 // status.capacity where allocatable does not say. maxPods is 0 when the
 // node sets no limit on the number of pods.

@@ -90,6 +90,9 @@ type Scheduler struct {
 	status StatusWriter
 	cache  *podCache
 	queue  *workqueue.Queue
+	// allocs caches what each node offers, parsed, by node name; guarded
+	// by cache.mu.
+	allocs map[string]nodeAlloc
 
 	bindSlots chan struct{}
 	binds     sync.WaitGroup
@@ -116,6 +119,7 @@ func New(policy Policy, name string, nodes NodeLister, pods PodLister, binder Bi
 		binder:        binder,
 		status:        status,
 		cache:         newPodCache(),
+		allocs:        map[string]nodeAlloc{},
 		queue:         workqueue.New(workqueue.WithBackoff(10*time.Millisecond, 30*time.Second)),
 		bindSlots:     make(chan struct{}, bindWorkers),
 		unschedulable: map[string]struct{}{},
@@ -226,6 +230,11 @@ func (s *Scheduler) NodeHandler() cache.Handler[*api.Node] {
 				s.retryUnschedulable()
 			}
 		},
+		OnDelete: func(n *api.Node) {
+			s.cache.mu.Lock()
+			delete(s.allocs, n.Name)
+			s.cache.mu.Unlock()
+		},
 	}
 }
 
@@ -304,8 +313,13 @@ func (s *Scheduler) schedule(pi *podInfo) (string, string) {
 	defer s.cache.mu.Unlock()
 	infos := make([]*nodeInfo, len(nodes))
 	for i, n := range nodes {
-		alloc, maxPods := allocatable(n)
-		infos[i] = &nodeInfo{node: n, alloc: alloc, maxPods: maxPods, used: s.cache.usageLocked(n.Name)}
+		a, ok := s.allocs[n.Name]
+		if !ok || a.resourceVersion != n.ResourceVersion {
+			a.alloc, a.maxPods = allocatable(n)
+			a.resourceVersion = n.ResourceVersion
+			s.allocs[n.Name] = a
+		}
+		infos[i] = &nodeInfo{node: n, alloc: a.alloc, maxPods: a.maxPods, used: s.cache.usageLocked(n.Name)}
 	}
 	fit, reasons := feasible(pi, infos)
 	if len(fit) == 0 {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,7 +103,11 @@ func TestAssumedPodsCount(t *testing.T) {
 	}
 	// The watch confirms: the pod is counted as bound, no longer assumed.
 	bound := testPod("p0", "800m", "")
-	bound.Spec.NodeName = nodeOf(b.binds[0])
+	for _, bind := range b.binds {
+		if strings.HasPrefix(bind, "p0->") {
+			bound.Spec.NodeName = nodeOf(bind)
+		}
+	}
 	s.cache.setPod(bound)
 	if s.cache.isAssumed("default/p0", "uid-p0") {
 		t.Fatal("assumption kept after the binding was seen")
