@@ -1,6 +1,3 @@
-// Package funcserver is the runtime inside every function pod: it runs the
-// function's preRun.sh once, imports function.py once into each of a fixed
-// number of long-lived Python workers, and serves calls over HTTP.
 package funcserver
 
 import (

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,6 +284,18 @@ func TestResults(t *testing.T) {
 	}
 }
 
+func TestCheckRaises(t *testing.T) {
+	s := startReady(t, "check", nil)
+	r := s.invoke("boom", nil)
+	if r.Error == nil || r.Error.Type != "RuntimeError" || !strings.Contains(r.Error.Trace, "in check") {
+		t.Fatalf("error %+v, want check's RuntimeError", r.Error)
+	}
+	// run succeeded: its result stays, check has no value.
+	if r.Result != `{"answer": "boom"}` || r.Check != nil || !r.HasCheck {
+		t.Errorf("answer %+v", r)
+	}
+}
+
 func TestLargeArgument(t *testing.T) {
 	s := startReady(t, "plain", nil)
 	// Far beyond a pipe's buffer in both directions.
@@ -314,7 +327,7 @@ func TestPrintsCapturedPerCall(t *testing.T) {
 		if r.Error != nil {
 			t.Fatalf("%s: %+v", arg, *r.Error)
 		}
-		want := arg + " first\n" + arg + " to stderr\n" + arg + " second\n"
+		want := arg + " first\n" + arg + " to stderr\n" + "INFO " + arg + " logged\n" + arg + " second\n"
 		if r.Output != want {
 			t.Errorf("%s: output %q, want %q", arg, r.Output, want)
 		}
@@ -378,6 +391,41 @@ func TestWorkerDeath(t *testing.T) {
 		if st.WorkerStarts != int64(i+2) || st.WorkerExits != int64(i+1) || st.LiveWorkers != 1 {
 			t.Errorf("after %s stats %+v", tc.arg, st)
 		}
+	}
+}
+
+func TestWorkerDeathWhileIdle(t *testing.T) {
+	s := startReady(t, "errors", func(c *Config) { c.Workers = 1 })
+	pid, err := strconv.Atoi(s.invokeOK("exit-later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitFor)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %d never exited", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The dead worker is noticed when taken from the pool, not by the call.
+	next := s.invokeOK("pid")
+	if next == strconv.Itoa(pid) {
+		t.Fatalf("call answered by the dead worker %d", pid)
+	}
+	if st := s.stats(); st.WorkerStarts != 2 || st.Errors != 0 {
+		t.Errorf("stats %+v: want 2 worker starts, no error", st)
+	}
+}
+
+func TestOutputCapped(t *testing.T) {
+	s := startReady(t, "errors", func(c *Config) { c.Workers = 1 })
+	r := s.invoke("chatty", nil)
+	if r.Error != nil || r.Result != "ok chatty" {
+		t.Fatalf("answered %+v", r.Error)
+	}
+	if !strings.HasPrefix(r.Output, "before chatty\n"+strings.Repeat("x", 1000)) ||
+		!strings.HasSuffix(r.Output, "[output truncated: 2097167 characters dropped]\n") {
+		t.Fatalf("output of %d characters not cut as expected: ...%q", len(r.Output), r.Output[max(0, len(r.Output)-80):])
 	}
 }
 

@@ -105,10 +105,65 @@ def load(code_dir):
     return mod
 
 
-def call(run, check, req):
+class Router(io.TextIOBase):
+    """Stands in for sys.stdout and sys.stderr for good: writes go to the
+    current call's buffer, and outside calls to the real stream (the pod
+    log). Unlike contextlib.redirect_stdout this also catches writers that
+    kept a reference to the stream, such as a logging handler set up at
+    import."""
+
+    def __init__(self, real):
+        super().__init__()
+        self.real = real
+        self.target = None
+
+    def write(self, s):
+        target = self.target
+        if target is None:
+            return self.real.write(s)
+        return target.write(s)
+
+    def flush(self):
+        if self.target is None:
+            self.real.flush()
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self.real.fileno()
+
+    @property
+    def encoding(self):
+        return self.real.encoding
+
+    @property
+    def errors(self):
+        return self.real.errors
+
+    @property
+    def buffer(self):
+        return self.real.buffer
+
+
+@contextlib.contextmanager
+def captured(out, routers):
+    for r in routers:
+        r.target = out
+    try:
+        yield
+    finally:
+        for r in routers:
+            r.target = None
+
+
+def call(run, check, req, routers):
     out = CappedOutput(MAX_OUTPUT_CHARS)
     reply = {"type": "result", "id": req["id"], "result": "", "check": None, "error": None}
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    with captured(out, routers):
         try:
             ret = run(req["arg"])
             if inspect.iscoroutine(ret):
@@ -133,6 +188,8 @@ def main():
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
+    routers = (Router(sys.stdout), Router(sys.stderr))
+    sys.stdout, sys.stderr = routers
 
     def send(msg):
         proto_out.write(json.dumps(msg).encode("utf-8") + b"\n")
@@ -163,7 +220,7 @@ def main():
     send({"type": "ready", "hasCheck": check is not None, "pid": os.getpid()})
 
     for line in proto_in:
-        send(call(run, check, json.loads(line)))
+        send(call(run, check, json.loads(line), routers))
     return 0
 
 

@@ -1,6 +1,7 @@
 import ctypes
 import os
 import sys
+import threading
 import time
 
 
@@ -26,4 +27,10 @@ def run(arg):
             time.sleep(0.01)
     if arg == "pid":
         return os.getpid()
+    if arg == "exit-later":
+        # The worker dies after answering, while idle in the pool.
+        threading.Thread(target=lambda: (time.sleep(0.2), os._exit(4))).start()
+        return os.getpid()
+    if arg == "chatty":
+        print("x" * (3 << 20))
     return "ok " + arg

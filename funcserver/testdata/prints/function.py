@@ -1,6 +1,12 @@
+import logging
 import os
 import sys
 import time
+
+# A handler made at import keeps a reference to sys.stderr: its records
+# still belong to the call that logs them.
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+log = logging.getLogger("fn")
 
 
 def run(arg):
@@ -14,5 +20,6 @@ def run(arg):
         if time.time() > deadline:
             raise TimeoutError("the other call never started")
         time.sleep(0.01)
+    log.info("%s logged", arg)
     print(arg, "second")
     return arg

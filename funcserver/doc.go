@@ -1,0 +1,33 @@
+// Package funcserver is the runtime inside every function pod. It reads the
+// function from its code dir (the ConfigMap volume, default /func), runs
+// preRun.sh once with bash, imports function.py once into each of a fixed
+// number of long-lived Python workers (worker.py), and serves calls on
+// HOST:PORT. It is ready only once preRun and every import succeeded.
+//
+// HTTP contract (all answers JSON):
+//
+//	POST /invoke, POST /   body: the argument, raw bytes taken as UTF-8.
+//	    Header X-Func-Timeout-Seconds: overrides the call timeout.
+//	    200 {"result","check","hasCheck","output","error","durationMs","queueMs","pod"}
+//	        (see Response); a function that raised, timed out or killed its
+//	        worker is still 200, with error {"message","type","trace"}.
+//	    503 not ready or draining, 400 bad timeout header, 413 body too
+//	        large: same shape, error.type Unavailable, BadRequest, TooLarge.
+//	GET /healthz   200 {"status":"ok"} while the process serves.
+//	GET /readyz    200 {"ready":true,"status":"ready"}, else 503 with
+//	               status starting|preRun|importing|failed|draining and reason.
+//	GET /stats     counters (see Stats); GET /metrics the same for Prometheus.
+//
+// A call is ret = run(arg), then check(ret) if defined. ret travels as a
+// string: str as is, None as "", other values json.dumps, values JSON cannot
+// encode str(); check gets that same string. What the call writes to
+// sys.stdout and sys.stderr (print, logging handlers included) is its output,
+// cut after 1 Mi characters; writes to the raw fds 1 and 2, and output of
+// subprocesses, go to the pod log. The timeout counts from the call's
+// arrival, queueing for a worker included; a worker still running at the
+// deadline is killed and replaced by a fresh import, as is one that exits
+// during a call.
+//
+// When Run's context ends (SIGTERM), /readyz and new calls answer 503, the
+// calls in flight finish (each bounded by its timeout), then Run returns.
+package funcserver
