@@ -56,7 +56,8 @@ type Error struct {
 // Readiness answers GET /readyz (200 when Ready, else 503).
 type Readiness struct {
 	Ready bool `json:"ready"`
-	// Status is one of starting, preRun, importing, ready, failed, draining.
+	// Status is one of starting, preRun, importing, ready, failed,
+	// restarting (all workers died and replacements fail), draining.
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
 }

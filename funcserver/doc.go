@@ -15,7 +15,8 @@
 //	        large: same shape, error.type Unavailable, BadRequest, TooLarge.
 //	GET /healthz   200 {"status":"ok"} while the process serves.
 //	GET /readyz    200 {"ready":true,"status":"ready"}, else 503 with
-//	               status starting|preRun|importing|failed|draining and reason.
+//	               status starting|preRun|importing|failed|restarting|
+//	               draining and a reason.
 //	GET /stats     counters (see Stats); GET /metrics the same for Prometheus.
 //
 // A call is ret = run(arg), then check(ret) if defined. ret travels as a

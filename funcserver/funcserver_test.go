@@ -429,6 +429,27 @@ func TestOutputCapped(t *testing.T) {
 	}
 }
 
+func TestReplacementFailing(t *testing.T) {
+	s := startReady(t, "reimport", func(c *Config) { c.Workers = 1 })
+	r := s.invoke("exit", nil)
+	if r.Error == nil || r.Error.Type != ErrorWorkerExited {
+		t.Fatalf("exit answered %+v", r)
+	}
+	// The only worker is gone and its replacement cannot import.
+	ready := s.waitStatus(func(r Readiness) bool { return r.Status == statusRestarting })
+	if ready.Ready || !strings.Contains(ready.Reason, "second import refused") {
+		t.Fatalf("readiness %+v", ready)
+	}
+	// Once the import works again, a retry brings the pod back.
+	if err := os.Remove(filepath.Join(s.dir, "imported")); err != nil {
+		t.Fatal(err)
+	}
+	s.waitStatus(func(r Readiness) bool { return r.Ready })
+	if got := s.invokeOK("again"); got != "ok again" {
+		t.Fatalf("result %q", got)
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	s := startReady(t, "errors", func(c *Config) {
 		c.Workers = 1

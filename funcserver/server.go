@@ -30,7 +30,9 @@ const (
 	statusImporting = "importing"
 	statusReady     = "ready"
 	statusFailed    = "failed"
-	statusDraining  = "draining"
+	// statusRestarting: every worker died and replacements fail to import.
+	statusRestarting = "restarting"
+	statusDraining   = "draining"
 )
 
 // shutdownGrace bounds closing the connections once no call is in flight.
@@ -182,7 +184,7 @@ func (s *server) readiness() Readiness {
 		return Readiness{Status: statusDraining, Reason: "shutting down: calls in flight finish, no new calls"}
 	case status == statusReady:
 		if _, err := s.pool.health(); err != nil {
-			return Readiness{Status: statusReady, Reason: "no live worker, restarts fail: " + err.Error()}
+			return Readiness{Status: statusRestarting, Reason: "no live worker, replacements fail: " + err.Error()}
 		}
 		return Readiness{Ready: true, Status: statusReady}
 	case status == statusFailed:
