@@ -20,11 +20,15 @@ type callCounter struct {
 
 	mu      sync.Mutex
 	pending map[string]int // namespace/name → calls not yet written
-	kick    chan struct{}
+	// cold holds functions that calls are waiting on: their counter must
+	// be at least one whatever else wrote it meanwhile (a decay, say).
+	cold map[string]bool
+	kick chan struct{}
 }
 
 func newCallCounter(funcs *registry, interval time.Duration) *callCounter {
-	return &callCounter{funcs: funcs, interval: interval, pending: map[string]int{}, kick: make(chan struct{}, 1)}
+	return &callCounter{funcs: funcs, interval: interval, pending: map[string]int{}, cold: map[string]bool{},
+		kick: make(chan struct{}, 1)}
 }
 
 // add counts a call; urgent asks for the write now (a cold start is waiting
@@ -32,12 +36,28 @@ func newCallCounter(funcs *registry, interval time.Duration) *callCounter {
 func (c *callCounter) add(ns, name string, urgent bool) {
 	c.mu.Lock()
 	c.pending[ns+"/"+name]++
+	if urgent {
+		c.cold[ns+"/"+name] = true
+	}
 	c.mu.Unlock()
 	if urgent {
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
+		c.flushSoon()
+	}
+}
+
+// needOne says a call still waits for a pod of the function: the next
+// flush makes sure its counter is at least one.
+func (c *callCounter) needOne(ns, name string) {
+	c.mu.Lock()
+	c.cold[ns+"/"+name] = true
+	c.mu.Unlock()
+	c.flushSoon()
+}
+
+func (c *callCounter) flushSoon() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -62,15 +82,23 @@ func (c *callCounter) run(ctx context.Context) {
 
 func (c *callCounter) flush(ctx context.Context) {
 	c.mu.Lock()
-	batch := c.pending
-	c.pending = map[string]int{}
+	batch, cold := c.pending, c.cold
+	c.pending, c.cold = map[string]int{}, map[string]bool{}
 	c.mu.Unlock()
+	for key := range cold {
+		if _, ok := batch[key]; !ok {
+			batch[key] = 0
+		}
+	}
 	for key, n := range batch {
 		ns, name := splitKey(key)
 		_, err := c.funcs.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
 			f := cur.(*api.Func)
-			_, _, max := validation.FuncBounds(&f.Spec)
-			f.Status.Counter = min(f.Status.Counter+n, max)
+			_, _, hi := validation.FuncBounds(&f.Spec)
+			f.Status.Counter = min(f.Status.Counter+n, hi)
+			if cold[key] && f.Status.Counter < 1 {
+				f.Status.Counter = 1
+			}
 			now := time.Now().UTC()
 			f.Status.TimeStamp = &now
 			return f, nil

@@ -47,6 +47,9 @@ const (
 	maxRecordBytes = 16 << 10
 	// maxArgBytes bounds what a chain passes from step to step.
 	maxArgBytes = 512 << 10
+	// coldRemindInterval is how often a waiting call re-asserts that its
+	// function needs a pod.
+	coldRemindInterval = 2 * time.Second
 )
 
 func newCaller(s *Server) *caller {
@@ -333,6 +336,8 @@ func (c *caller) invokeOnPool(ctx context.Context, f *api.Func, arg string) (*fu
 	name := function.ObjectName(f.Name)
 	deadline := time.NewTimer(c.coldStart)
 	defer deadline.Stop()
+	remind := time.NewTicker(coldRemindInterval)
+	defer remind.Stop()
 	counted := false
 	for {
 		addr, release, wait, ok := c.eps.pick(f.Namespace, name)
@@ -343,6 +348,10 @@ func (c *caller) invokeOnPool(ctx context.Context, f *api.Func, arg string) (*fu
 		if !ok {
 			select {
 			case <-wait:
+				continue
+			case <-remind.C:
+				// Still no pod: make sure the pool is asked for one.
+				c.counter.needOne(f.Namespace, f.Name)
 				continue
 			case <-deadline.C:
 				return nil, target{}, fmt.Errorf("cold start timed out after %s: no pod became ready: %w", c.coldStart, errdefs.ErrTimeout)

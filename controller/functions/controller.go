@@ -217,12 +217,14 @@ func (c *Controller) syncService(ctx context.Context, f *api.Func) (*api.Service
 // syncReplicaSet makes the pool's ReplicaSet run the current code with as
 // many replicas as the counter says; it returns the counter it used.
 func (c *Controller) syncReplicaSet(ctx context.Context, f *api.Func) (*api.ReplicaSet, int, error) {
-	min, init, max := validation.FuncBounds(&f.Spec)
+	lo, initial, hi := validation.FuncBounds(&f.Spec)
 	counter := f.Status.Counter
 	if f.Status.ReplicaSetUID == "" {
-		counter = init
+		// A new pool starts at initInstanceNum, or higher if calls were
+		// counted before it existed.
+		counter = max(counter, initial)
 	}
-	counter = clamp(counter, min, max)
+	counter = clamp(counter, lo, hi)
 	replicas := int32(counter)
 	name := function.ObjectName(f.Name)
 	template := function.PodTemplate(f)
@@ -348,8 +350,8 @@ func (c *Controller) decay(ctx context.Context, cached *api.Func) error {
 	if cached.APIVersion == api.FuncAPIVersionV1 || cached.Status.ReplicaSetUID == "" {
 		return nil
 	}
-	min, _, _ := validation.FuncBounds(&cached.Spec)
-	if cached.Status.Counter <= min {
+	lo, _, _ := validation.FuncBounds(&cached.Spec)
+	if cached.Status.Counter <= lo {
 		return nil
 	}
 	last := cached.CreationTimestamp
