@@ -128,6 +128,9 @@ func New(policy Policy, name string, nodes NodeLister, pods PodLister, binder Bi
 
 // Run schedules pods until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.Policy == "" {
+		cfg.Policy = PolicyLeastAllocated
+	}
 	policy, err := NewPolicy(cfg.Policy)
 	if err != nil {
 		return err
@@ -379,7 +382,6 @@ func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, msg str
 			return nil
 		}
 	}
-	log.WithFields(log.Fields{"pod": cache.Key(pod), "reason": msg}).Info("pod is unschedulable")
 	up := cache.DeepCopy(pod)
 	now := time.Now().UTC()
 	setCondition(&up.Status, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionFalse,
@@ -387,7 +389,10 @@ func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, msg str
 	// Conditional on the version read, so that a pod bound meanwhile is
 	// not marked unschedulable.
 	_, err := s.status.UpdatePodStatus(ctx, up)
-	if err != nil && !errdefs.IsNotFound(err) {
+	switch {
+	case err == nil:
+		log.WithFields(log.Fields{"pod": cache.Key(pod), "reason": msg}).Info("pod is unschedulable")
+	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("recording that pod %s is unschedulable: %w", cache.Key(pod), err)
 	}
 	return nil

@@ -280,7 +280,6 @@ func (nc *Controller) evictPods(ctx context.Context, node, msg string) error {
 }
 
 func (nc *Controller) evict(ctx context.Context, p *api.Pod, msg string) error {
-	log.WithFields(log.Fields{"pod": cache.Key(p), "node": p.Spec.NodeName}).Info("removing pod of lost node")
 	if p.Status.Phase != api.PodFailed && p.Status.Phase != api.PodSucceeded {
 		up := cache.DeepCopy(p)
 		now := nc.now().UTC()
@@ -301,7 +300,10 @@ func (nc *Controller) evict(ctx context.Context, p *api.Pod, msg string) error {
 		}
 	}
 	err := nc.api.ForceDeletePod(ctx, p.Namespace, p.Name, p.UID)
-	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+	switch {
+	case err == nil:
+		log.WithFields(log.Fields{"pod": cache.Key(p), "node": p.Spec.NodeName}).Info("removed pod of lost node")
+	case !errdefs.IsNotFound(err) && !errdefs.IsConflict(err):
 		return fmt.Errorf("deleting pod %s of lost node %s: %w", cache.Key(p), p.Spec.NodeName, err)
 	}
 	return nil
