@@ -1,9 +1,11 @@
 package funcserver
 
+import "minik8s/pkg/function"
+
 // The HTTP contract of a function pod, shared with its callers.
 const (
 	// PathInvoke runs one call; POST / is accepted too.
-	PathInvoke = "/invoke"
+	PathInvoke = function.InvokePath
 	PathHealth = "/healthz"
 	PathReady  = "/readyz"
 	PathStats  = "/stats"
@@ -11,7 +13,7 @@ const (
 	PathMetrics = "/metrics"
 
 	// HeaderTimeout overrides the call timeout, in (possibly fractional) seconds.
-	HeaderTimeout = "X-Func-Timeout-Seconds"
+	HeaderTimeout = function.TimeoutHeader
 )
 
 // Error types funcserver itself produces; a Python exception keeps its own
@@ -24,34 +26,15 @@ const (
 	ErrorTooLarge     = "TooLarge"
 )
 
-// Response answers POST /invoke. A function that fails still gets HTTP 200
-// with Error set: the call was made and this is its answer. Requests that
-// are refused (not ready, draining, bad header, body too large) get a non-200
+// Response answers POST /invoke; its type is shared with the apiserver,
+// which makes the calls. A function that fails still gets HTTP 200 with
+// Error set: the call was made and this is its answer. Requests that are
+// refused (not ready, draining, bad header, body too large) get a non-200
 // status with the same shape and Error set.
-type Response struct {
-	// Result is run's return value as a string: str as is, None as "",
-	// other values JSON-encoded, values JSON cannot encode as str().
-	Result string `json:"result"`
-	// Check is the truthiness of check(Result); null without check or when
-	// run failed.
-	Check    *bool `json:"check"`
-	HasCheck bool  `json:"hasCheck"`
-	// Output is what the call printed to sys.stdout and sys.stderr.
-	Output string `json:"output"`
-	Error  *Error `json:"error"`
-	// DurationMs is the whole call as the server saw it, queueing included;
-	// QueueMs the part spent waiting for a free worker.
-	DurationMs int64  `json:"durationMs"`
-	QueueMs    int64  `json:"queueMs"`
-	Pod        string `json:"pod"`
-}
+type Response = function.Result
 
 // Error is a failed call: a Python exception or one of the Error* types.
-type Error struct {
-	Message string `json:"message"`
-	Type    string `json:"type"`
-	Trace   string `json:"trace"`
-}
+type Error = function.Error
 
 // Readiness answers GET /readyz (200 when Ready, else 503).
 type Readiness struct {

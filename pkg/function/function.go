@@ -156,12 +156,20 @@ func PodTemplate(f *api.Func) api.PodTemplateSpec {
 
 // Result is what the runtime answers for one call.
 type Result struct {
-	Result     string `json:"result"`
-	Check      *bool  `json:"check"`
-	HasCheck   bool   `json:"hasCheck"`
-	Output     string `json:"output"`
-	Error      *Error `json:"error"`
+	// Result is run's return value as a string: str as is, None as "",
+	// other values JSON-encoded, values JSON cannot encode as str().
+	Result string `json:"result"`
+	// Check is the truthiness of check(Result); null without check or when
+	// run failed.
+	Check    *bool `json:"check"`
+	HasCheck bool  `json:"hasCheck"`
+	// Output is what the call printed to sys.stdout and sys.stderr.
+	Output string `json:"output"`
+	Error  *Error `json:"error"`
+	// DurationMs is the whole call as the runtime saw it, queueing
+	// included; QueueMs the part spent waiting for a free worker.
 	DurationMs int64  `json:"durationMs"`
+	QueueMs    int64  `json:"queueMs"`
 	Pod        string `json:"pod"`
 }
 
