@@ -169,7 +169,10 @@ func (w *Worker) startFailed(ctx context.Context, p *api.Pod, c *container, err 
 // start creates and starts a new attempt of the container.
 func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 	spec := p.Spec.Containers[i]
-	if err := w.ensureImage(ctx, spec); err != nil {
+	if err := w.ensureImage(w.pullCtx, spec); err != nil {
+		if ctx.Err() == nil && w.pullCtx.Err() != nil {
+			return // the pod is being deleted
+		}
 		c.pullFailures++
 		reason := "ErrImagePull"
 		if c.pullFailures > 1 {

@@ -89,8 +89,11 @@ type Worker struct {
 
 	poke     chan struct{}
 	finished chan struct{}
+	// cancelPull ends an image pull in progress when the pod is deleted.
+	cancelPull context.CancelFunc
 
 	// Owned by the worker's goroutine.
+	pullCtx    context.Context
 	containers map[string]*container
 	adopted    []runtime.Container
 	assigned   map[string][]api.ContainerPort
@@ -152,6 +155,9 @@ func (w *Worker) Pod() *api.Pod {
 func (w *Worker) Update(p *api.Pod) {
 	w.mu.Lock()
 	w.pod = p
+	if p.DeletionTimestamp != nil && w.cancelPull != nil {
+		w.cancelPull()
+	}
 	w.mu.Unlock()
 	w.Poke()
 }
@@ -161,6 +167,9 @@ func (w *Worker) Update(p *api.Pod) {
 func (w *Worker) Gone() {
 	w.mu.Lock()
 	w.gone = true
+	if w.cancelPull != nil {
+		w.cancelPull()
+	}
 	w.mu.Unlock()
 	w.Poke()
 }
@@ -237,6 +246,17 @@ func (w *Worker) sync(ctx context.Context) bool {
 		w.prepare(ctx, p)
 	}
 	if w.prepared && w.failure == nil {
+		pullCtx, cancel := context.WithCancel(ctx)
+		w.mu.Lock()
+		w.cancelPull = cancel
+		w.mu.Unlock()
+		defer func() {
+			w.mu.Lock()
+			w.cancelPull = nil
+			w.mu.Unlock()
+			cancel()
+		}()
+		w.pullCtx = pullCtx
 		for i := range p.Spec.Containers {
 			if ctx.Err() != nil {
 				return false

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -598,7 +599,10 @@ func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 	ctx, cancel := context.WithTimeout(nsCtx(ctx), r.pullTimeout)
 	defer cancel()
 	hc := &http.Client{Timeout: r.pullTimeout, Transport: &http.Transport{
-		Proxy: http.ProxyFromEnvironment, ResponseHeaderTimeout: 30 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		ResponseHeaderTimeout: 30 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
 	}}
 	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: docker.ConfigureDefaultRegistries(
 		docker.WithClient(hc), docker.WithPlainHTTP(docker.MatchLocalhost))})
