@@ -1,0 +1,217 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"minik8s/controller"
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/scheduler"
+	"minik8s/test/framework"
+)
+
+// webReplicaSet serves HTTP with python on an allocated port, ready when
+// it answers.
+func webReplicaSet(replicas int32) *api.ReplicaSet {
+	labels := map[string]string{"app": "web"}
+	return &api.ReplicaSet{
+		ObjectMeta: api.ObjectMeta{Name: "web"},
+		Spec: api.ReplicaSetSpec{Replicas: &replicas, Selector: &api.LabelSelector{MatchLabels: labels},
+			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: labels}, Spec: api.PodSpec{
+				Containers: []api.Container{{
+					Name: "web", Image: framework.PythonRuntimeImage,
+					Command:   []string{"sh", "-c", `exec python3 -m http.server "$PORT" --bind "$HOST"`},
+					Ports:     []api.ContainerPort{{Name: "http"}},
+					Resources: api.ResourceRequirements{Requests: api.ResourceList{"cpu": "100m", "memory": "32Mi"}},
+					ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: "http"},
+						PeriodSeconds: 1, FailureThreshold: 1},
+				}},
+			}}},
+	}
+}
+
+// readyPodsByNode counts the ready, not terminating pods of app=web per node.
+func readyPodsByNode(t *testing.T, c *client.Client) map[string]int {
+	pods, _, err := c.Pods("default").List(context.Background(), client.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && podReady(p) {
+			out[p.Spec.NodeName]++
+		}
+	}
+	return out
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
+	ctd := framework.StartContainerd(t)
+	ctd.ImportFunctionRuntime(t)
+	s := framework.StartAPIServer(t)
+	const grace = 8 * time.Second
+	framework.StartControllers(t, s, controller.Config{NodeMonitorGracePeriod: grace})
+	framework.StartScheduler(t, s, scheduler.Config{})
+	kubelets := map[string]*framework.Kubelet{}
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		kubelets[name] = framework.StartKubelet(t, s.URL, ctd, name, fmt.Sprintf("127.0.0.%d", 10+i))
+	}
+	ctx := context.Background()
+	c := s.Client
+	if _, err := c.ReplicaSets("default").Create(ctx, webReplicaSet(6)); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := c.Services("default").Create(ctx, &api.Service{ObjectMeta: api.ObjectMeta{Name: "web"},
+		Spec: api.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []api.ServicePort{{Port: 8080, TargetPort: "http"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(svc.Spec.ClusterIP, "127.") {
+		t.Fatalf("cluster IP %q is not on loopback", svc.Spec.ClusterIP)
+	}
+
+	// Six pods spread over the three nodes.
+	waitFor(t, "6 ready pods on 3 nodes", 90*time.Second, func() bool {
+		m := readyPodsByNode(t, c)
+		return total(m) == 6 && len(m) == 3
+	})
+	// One that fits nowhere says why.
+	big := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "too-big"}, Spec: api.PodSpec{Containers: []api.Container{{
+		Name: "c", Image: framework.PythonRuntimeImage, Command: []string{"sleep", "1"},
+		Resources: api.ResourceRequirements{Requests: api.ResourceList{"cpu": "100000"}}}}}}
+	if _, err := c.Pods("default").Create(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, c, "too-big", 30*time.Second, "an Unschedulable condition naming cpu", func(p *api.Pod) bool {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == api.PodScheduled && cond.Status == api.ConditionFalse && strings.Contains(cond.Message, "cpu") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The Service answers on its cluster IP, through any node's proxy.
+	addr := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "8080") + "/"
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	waitFor(t, "the service to answer", 30*time.Second, func() bool {
+		resp, err := hc.Get(addr)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+
+	// Probe the Service all along while node-1's kubelet dies.
+	type probe struct {
+		at time.Time
+		ok bool
+	}
+	var mu sync.Mutex
+	var probes []probe
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			resp, err := hc.Get(addr)
+			ok := err == nil && resp.StatusCode == 200
+			if err == nil {
+				resp.Body.Close()
+			}
+			mu.Lock()
+			probes = append(probes, probe{time.Now(), ok})
+			mu.Unlock()
+		}
+	}()
+	killed := time.Now()
+	kubelets["node-1"].Stop()
+	waitFor(t, "node-1's pods to run on node-2 and node-3", 20*time.Second+grace, func() bool {
+		m := readyPodsByNode(t, c)
+		return m["node-2"]+m["node-3"] == 6
+	})
+	moved := time.Now()
+	t.Logf("pods moved %s after the kubelet died (grace %s)", moved.Sub(killed).Round(100*time.Millisecond), grace)
+	if moved.Sub(killed) > 20*time.Second {
+		t.Errorf("pods took %s to move, want within 20s", moved.Sub(killed))
+	}
+	n, err := c.Nodes().Get(ctx, "node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == api.NodeReady && cond.Status == api.ConditionTrue {
+			t.Errorf("node-1 still Ready after its kubelet died")
+		}
+	}
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	failedAfter := 0
+	for _, p := range probes {
+		if !p.ok && p.at.After(moved.Add(time.Second)) {
+			failedAfter++
+		}
+	}
+	if failedAfter > 0 {
+		t.Errorf("%d service requests failed after the pods had moved", failedAfter)
+	}
+
+	// The kubelet comes back: the node is Ready again.
+	kubelets["node-1"].Start()
+	waitFor(t, "node-1 Ready again", 30*time.Second, func() bool {
+		n, err := c.Nodes().Get(ctx, "node-1")
+		if err != nil {
+			return false
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == api.NodeReady && cond.Status == api.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+
+	// Scale to zero and back; deleting the ReplicaSet deletes its pods.
+	if _, err := c.Scale(ctx, "default", "web", 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "no web pods", 60*time.Second, func() bool {
+		pods, _, err := c.Pods("default").List(ctx, client.ListOptions{LabelSelector: "app=web"})
+		return err == nil && len(pods) == 0
+	})
+	if _, err := c.Scale(ctx, "default", "web", 3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "3 ready pods", 60*time.Second, func() bool { return total(readyPodsByNode(t, c)) == 3 })
+	if _, err := c.ReplicaSets("default").Delete(ctx, "web", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ReplicaSet's pods to be deleted", 60*time.Second, func() bool {
+		pods, _, err := c.Pods("default").List(ctx, client.ListOptions{LabelSelector: "app=web"})
+		return err == nil && len(pods) == 0
+	})
+}
