@@ -129,6 +129,8 @@ func (b *Builder) Build(ctx context.Context, spec Spec) (string, error) {
 	}
 	out := filepath.Join(b.CacheDir, "images", strings.NewReplacer("/", "_", ":", "_").Replace(spec.Name)+"-"+key[:16]+".tar")
 	if _, err := os.Stat(out); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(out, now, now) // in use: keep it from prune
 		return out, nil
 	}
 	start := time.Now()
@@ -140,12 +142,14 @@ func (b *Builder) Build(ctx context.Context, spec Spec) (string, error) {
 	return out, nil
 }
 
-// prune removes older archives of the same image.
+// prune removes archives of the same image not used for a day. Recent
+// ones stay: builds of one name with other extra files (with and without
+// the function runtime, say) may be in use by another process.
 func (b *Builder) prune(imageName, keep string) {
 	prefix := strings.NewReplacer("/", "_", ":", "_").Replace(imageName) + "-"
 	matches, _ := filepath.Glob(filepath.Join(b.CacheDir, "images", prefix+"*.tar"))
 	for _, m := range matches {
-		if m != keep {
+		if st, err := os.Stat(m); err == nil && m != keep && time.Since(st.ModTime()) > 24*time.Hour {
 			_ = os.Remove(m)
 		}
 	}
