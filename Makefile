@@ -34,12 +34,11 @@ up: build
 	./bin/minik8s up --port $(PORT) --data-dir $(DATA)
 
 # Build the project's images (Debian packages via debootstrap, cached in
-# /var/cache/minik8s) and import them into a node's containerd.
+# /var/cache/minik8s) and import them into a node's containerd. The Python
+# runtime carries funcserver, the runtime of function pods.
 CONTAINERD_ADDRESS ?= ./data/containerd/containerd.sock
-images:
-	@mkdir -p bin
-	$(GO) build -o bin/ ./cmd/mkimage
-	./bin/mkimage --containerd-address $(CONTAINERD_ADDRESS)
+images: build
+	./bin/mkimage --containerd-address $(CONTAINERD_ADDRESS) --add bin/funcserver:/usr/local/bin/funcserver
 
 vet:
 	$(GO) vet ./...
