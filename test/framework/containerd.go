@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"minik8s/images"
 	"minik8s/kubelet"
 	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 )
 
 // PythonRuntimeImage is the project's Python image, built from Debian
@@ -47,7 +47,7 @@ func NeedE2E(t testing.TB, format string, args ...any) {
 }
 
 // ContainerdBinary is the Debian package's daemon.
-const ContainerdBinary = "/usr/bin/containerd"
+const ContainerdBinary = containerd.Binary
 
 // StartContainerd starts a private containerd and stops it, with every
 // container it ran, when the test ends. Without containerd or runc the
@@ -69,28 +69,7 @@ func StartContainerd(t testing.TB) *Containerd {
 		t.Fatal(err)
 	}
 	c := &Containerd{t: t, Dir: dir, Address: filepath.Join(dir, "c.sock")}
-	config := fmt.Sprintf(`version = 2
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-
-[grpc]
-  address = %q
-
-[ttrpc]
-  address = %q
-
-[debug]
-  address = ""
-  level = "warn"
-
-[metrics]
-  address = ""
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.Address, c.Address+".ttrpc", filepath.Join(dir, "opt"))
+	config := containerd.Config(dir, c.Address)
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
