@@ -540,3 +540,47 @@ func addrsNoRef(as []api.EndpointAddress) string {
 	}
 	return fmt.Sprint(out)
 }
+
+// An apiserver outage longer than the grace period stops every heartbeat,
+// yet fails no node: the controller counts silence only while it can
+// reach the apiserver.
+func TestAPIServerOutageFailsNoNode(t *testing.T) {
+	srv := framework.StartAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := srv.Client
+	const grace = 3 * time.Second
+	nodes := startSimNodes(ctx, t, c, 500*time.Millisecond)
+	nodes.add(ctx, "node-a", "4", "4Gi", nil)
+	startScheduler(ctx, t, scheduler.Config{Client: c})
+	startControllers(ctx, t, controller.Config{Client: c, NodeMonitorGracePeriod: grace})
+	rs, err := c.ReplicaSets("default").Create(ctx, replicaSet("keep", 2, "100m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "two pods on node-a", func() (bool, string) {
+		byNode, _ := ownedPods(t, ctx, c, rs)
+		return byNode["node-a"] == 2, fmt.Sprint(byNode)
+	})
+	_, before := ownedPods(t, ctx, c, rs)
+
+	// The kubelet cannot post during the outage, and posts next a while
+	// after the apiserver is back.
+	nodes.stop("node-a")
+	srv.Stop()
+	time.Sleep(2 * grace)
+	srv.Start()
+	time.Sleep(grace / 3)
+	nodes.start("node-a")
+
+	for end := time.Now().Add(2 * grace); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if cond := nodeReady(t, ctx, c, "node-a"); cond.Status != api.ConditionTrue {
+			t.Fatalf("node-a became %s (%s) because of the apiserver outage", cond.Status, cond.Reason)
+		}
+	}
+	for _, p := range before {
+		if _, err := c.Pods("default").Get(ctx, p.Name); err != nil {
+			t.Fatalf("pod %s lost to the apiserver outage: %v", p.Name, err)
+		}
+	}
+}

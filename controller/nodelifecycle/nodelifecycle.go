@@ -37,6 +37,8 @@ const (
 
 // API is what the controller writes.
 type API interface {
+	// Healthy reports whether the apiserver answers.
+	Healthy(ctx context.Context) error
 	GetNode(ctx context.Context, name string) (*api.Node, error)
 	UpdateNodeStatus(ctx context.Context, n *api.Node) (*api.Node, error)
 	UpdatePodStatus(ctx context.Context, p *api.Pod) (*api.Pod, error)
@@ -47,6 +49,8 @@ type API interface {
 var _ API = clientAPI{}
 
 type clientAPI struct{ c *client.Client }
+
+func (a clientAPI) Healthy(ctx context.Context) error { return a.c.Healthy(ctx) }
 
 func (a clientAPI) GetNode(ctx context.Context, name string) (*api.Node, error) {
 	return a.c.Nodes().Get(ctx, name)
@@ -83,6 +87,11 @@ type Controller struct {
 	// saw it change. Ages are measured on this controller's clock, so a
 	// kubelet whose clock is off is judged fairly.
 	seen map[string]observation
+	// While the apiserver cannot be reached no heartbeat can arrive, so
+	// silence is only counted from when it answers again: an apiserver
+	// outage longer than the grace period must not fail every node.
+	unreachable    bool
+	reachableSince time.Time
 }
 
 type observation struct {
@@ -180,6 +189,7 @@ func (nc *Controller) Run(ctx context.Context, workers int) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				nc.probe(ctx)
 				for _, n := range nc.nodes.List(nil) {
 					nc.queue.Add(n.Name)
 				}
@@ -187,6 +197,40 @@ func (nc *Controller) Run(ctx context.Context, workers int) {
 		}
 	}()
 	workqueue.Run(ctx, nc.queue, workers, Name, nc.sync)
+}
+
+// probe records whether the apiserver answers.
+func (nc *Controller) probe(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, nc.monitorPeriod())
+	err := nc.api.Healthy(pctx)
+	cancel()
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	switch {
+	case err != nil && ctx.Err() == nil:
+		if !nc.unreachable {
+			log.WithError(err).Warn("apiserver unreachable: node heartbeats are not judged until it answers")
+		}
+		nc.unreachable = true
+	case err == nil && nc.unreachable:
+		nc.unreachable = false
+		nc.reachableSince = nc.now()
+	}
+}
+
+// silence is how long a node's heartbeat has not been seen to change
+// while the apiserver could be reached; ok is false while it cannot.
+func (nc *Controller) silence(name string) (d time.Duration, ok bool) {
+	last := nc.lastChange(name)
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	if nc.unreachable {
+		return 0, false
+	}
+	if nc.reachableSince.After(last) {
+		last = nc.reachableSince
+	}
+	return nc.now().Sub(last), true
 }
 
 func readyCondition(n *api.Node) *api.NodeCondition {
@@ -230,7 +274,10 @@ func (nc *Controller) sync(ctx context.Context, name string) error {
 	if readyStatus(node) == api.ConditionUnknown {
 		return nc.evictPods(ctx, name, unresponsive(name))
 	}
-	silent := nc.now().Sub(nc.lastChange(name))
+	silent, ok := nc.silence(name)
+	if !ok {
+		return nil // the next probe or heartbeat brings us back
+	}
 	if silent <= nc.grace {
 		// Look again when the grace period would run out.
 		nc.queue.AddAfter(name, nc.grace-silent+10*time.Millisecond)

@@ -46,9 +46,19 @@ func (f *fakeLW[PT]) Watch(ctx context.Context, _ client.ListOptions) <-chan cli
 
 type fakeAPI struct {
 	mu      sync.Mutex
+	down    bool
 	nodes   []*api.Node
 	pods    []*api.Pod
 	deleted []string
+}
+
+func (f *fakeAPI) Healthy(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return errdefs.ErrUnavailable
+	}
+	return nil
 }
 
 func (f *fakeAPI) GetNode(_ context.Context, name string) (*api.Node, error) {
@@ -206,5 +216,40 @@ func TestPodsOfMissingNodeAreRemoved(t *testing.T) {
 	}
 	if fmt.Sprint(e.api.deleted) != "[default/orphan]" {
 		t.Fatalf("deleted %v", e.api.deleted)
+	}
+}
+
+// An apiserver outage longer than the grace period fails no node: silence
+// counts from when the apiserver answers again.
+func TestApiserverOutageFailsNoNode(t *testing.T) {
+	start := time.Unix(10000, 0)
+	e := setup(t, []*api.Node{node("n1", start)}, []*api.Pod{boundPod("a", "n1")})
+	ctx := context.Background()
+	e.api.mu.Lock()
+	e.api.down = true
+	e.api.mu.Unlock()
+	e.nc.probe(ctx)
+	e.advance(time.Minute)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	e.api.mu.Lock()
+	e.api.down = false
+	e.api.mu.Unlock()
+	e.nc.probe(ctx)
+	e.advance(10 * time.Second)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.api.nodes) != 0 || len(e.api.deleted) != 0 {
+		t.Fatalf("acted on a node silenced by the outage: %d node writes, deleted %v", len(e.api.nodes), e.api.deleted)
+	}
+	// Still silent a whole grace period after the apiserver came back: lost.
+	e.advance(11 * time.Second)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.api.nodes) != 1 || len(e.api.deleted) != 1 {
+		t.Fatalf("node silent past the grace after the outage: %d node writes, deleted %v", len(e.api.nodes), e.api.deleted)
 	}
 }
