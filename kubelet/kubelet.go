@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,15 +55,20 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() error {
+	if c.NodeIP == "" {
+		c.NodeIP = "127.0.0.1"
+	}
 	if c.NodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
 			return err
 		}
-		c.NodeName = h
-	}
-	if c.NodeIP == "" {
-		c.NodeIP = "127.0.0.1"
+		c.NodeName = strings.ToLower(h)
+		// Extra nodes on one machine differ by address, so their default
+		// names must too: host-127-0-0-12.
+		if c.NodeIP != "127.0.0.1" {
+			c.NodeName += "-" + strings.ReplaceAll(c.NodeIP, ".", "-")
+		}
 	}
 	if net.ParseIP(c.NodeIP) == nil {
 		return errdefs.Invalid("node-ip", "%q is not an IP address", c.NodeIP)

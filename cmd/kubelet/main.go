@@ -21,7 +21,7 @@ func main() {
 	var cfg kubelet.Config
 	var level string
 	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
-	flag.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name)")
+	flag.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name, followed by the node address unless it is 127.0.0.1)")
 	flag.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of this node: pods and the kubelet listen on it")
 	flag.StringVar(&cfg.ContainerdAddress, "containerd-address", "./data/containerd/containerd.sock", "containerd socket")
 	flag.StringVar(&cfg.RootDir, "root-dir", "", "directory of the pods' logs and volumes (default ./data/kubelet/NODE)")
