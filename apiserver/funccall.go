@@ -69,8 +69,10 @@ func newCaller(s *Server) *caller {
 		http:      &http.Client{Transport: transport},
 		hopLimit:  s.cfg.FuncHopLimit,
 		coldStart: s.cfg.FuncColdStartTimeout,
-		running:   map[string]bool{},
-		waiters:   map[string][]chan *api.FuncInstance{},
+		// Serve replaces it with the server's lifetime.
+		ctx:     context.Background(),
+		running: map[string]bool{},
+		waiters: map[string][]chan *api.FuncInstance{},
 	}
 }
 

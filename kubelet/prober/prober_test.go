@@ -80,3 +80,43 @@ func TestWorkerWithoutProbesIsReady(t *testing.T) {
 		t.Errorf("liveness failed without a probe")
 	}
 }
+
+// A container that starts serving after its first readiness probe is ready
+// as soon as it serves, not a whole period later; after that the period
+// holds.
+func TestReadinessProbesFastUntilFirstSuccess(t *testing.T) {
+	var serving atomic.Bool
+	var probes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probes.Add(1)
+		if !serving.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	host, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	changed := make(chan struct{}, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A period far longer than the test: only the startup interval can
+	// make the container ready in time.
+	probe := &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: portStr}, PeriodSeconds: 60, FailureThreshold: 1}
+	w := Start(ctx, host, nil, probe, nil, func() { changed <- struct{}{} })
+	time.Sleep(300 * time.Millisecond)
+	serving.Store(true)
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready within 30s with a 60s period")
+	}
+	if !w.Ready() {
+		t.Fatal("change reported but not ready")
+	}
+	after := probes.Load()
+	time.Sleep(500 * time.Millisecond)
+	if n := probes.Load(); n != after {
+		t.Fatalf("%d more probes within half a second after becoming ready: the period no longer holds", n-after)
+	}
+}
