@@ -99,7 +99,7 @@ func (c *caller) resume(ctx context.Context) {
 		for _, o := range objs {
 			inst := o.(*api.FuncInstance)
 			if !terminal(inst) {
-				c.launch(inst.Namespace, inst.Name)
+				c.launch(inst.Namespace, inst.Name, inst)
 				n++
 			}
 		}
@@ -116,16 +116,17 @@ func terminal(inst *api.FuncInstance) bool {
 
 func instanceKey(ns, id string) string { return ns + "/" + id }
 
-// start records a call of fn and launches its chain.
-func (c *caller) start(ctx context.Context, ns, fn string, arg []byte) (*api.FuncInstance, error) {
+// start records a call of fn and launches its chain; with subscribe, the
+// returned waiter sees the chain's end.
+func (c *caller) start(ctx context.Context, ns, fn string, arg []byte, subscribe bool) (*api.FuncInstance, *waiter, error) {
 	if len(arg) > maxArgBytes {
-		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
+		return nil, nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
 	}
 	if _, err := c.funcs.get(ctx, ns, fn); err != nil {
 		if errdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
+			return nil, nil, fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	inst := &api.FuncInstance{
 		ObjectMeta: api.ObjectMeta{Name: uuid.NewString(), Labels: map[string]string{function.LabelFunc: fn}},
@@ -135,14 +136,20 @@ func (c *caller) start(ctx context.Context, ns, fn string, arg []byte) (*api.Fun
 	}
 	created, err := c.instances.create(ctx, ns, inst)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c.launch(ns, created.GetObjectMeta().Name)
-	return created.(*api.FuncInstance), nil
+	out := created.(*api.FuncInstance)
+	var w *waiter
+	if subscribe {
+		w = c.subscribe(ns, out.Name)
+	}
+	c.launch(ns, out.Name, out)
+	return out, w, nil
 }
 
 // launch drives an instance's chain unless this process already does.
-func (c *caller) launch(ns, id string) {
+// known, when not nil, is the instance as just stored, saving a read.
+func (c *caller) launch(ns, id string, known *api.FuncInstance) {
 	key := instanceKey(ns, id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -150,7 +157,7 @@ func (c *caller) launch(ns, id string) {
 		return
 	}
 	c.running[key] = true
-	go c.drive(ns, id)
+	go c.drive(ns, id, known)
 }
 
 func (c *caller) isRunning(ns, id string) bool {
@@ -160,7 +167,7 @@ func (c *caller) isRunning(ns, id string) bool {
 }
 
 // drive runs the steps of an instance until it ends or the server stops.
-func (c *caller) drive(ns, id string) {
+func (c *caller) drive(ns, id string, inst *api.FuncInstance) {
 	ctx := c.ctx
 	key := instanceKey(ns, id)
 	defer func() {
@@ -170,17 +177,19 @@ func (c *caller) drive(ns, id string) {
 	}()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		obj, err := c.instances.get(ctx, ns, id)
-		if errdefs.IsNotFound(err) {
-			return
+		if inst == nil {
+			obj, err := c.instances.get(ctx, ns, id)
+			if errdefs.IsNotFound(err) {
+				return
+			}
+			if err != nil {
+				log.WithError(err).WithField("instance", id).Warn("function call: reading instance failed")
+				sleepCtx(ctx, backoff)
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			}
+			inst = obj.(*api.FuncInstance)
 		}
-		if err != nil {
-			log.WithError(err).WithField("instance", id).Warn("function call: reading instance failed")
-			sleepCtx(ctx, backoff)
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		inst := obj.(*api.FuncInstance)
 		if terminal(inst) {
 			c.notify(key, inst)
 			return
@@ -194,12 +203,15 @@ func (c *caller) drive(ns, id string) {
 		if err != nil {
 			log.WithError(err).WithField("instance", id).Warn("function call: recording a step failed")
 			sleepCtx(ctx, backoff)
+			inst = nil
 			continue
 		}
 		if terminal(next) {
 			c.notify(key, next)
 			return
 		}
+		// next is the instance as stored by the step: no need to read it.
+		inst = next
 	}
 }
 
@@ -270,7 +282,7 @@ func (c *caller) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncIns
 		// The last step and the result go to etcd in one write.
 		return c.finish(ctx, inst, &rec, res.Result, "")
 	}
-	out, err := c.instances.mutate(ctx, ns, inst.Name, func(o api.Object) (api.Object, error) {
+	out, err := c.instances.mutateFrom(ctx, inst, func(o api.Object) (api.Object, error) {
 		i := o.(*api.FuncInstance)
 		i.Status.Phase = api.InstanceRunning
 		i.Status.Steps = append(i.Status.Steps, rec)
@@ -286,7 +298,7 @@ func (c *caller) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncIns
 
 // finish ends an instance: Succeeded with result when errMsg is empty, else Failed.
 func (c *caller) finish(ctx context.Context, inst *api.FuncInstance, rec *api.FuncStepRecord, result, errMsg string) (*api.FuncInstance, error) {
-	out, err := c.instances.mutate(ctx, inst.Namespace, inst.Name, func(o api.Object) (api.Object, error) {
+	out, err := c.instances.mutateFrom(ctx, inst, func(o api.Object) (api.Object, error) {
 		i := o.(*api.FuncInstance)
 		if rec != nil {
 			i.Status.Steps = append(i.Status.Steps, *rec)
@@ -431,40 +443,49 @@ func (c *caller) notify(key string, inst *api.FuncInstance) {
 	}
 }
 
+// waiter is a subscription to the end of one instance. Subscribing before
+// the chain is launched means no end can be missed, and no read is needed.
+type waiter struct {
+	c   *caller
+	ns  string
+	id  string
+	key string
+	ch  chan *api.FuncInstance
+}
+
+func (c *caller) subscribe(ns, id string) *waiter {
+	w := &waiter{c: c, ns: ns, id: id, key: instanceKey(ns, id), ch: make(chan *api.FuncInstance, 1)}
+	c.mu.Lock()
+	c.waiters[w.key] = append(c.waiters[w.key], w.ch)
+	c.mu.Unlock()
+	return w
+}
+
+func (w *waiter) cancel() {
+	c := w.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ws := c.waiters[w.key]
+	for i, ch := range ws {
+		if ch == w.ch {
+			c.waiters[w.key] = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(c.waiters[w.key]) == 0 {
+		delete(c.waiters, w.key)
+	}
+}
+
 // wait returns the instance once it has ended, or its current state when
 // ctx ends first.
-func (c *caller) wait(ctx context.Context, ns, id string) (*api.FuncInstance, error) {
-	key := instanceKey(ns, id)
-	ch := make(chan *api.FuncInstance, 1)
-	c.mu.Lock()
-	c.waiters[key] = append(c.waiters[key], ch)
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		ws := c.waiters[key]
-		for i, w := range ws {
-			if w == ch {
-				c.waiters[key] = append(ws[:i], ws[i+1:]...)
-				break
-			}
-		}
-		if len(c.waiters[key]) == 0 {
-			delete(c.waiters, key)
-		}
-		c.mu.Unlock()
-	}()
-	obj, err := c.instances.get(context.WithoutCancel(ctx), ns, id)
-	if err != nil {
-		return nil, err
-	}
-	if inst := obj.(*api.FuncInstance); terminal(inst) {
-		return inst, nil
-	}
+func (w *waiter) wait(ctx context.Context) (*api.FuncInstance, error) {
+	defer w.cancel()
 	select {
-	case inst := <-ch:
+	case inst := <-w.ch:
 		return inst, nil
 	case <-ctx.Done():
-		obj, err := c.instances.get(context.WithoutCancel(ctx), ns, id)
+		obj, err := w.c.instances.get(context.WithoutCancel(ctx), w.ns, w.id)
 		if err != nil {
 			return nil, err
 		}

@@ -106,21 +106,21 @@ func (h *funcHandlers) call(c *gin.Context, name string) {
 		fail(c, err)
 		return
 	}
-	inst, err := h.calls.start(c.Request.Context(), funcNamespace(c), name, arg)
+	inst, w, err := h.calls.start(c.Request.Context(), funcNamespace(c), name, arg, wait > 0)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	h.answer(c, inst, wait)
+	h.answer(c, inst, wait, w)
 }
 
 // answer replies 202 with the instance id, or with the finished instance
-// when the caller asked to wait and it ended in time.
-func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance, wait time.Duration) {
-	if wait > 0 {
+// when the caller asked to wait (w is set) and it ended in time.
+func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance, wait time.Duration, w *waiter) {
+	if w != nil {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), wait)
 		defer cancel()
-		done, err := h.calls.wait(ctx, inst.Namespace, inst.Name)
+		done, err := w.wait(ctx)
 		if err != nil {
 			fail(c, err)
 			return
@@ -188,8 +188,12 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		return
 	}
 	inst := obj.(*api.FuncInstance)
-	h.calls.launch(ns, id)
-	h.answer(c, inst, wait)
+	var w *waiter
+	if wait > 0 {
+		w = h.calls.subscribe(ns, id)
+	}
+	h.calls.launch(ns, id, inst)
+	h.answer(c, inst, wait, w)
 }
 
 // withName runs a generic handler with the name and namespace params set.

@@ -253,6 +253,26 @@ func (r *registry) mutate(ctx context.Context, ns, name string, fn storage.Updat
 	return obj, nil
 }
 
+// mutateFrom is mutate starting from an object the caller believes
+// current, saving the read: the write is conditional on its version, and a
+// conflict falls back to reading the stored object.
+func (r *registry) mutateFrom(ctx context.Context, cur api.Object, fn storage.UpdateFunc) (api.Object, error) {
+	meta := cur.GetObjectMeta()
+	next, err := fn(copyObject(r.res, cur))
+	if err != nil {
+		return nil, err
+	}
+	next.GetObjectMeta().ResourceVersion = meta.ResourceVersion
+	err = r.store.Update(ctx, r.key(meta.Namespace, meta.Name), next)
+	if errdefs.IsConflict(err) {
+		return r.mutate(ctx, meta.Namespace, meta.Name, fn)
+	}
+	if err != nil {
+		return nil, r.notFound(err, meta.Namespace, meta.Name)
+	}
+	return next, nil
+}
+
 // deleteOptions are the parts of Kubernetes' DeleteOptions minik8s honours.
 type deleteOptions struct {
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
