@@ -44,7 +44,7 @@ func TestParseServiceCIDR(t *testing.T) {
 		cidr string
 		ok   bool
 	}{
-		{"127.1.0.0/16", true}, {"10.96.0.0/12", true}, {"127.1.0.0/30", true},
+		{"127.1.0.0/16", true}, {"127.64.0.0/12", true}, {"127.1.0.0/30", true},
 		{"127.1.0.0/31", false}, {"fd00::/64", false}, {"127.1.0.0", false}, {"", false},
 	}
 	for _, tt := range tests {
