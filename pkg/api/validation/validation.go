@@ -409,15 +409,15 @@ func Func(f *api.Func) error {
 			return errdefs.Invalid(n.field, "%d must not be negative", *n.v)
 		}
 	}
-	min, init, max := FuncBounds(&f.Spec)
-	if max < 1 {
+	lo, initial, hi := FuncBounds(&f.Spec)
+	if hi < 1 {
 		return errdefs.Invalid("spec.maxInstanceNum", "must be at least 1")
 	}
-	if min > max {
-		return errdefs.Invalid("spec.minInstanceNum", "%d is more than maxInstanceNum %d", min, max)
+	if lo > hi {
+		return errdefs.Invalid("spec.minInstanceNum", "%d is more than maxInstanceNum %d", lo, hi)
 	}
-	if init < min || init > max {
-		return errdefs.Invalid("spec.initInstanceNum", "%d is not between minInstanceNum %d and maxInstanceNum %d", init, min, max)
+	if initial < lo || initial > hi {
+		return errdefs.Invalid("spec.initInstanceNum", "%d is not between minInstanceNum %d and maxInstanceNum %d", initial, lo, hi)
 	}
 	if t := f.Spec.TimeoutSeconds; t != nil && (*t < 1 || *t > 3600) {
 		return errdefs.Invalid("spec.timeoutSeconds", "%d is not in 1..3600", *t)
@@ -435,30 +435,21 @@ const (
 
 // FuncBounds returns min, init and max instance counts with defaults: min 0,
 // max 10 (or init, if larger), init 1 clamped into [min, max].
-func FuncBounds(s *api.FuncSpec) (min, init, max int) {
-	max = DefaultFuncMaxInstances
+func FuncBounds(s *api.FuncSpec) (lo, initial, hi int) {
+	hi = DefaultFuncMaxInstances
 	if s.MinInstanceNum != nil {
-		min = *s.MinInstanceNum
+		lo = *s.MinInstanceNum
 	}
 	if s.MaxInstanceNum != nil {
-		max = *s.MaxInstanceNum
+		hi = *s.MaxInstanceNum
 	} else {
-		if s.InitInstanceNum != nil && *s.InitInstanceNum > max {
-			max = *s.InitInstanceNum
+		if s.InitInstanceNum != nil {
+			hi = max(hi, *s.InitInstanceNum)
 		}
-		if min > max {
-			max = min
-		}
+		hi = max(hi, lo)
 	}
 	if s.InitInstanceNum != nil {
-		return min, *s.InitInstanceNum, max
+		return lo, *s.InitInstanceNum, hi
 	}
-	init = 1
-	if init < min {
-		init = min
-	}
-	if init > max {
-		init = max
-	}
-	return min, init, max
+	return lo, min(max(1, lo), hi), hi
 }
