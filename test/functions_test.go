@@ -40,7 +40,7 @@ func ptrInt(v int) *int { return &v }
 
 func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 	s := framework.StartAPIServer(t)
-	startFunctionController(t, s, functions.Config{ScaleInterval: 300 * time.Millisecond, IdleWindow: time.Second})
+	startFunctionController(t, s, functions.Config{ScaleInterval: time.Second, IdleWindow: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := s.Client
