@@ -32,6 +32,7 @@ type caller struct {
 	http                   *http.Client
 	hopLimit               int
 	coldStart              time.Duration
+	metrics                *funcMetrics
 
 	// ctx is the server's lifetime: chains outlive the request that started them.
 	ctx context.Context
@@ -69,6 +70,7 @@ func newCaller(s *Server) *caller {
 		http:      &http.Client{Transport: transport},
 		hopLimit:  s.cfg.FuncHopLimit,
 		coldStart: s.cfg.FuncColdStartTimeout,
+		metrics:   newFuncMetrics(s.metrics),
 		// Serve replaces it with the server's lifetime.
 		ctx:     context.Background(),
 		running: map[string]bool{},
@@ -207,6 +209,7 @@ func (c *caller) drive(ns, id string, inst *api.FuncInstance) {
 			continue
 		}
 		if terminal(next) {
+			c.metrics.ended(next)
 			c.notify(key, next)
 			return
 		}
@@ -244,6 +247,7 @@ func (c *caller) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncIns
 	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
 	res, target, err := c.invoke(ctx, f, inst, cur.Arg)
 	rec.DurationMs = time.Since(start).Milliseconds()
+	c.metrics.step(&rec)
 	rec.Pod, rec.Node = target.pod, target.node
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -357,6 +361,9 @@ func (c *caller) invokeOnPool(ctx context.Context, f *api.Func, arg string) (*fu
 		addr, release, wait, ok := c.eps.pick(f.Namespace, name)
 		if !counted {
 			c.counter.add(f.Namespace, f.Name, !ok)
+			if !ok {
+				c.metrics.coldStarts.WithLabelValues(f.Name).Inc()
+			}
 			counted = true
 		}
 		if !ok {

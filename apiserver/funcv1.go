@@ -33,6 +33,7 @@ func (c *caller) invokeInFreshPod(ctx context.Context, f *api.Func, inst *api.Fu
 		return nil, target{}, fmt.Errorf("creating the step's pod: %w", err)
 	}
 	defer c.removePod(ns, name)
+	c.metrics.coldStarts.WithLabelValues(f.Name).Inc()
 
 	wctx, cancel := context.WithTimeout(ctx, c.coldStart)
 	defer cancel()

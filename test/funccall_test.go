@@ -207,6 +207,15 @@ func TestFuncChainBranchesAndLoop(t *testing.T) {
 		t.Fatalf("PUT step: %d %s", code, data)
 	}
 
+	// The calls show on /metrics.
+	_, metrics := httpDo(t, "GET", s.URL+"/metrics", "", nil)
+	for _, want := range []string{`apiserver_func_calls_total{function="checker",status="Succeeded"} 3`,
+		`apiserver_func_step_duration_seconds_count{function="lefty"}`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// The counter counts calls (batched), never past the maximum.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -309,6 +318,9 @@ def run(arg):
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond)
+	if _, metrics := httpDo(t, "GET", s.URL+"/metrics", "", nil); !strings.Contains(string(metrics), `apiserver_func_cold_starts_total{function="cold"} 200`) {
+		t.Errorf("/metrics does not count 200 cold starts of cold")
+	}
 	publish(t, s, "cold", runtime(t, code), runtime(t, code))
 
 	for i, id := range ids {
