@@ -14,6 +14,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 )
 
 // MaxPods is the number of pods a node advertises.
@@ -114,20 +115,13 @@ func (k *Kubelet) postStatus(ctx context.Context) error {
 
 // heartbeat renews the node's Ready condition until ctx ends.
 func (k *Kubelet) heartbeat(ctx context.Context) {
-	t := time.NewTicker(k.cfg.HeartbeatPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.Every(ctx, k.cfg.HeartbeatPeriod, func() {
 		hctx, cancel := context.WithTimeout(ctx, k.cfg.HeartbeatPeriod*2)
+		defer cancel()
 		if err := k.postStatus(hctx); err != nil && ctx.Err() == nil {
 			log.WithError(err).Warn("node heartbeat")
 		}
-		cancel()
-	}
+	})
 }
 
 func memTotalKiB() int64 {

@@ -19,6 +19,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
 
@@ -160,18 +161,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if !f.WaitForSync(ctx) {
 		return nil
 	}
-	go func() {
-		t := time.NewTicker(retry)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.retryUnschedulable()
-			}
-		}
-	}()
+	go wait.Every(ctx, retry, s.retryUnschedulable)
 	s.Run(ctx)
 	log.Info("scheduler stopped")
 	return nil

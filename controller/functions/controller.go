@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
 
@@ -330,20 +331,13 @@ func (c *Controller) cleanup(ctx context.Context, ns, fn string) error {
 // decayLoop lowers the counter of every idle function by one per interval,
 // never below its minimum; the ReplicaSet follows on the next sync.
 func (c *Controller) decayLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.ScaleInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.Every(ctx, c.cfg.ScaleInterval, func() {
 		for _, f := range c.funcs.Lister().List(nil) {
 			if err := c.decay(ctx, f); err != nil && ctx.Err() == nil {
 				log.WithError(err).WithField("func", f.Name).Debug("counter decay: will retry next interval")
 			}
 		}
-	}
+	})
 }
 
 func (c *Controller) decay(ctx context.Context, cached *api.Func) error {

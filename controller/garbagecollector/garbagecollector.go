@@ -17,6 +17,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
 
@@ -136,18 +137,7 @@ func (gc *Controller) ownerDeleted(uid string) {
 
 // Run collects garbage until ctx ends.
 func (gc *Controller) Run(ctx context.Context, workers int) {
-	go func() {
-		t := time.NewTicker(sweepPeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				gc.sweep()
-			}
-		}
-	}()
+	go wait.Every(ctx, sweepPeriod, gc.sweep)
 	workqueue.Run(ctx, gc.queue, workers, Name, gc.sync)
 }
 

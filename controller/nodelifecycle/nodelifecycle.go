@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
 
@@ -181,21 +182,12 @@ func (nc *Controller) monitorPeriod() time.Duration {
 
 // Run checks nodes until ctx ends.
 func (nc *Controller) Run(ctx context.Context, workers int) {
-	go func() {
-		t := time.NewTicker(nc.monitorPeriod())
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				nc.probe(ctx)
-				for _, n := range nc.nodes.List(nil) {
-					nc.queue.Add(n.Name)
-				}
-			}
+	go wait.Every(ctx, nc.monitorPeriod(), func() {
+		nc.probe(ctx)
+		for _, n := range nc.nodes.List(nil) {
+			nc.queue.Add(n.Name)
 		}
-	}()
+	})
 	workqueue.Run(ctx, nc.queue, workers, Name, nc.sync)
 }
 

@@ -1,0 +1,23 @@
+// Package wait runs periodic work bound to a context, as the components'
+// background loops (heartbeats, sweeps, retries) need it.
+package wait
+
+import (
+	"context"
+	"time"
+)
+
+// Every calls fn once per period, the first time one period from now,
+// until ctx ends. A call that runs longer than the period delays the next.
+func Every(ctx context.Context, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
