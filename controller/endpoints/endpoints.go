@@ -9,9 +9,7 @@
 package endpoints
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -160,7 +158,7 @@ func (ec *Controller) sync(ctx context.Context, key string) error {
 		log.WithFields(log.Fields{"service": key, "addresses": countAddresses(subsets)}).Debug("created endpoints")
 		return nil
 	}
-	if sameJSON(cur.Subsets, subsets) && sameJSON(cur.OwnerReferences, owner) {
+	if cache.Equal(cur.Subsets, subsets) && cache.Equal(cur.OwnerReferences, owner) {
 		return nil
 	}
 	up := cache.DeepCopy(cur)
@@ -181,12 +179,6 @@ func countAddresses(ss []api.EndpointSubset) int {
 		n += len(s.Addresses)
 	}
 	return n
-}
-
-func sameJSON(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return bytes.Equal(x, y)
 }
 
 // Subsets lists the pods serving each port of the Service: one subset per

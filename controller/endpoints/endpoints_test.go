@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/client/cache"
 )
 
 type podOpt func(*api.Pod)
@@ -95,7 +96,7 @@ func TestSubsets(t *testing.T) {
 			Ports:             []api.EndpointPort{{Name: "admin", Port: 9090, Protocol: "TCP"}},
 		},
 	}
-	if !sameJSON(got, want) {
+	if !cache.Equal(got, want) {
 		g, _ := json.MarshalIndent(got, "", "  ")
 		w, _ := json.MarshalIndent(want, "", "  ")
 		t.Fatalf("subsets:\n%s\nwant:\n%s", g, w)

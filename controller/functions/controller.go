@@ -7,7 +7,6 @@ package functions
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -89,13 +88,6 @@ func onChange[T any, PT client.Object[T]](inf *cache.Informer[T, PT], fn func(ap
 	})
 }
 
-// sameJSON compares two values as the API stores them.
-func sameJSON(a, b any) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
-}
-
 // enqueueOwner queues the function an object was made for.
 func (c *Controller) enqueueOwner(obj api.Object) {
 	m := obj.GetObjectMeta()
@@ -113,21 +105,13 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, c.queue, workers, "functions", c.sync)
 }
 
-// copyOf deep-copies a cached object before it is changed.
-func copyOf[T any](in *T) *T {
-	data, _ := json.Marshal(in)
-	out := new(T)
-	_ = json.Unmarshal(data, out)
-	return out
-}
-
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name := cache.SplitKey(key)
 	cached, ok := c.funcs.Lister().Get(ns, name)
 	if !ok {
 		return c.cleanup(ctx, ns, name)
 	}
-	f := copyOf(cached)
+	f := cache.DeepCopy(cached)
 	if err := c.syncConfigMap(ctx, f); err != nil {
 		return err
 	}
@@ -148,7 +132,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	st := f.Status
 	st.ServiceUID, st.ReplicaSetUID, st.Counter = svc.UID, rs.UID, counter
-	if !sameJSON(st, f.Status) {
+	if !cache.Equal(st, f.Status) {
 		f.Status = st
 		if _, err := c.client.Funcs(ns).UpdateStatus(ctx, f); err != nil {
 			return fmt.Errorf("func %s status: %w", key, err)
@@ -170,10 +154,10 @@ func (c *Controller) syncConfigMap(ctx context.Context, f *api.Func) error {
 		}
 		return err
 	}
-	if sameJSON(cur.Data, want.Data) && sameJSON(cur.Labels, want.Labels) {
+	if cache.Equal(cur.Data, want.Data) && cache.Equal(cur.Labels, want.Labels) {
 		return nil
 	}
-	next := copyOf(cur)
+	next := cache.DeepCopy(cur)
 	next.Data, next.Labels, next.BinaryData = want.Data, want.Labels, nil
 	_, err = c.client.ConfigMaps(f.Namespace).Update(ctx, next)
 	return err
@@ -247,14 +231,14 @@ func (c *Controller) syncReplicaSet(ctx context.Context, f *api.Func) (*api.Repl
 		}
 		return created, counter, nil
 	}
-	next := copyOf(cur)
+	next := cache.DeepCopy(cur)
 	validation.DefaultPodSpec(&template.Spec)
 	changed := false
 	if cur.Spec.Replicas == nil || *cur.Spec.Replicas != replicas {
 		next.Spec.Replicas = &replicas
 		changed = true
 	}
-	if !sameJSON(cur.Spec.Template, template) {
+	if !cache.Equal(cur.Spec.Template, template) {
 		next.Spec.Template = template
 		changed = true
 	}
@@ -355,7 +339,7 @@ func (c *Controller) decay(ctx context.Context, cached *api.Func) error {
 	if last != nil && c.now().Sub(*last) < c.cfg.IdleWindow {
 		return nil
 	}
-	f := copyOf(cached)
+	f := cache.DeepCopy(cached)
 	f.Status.Counter--
 	// Conditional on the cached version: a call counted meanwhile wins.
 	if _, err := c.client.Funcs(f.Namespace).UpdateStatus(ctx, f); err != nil {

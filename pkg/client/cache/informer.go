@@ -8,6 +8,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -369,6 +370,15 @@ func DeepCopy[T any, PT client.Object[T]](obj PT) PT {
 		panic(fmt.Sprintf("deep copy of %T: %v", obj, err))
 	}
 	return out
+}
+
+// Equal reports whether two values encode to the same JSON: equal as the
+// API stores them, so a nil map and an empty one, omitted alike, compare
+// equal and a controller does not rewrite an object that has not changed.
+func Equal(a, b any) bool {
+	x, errx := json.Marshal(a)
+	y, erry := json.Marshal(b)
+	return errx == nil && erry == nil && bytes.Equal(x, y)
 }
 
 // WaitForSync waits until every informer has synced; false if ctx ended first.
