@@ -184,7 +184,7 @@ func (h *handlers) delete(c *gin.Context) {
 		return
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
-		if err := decodeStrictLenient(data, &opts); err != nil {
+		if err := decodeLenient(data, &opts); err != nil {
 			fail(c, err)
 			return
 		}
@@ -205,9 +205,9 @@ func (h *handlers) delete(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// decodeStrictLenient decodes DeleteOptions, which clients send with
+// decodeLenient decodes DeleteOptions, which clients send with
 // kind/apiVersion and fields minik8s does not use.
-func decodeStrictLenient(data []byte, out any) error {
+func decodeLenient(data []byte, out any) error {
 	if err := json.Unmarshal(data, out); err != nil {
 		return jsonError(err)
 	}

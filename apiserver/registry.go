@@ -191,7 +191,7 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		meta.DeletionGracePeriodSeconds = curMeta.DeletionGracePeriodSeconds
 		meta.Generation = curMeta.Generation
 		if r.res.HasStatus {
-			setStatus(next, getStatus(cur))
+			setStatus(next, statusOf(cur))
 		}
 		if err := r.keepClusterIP(cur, next); err != nil {
 			return nil, err
@@ -235,7 +235,7 @@ func (r *registry) updateStatus(ctx context.Context, ns, name string, obj api.Ob
 			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale (now %s): %w",
 				r.res.Kind, name, wantRV, cur.GetObjectMeta().ResourceVersion, errdefs.ErrConflict)
 		}
-		setStatus(cur, getStatus(obj))
+		setStatus(cur, statusOf(obj))
 		return cur, nil
 	})
 	if err != nil {
@@ -315,7 +315,6 @@ func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptio
 // markPodDeleted sets the deletion timestamp of a bound pod. done is false
 // when the pod is not bound (or has not started), so it can go at once.
 func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *int64, rv, uid string) (api.Object, bool, error) {
-	done := false
 	obj, err := r.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
 		pod := cur.(*api.Pod)
 		if rv != "" && rv != pod.ResourceVersion {
@@ -340,7 +339,6 @@ func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *i
 		now := time.Now().UTC()
 		pod.DeletionTimestamp = &now
 		pod.DeletionGracePeriodSeconds = &g
-		done = true
 		return pod, nil
 	})
 	switch {
@@ -352,7 +350,7 @@ func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *i
 	case err != nil:
 		return nil, false, err
 	}
-	return obj, done, nil
+	return obj, true, nil
 }
 
 var (
@@ -374,16 +372,13 @@ func copyObject(res api.Resource, obj api.Object) api.Object {
 	return out
 }
 
-func statusField(obj api.Object) reflect.Value {
+// statusOf is the Status field of an object, invalid for kinds without one.
+func statusOf(obj api.Object) reflect.Value {
 	return reflect.ValueOf(obj).Elem().FieldByName("Status")
 }
 
-func getStatus(obj api.Object) reflect.Value {
-	return statusField(obj)
-}
-
 func setStatus(obj api.Object, status reflect.Value) {
-	if f := statusField(obj); f.IsValid() && status.IsValid() {
+	if f := statusOf(obj); f.IsValid() && status.IsValid() {
 		f.Set(status)
 	}
 }

@@ -202,14 +202,12 @@ func startContainerd(ctx context.Context, dataDir string) (*containerd.Daemon, e
 	}
 	dir := filepath.Join(dataDir, "containerd")
 	address := filepath.Join(dir, "containerd.sock")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
 	logf, err := os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
-			return nil, err
-		}
-		if logf, err = os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	log.WithFields(log.Fields{"socket": address, "log": logf.Name()}).Info("starting a private containerd")
 	d, err := containerd.Start(ctx, dir, address, logf)
