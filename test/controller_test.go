@@ -261,8 +261,8 @@ func nodeReady(t *testing.T, ctx context.Context, c *client.Client, name string)
 	return nil
 }
 
-// A node whose heartbeat stops is marked not ready within the grace
-// period; its pods are marked lost, removed and recreated elsewhere; when
+// A node whose heartbeat stops is marked not ready once its grace period
+// is over; its pods are marked lost, removed and recreated elsewhere; when
 // its heartbeat resumes it is Ready again and stays so.
 func TestNodeFailureMovesPods(t *testing.T) {
 	srv := framework.StartAPIServer(t)
@@ -293,17 +293,13 @@ func TestNodeFailureMovesPods(t *testing.T) {
 		}
 	}
 
+	// Not marking a node within its grace period is checked with a fake
+	// clock in controller/nodelifecycle; here the outcome is what counts.
 	nodes.stop("node-b")
-	stopped := time.Now()
 	eventually(t, grace+30*time.Second, "node-b not ready", func() (bool, string) {
 		cond := nodeReady(t, ctx, c, "node-b")
 		return cond.Status == api.ConditionUnknown && cond.Reason == nodelifecycle.ReasonNodeStatusUnknown, fmt.Sprintf("%+v", cond)
 	})
-	t.Logf("node-b marked not ready %v after its heartbeat stopped (grace %v)", time.Since(stopped).Round(100*time.Millisecond), grace)
-	// The last heartbeat was at most one interval before the stop.
-	if d := time.Since(stopped); d < grace-heartbeat {
-		t.Fatalf("node-b marked not ready %v after its last heartbeat, within its grace period %v", d+heartbeat, grace)
-	}
 	eventually(t, 60*time.Second, "pods moved to node-a and node-c", func() (bool, string) {
 		byNode, pods := ownedPods(t, ctx, c, rs)
 		ready := 0

@@ -38,6 +38,40 @@ func waitFor(t *testing.T, what string, within time.Duration, fn func() bool) {
 
 func ptrInt(v int) *int { return &v }
 
+// followScaleDown follows a ReplicaSet's spec.replicas until it reaches
+// floor and returns the values it went through. The controller lowers the
+// counter only once the ReplicaSet has the previous step, so the pool
+// shrinks one step per write: a drop of more than one fails the test.
+func followScaleDown(t *testing.T, events <-chan client.Event[*api.ReplicaSet], floor int32, within time.Duration) []int32 {
+	t.Helper()
+	var seen []int32
+	deadline := time.After(within)
+	for len(seen) == 0 || seen[len(seen)-1] != floor {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("replicaset watch ended; replicas went %v", seen)
+			}
+			if ev.Type == api.Deleted || ev.Object.Spec.Replicas == nil {
+				continue
+			}
+			r := *ev.Object.Spec.Replicas
+			if n := len(seen); n > 0 {
+				if r == seen[n-1] {
+					continue
+				}
+				if seen[n-1]-r > 1 {
+					t.Fatalf("replicas dropped from %d to %d in one write (went %v): want one step at a time", seen[n-1], r, seen)
+				}
+			}
+			seen = append(seen, r)
+		case <-deadline:
+			t.Fatalf("replicas did not reach %d within %s: went %v", floor, within, seen)
+		}
+	}
+	return seen
+}
+
 func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 	s := framework.StartAPIServer(t)
 	startFunctionController(t, s, functions.Config{ScaleInterval: time.Second, IdleWindow: time.Second})
@@ -75,7 +109,6 @@ func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 	}
 
 	// Follow the ReplicaSet's replicas while the counter goes up and decays.
-	var seen []int32
 	events := c.ReplicaSets("default").Watch(ctx, client.ListOptions{FieldSelector: "metadata.name=" + name})
 	got, _ := c.Funcs("default").Get(ctx, "echo_fn")
 	now := time.Now().UTC()
@@ -83,19 +116,8 @@ func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 	if _, err := c.Funcs("default").UpdateStatus(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(20 * time.Second)
-	for len(seen) == 0 || seen[len(seen)-1] != 0 {
-		select {
-		case ev := <-events:
-			r := *ev.Object.Spec.Replicas
-			if len(seen) == 0 || seen[len(seen)-1] != r {
-				seen = append(seen, r)
-			}
-		case <-deadline:
-			t.Fatalf("replicas did not reach 0: %v", seen)
-		}
-	}
-	// From 3 down to 0 one step at a time.
+	seen := followScaleDown(t, events, 0, 30*time.Second)
+	// Up to 3, then down to 0 through every step.
 	want := []int32{3, 2, 1, 0}
 	if len(seen) < 4 || !equalInt32(seen[len(seen)-4:], want) {
 		t.Fatalf("replicas went %v, want to end with %v", seen, want)

@@ -325,28 +325,47 @@ func (c *Controller) decayLoop(ctx context.Context) {
 }
 
 func (c *Controller) decay(ctx context.Context, cached *api.Func) error {
-	if cached.APIVersion == api.FuncAPIVersionV1 || cached.Status.ReplicaSetUID == "" {
-		return nil
-	}
-	lo, _, _ := validation.FuncBounds(&cached.Spec)
-	if cached.Status.Counter <= lo {
-		return nil
-	}
-	last := cached.CreationTimestamp
-	if cached.Status.TimeStamp != nil {
-		last = cached.Status.TimeStamp
-	}
-	if last != nil && c.now().Sub(*last) < c.cfg.IdleWindow {
+	rs, _ := c.rss.Lister().Get(cached.Namespace, function.ObjectName(cached.Name))
+	next, ok := decayStep(cached, rs, c.now(), c.cfg.IdleWindow)
+	if !ok {
 		return nil
 	}
 	f := cache.DeepCopy(cached)
-	f.Status.Counter--
+	f.Status.Counter = next
 	// Conditional on the cached version: a call counted meanwhile wins.
 	if _, err := c.client.Funcs(f.Namespace).UpdateStatus(ctx, f); err != nil {
 		return err
 	}
 	log.WithFields(log.Fields{"func": f.Name, "counter": f.Status.Counter}).Info("idle function scaled down one step")
 	return nil
+}
+
+// decayStep says whether an idle function's counter goes down now, and to
+// what. It steps down only once the pool's ReplicaSet (as the informer sees
+// it) runs the current counter, so the counter is never more than one step
+// ahead of the ReplicaSet: however many ticks pass before a sync writes the
+// ReplicaSet (merged queue keys, a lagging informer, a failed write), the
+// pool shrinks one step at a time. A lagging cache only delays a step.
+func decayStep(f *api.Func, rs *api.ReplicaSet, now time.Time, idle time.Duration) (int, bool) {
+	if f.APIVersion == api.FuncAPIVersionV1 || f.Status.ReplicaSetUID == "" {
+		return 0, false
+	}
+	lo, _, hi := validation.FuncBounds(&f.Spec)
+	counter := clamp(f.Status.Counter, lo, hi)
+	if counter <= lo {
+		return 0, false
+	}
+	last := f.CreationTimestamp
+	if f.Status.TimeStamp != nil {
+		last = f.Status.TimeStamp
+	}
+	if last != nil && now.Sub(*last) < idle {
+		return 0, false
+	}
+	if rs == nil || rs.UID != f.Status.ReplicaSetUID || rs.Spec.Replicas == nil || int(*rs.Spec.Replicas) != counter {
+		return 0, false // the previous step is not applied yet
+	}
+	return counter - 1, true
 }
 
 func clamp(v, lo, hi int) int {
