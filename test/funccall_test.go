@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,10 +16,12 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"minik8s/funcserver"
 	"minik8s/pkg/api"
-	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/storage/etcd"
 	"minik8s/test/framework"
 )
 
@@ -103,17 +106,32 @@ func publish(t *testing.T, s *framework.APIServer, fn string, ports ...int32) {
 // invoke calls a function with a raw body and returns the instance id.
 func invoke(t *testing.T, s *framework.APIServer, fn, arg string) string {
 	t.Helper()
-	code, data := httpDo(t, "POST", s.URL+"/api/funcs/"+fn, "application/x-www-form-urlencoded", []byte(arg))
-	if code != http.StatusAccepted {
-		t.Fatalf("call %s: %d %s", fn, code, data)
+	id, err := tryInvoke(s, fn, arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// tryInvoke is invoke for goroutines other than the test's, which must not
+// call t.Fatal: it returns the failure instead.
+func tryInvoke(s *framework.APIServer, fn, arg string) (string, error) {
+	resp, err := http.Post(s.URL+"/api/funcs/"+fn, "application/x-www-form-urlencoded", strings.NewReader(arg))
+	if err != nil {
+		return "", fmt.Errorf("call %s: %w", fn, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("call %s: %d %s", fn, resp.StatusCode, data)
 	}
 	var out struct {
 		InstanceID string `json:"instanceId"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil || out.InstanceID == "" {
-		t.Fatalf("call answer %s: %v", data, err)
+		return "", fmt.Errorf("call answer %s: %v", data, err)
 	}
-	return out.InstanceID
+	return out.InstanceID, nil
 }
 
 // result polls GET /api/funcs/:id until the instance ends.
@@ -294,10 +312,18 @@ def run(arg):
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			ids[i] = invoke(t, s, "cold", fmt.Sprintf("call-%03d", i))
+			id, err := tryInvoke(s, "cold", fmt.Sprintf("call-%03d", i))
+			if err != nil {
+				t.Errorf("call %d: %v", i, err) // Errorf, not Fatalf: not the test's goroutine
+				return
+			}
+			ids[i] = id
 		}(i)
 	}
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 
 	// The first cold call raised the counter at once, so the pool scales up.
 	deadline := time.Now().Add(10 * time.Second)
@@ -366,8 +392,70 @@ func TestFuncChainSurvivesAPIServerRestart(t *testing.T) {
 			t.Fatalf("instance %d after restart: %+v", i, v)
 		}
 	}
-	// The instance record is in etcd, with a TTL.
-	if _, err := s.Client.FuncInstances("default").Get(context.Background(), ids[0]); errdefs.IsNotFound(err) {
-		t.Fatal("instance record missing")
+	// The instance record is in etcd, with a TTL: its key is attached to a
+	// lease of about a day (FuncInstanceTTL's default, 24h, plus the lease
+	// sharing window), kept through the updates of the chain and the restart.
+	if _, err := s.Client.FuncInstances("default").Get(context.Background(), ids[0]); err != nil {
+		t.Fatalf("instance record: %v", err)
 	}
+	instKey := "/registry/" + api.FuncInstancesResource.Name + "/default/" + ids[0]
+	funcKey := "/registry/" + api.FuncsResource.Name + "/default/slow"
+	leases := etcdLeases(t, s, instKey, funcKey)
+	if leases[funcKey].id != 0 {
+		t.Errorf("the function object has lease %x: only instances expire", leases[funcKey].id)
+	}
+	l := leases[instKey]
+	if l.id == 0 {
+		t.Fatalf("instance key %s has no lease: it would never expire", instKey)
+	}
+	if l.granted < 23*time.Hour || l.granted > 25*time.Hour || l.remaining <= 0 || l.remaining > l.granted {
+		t.Errorf("instance lease %x: granted %s, remaining %s; want about 24h", l.id, l.granted, l.remaining)
+	}
+}
+
+type etcdLease struct {
+	id                 clientv3.LeaseID
+	granted, remaining time.Duration
+}
+
+// etcdLeases reads the lease of each key straight from the apiserver's
+// etcd. The embedded etcd's client port is not published, so the apiserver
+// is stopped and its data dir opened by an etcd of our own; the apiserver
+// stays stopped.
+func etcdLeases(t *testing.T, s *framework.APIServer, keys ...string) map[string]etcdLease {
+	t.Helper()
+	s.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := etcd.StartEmbedded(ctx, filepath.Join(s.DataDir, "etcd"))
+	if err != nil {
+		t.Fatalf("opening the apiserver's etcd: %v", err)
+	}
+	defer e.Close()
+	c, err := etcd.NewClient(e.Endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := map[string]etcdLease{}
+	for _, k := range keys {
+		resp, err := c.Get(ctx, k)
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		if len(resp.Kvs) != 1 {
+			t.Fatalf("key %s not in etcd (%d kvs)", k, len(resp.Kvs))
+		}
+		l := etcdLease{id: clientv3.LeaseID(resp.Kvs[0].Lease)}
+		if l.id != 0 {
+			ttl, err := c.TimeToLive(ctx, l.id)
+			if err != nil {
+				t.Fatalf("lease %x of %s: %v", l.id, k, err)
+			}
+			l.granted = time.Duration(ttl.GrantedTTL) * time.Second
+			l.remaining = time.Duration(ttl.TTL) * time.Second
+		}
+		out[k] = l
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	kruntime "minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/test/framework"
@@ -74,6 +75,11 @@ func TestKubeletRestartAdoptsAndCleansUp(t *testing.T) {
 	}
 }
 
+// Two kubelets on one containerd: each sweeps only its own orphans. Both
+// stop; a pod of each is force-deleted. Kubelet b comes back and removes
+// its orphan, and must leave a's (an orphan too, from the apiserver's
+// view) running; kubelet a comes back, removes its orphan and adopts the
+// pod it still has.
 func TestKubeletsShareOneContainerd(t *testing.T) {
 	ctd := framework.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
@@ -81,42 +87,110 @@ func TestKubeletsShareOneContainerd(t *testing.T) {
 	ka := framework.StartKubelet(t, as.URL, ctd, "share-a", "127.0.0.16")
 	kb := framework.StartKubelet(t, as.URL, ctd, "share-b", "127.0.0.17")
 	ctx := context.Background()
-	for _, pn := range [][2]string{{"on-a", "share-a"}, {"on-b", "share-b"}} {
+	pods := [][2]string{{"on-a", "share-a"}, {"keep-a", "share-a"}, {"on-b", "share-b"}, {"gone-b", "share-b"}}
+	for _, pn := range pods {
 		if _, err := as.Client.Pods("default").Create(ctx, pythonPod(pn[0], pn[1], httpServer)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ids := map[string]string{}
-	for _, name := range []string{"on-a", "on-b"} {
-		p := waitPod(t, as.Client, name, 60*time.Second, "Running", func(p *api.Pod) bool {
-			return p.Status.Phase == api.PodRunning && p.Status.ContainerStatuses[0].State.Running != nil
+	ids := map[string]string{} // pod name -> container id, without the containerd:// prefix
+	for _, pn := range pods {
+		p := waitPod(t, as.Client, pn[0], 60*time.Second, "Running", func(p *api.Pod) bool {
+			return p.Status.Phase == api.PodRunning && len(p.Status.ContainerStatuses) == 1 &&
+				p.Status.ContainerStatuses[0].State.Running != nil
 		})
-		ids[name] = p.Status.ContainerStatuses[0].ContainerID
+		id := p.Status.ContainerStatuses[0].ContainerID
+		if !strings.HasPrefix(id, "containerd://") {
+			t.Fatalf("pod %s: container id %q", pn[0], id)
+		}
+		ids[pn[0]] = strings.TrimPrefix(id, "containerd://")
+		if pn[0] == "on-a" && p.Status.PodIP != "127.0.0.16" {
+			t.Errorf("pod on a has podIP %s", p.Status.PodIP)
+		}
 	}
-	a := waitPod(t, as.Client, "on-a", 10*time.Second, "on node a's address", func(p *api.Pod) bool { return true })
-	if a.Status.PodIP != "127.0.0.16" {
-		t.Errorf("pod on a has podIP %s", a.Status.PodIP)
-	}
-	// Kubelet a goes away and its pod is force-deleted; kubelet b restarts
-	// and sweeps: it must not touch a's container.
+
+	// Both kubelets go away; one pod of each node is force-deleted: its
+	// object goes at once and its container is left to its node's sweep.
 	ka.Stop()
-	kb.Restart()
-	time.Sleep(3 * time.Second)
-	if got := nodeContainers(t, ctd.Runtime, "share-a"); len(got) != 1 || "containerd://"+got[0].ID != ids["on-a"] {
-		t.Errorf("node a's containers after b's restart: %v", got)
+	kb.Stop()
+	zero := int64(0)
+	for _, name := range []string{"on-a", "gone-b"} {
+		if _, err := as.Client.Pods("default").Delete(ctx, name, client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, as.Client, name, 10*time.Second)
 	}
-	b, _ := as.Client.Pods("default").Get(ctx, "on-b")
-	if b.Status.ContainerStatuses[0].ContainerID != ids["on-b"] {
-		t.Errorf("node b's pod was not adopted: %s", statusString(b))
+	for _, name := range []string{"on-a", "gone-b"} {
+		if st := containerState(t, ctd, ids[name]); st != kruntime.StateRunning {
+			t.Fatalf("container of %s is %q before any sweep, want running", name, st)
+		}
 	}
-	// Back, kubelet a still finds its own.
+
+	// Kubelet b restarts and sweeps: its own orphan goes (which shows the
+	// sweep ran), a's stays, running.
+	kb.Start()
+	waitFor(t, "kubelet b to remove the container of its force-deleted pod", 60*time.Second, func() bool {
+		return !hasContainer(t, ctd, ids["gone-b"])
+	})
+	// The sweep at start-up ends before the kubelet follows new pods: once
+	// a pod created now runs on b, the whole sweep is behind us.
+	if _, err := as.Client.Pods("default").Create(ctx, pythonPod("after-b", "share-b", httpServer)); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, as.Client, "after-b", 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
+	for _, name := range []string{"on-a", "keep-a"} {
+		if st := containerState(t, ctd, ids[name]); st != kruntime.StateRunning {
+			t.Errorf("container of %s (node a) is %q after kubelet b's sweep, want running", name, st)
+		}
+	}
+	waitPod(t, as.Client, "on-b", 30*time.Second, "adopted by kubelet b", func(p *api.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].ContainerID == "containerd://"+ids["on-b"] && cs[0].RestartCount == 0 && cs[0].State.Running != nil
+	})
+
+	// Kubelet a comes back: it finds on-a gone and removes its container,
+	// and keeps keep-a's.
 	ka.Start()
-	time.Sleep(3 * time.Second)
-	p, _ := as.Client.Pods("default").Get(ctx, "on-a")
-	if p.Status.ContainerStatuses[0].ContainerID != ids["on-a"] || p.Status.ContainerStatuses[0].RestartCount != 0 {
-		t.Errorf("node a's pod after its kubelet came back: %s", statusString(p))
+	waitFor(t, "kubelet a to remove the container of its force-deleted pod", 60*time.Second, func() bool {
+		return !hasContainer(t, ctd, ids["on-a"])
+	})
+	if got := nodeContainers(t, ctd.Runtime, "share-a"); len(got) != 1 || got[0].ID != ids["keep-a"] {
+		t.Errorf("node a's containers after its kubelet came back: %v, want only keep-a's %s", got, ids["keep-a"])
 	}
-	if !strings.HasPrefix(ids["on-a"], "containerd://") {
-		t.Errorf("container id %q", ids["on-a"])
+	waitPod(t, as.Client, "keep-a", 30*time.Second, "adopted by kubelet a", func(p *api.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].ContainerID == "containerd://"+ids["keep-a"] && cs[0].RestartCount == 0 && cs[0].State.Running != nil
+	})
+	if st := containerState(t, ctd, ids["on-b"]); st != kruntime.StateRunning {
+		t.Errorf("container of on-b is %q after kubelet a's return, want running", st)
 	}
+}
+
+// hasContainer reports whether containerd still has the container.
+func hasContainer(t *testing.T, ctd *framework.Containerd, id string) bool {
+	t.Helper()
+	cs, err := ctd.Runtime.ListContainers(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// containerState is the state of the container's task, "" when the
+// container is gone.
+func containerState(t *testing.T, ctd *framework.Containerd, id string) kruntime.State {
+	t.Helper()
+	if !hasContainer(t, ctd, id) {
+		return ""
+	}
+	st, err := ctd.Runtime.ContainerStatus(context.Background(), id)
+	if err != nil {
+		t.Fatalf("status of container %s: %v", id, err)
+	}
+	return st.State
 }

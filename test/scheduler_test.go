@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -356,29 +355,75 @@ func TestRoundRobinPolicy(t *testing.T) {
 	})
 }
 
-// countingBinder records every binding attempt of a scheduler.
+// bindGate orders two schedulers' attempts at one pod: the loser tries
+// first and waits, the winner binds once the loser is trying, and the
+// loser's attempt then reaches the apiserver, which must refuse it. Both
+// try while the pod is unbound in their caches, as in a real race, but
+// the outcome is fixed. The waits are bounded, so a scheduler that never
+// tries does not hang the other: it only fails the test.
+type bindGate struct {
+	attempted, bound       chan struct{}
+	attemptOnce, boundOnce sync.Once
+}
+
+func newBindGate() *bindGate {
+	return &bindGate{attempted: make(chan struct{}), bound: make(chan struct{})}
+}
+
+const bindGateWait = 10 * time.Second
+
+// countingBinder records every binding attempt of a scheduler, by pod.
 type countingBinder struct {
-	next      scheduler.Binder
-	mu        sync.Mutex
-	bound     map[string]int
-	conflicts atomic.Int64
+	next scheduler.Binder
+	// win and lose: the gated pods this scheduler must bind and must be
+	// refused.
+	win, lose map[string]*bindGate
+
+	mu      sync.Mutex
+	bound   map[string]int
+	refused map[string]int
+}
+
+func newCountingBinder(next scheduler.Binder) *countingBinder {
+	return &countingBinder{next: next, win: map[string]*bindGate{}, lose: map[string]*bindGate{},
+		bound: map[string]int{}, refused: map[string]int{}}
 }
 
 func (b *countingBinder) Bind(ctx context.Context, ns, pod, uid, node string) error {
+	key := ns + "/" + pod
+	if g := b.lose[key]; g != nil {
+		g.attemptOnce.Do(func() { close(g.attempted) })
+		select {
+		case <-g.bound:
+		case <-time.After(bindGateWait):
+		case <-ctx.Done():
+		}
+	}
+	if g := b.win[key]; g != nil {
+		select {
+		case <-g.attempted:
+		case <-time.After(bindGateWait):
+		case <-ctx.Done():
+		}
+	}
 	err := b.next.Bind(ctx, ns, pod, uid, node)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	switch {
 	case err == nil:
-		b.mu.Lock()
-		b.bound[ns+"/"+pod]++
-		b.mu.Unlock()
+		b.bound[key]++
+		if g := b.win[key]; g != nil {
+			g.boundOnce.Do(func() { close(g.bound) })
+		}
 	case errors.Is(err, errdefs.ErrConflict):
-		b.conflicts.Add(1)
+		b.refused[key]++
 	}
 	return err
 }
 
-// Two schedulers at once: every pod is bound exactly once, and no pod's
-// node ever changes once set.
+// Two schedulers at once: every pod is bound exactly once, both schedulers
+// bind, a scheduler that tries a pod the other has just bound is refused,
+// and no pod's node ever changes once set.
 func TestTwoSchedulersNeverDoubleBind(t *testing.T) {
 	srv := framework.StartAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -410,10 +455,32 @@ func TestTwoSchedulersNeverDoubleBind(t *testing.T) {
 		}
 	}()
 
-	b1 := &countingBinder{next: srv.Client, bound: map[string]int{}}
-	b2 := &countingBinder{next: srv.Client, bound: map[string]int{}}
-	startScheduler(ctx, t, scheduler.Config{Client: srv.Client, Binder: b1})
-	startScheduler(ctx, t, scheduler.Config{Client: client.New(srv.URL), Binder: b2, Policy: scheduler.PolicyRoundRobin})
+	// p00-p29 are a free race. p30-p39 are scheduler 1's to bind and
+	// scheduler 2's to be refused, p40-p49 the other way round, so that each
+	// scheduler has pods that only it can bind: one that binds nothing (or
+	// binds what the other already did) fails the test.
+	b1 := newCountingBinder(srv.Client)
+	b2 := newCountingBinder(srv.Client)
+	type gated struct {
+		key           string
+		winner, loser *countingBinder
+	}
+	var gates []gated
+	for i := 30; i < n; i++ {
+		key := fmt.Sprintf("default/p%02d", i)
+		g := newBindGate()
+		w, l := b1, b2
+		if i >= 40 {
+			w, l = b2, b1
+		}
+		w.win[key], l.lose[key] = g, g
+		gates = append(gates, gated{key, w, l})
+	}
+	name := map[*countingBinder]string{b1: "scheduler 1", b2: "scheduler 2"}
+	// Enough bind workers that the gated bindings waiting never starve the others.
+	startScheduler(ctx, t, scheduler.Config{Client: srv.Client, Binder: b1, BindWorkers: 2 * n})
+	startScheduler(ctx, t, scheduler.Config{Client: client.New(srv.URL), Binder: b2, BindWorkers: 2 * n,
+		Policy: scheduler.PolicyRoundRobin})
 
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -435,7 +502,20 @@ func TestTwoSchedulersNeverDoubleBind(t *testing.T) {
 		defer wmu.Unlock()
 		return len(nodeOf) == n, fmt.Sprintf("%d seen", len(nodeOf))
 	})
-	// Let any binding still in flight finish.
+	// A working loser tries every gated pod; give its attempts time to be
+	// answered (one that never tries is reported below).
+	for deadline := time.Now().Add(2 * bindGateWait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		answered := true
+		for _, g := range gates {
+			g.loser.mu.Lock()
+			answered = answered && g.loser.refused[g.key]+g.loser.bound[g.key] > 0
+			g.loser.mu.Unlock()
+		}
+		if answered {
+			break
+		}
+	}
+	// Let any other binding still in flight finish.
 	time.Sleep(500 * time.Millisecond)
 
 	b1.mu.Lock()
@@ -452,11 +532,34 @@ func TestTwoSchedulersNeverDoubleBind(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("pods not bound exactly once: %s", strings.Join(bad, "; "))
 	}
+	for _, b := range []*countingBinder{b1, b2} {
+		if len(b.bound) == 0 {
+			t.Errorf("%s bound no pod", name[b])
+		}
+	}
+	for _, g := range gates {
+		if g.winner.bound[g.key] != 1 {
+			t.Errorf("%s: %s, which tried second, did not bind it", g.key, name[g.winner])
+		}
+		switch {
+		case g.loser.refused[g.key] > 0:
+		case g.loser.bound[g.key] == 0:
+			t.Errorf("%s: %s never tried to bind it", g.key, name[g.loser])
+		default:
+			t.Errorf("%s: %s bound it, where %s should have and it should have been refused", g.key, name[g.loser], name[g.winner])
+		}
+	}
 	wmu.Lock()
 	defer wmu.Unlock()
 	if len(moved) > 0 {
 		t.Fatalf("pods moved between nodes: %v", moved)
 	}
+	var refused int
+	for _, b := range []*countingBinder{b1, b2} {
+		for _, r := range b.refused {
+			refused += r
+		}
+	}
 	t.Logf("scheduler 1 bound %d, scheduler 2 bound %d; %d bindings refused as already bound",
-		len(b1.bound), len(b2.bound), b1.conflicts.Load()+b2.conflicts.Load())
+		len(b1.bound), len(b2.bound), refused)
 }
