@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	shimapi "github.com/containerd/containerd/api/runtime/task/v2"
+	"github.com/containerd/ttrpc"
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver"
@@ -47,6 +49,10 @@ type Config struct {
 	FuncIdleWindow    time.Duration
 	// SkipImages leaves the images alone (they are built when missing).
 	SkipImages bool
+	// ServiceCIDR is the range of the Services' cluster IPs
+	// (apiserver.DefaultServiceCIDR); two clusters on one machine need
+	// different ranges, since every node's proxy listens on the cluster IPs.
+	ServiceCIDR string
 }
 
 func (c *Config) setDefaults() error {
@@ -70,7 +76,12 @@ func (c *Config) setDefaults() error {
 	if c.NodeName == "" {
 		c.NodeName = defaultNodeName()
 	}
-	return nil
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = apiserver.DefaultServiceCIDR
+	}
+	// A bad range fails before containerd and the images are set up.
+	_, err = apiserver.ParseServiceCIDR(c.ServiceCIDR)
+	return err
 }
 
 // defaultNodeName is the host's name when it is a valid node name.
@@ -102,6 +113,7 @@ func Up(ctx context.Context, cfg Config) error {
 			removeContainers(d.Address)
 			log.Info("stopping containerd")
 			d.Stop()
+			drainContainers(cfg.DataDir)
 		}()
 		address = d.Address
 	}
@@ -128,7 +140,8 @@ func Up(ctx context.Context, cfg Config) error {
 		}()
 	}
 	run("apiserver", func(ctx context.Context) error {
-		return apiserver.Run(ctx, apiserver.Config{Address: net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)), DataDir: cfg.DataDir})
+		return apiserver.Run(ctx, apiserver.Config{Address: net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)), DataDir: cfg.DataDir,
+			ServiceCIDR: cfg.ServiceCIDR})
 	})
 	c := client.New(server)
 	if err := waitHealthy(ctx, c); err != nil {
@@ -241,6 +254,70 @@ func removeContainers(address string) {
 			log.WithError(err).WithField("container", c.ID).Warn("removing container")
 		}
 	}
+}
+
+// drainContainers removes the containers that outlived containerd. The
+// kubelets of extra nodes share this containerd (see the README) and
+// restart the containers removeContainers took from them for as long as
+// containerd answers; the ones they start before it stops keep running
+// under their shims once it is gone. A containerd on the same dir but on a
+// socket no kubelet knows takes them back (it reconnects to live shims)
+// and removes them, with nobody able to start more.
+func drainContainers(dataDir string) {
+	dir := filepath.Join(dataDir, "containerd")
+	tasks, _ := filepath.Glob(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "*", "*"))
+	if len(tasks) == 0 {
+		return
+	}
+	log.WithField("containers", len(tasks)).Info("removing the containers other nodes started while containerd stopped")
+	logf, err := os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		log.WithError(err).Warn("cannot remove the containers left")
+		return
+	}
+	defer logf.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := containerd.Start(ctx, dir, filepath.Join(dir, "drain.sock"), logf)
+	if err != nil {
+		log.WithError(err).Warn("cannot remove the containers left")
+		return
+	}
+	removeContainers(d.Address)
+	// What is left is shims whose container was never created: containerd
+	// stopped in the middle of starting it. containerd 1.6 keeps such a
+	// shim (1.7 shuts it down on restart, containerd#6860).
+	bundles, _ := filepath.Glob(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "*", "*"))
+	for _, b := range bundles {
+		shutdownIdleShim(ctx, b)
+	}
+	d.Stop()
+}
+
+// shutdownIdleShim stops the shim of a task bundle when it runs no
+// process; containerd then removes the bundle.
+func shutdownIdleShim(ctx context.Context, bundle string) {
+	id := filepath.Base(bundle)
+	logger := log.WithField("container", id)
+	addr, err := os.ReadFile(filepath.Join(bundle, "address"))
+	if err != nil {
+		logger.WithError(err).Warn("shim left without its address")
+		return
+	}
+	conn, err := net.DialTimeout("unix", strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"), 5*time.Second)
+	if err != nil {
+		return // gone already
+	}
+	c := ttrpc.NewClient(conn)
+	defer c.Close()
+	shim := shimapi.NewTaskClient(c)
+	if pids, err := shim.Pids(ctx, &shimapi.PidsRequest{ID: id}); err == nil && len(pids.Processes) > 0 {
+		logger.WithField("pids", len(pids.Processes)).Warn("a container outlived containerd")
+		return
+	}
+	logger.Info("stopping a shim without container")
+	// The shim exits before it answers: the error says nothing.
+	_, _ = shim.Shutdown(ctx, &shimapi.ShutdownRequest{ID: id, Now: true})
 }
 
 // aptInstall installs Debian packages, saying so.

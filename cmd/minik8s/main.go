@@ -11,6 +11,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver"
 	"minik8s/cluster"
 	"minik8s/controller/functions"
 )
@@ -38,6 +39,7 @@ func main() {
 	fs.StringVar(&cfg.SchedulerPolicy, "policy", "least-allocated", "scheduling policy: least-allocated or round-robin")
 	fs.DurationVar(&cfg.FuncScaleInterval, "func-scale-interval", functions.DefaultScaleInterval, "how often idle functions' counters are lowered by one")
 	fs.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow, "how long without a call makes a function idle")
+	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from (in 127.0.0.0/8: every node's proxy listens on them)")
 	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
 	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	_ = fs.Parse(os.Args[2:])

@@ -1,0 +1,385 @@
+package test
+
+// Helpers for tests that run the built binaries (bin/minik8s, bin/kubelet,
+// bin/mkctl) as separate processes, and that check what such processes
+// leave behind: processes, mounts and listening sockets.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// moduleRoot is the directory of go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		t.Fatal("go env GOMOD: not inside the module")
+	}
+	return filepath.Dir(gomod)
+}
+
+// buildBinaries builds every command into a temp dir as `make build` does
+// (funcserver static, for the runtime image) and returns the dir.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	root := moduleRoot(t)
+	dir := t.TempDir()
+	for _, b := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"build", "-o", dir + "/", "./cmd/..."}},
+		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(dir, "funcserver"), "./cmd/funcserver"}},
+	} {
+		cmd := exec.Command("go", b.args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), b.env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(b.args, " "), err, out)
+		}
+	}
+	return dir
+}
+
+// binProc is a binary started by startBinary.
+type binProc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed once the process has been waited for
+	err  error         // its exit, valid after done
+}
+
+// startBinary starts a long-running binary writing to logPath. Pdeathsig
+// delivers deathSig to it if this test process dies without its cleanup;
+// since the kernel sends it when the forking thread exits (not the
+// process), the fork happens on a goroutine locked to its thread that
+// stays there, in Wait, for the child's life.
+func startBinary(t *testing.T, name, dir, logPath string, env []string, deathSig syscall.Signal, bin string, args ...string) *binProc {
+	t.Helper()
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: deathSig}
+	p := &binProc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		defer logf.Close()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	return p
+}
+
+// exited says whether the process has ended, and how.
+func (p *binProc) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// wait waits at most d for the process to end.
+func (p *binProc) wait(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// interrupt is Ctrl-C.
+func (p *binProc) interrupt() { _ = p.cmd.Process.Signal(os.Interrupt) }
+
+// stop is the cleanup: Ctrl-C, a bounded wait, then SIGKILL.
+func (p *binProc) stop(t *testing.T, grace time.Duration) {
+	if ok, _ := p.exited(); ok {
+		return
+	}
+	p.interrupt()
+	if p.wait(grace) {
+		return
+	}
+	t.Errorf("%s did not stop within %v of SIGINT: killing it", p.name, grace)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// logTail is the end of the process's output.
+func (p *binProc) logTail() string { return fileTail(p.log, 6000) }
+
+func fileTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	if len(data) > n {
+		data = append([]byte("…"), data[len(data)-n:]...)
+	}
+	return string(data)
+}
+
+// freePort is a TCP port free on 127.0.0.1 right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// proc is one process from /proc.
+type proc struct {
+	pid, ppid int
+	start     uint64 // start time in clock ticks: tells a reused pid apart
+	state     byte
+	cmdline   string
+}
+
+func (p proc) String() string { return fmt.Sprintf("pid %d (%c): %s", p.pid, p.state, p.cmdline) }
+
+// readProc reads /proc/PID; ok is false once the process is gone.
+func readProc(pid int) (proc, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return proc{}, false
+	}
+	// pid (comm) state ppid … starttime is field 22; comm may hold spaces.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return proc{}, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return proc{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	start, _ := strconv.ParseUint(f[19], 10, 64)
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	cl := strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	if cl == "" {
+		cl = "[" + s[strings.IndexByte(s, '(')+1:i] + "]"
+	}
+	return proc{pid: pid, ppid: ppid, start: start, state: f[0][0], cmdline: cl}, true
+}
+
+// allProcs lists the live (not zombie) processes.
+func allProcs() []proc {
+	ents, _ := os.ReadDir("/proc")
+	var out []proc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := readProc(pid); ok && p.state != 'Z' {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// procsOf lists the processes whose command line names dir (a containerd
+// whose config is there, the shims whose -address is there, anything run
+// from there), the processes with the given pids, and all their
+// descendants (the containers under the shims).
+func procsOf(dir string, pids ...int) []proc {
+	ps := allProcs()
+	children := map[int][]proc{}
+	for _, p := range ps {
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	roots := map[int]bool{}
+	for _, pid := range pids {
+		roots[pid] = true
+	}
+	seen := map[int]bool{}
+	var out []proc
+	var add func(p proc)
+	add = func(p proc) {
+		if seen[p.pid] {
+			return
+		}
+		seen[p.pid] = true
+		out = append(out, p)
+		for _, c := range children[p.pid] {
+			add(c)
+		}
+	}
+	for _, p := range ps {
+		if roots[p.pid] || strings.Contains(p.cmdline, dir+"/") {
+			add(p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
+	return out
+}
+
+// podProcs lists the processes of pods on the nodes of the given
+// addresses: the kubelet gives every container POD_IP, its node's address.
+func podProcs(nodeIPs ...string) []proc {
+	var out []proc
+	for _, p := range allProcs() {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.pid))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if ip, ok := strings.CutPrefix(string(kv), "POD_IP="); ok && slices.Contains(nodeIPs, ip) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// uniqueProcs merges lists of processes, each once, by pid.
+func uniqueProcs(lists ...[]proc) []proc {
+	seen := map[int]bool{}
+	var out []proc
+	for _, l := range lists {
+		for _, p := range l {
+			if !seen[p.pid] {
+				seen[p.pid] = true
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
+	return out
+}
+
+// stillRunning lists those of ps that still run (same pid, same start).
+func stillRunning(ps []proc) []proc {
+	var out []proc
+	for _, p := range ps {
+		if now, ok := readProc(p.pid); ok && now.start == p.start && now.state != 'Z' {
+			out = append(out, now)
+		}
+	}
+	return out
+}
+
+// mountsBelow lists mount points below dir in this mount namespace,
+// deepest first.
+func mountsBelow(dir string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			out = append(out, fields[4])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// tcpListeners lists the IPv4 TCP sockets listening in this network
+// namespace (pods share the host's), as "ip:port".
+func tcpListeners() ([]netip4Port, error) {
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []netip4Port
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 4 || fields[3] != "0A" { // 0A: LISTEN
+			continue
+		}
+		host, port, ok := strings.Cut(fields[1], ":")
+		if !ok {
+			continue
+		}
+		b, err := hex.DecodeString(host)
+		if err != nil || len(b) != 4 {
+			continue
+		}
+		p, err := strconv.ParseUint(port, 16, 16)
+		if err != nil {
+			continue
+		}
+		// The kernel prints the address in host (little-endian) order.
+		out = append(out, netip4Port{IP: net.IPv4(b[3], b[2], b[1], b[0]), Port: int(p)})
+	}
+	return out, sc.Err()
+}
+
+type netip4Port struct {
+	IP   net.IP
+	Port int
+}
+
+func (a netip4Port) String() string { return net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port)) }
+
+// killLeftovers is the last resort of a cleanup: SIGKILL every process of
+// dir (see procsOf: all started for this test) and of the pods on the
+// given node addresses (private to the test), wait for them, and detach
+// the mounts below dir. It says what it had to do.
+func killLeftovers(dir string, nodeIPs ...string) []string {
+	var did []string
+	ps := uniqueProcs(procsOf(dir), podProcs(nodeIPs...))
+	for _, p := range ps {
+		did = append(did, "killed "+p.String())
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(stillRunning(ps)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, m := range mountsBelow(dir) {
+		did = append(did, "unmounted "+m)
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+	return did
+}

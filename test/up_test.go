@@ -1,0 +1,331 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"minik8s/images"
+	"minik8s/pkg/api"
+	"minik8s/test/framework"
+)
+
+// upCluster is a `minik8s up` run from the built binaries, as the README's
+// first session runs it, with an extra kubelet joining it.
+type upCluster struct {
+	t       *testing.T
+	bin     string // the built binaries
+	server  string // the apiserver's URL
+	up      *binProc
+	kubelet *binProc // the extra node, once started
+}
+
+// TestMinik8sUpBinaries runs the README's first session with the built
+// binaries: `minik8s up` on a private data dir (and so its own containerd),
+// an extra `kubelet` joining on another loopback address, `mkctl apply -f
+// yaml/`, the Service and a branching function chain, then Ctrl-C, after
+// which nothing of the cluster may be left: no process, mount or socket.
+//
+// The first run on a machine builds the runtime image (debootstrap, cached
+// in /var/cache/minik8s): give `go test` a long -timeout (make test: 45m).
+func TestMinik8sUpBinaries(t *testing.T) {
+	if os.Geteuid() != 0 {
+		framework.NeedE2E(t, "minik8s up needs root")
+	}
+	if _, err := os.Stat(framework.ContainerdBinary); err != nil {
+		framework.NeedE2E(t, "containerd is not installed (%s): %v", framework.ContainerdBinary, err)
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		framework.NeedE2E(t, "runc is not installed: %v", err)
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		if _, err := os.Stat(filepath.Join(images.DefaultCacheDir, "rootfs")); err != nil {
+			framework.NeedE2E(t, "building %s needs debootstrap: %v", images.PythonRuntimeName, err)
+		}
+	}
+	root := moduleRoot(t)
+	bin := buildBinaries(t)
+
+	// A short private dir: the containerd socket lives under it and unix
+	// socket paths are limited to 108 bytes.
+	tmp, err := os.MkdirTemp("/tmp", "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(tmp, "data")
+	port := freePort(t)
+	const (
+		nodeIP  = "127.0.0.41"
+		extraIP = "127.0.0.42"
+		// A service range of its own: other clusters on this machine use
+		// 127.1.0.0/16, and proxies share cluster IPs (SO_REUSEPORT), so
+		// the same address in two clusters would mix their traffic.
+		serviceCIDR = "127.41.0.0/16"
+	)
+	_, svcRange, _ := net.ParseCIDR(serviceCIDR)
+	c := &upCluster{t: t, bin: bin, server: "http://127.0.0.1:" + strconv.Itoa(port)}
+
+	// Runs last: whatever the test left, it goes, and then the dir.
+	t.Cleanup(func() {
+		if t.Failed() {
+			if c.up != nil {
+				t.Logf("minik8s up's output:\n%s", c.up.logTail())
+			}
+			if c.kubelet != nil {
+				t.Logf("the extra kubelet's output:\n%s", c.kubelet.logTail())
+			}
+			t.Logf("containerd's log:\n%s", fileTail(filepath.Join(data, "containerd.log"), 3000))
+		}
+		if did := killLeftovers(tmp, nodeIP, extraIP); len(did) > 0 {
+			t.Errorf("cleanup had to remove what the cluster left:\n  %s", strings.Join(did, "\n  "))
+		}
+		if left := mountsBelow(tmp); len(left) > 0 {
+			t.Errorf("cleanup: mounts left under %s, not removing it: %v", tmp, left)
+			return
+		}
+		if err := os.RemoveAll(tmp); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+
+	// make up, privately: SIGINT if this test dies, so that minik8s up
+	// does its Ctrl-C cleanup (SIGKILL would leave its containerd, which
+	// runs in its own process group, and the containers).
+	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--data-dir", data,
+		"--node-ip", nodeIP, "--service-cidr", serviceCIDR)
+	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
+
+	// mkctl get nodes: the first run may build the image first.
+	upNode := c.waitNodesReady(25*time.Minute, nodeIP)
+	t.Logf("node %s (%s) is ready", upNode[nodeIP], nodeIP)
+
+	// An extra node, as the README starts it, on minik8s up's containerd.
+	c.kubelet = startBinary(t, "kubelet", tmp, filepath.Join(tmp, "kubelet.log"), nil, syscall.SIGINT,
+		filepath.Join(bin, "kubelet"), "--apiserver", c.server, "--node-ip", extraIP,
+		"--containerd-address", filepath.Join(data, "containerd", "containerd.sock"))
+	t.Cleanup(func() { c.kubelet.stop(t, 2*time.Minute) })
+	nodes := c.waitNodesReady(2*time.Minute, nodeIP, extraIP)
+
+	// mkctl apply -f yaml/, and the pods of the manifests run, on both nodes.
+	c.mustMkctl(time.Minute, "apply", "-f", filepath.Join(root, "yaml")+"/")
+	c.waitFor(10*time.Minute, "the pods of yaml/ running and ready on both nodes", func() (bool, string) {
+		var pods api.PodList
+		if err := c.getJSON(&pods, "pods"); err != nil {
+			return false, err.Error()
+		}
+		var state []string
+		web, server := 0, false
+		onNode := map[string]int{}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			ok := p.Status.Phase == api.PodRunning && podReady(p) && p.DeletionTimestamp == nil
+			state = append(state, fmt.Sprintf("%s %s ready=%v on %q", p.Name, p.Status.Phase, ok, p.Spec.NodeName))
+			if !ok {
+				continue
+			}
+			onNode[p.Spec.NodeName]++
+			switch {
+			case p.Name == "http-server":
+				server = true
+			case p.Labels["app"] == "web":
+				web++
+			}
+		}
+		done := server && web == 3 && onNode[nodes[nodeIP]] > 0 && onNode[nodes[extraIP]] > 0
+		return done, strings.Join(state, "; ")
+	})
+
+	// The Service answers on its cluster IP, from the private range.
+	var svc api.Service
+	if err := c.getJSON(&svc, "services", "web"); err != nil {
+		t.Fatal(err)
+	}
+	if ip := net.ParseIP(svc.Spec.ClusterIP); ip == nil || !svcRange.Contains(ip) {
+		t.Fatalf("service web has cluster IP %q, outside --service-cidr %s", svc.Spec.ClusterIP, serviceCIDR)
+	}
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
+	c.waitFor(2*time.Minute, "GET "+url+" through the service proxy", func() (bool, string) {
+		hc := http.Client{Timeout: 5 * time.Second}
+		resp, err := hc.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+
+	// yaml/func-demo.yaml: classify goes left to double for a number,
+	// right to shout otherwise.
+	for _, call := range []struct{ arg, want string }{{" 21 ", "42"}, {"hello", "HELLO!"}} {
+		out := c.mustMkctl(6*time.Minute, "func", "invoke", "classify", "-d", call.arg, "--wait=5m")
+		if got := strings.TrimSpace(out); got != call.want {
+			t.Errorf("mkctl func invoke classify -d %q = %q, want %q", call.arg, got, call.want)
+		}
+	}
+
+	// Ctrl-C. Everything of the cluster, the extra kubelet's containers
+	// included (they live in minik8s up's containerd), must go.
+	before := procsOf(tmp, c.up.cmd.Process.Pid, c.kubelet.cmd.Process.Pid)
+	pods := podProcs(nodeIP, extraIP)
+	shims := 0
+	for _, p := range before {
+		if strings.Contains(p.cmdline, "containerd-shim") {
+			shims++
+		}
+	}
+	if shims == 0 || len(pods) == 0 {
+		t.Fatalf("%d shims under %s and %d pod processes while pods run: the leftover checks would prove nothing\n%v",
+			shims, data, len(pods), before)
+	}
+	before = uniqueProcs(before, pods)
+	t.Logf("before Ctrl-C: %d processes of the cluster, %d shims, %d in pods", len(before), shims, len(pods))
+	c.up.interrupt()
+	if !c.up.wait(3 * time.Minute) {
+		t.Fatal("minik8s up still running 3 minutes after Ctrl-C")
+	}
+	if _, err := c.up.exited(); err != nil {
+		t.Errorf("minik8s up exited with %v after Ctrl-C, want status 0", err)
+	}
+	c.kubelet.interrupt()
+	if !c.kubelet.wait(2 * time.Minute) {
+		t.Fatal("the extra kubelet still running 2 minutes after Ctrl-C")
+	}
+	if _, err := c.kubelet.exited(); err != nil {
+		t.Errorf("the extra kubelet exited with %v after Ctrl-C, want status 0", err)
+	}
+
+	// Shims exit once their task is deleted, a little after the answer:
+	// wait (boundedly) for the processes to go before reporting them.
+	var left []proc
+	deadline := time.Now().Add(time.Minute)
+	for {
+		left = uniqueProcs(stillRunning(before), procsOf(tmp), podProcs(nodeIP, extraIP))
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		var lines []string
+		for _, p := range left {
+			lines = append(lines, p.String())
+		}
+		t.Errorf("processes of the cluster still running after Ctrl-C:\n  %s", strings.Join(lines, "\n  "))
+	}
+	if m := mountsBelow(tmp); len(m) > 0 {
+		t.Errorf("mounts left under %s after Ctrl-C: %v", tmp, m)
+	}
+	ls, err := tcpListeners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		ip := l.IP.String()
+		if ip == nodeIP || ip == extraIP || svcRange.Contains(l.IP) || (ip == "127.0.0.1" && l.Port == port) {
+			t.Errorf("%s still listening after Ctrl-C", l)
+		}
+	}
+}
+
+// mkctl runs bin/mkctl against the cluster as the README's shell does
+// (MINIK8S_SERVER, bin/ on PATH).
+func (c *upCluster) mkctl(timeout time.Duration, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "mkctl"), args...)
+	cmd.Env = append(os.Environ(), "MINIK8S_SERVER="+c.server, "PATH="+c.bin+":"+os.Getenv("PATH"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func (c *upCluster) mustMkctl(timeout time.Duration, args ...string) string {
+	c.t.Helper()
+	out, errOut, err := c.mkctl(timeout, args...)
+	if err != nil {
+		c.t.Fatalf("mkctl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// getJSON decodes `mkctl get ARGS -o json`.
+func (c *upCluster) getJSON(into any, args ...string) error {
+	out, errOut, err := c.mkctl(time.Minute, append([]string{"get"}, append(args, "-o", "json")...)...)
+	if err != nil {
+		return fmt.Errorf("mkctl get %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut))
+	}
+	return json.Unmarshal([]byte(out), into)
+}
+
+// waitFor polls cond until it holds, failing the test after timeout or as
+// soon as minik8s up or the extra kubelet exits.
+func (c *upCluster) waitFor(timeout time.Duration, what string, cond func() (bool, string)) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		for _, p := range []*binProc{c.up, c.kubelet} {
+			if p == nil {
+				continue
+			}
+			if done, err := p.exited(); done {
+				c.t.Fatalf("%s exited (%v) while waiting for %s; last state: %s", p.name, err, what, state)
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, state)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// waitNodesReady waits until `mkctl get nodes` shows a Ready node on each
+// address, and returns their names by address.
+func (c *upCluster) waitNodesReady(timeout time.Duration, ips ...string) map[string]string {
+	c.t.Helper()
+	names := map[string]string{}
+	c.waitFor(timeout, fmt.Sprintf("Ready nodes on %v", ips), func() (bool, string) {
+		var nodes api.NodeList
+		if err := c.getJSON(&nodes, "nodes"); err != nil {
+			return false, err.Error()
+		}
+		ready := map[string]string{}
+		var state []string
+		for _, n := range nodes.Items {
+			ok := false
+			for _, cond := range n.Status.Conditions {
+				ok = ok || cond.Type == api.NodeReady && cond.Status == api.ConditionTrue
+			}
+			for _, a := range n.Status.Addresses {
+				if a.Type == api.NodeInternalIP && ok {
+					ready[a.Address] = n.Name
+				}
+			}
+			state = append(state, fmt.Sprintf("%s ready=%v %v", n.Name, ok, n.Status.Addresses))
+		}
+		for _, ip := range ips {
+			if ready[ip] == "" {
+				return false, strings.Join(state, "; ")
+			}
+		}
+		names = ready
+		return true, ""
+	})
+	return names
+}
