@@ -223,9 +223,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) error {
 }
 
 // StartContainer creates the container's task with its output going to
-// logPath and starts it.
+// logPath and starts it. Once begun, it runs to its end even if ctx ends
+// (see uninterrupted), so that a kubelet that stops has no task creation
+// still under way in containerd, which a removal of the container would
+// race and leave a shim behind.
 func (r *Runtime) StartContainer(ctx context.Context, id, logPath string) error {
-	ctx = nsCtx(ctx)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("starting container %s: %w", id, err)
+	}
+	ctx, cancel := uninterrupted(nsCtx(ctx))
+	defer cancel()
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return wrap(err, "container %s", id)
@@ -242,6 +249,20 @@ func (r *Runtime) StartContainer(ctx context.Context, id, logPath string) error 
 		return wrap(err, "starting %s", id)
 	}
 	return nil
+}
+
+// cleanupTimeout bounds a task creation or deletion that runs to its end
+// even when the caller's context ends first.
+const cleanupTimeout = time.Minute
+
+// uninterrupted is ctx without its cancellation, bounded by cleanupTimeout.
+// Creating or deleting a task must not be cut short: containerd that is cancelled
+// after runc deleted the container but before the shim shut down drops
+// the task from its list and leaves the shim running, with nothing left
+// that would find it (a kubelet stopped while a pod terminated leaked one
+// shim per container being removed).
+func uninterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
 // State of a container's task.
@@ -418,8 +439,14 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 
 // RemoveContainer kills the task if it still runs and removes task,
 // container and snapshot. A container that is already gone is no error.
+// Once begun, the removal runs to its end even if ctx ends (see
+// uninterrupted); a ctx that has already ended removes nothing.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
-	ctx = nsCtx(ctx)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("removing container %s: %w", id, err)
+	}
+	ctx, cancel := uninterrupted(nsCtx(ctx))
+	defer cancel()
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -55,11 +56,29 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.a
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", filepath.Join(dir, "opt"))
 }
 
+// Option changes how Start runs the daemon.
+type Option func(*options)
+
+type options struct {
+	pdeathsig syscall.Signal
+}
+
+// WithPdeathsig has the kernel send sig to the daemon when the process that
+// started it dies, even by SIGKILL, so that a killed test binary does not
+// leave its containerd behind. (Its shims survive it: they are reparented.)
+func WithPdeathsig(sig syscall.Signal) Option {
+	return func(o *options) { o.pdeathsig = sig }
+}
+
 // Start starts containerd with its files in dir and its socket at address
 // (unix socket paths are limited to 108 bytes), writing its output to log,
 // and waits until the socket answers. The daemon runs in its own process
 // group so a Ctrl-C meant for minik8s reaches it only through Stop.
-func Start(ctx context.Context, dir, address string, log io.Writer) (*Daemon, error) {
+func Start(ctx context.Context, dir, address string, log io.Writer, opts ...Option) (*Daemon, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if len(address) > 100 {
 		return nil, fmt.Errorf("containerd socket path %q is too long for a unix socket", address)
 	}
@@ -76,11 +95,26 @@ func Start(ctx context.Context, dir, address string, log io.Writer) (*Daemon, er
 	d := &Daemon{Dir: dir, Address: address, done: make(chan error, 1)}
 	d.cmd = exec.Command(Binary, "--config", cfgPath)
 	d.cmd.Stdout, d.cmd.Stderr = log, log
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: o.pdeathsig}
+	started := make(chan error, 1)
+	go func() {
+		// The parent death signal fires when the OS thread that forked the
+		// daemon exits, and Go retires idle threads (golang/go#27505): the
+		// goroutine that starts the daemon keeps its thread for the daemon's
+		// whole life by also waiting for it there.
+		runtime.LockOSThread()
+		if err := d.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		d.done <- d.cmd.Wait()
+		// Still locked: the thread ends with this goroutine, which is fine
+		// now that the daemon is gone.
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting containerd: %w", err)
 	}
-	go func() { d.done <- d.cmd.Wait() }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if c, err := net.DialTimeout("unix", address, time.Second); err == nil {
@@ -103,6 +137,20 @@ func Start(ctx context.Context, dir, address string, log io.Writer) (*Daemon, er
 	}
 }
 
+// Pid is the daemon's process id.
+func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+
+// Exited reports whether the daemon has exited, and how.
+func (d *Daemon) Exited() (bool, error) {
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
 // Stop asks the daemon to stop and waits for it (killing it after 15s).
 // Containers keep running under their shims; the next daemon on the same
 // dir finds them again.
@@ -113,5 +161,6 @@ func (d *Daemon) Stop() {
 		d.done <- err
 	case <-time.After(15 * time.Second):
 		_ = d.cmd.Process.Kill()
+		d.done <- <-d.done
 	}
 }

@@ -1,14 +1,14 @@
 package framework
 
 import (
-	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +24,8 @@ import (
 const PythonRuntimeImage = images.PythonRuntimeName
 
 // Containerd is a containerd daemon private to one test: its own root,
-// state and socket in a temp dir. It never touches another containerd.
+// state and socket in a dir of the binary's run dir. It never touches
+// another containerd.
 type Containerd struct {
 	t       testing.TB
 	Dir     string
@@ -32,8 +33,7 @@ type Containerd struct {
 	// Runtime is a connection to it in the minik8s namespace.
 	Runtime *runtime.Runtime
 
-	cmd  *exec.Cmd
-	done chan error
+	daemon *containerd.Daemon
 }
 
 // NeedE2E fails the test when MINIK8S_E2E=1 (the suite must run in full)
@@ -50,10 +50,12 @@ func NeedE2E(t testing.TB, format string, args ...any) {
 const ContainerdBinary = containerd.Binary
 
 // StartContainerd starts a private containerd and stops it, with every
-// container it ran, when the test ends. Without containerd or runc the
-// test is skipped, or failed when MINIK8S_E2E=1.
+// container it ran, when the test ends (or the binary is interrupted: see
+// Main). Without containerd or runc the test is skipped, or failed when
+// MINIK8S_E2E=1.
 func StartContainerd(t testing.TB) *Containerd {
 	t.Helper()
+	holdIfAborting()
 	if os.Geteuid() != 0 {
 		NeedE2E(t, "containerd tests need root")
 	}
@@ -63,54 +65,49 @@ func StartContainerd(t testing.TB) *Containerd {
 	if _, err := exec.LookPath("runc"); err != nil {
 		NeedE2E(t, "runc is not installed: %v", err)
 	}
-	// A short path: unix socket paths are limited to 108 bytes.
-	dir, err := os.MkdirTemp("/tmp", "ctd")
+	// In the run dir, which a later binary sweeps if this one is killed;
+	// short, as unix socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp(runDir(), "ctd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Containerd{t: t, Dir: dir, Address: filepath.Join(dir, "c.sock")}
-	config := containerd.Config(dir, c.Address)
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.cmd = exec.Command(ContainerdBinary, "--config", cfgPath)
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	// Its own process group, so that a Ctrl-C of the test run does not
-	// kill it before the cleanup has removed its containers.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := c.cmd.Start(); err != nil {
+	// SIGKILL to the daemon if this binary dies without its teardown; the
+	// daemon's own process group keeps a Ctrl-C from reaching it before
+	// the teardown has removed its containers.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c.daemon, err = containerd.Start(ctx, dir, c.Address, logf, containerd.WithPdeathsig(syscall.SIGKILL))
+	if err != nil {
 		logf.Close()
-		t.Fatalf("starting containerd: %v", err)
+		out := c.Log()
+		sweepDir(dir)
+		t.Fatalf("%v\n%s", err, out)
 	}
-	c.done = make(chan error, 1)
-	go func() { c.done <- c.cmd.Wait(); logf.Close() }()
-	t.Cleanup(c.stop)
+	track(t, "containerd "+dir, func(errorf func(string, ...any)) {
+		c.stop(errorf)
+		logf.Close()
+	})
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := os.Stat(c.Address); err == nil {
-			rt, err := runtime.New(context.Background(), c.Address, runtime.Options{PullTimeout: 20 * time.Second})
-			if err == nil {
-				if _, err = rt.Version(context.Background()); err == nil {
-					c.Runtime = rt
-					return c
-				}
-				rt.Close()
+		rt, err := runtime.New(context.Background(), c.Address, runtime.Options{PullTimeout: 20 * time.Second})
+		if err == nil {
+			if _, err = rt.Version(context.Background()); err == nil {
+				c.Runtime = rt
+				return c
 			}
+			rt.Close()
 		}
-		select {
-		case err := <-c.done:
-			c.done <- err
+		if exited, err := c.daemon.Exited(); exited {
 			t.Fatalf("containerd exited while starting: %v\n%s", err, c.Log())
-		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("containerd at %s not ready after 30s\n%s", c.Address, c.Log())
+			t.Fatalf("containerd at %s not answering after 30s: %v\n%s", c.Address, err, c.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -145,68 +142,55 @@ func (c *Containerd) ImportPythonRuntime(t testing.TB) {
 	}
 }
 
-// stop removes every container of the daemon, stops it and removes its dir.
-func (c *Containerd) stop() {
-	t := c.t
+// stop removes every container of the daemon, stops it and removes its
+// dir. A shim or runc container that outlives the removal of every
+// container is a leak: it is killed, and reported.
+func (c *Containerd) stop(errorf func(string, ...any)) {
 	if c.Runtime != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cs, err := c.Runtime.ListContainers(ctx, nil)
 		if err != nil {
-			t.Errorf("containerd cleanup: %v", err)
+			errorf("containerd cleanup: %v", err)
 		}
 		for _, ct := range cs {
 			if err := c.Runtime.RemoveContainer(ctx, ct.ID); err != nil {
-				t.Errorf("containerd cleanup: %v", err)
+				errorf("containerd cleanup: %v", err)
 			}
 		}
 		cancel()
 		c.Runtime.Close()
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(15 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-	// Never delete through a mount that is still there.
-	if left := mountsUnder(c.Dir); len(left) > 0 {
-		for _, m := range left {
-			_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	// Whatever still runs on the daemon's socket survived the removal of
+	// its containers: a leak that a real node would have too.
+	leaked, err := sweepRuncContainers(c.Dir)
+	if shims := procsReferring(c.Dir, c.daemon.Pid()); len(shims) > 0 {
+		for _, p := range shims {
+			leaked = append(leaked, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
 		}
-		if left := mountsUnder(c.Dir); len(left) > 0 {
-			t.Errorf("containerd cleanup: mounts left under %s: %v", c.Dir, left)
-			return
-		}
+		err = errors.Join(err, killProcs(shims))
 	}
-	if err := os.RemoveAll(c.Dir); err != nil {
-		t.Errorf("containerd cleanup: %v", err)
+	for _, l := range leaked {
+		errorf("containerd cleanup: left running after every container was removed: %s", l)
 	}
-}
-
-// mountsUnder lists mount points below dir, deepest first.
-func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return nil
+		errorf("containerd cleanup: %v", err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			out = append(out, fields[4])
+	c.daemon.Stop()
+	// The rest (processes, mounts) is not expected, but a dir is never
+	// removed through a mount.
+	for _, l := range sweepDir(c.Dir) {
+		if !strings.HasPrefix(l, "mount ") {
+			errorf("containerd cleanup: %s", l)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
 }
 
 // Kubelet is a kubelet running in the test process.
 type Kubelet struct {
 	t      testing.TB
 	Config kubelet.Config
+	// mu keeps Start and Stop from racing an abnormal end's teardown.
+	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -229,12 +213,15 @@ func StartKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string)
 		PullTimeout:       20 * time.Second,
 	}}
 	k.Start()
-	t.Cleanup(k.Stop)
+	track(t, "kubelet "+name, k.stop)
 	return k
 }
 
 // Start runs the kubelet (again).
 func (k *Kubelet) Start() {
+	holdIfAborting()
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.cancel != nil {
 		k.t.Fatalf("kubelet %s already running", k.Config.NodeName)
 	}
@@ -246,7 +233,11 @@ func (k *Kubelet) Start() {
 }
 
 // Stop stops the kubelet as a kill would: its containers keep running.
-func (k *Kubelet) Stop() {
+func (k *Kubelet) Stop() { k.stop(k.t.Errorf) }
+
+func (k *Kubelet) stop(errorf func(string, ...any)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.cancel == nil {
 		return
 	}
@@ -254,10 +245,10 @@ func (k *Kubelet) Stop() {
 	select {
 	case err := <-k.done:
 		if err != nil && !errors.Is(err, context.Canceled) {
-			k.t.Errorf("kubelet %s stopped with error: %v", k.Config.NodeName, err)
+			errorf("kubelet %s stopped with error: %v", k.Config.NodeName, err)
 		}
 	case <-time.After(60 * time.Second):
-		k.t.Errorf("kubelet %s did not stop within 60s", k.Config.NodeName)
+		errorf("kubelet %s did not stop within 60s", k.Config.NodeName)
 	}
 	k.cancel = nil
 }
