@@ -79,9 +79,10 @@ func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 	defer cancel()
 	c := s.Client
 	code := "def run(arg):\n    return arg\n"
+	addr := s.ServiceIP("5.5")
 	f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: api.ObjectMeta{Name: "echo_fn"},
 		Spec: api.FuncSpec{Name: "echo_fn", Function: base64.StdEncoding.EncodeToString([]byte(code)),
-			ServiceAddress: "127.1.5.5", MinInstanceNum: ptrInt(0), MaxInstanceNum: ptrInt(3), InitInstanceNum: ptrInt(1)}}
+			ServiceAddress: addr, MinInstanceNum: ptrInt(0), MaxInstanceNum: ptrInt(3), InitInstanceNum: ptrInt(1)}}
 	if _, err := c.Funcs("default").Create(ctx, f); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 		t.Fatalf("code configmap: %+v %v", cm, err)
 	}
 	svc, err := c.Services("default").Get(ctx, name)
-	if err != nil || svc.Spec.ClusterIP != "127.1.5.5" || svc.Spec.Selector[function.LabelFunc] != "echo_fn" {
+	if err != nil || svc.Spec.ClusterIP != addr || svc.Spec.Selector[function.LabelFunc] != "echo_fn" {
 		t.Fatalf("service: %+v %v", svc, err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,11 @@ type APIServer struct {
 	Addr    string
 	URL     string
 	Client  *client.Client
+	// ServiceCIDR is this test binary's own range of cluster IPs (a /16 in
+	// 127.0.0.0/8): every kubelet's proxy listens on the cluster IPs with
+	// SO_REUSEPORT, so two binaries sharing a range would serve each
+	// other's Services.
+	ServiceCIDR string
 
 	cancel context.CancelFunc
 	done   chan error
@@ -53,11 +59,21 @@ func StartAPIServer(t testing.TB) *APIServer {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	s := &APIServer{t: t, DataDir: filepath.Join(t.TempDir(), "data"), Addr: addr, URL: "http://" + addr}
+	cidr, err := serviceRange()
+	if err != nil {
+		t.Fatalf("claiming a service range: %v", err)
+	}
+	s := &APIServer{t: t, DataDir: filepath.Join(t.TempDir(), "data"), Addr: addr, URL: "http://" + addr, ServiceCIDR: cidr}
 	s.Client = client.New(s.URL)
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// ServiceIP is the address of this server's service range whose last two
+// bytes are low, as in "200.7".
+func (s *APIServer) ServiceIP(low string) string {
+	return strings.TrimSuffix(s.ServiceCIDR, "0.0/16") + low
 }
 
 // Start starts the server (again) and waits until it answers /healthz.
@@ -70,7 +86,7 @@ func (s *APIServer) Start() {
 	s.cancel = cancel
 	s.done = make(chan error, 1)
 	go func() {
-		s.done <- apiserver.Run(ctx, apiserver.Config{Address: s.Addr, DataDir: s.DataDir})
+		s.done <- apiserver.Run(ctx, apiserver.Config{Address: s.Addr, DataDir: s.DataDir, ServiceCIDR: s.ServiceCIDR})
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
