@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"minik8s/test/framework"
 )
 
 // moduleRoot is the directory of go.mod.
@@ -167,100 +169,25 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// proc is one process from /proc.
-type proc struct {
-	pid, ppid int
-	start     uint64 // start time in clock ticks: tells a reused pid apart
-	state     byte
-	cmdline   string
-}
-
-func (p proc) String() string { return fmt.Sprintf("pid %d (%c): %s", p.pid, p.state, p.cmdline) }
-
-// readProc reads /proc/PID; ok is false once the process is gone.
-func readProc(pid int) (proc, bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return proc{}, false
-	}
-	// pid (comm) state ppid … starttime is field 22; comm may hold spaces.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return proc{}, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return proc{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	start, _ := strconv.ParseUint(f[19], 10, 64)
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	cl := strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-	if cl == "" {
-		cl = "[" + s[strings.IndexByte(s, '(')+1:i] + "]"
-	}
-	return proc{pid: pid, ppid: ppid, start: start, state: f[0][0], cmdline: cl}, true
-}
-
-// allProcs lists the live (not zombie) processes.
-func allProcs() []proc {
-	ents, _ := os.ReadDir("/proc")
-	var out []proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := readProc(pid); ok && p.state != 'Z' {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // procsOf lists the processes whose command line names dir (a containerd
 // whose config is there, the shims whose -address is there, anything run
 // from there), the processes with the given pids, and all their
 // descendants (the containers under the shims).
-func procsOf(dir string, pids ...int) []proc {
-	ps := allProcs()
-	children := map[int][]proc{}
-	for _, p := range ps {
-		children[p.ppid] = append(children[p.ppid], p)
-	}
-	roots := map[int]bool{}
-	for _, pid := range pids {
-		roots[pid] = true
-	}
-	seen := map[int]bool{}
-	var out []proc
-	var add func(p proc)
-	add = func(p proc) {
-		if seen[p.pid] {
-			return
-		}
-		seen[p.pid] = true
-		out = append(out, p)
-		for _, c := range children[p.pid] {
-			add(c)
-		}
-	}
-	for _, p := range ps {
-		if roots[p.pid] || strings.Contains(p.cmdline, dir+"/") {
-			add(p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
-	return out
+func procsOf(dir string, pids ...int) []framework.Proc {
+	return framework.ProcTree(func(p framework.Proc) bool {
+		return slices.Contains(pids, p.PID) || strings.Contains(p.Cmdline, dir+"/")
+	})
 }
 
 // podProcs lists the processes of pods on the nodes of the given
 // addresses: the kubelet gives every container POD_IP, its node's address.
-func podProcs(nodeIPs ...string) []proc {
-	var out []proc
-	for _, p := range allProcs() {
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.pid))
+func podProcs(nodeIPs ...string) []framework.Proc {
+	var out []framework.Proc
+	for _, p := range framework.Procs() {
+		if p.State == 'Z' {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
 		if err != nil {
 			continue
 		}
@@ -275,49 +202,18 @@ func podProcs(nodeIPs ...string) []proc {
 }
 
 // uniqueProcs merges lists of processes, each once, by pid.
-func uniqueProcs(lists ...[]proc) []proc {
+func uniqueProcs(lists ...[]framework.Proc) []framework.Proc {
 	seen := map[int]bool{}
-	var out []proc
+	var out []framework.Proc
 	for _, l := range lists {
 		for _, p := range l {
-			if !seen[p.pid] {
-				seen[p.pid] = true
+			if !seen[p.PID] {
+				seen[p.PID] = true
 				out = append(out, p)
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
-	return out
-}
-
-// stillRunning lists those of ps that still run (same pid, same start).
-func stillRunning(ps []proc) []proc {
-	var out []proc
-	for _, p := range ps {
-		if now, ok := readProc(p.pid); ok && now.start == p.start && now.state != 'Z' {
-			out = append(out, now)
-		}
-	}
-	return out
-}
-
-// mountsBelow lists mount points below dir in this mount namespace,
-// deepest first.
-func mountsBelow(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			out = append(out, fields[4])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
 }
 
@@ -371,13 +267,11 @@ func killLeftovers(dir string, nodeIPs ...string) []string {
 	ps := uniqueProcs(procsOf(dir), podProcs(nodeIPs...))
 	for _, p := range ps {
 		did = append(did, "killed "+p.String())
-		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(stillRunning(ps)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	if err := framework.KillProcs(ps); err != nil {
+		did = append(did, err.Error())
 	}
-	for _, m := range mountsBelow(dir) {
+	for _, m := range framework.MountsUnder(dir) {
 		did = append(did, "unmounted "+m)
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}

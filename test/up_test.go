@@ -90,7 +90,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		if did := killLeftovers(tmp, nodeIP, extraIP); len(did) > 0 {
 			t.Errorf("cleanup had to remove what the cluster left:\n  %s", strings.Join(did, "\n  "))
 		}
-		if left := mountsBelow(tmp); len(left) > 0 {
+		if left := framework.MountsUnder(tmp); len(left) > 0 {
 			t.Errorf("cleanup: mounts left under %s, not removing it: %v", tmp, left)
 			return
 		}
@@ -181,7 +181,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	pods := podProcs(nodeIP, extraIP)
 	shims := 0
 	for _, p := range before {
-		if strings.Contains(p.cmdline, "containerd-shim") {
+		if strings.Contains(p.Cmdline, "containerd-shim") {
 			shims++
 		}
 	}
@@ -208,10 +208,10 @@ func TestMinik8sUpBinaries(t *testing.T) {
 
 	// Shims exit once their task is deleted, a little after the answer:
 	// wait (boundedly) for the processes to go before reporting them.
-	var left []proc
+	var left []framework.Proc
 	deadline := time.Now().Add(time.Minute)
 	for {
-		left = uniqueProcs(stillRunning(before), procsOf(tmp), podProcs(nodeIP, extraIP))
+		left = uniqueProcs(framework.StillRunning(before), procsOf(tmp), podProcs(nodeIP, extraIP))
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -224,7 +224,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		}
 		t.Errorf("processes of the cluster still running after Ctrl-C:\n  %s", strings.Join(lines, "\n  "))
 	}
-	if m := mountsBelow(tmp); len(m) > 0 {
+	if m := framework.MountsUnder(tmp); len(m) > 0 {
 		t.Errorf("mounts left under %s after Ctrl-C: %v", tmp, m)
 	}
 	ls, err := tcpListeners()

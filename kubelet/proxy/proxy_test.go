@@ -56,7 +56,7 @@ func TestProxyBalancesAndFollowsEndpoints(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, b := backend(t, "a"), backend(t, "b")
-	const ip = "127.1.77.7"
+	ip := s.ServiceIP("77.7")
 	svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: "web"},
 		Spec: api.ServiceSpec{ClusterIP: ip, Ports: []api.ServicePort{{Name: "http", Port: 8080, TargetPort: "http"}}}}
 	if _, err := s.Client.Services("default").Create(ctx, svc); err != nil {

@@ -163,11 +163,11 @@ func (c *Containerd) stop(errorf func(string, ...any)) {
 	// Whatever still runs on the daemon's socket survived the removal of
 	// its containers: a leak that a real node would have too.
 	leaked, err := sweepRuncContainers(c.Dir)
-	if shims := procsReferring(c.Dir, c.daemon.Pid()); len(shims) > 0 {
+	if shims := ProcsReferring(c.Dir, c.daemon.Pid()); len(shims) > 0 {
 		for _, p := range shims {
-			leaked = append(leaked, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
+			leaked = append(leaked, fmt.Sprintf("process %d: %s", p.PID, p.Cmdline))
 		}
-		err = errors.Join(err, killProcs(shims))
+		err = errors.Join(err, KillProcs(shims))
 	}
 	for _, l := range leaked {
 		errorf("containerd cleanup: left running after every container was removed: %s", l)

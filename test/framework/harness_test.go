@@ -65,13 +65,6 @@ func TestHarnessChild(t *testing.T) {
 	time.Sleep(time.Hour)
 }
 
-// alive reports whether pid is still the process that started at start
-// (a zombie is dead).
-func alive(pid int, start uint64) bool {
-	_, s, state, ok := procStatState(pid)
-	return ok && s == start && state != "Z"
-}
-
 // TestHarnessEndsClean ends a test binary that runs containerd and a
 // container in every way a binary ends, and checks that nothing of it
 // remains: no containerd, shim, container process, runc container, mount
@@ -150,8 +143,8 @@ func TestHarnessEndsClean(t *testing.T) {
 					t.Fatalf("child's containerd (%d) or container (%d) not running", info.DaemonPid, info.ContainerPid)
 				}
 				var shims int
-				for _, p := range procsReferring(info.Dir) {
-					if strings.Contains(p.cmdline, "containerd-shim") {
+				for _, p := range ProcsReferring(info.Dir) {
+					if strings.Contains(p.Cmdline, "containerd-shim") {
 						shims++
 					}
 				}
@@ -205,10 +198,10 @@ func TestHarnessEndsClean(t *testing.T) {
 			if alive(info.ContainerPid, info.ContainerStart) {
 				t.Errorf("container process %d still runs", info.ContainerPid)
 			}
-			for _, p := range procsReferring(info.RunDir) {
-				t.Errorf("process %d still runs on the child's run dir: %s", p.pid, p.cmdline)
+			for _, p := range ProcsReferring(info.RunDir) {
+				t.Errorf("process %d still runs on the child's run dir: %s", p.PID, p.Cmdline)
 			}
-			if m := mountsUnder(info.RunDir); len(m) > 0 {
+			if m := MountsUnder(info.RunDir); len(m) > 0 {
 				t.Errorf("mounts left: %v", m)
 			}
 			if found, _ := sweepRuncContainers(info.RunDir); len(found) > 0 {
@@ -232,6 +225,7 @@ func TestRefersTo(t *testing.T) {
 		{"-address /tmp/minik8s-test-123/ctd1/c.sock", "/tmp/minik8s-test-12", false},
 		{"/tmp/minik8s-test-123 /tmp/minik8s-test-12/a", "/tmp/minik8s-test-12", true},
 		{"/tmp/minik8s-test-12.d", "/tmp/minik8s-test-12", false},
+		{"runc --root /tmp/minik8s-test-12 delete", "/tmp/minik8s-test-12", true},
 		{"", "/tmp/minik8s-test-12", false},
 	} {
 		if got := refersTo(tc.s, tc.dir); got != tc.want {

@@ -1,15 +1,12 @@
 package framework
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -145,7 +142,7 @@ func sweepDir(dir string) []string {
 			left = append(left, fmt.Sprintf("%s of %s: %v", s.kind, dir, err))
 		}
 	}
-	if m := mountsUnder(dir); len(m) > 0 {
+	if m := MountsUnder(dir); len(m) > 0 {
 		// Never delete through a mount.
 		return append(left, fmt.Sprintf("mounts still under %s: %v", dir, m))
 	}
@@ -204,159 +201,16 @@ func claim(dir string) (unlock func(), ok bool) {
 	return func() { f.Close() }, true
 }
 
-// refersTo reports whether s names dir or a path below it (and not a
-// sibling whose name merely starts like dir's).
-func refersTo(s, dir string) bool {
-	for i := 0; ; {
-		j := strings.Index(s[i:], dir)
-		if j < 0 {
-			return false
-		}
-		end := i + j + len(dir)
-		if end == len(s) || s[end] == '/' {
-			return true
-		}
-		i = end
-	}
-}
-
-// proc is a process seen in /proc.
-type proc struct {
-	pid, ppid int
-	start     uint64
-	zombie    bool
-	cmdline   string
-	cwd       string
-}
-
-// procStat reads a process's parent and start time from /proc/PID/stat.
-func procStat(pid int) (ppid int, start uint64, ok bool) {
-	ppid, start, _, ok = procStatState(pid)
-	return ppid, start, ok
-}
-
-func procStatState(pid int) (ppid int, start uint64, state string, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, "", false
-	}
-	// The command name may hold spaces and parentheses: fields count from
-	// the last ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, 0, "", false
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 20 {
-		return 0, 0, "", false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	start, _ = strconv.ParseUint(f[19], 10, 64)
-	return ppid, start, f[0], true
-}
-
-func procStart(pid int) uint64 {
-	_, start, _ := procStat(pid)
-	return start
-}
-
-func listProcs() []proc {
-	entries, _ := os.ReadDir("/proc")
-	var out []proc
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		ppid, start, state, ok := procStatState(pid)
-		if !ok {
-			continue
-		}
-		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		out = append(out, proc{pid: pid, ppid: ppid, start: start, zombie: state == "Z",
-			cmdline: strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")), cwd: cwd})
-	}
-	return out
-}
-
-// procsReferring lists the processes whose command line or working dir
-// names path, with all their descendants (a shim's container processes),
-// never this process or its ancestors, nor the processes in skip and
-// theirs. Zombies are left to whoever reaps them: they hold nothing.
-func procsReferring(path string, skip ...int) []proc {
-	procs := listProcs()
-	self := map[int]bool{}
-	for _, pid := range skip {
-		self[pid] = true
-	}
-	for pid := os.Getpid(); pid > 1; {
-		self[pid] = true
-		ppid, _, ok := procStat(pid)
-		if !ok {
-			break
-		}
-		pid = ppid
-	}
-	children := map[int][]proc{}
-	for _, p := range procs {
-		children[p.ppid] = append(children[p.ppid], p)
-	}
-	picked := map[int]bool{}
-	var out []proc
-	var add func(p proc)
-	add = func(p proc) {
-		if picked[p.pid] || self[p.pid] || p.zombie {
-			return
-		}
-		picked[p.pid] = true
-		out = append(out, p)
-		for _, c := range children[p.pid] {
-			add(c)
-		}
-	}
-	for _, p := range procs {
-		if refersTo(p.cmdline, path) || refersTo(p.cwd, path) {
-			add(p)
-		}
-	}
-	return out
-}
-
-// killProcs SIGKILLs procs and waits up to 10s for them to be gone.
-func killProcs(procs []proc) error {
-	for _, p := range procs {
-		if _, start, ok := procStat(p.pid); ok && start == p.start {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, p := range procs {
-		for {
-			// A zombie is dead: its parent (or init) reaps it.
-			_, start, state, ok := procStatState(p.pid)
-			if !ok || start != p.start || state == "Z" {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("pid %d (%s) still there 10s after SIGKILL", p.pid, p.cmdline)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	return nil
-}
-
 // sweepProcesses kills every process that refers to dir: containerd (its
 // --config), its shims (their -address and working dir) with their
 // children, and anything else started on the dir (NATS, later).
 func sweepProcesses(dir string) ([]string, error) {
-	procs := procsReferring(dir)
+	procs := ProcsReferring(dir)
 	var found []string
 	for _, p := range procs {
-		found = append(found, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
+		found = append(found, fmt.Sprintf("process %d: %s", p.PID, p.Cmdline))
 	}
-	return found, killProcs(procs)
+	return found, KillProcs(procs)
 }
 
 // runcRoots are where containerd's runc shims keep runc's state (one dir
@@ -420,30 +274,11 @@ func sweepNetns(dir string) ([]string, error) {
 func sweepMounts(dir string) ([]string, error) {
 	var found []string
 	var errs []error
-	for _, m := range mountsUnder(dir) {
+	for _, m := range MountsUnder(dir) {
 		found = append(found, "mount "+m)
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
 		}
 	}
 	return found, errors.Join(errs...)
-}
-
-// mountsUnder lists mount points below dir, deepest first.
-func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			out = append(out, fields[4])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
 }
