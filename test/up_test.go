@@ -57,9 +57,11 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	root := moduleRoot(t)
 	bin := buildBinaries(t)
 
-	// A short private dir: the containerd socket lives under it and unix
+	// A private dir in the binary's run dir (TMPDIR, see framework.Main),
+	// so that what a killed test binary leaves is swept by the next one.
+	// It is short enough: the containerd socket lives under it and unix
 	// socket paths are limited to 108 bytes.
-	tmp, err := os.MkdirTemp("/tmp", "up")
+	tmp, err := os.MkdirTemp("", "up")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +70,10 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	const (
 		nodeIP  = "127.0.0.41"
 		extraIP = "127.0.0.42"
-		// A service range of its own: other clusters on this machine use
-		// 127.1.0.0/16, and proxies share cluster IPs (SO_REUSEPORT), so
-		// the same address in two clusters would mix their traffic.
+		// A service range of its own: minik8s up's default is 127.1.0.0/16,
+		// the framework's test binaries claim 127.100-199.0.0/16, and
+		// proxies share cluster IPs (SO_REUSEPORT), so the same address
+		// in two clusters would mix their traffic.
 		serviceCIDR = "127.41.0.0/16"
 	)
 	_, svcRange, _ := net.ParseCIDR(serviceCIDR)
