@@ -269,6 +269,17 @@ func drainContainers(dataDir string) {
 	if len(tasks) == 0 {
 		return
 	}
+	// Read now: containerd removes the bundles of the shims it stops.
+	bundles := make([]taskBundle, 0, len(tasks))
+	for _, t := range tasks {
+		bundles = append(bundles, readBundle(t))
+	}
+	// Last, once the drain is over and the shims are gone.
+	defer func() {
+		for _, b := range bundles {
+			removeAbortedCreate(b)
+		}
+	}()
 	log.WithField("containers", len(tasks)).Info("removing the containers other nodes started while containerd stopped")
 	logf, err := os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -286,9 +297,10 @@ func drainContainers(dataDir string) {
 	removeContainers(d.Address)
 	// What is left is shims whose container was never created: containerd
 	// stopped in the middle of starting it. containerd 1.6 keeps such a
-	// shim (1.7 shuts it down on restart, containerd#6860).
-	bundles, _ := filepath.Glob(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "*", "*"))
-	for _, b := range bundles {
+	// shim (1.7 shuts it down on restart, containerd#6860), and its runc
+	// create was killed midway (see removeAbortedCreate).
+	idle, _ := filepath.Glob(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "*", "*"))
+	for _, b := range idle {
 		shutdownIdleShim(ctx, b)
 	}
 	d.Stop()

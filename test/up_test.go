@@ -78,6 +78,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	)
 	_, svcRange, _ := net.ParseCIDR(serviceCIDR)
 	c := &upCluster{t: t, bin: bin, server: "http://127.0.0.1:" + strconv.Itoa(port)}
+	var tasks *taskIDs // the containers its containerd ran, once it is started
 
 	// Runs last: whatever the test left, it goes, and then the dir.
 	t.Cleanup(func() {
@@ -90,7 +91,11 @@ func TestMinik8sUpBinaries(t *testing.T) {
 			}
 			t.Logf("containerd's log:\n%s", fileTail(filepath.Join(data, "containerd.log"), 3000))
 		}
-		if did := killLeftovers(tmp, nodeIP, extraIP); len(did) > 0 {
+		did := killLeftovers(tmp, nodeIP, extraIP)
+		if tasks != nil {
+			did = append(did, removeRuncLeftovers(tasks.all())...)
+		}
+		if len(did) > 0 {
 			t.Errorf("cleanup had to remove what the cluster left:\n  %s", strings.Join(did, "\n  "))
 		}
 		if left := framework.MountsUnder(tmp); len(left) > 0 {
@@ -109,6 +114,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--data-dir", data,
 		"--node-ip", nodeIP, "--service-cidr", serviceCIDR)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
+	tasks = watchTaskIDs(data)
 
 	// mkctl get nodes: the first run may build the image first.
 	upNode := c.waitNodesReady(25*time.Minute, nodeIP)
@@ -229,6 +235,18 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	}
 	if m := framework.MountsUnder(tmp); len(m) > 0 {
 		t.Errorf("mounts left under %s after Ctrl-C: %v", tmp, m)
+	}
+	// Nor runc's state or cgroups of any container it ran: a `runc create`
+	// cut short leaves a state dir with only exec.fifo and empty cgroups
+	// that nobody else ever removes.
+	ids := tasks.all()
+	if len(ids) == 0 {
+		t.Errorf("no container IDs found in %s: the runc leftover check would prove nothing", data)
+	}
+	if left := runcLeftovers(ids); len(left) > 0 {
+		t.Errorf("runc state or cgroups of the cluster's containers left after Ctrl-C (of %d containers):\n  %s",
+			len(ids), strings.Join(left, "\n  "))
+		removeRuncLeftovers(ids)
 	}
 	ls, err := tcpListeners()
 	if err != nil {
