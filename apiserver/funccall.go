@@ -28,6 +28,7 @@ import (
 type caller struct {
 	funcs, instances, pods *registry
 	eps                    *endpointCache
+	owners                 *podOwners
 	counter                *callCounter
 	http                   *http.Client
 	hopLimit               int
@@ -48,6 +49,11 @@ const (
 	maxRecordBytes = 16 << 10
 	// maxArgBytes bounds what a chain passes from step to step.
 	maxArgBytes = 512 << 10
+	// maxAnswerBytes bounds a runtime's answer: a result over the limit
+	// must still be read to be refused by its size, and the answer is
+	// JSON, where a control character of the result or of the output
+	// (cut by the runtime after 1 Mi characters) takes six bytes.
+	maxAnswerBytes = 6*(maxArgBytes+1) + 6*(1<<20) + 64<<10
 	// coldRemindInterval is how often a waiting call re-asserts that its
 	// function needs a pod.
 	coldRemindInterval = 2 * time.Second
@@ -66,6 +72,7 @@ func newCaller(s *Server) *caller {
 		instances: s.registries[api.FuncInstancesResource.Name],
 		pods:      s.registries[api.PodsResource.Name],
 		eps:       newEndpointCache(s.registries[api.EndpointsResource.Name]),
+		owners:    newPodOwners(s.registries[api.FuncsResource.Name], s.registries[api.PodsResource.Name]),
 		counter:   newCallCounter(s.registries[api.FuncsResource.Name], s.cfg.FuncCounterFlush),
 		http:      &http.Client{Transport: transport},
 		hopLimit:  s.cfg.FuncHopLimit,
@@ -203,11 +210,16 @@ func (c *caller) drive(ns, id string, inst *api.FuncInstance) {
 			return
 		}
 		if err != nil {
+			// Not even the instance's failure could be stored (etcd is
+			// unavailable): the step runs again from the stored cursor,
+			// ever less often.
 			log.WithError(err).WithField("instance", id).Warn("function call: recording a step failed")
 			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
 			inst = nil
 			continue
 		}
+		backoff = 100 * time.Millisecond
 		if terminal(next) {
 			c.metrics.ended(next)
 			c.notify(key, next)
@@ -286,24 +298,85 @@ func (c *caller) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncIns
 		// The last step and the result go to etcd in one write.
 		return c.finish(ctx, inst, &rec, res.Result, "")
 	}
-	out, err := c.instances.mutateFrom(ctx, inst, func(o api.Object) (api.Object, error) {
-		i := o.(*api.FuncInstance)
+	return c.record(ctx, inst, &rec, func(i *api.FuncInstance) {
 		i.Status.Phase = api.InstanceRunning
 		i.Status.Steps = append(i.Status.Steps, rec)
 		i.Status.Hops++
 		i.Status.Next = &api.FuncStep{Function: nextFn, Arg: res.Result}
-		return i, nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// recordAttempts bounds the writes of one step's outcome: a step whose
+// outcome cannot be stored ends its instance instead of running again.
+const recordAttempts = 3
+
+// record stores a step's outcome (rec, when a step ran, and the changes of
+// apply). When that write fails, even after retries, the instance ends
+// Failed naming why, with the step's record stripped of its data; the step
+// is not run again. An error is returned only when that cannot be stored
+// either.
+func (c *caller) record(ctx context.Context, inst *api.FuncInstance, rec *api.FuncStepRecord, apply func(*api.FuncInstance)) (*api.FuncInstance, error) {
+	out, err := c.write(ctx, inst, apply)
+	if err == nil || ctx.Err() != nil {
+		return out, err
 	}
-	return out.(*api.FuncInstance), nil
+	what := "the outcome of the chain"
+	if rec != nil {
+		what = fmt.Sprintf("the outcome of step %d (function %q)", inst.Status.Hops+1, rec.Function)
+	}
+	msg := fmt.Sprintf("%s could not be recorded: %v", what, err)
+	log.WithError(err).WithField("instance", inst.Name).Warn("function call: a step's outcome cannot be recorded, the instance fails")
+	fail := func(slim *api.FuncStepRecord) func(*api.FuncInstance) {
+		return func(i *api.FuncInstance) {
+			if slim != nil {
+				i.Status.Steps = append(i.Status.Steps, *slim)
+				i.Status.Hops++
+			}
+			now := time.Now().UTC()
+			i.Status.CompletionTime = &now
+			i.Status.Next = nil
+			i.Status.Phase = api.InstanceFailed
+			i.Status.Result = ""
+			i.Status.Error = msg
+		}
+	}
+	if rec != nil {
+		slim := api.FuncStepRecord{Function: rec.Function, Start: rec.Start, DurationMs: rec.DurationMs, RunMs: rec.RunMs,
+			Pod: rec.Pod, Node: rec.Node, Check: rec.Check, Error: "not recorded: " + err.Error()}
+		if out, err = c.write(ctx, inst, fail(&slim)); err == nil || !errdefs.IsTooLarge(err) {
+			return out, err
+		}
+	}
+	// The instance is too large for even one more record.
+	return c.write(ctx, inst, fail(nil))
+}
+
+// write applies fn to the stored instance, retrying a few times what may
+// pass (a write too large never will).
+func (c *caller) write(ctx context.Context, inst *api.FuncInstance, fn func(*api.FuncInstance)) (*api.FuncInstance, error) {
+	backoff := 100 * time.Millisecond
+	var err error
+	for attempt := 1; ; attempt++ {
+		var out api.Object
+		out, err = c.instances.mutateFrom(ctx, inst, func(o api.Object) (api.Object, error) {
+			i := o.(*api.FuncInstance)
+			fn(i)
+			return i, nil
+		})
+		if err == nil {
+			return out.(*api.FuncInstance), nil
+		}
+		if attempt == recordAttempts || errdefs.IsTooLarge(err) || errdefs.IsNotFound(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		sleepCtx(ctx, backoff)
+		backoff *= 2
+	}
 }
 
 // finish ends an instance: Succeeded with result when errMsg is empty, else Failed.
 func (c *caller) finish(ctx context.Context, inst *api.FuncInstance, rec *api.FuncStepRecord, result, errMsg string) (*api.FuncInstance, error) {
-	out, err := c.instances.mutateFrom(ctx, inst, func(o api.Object) (api.Object, error) {
-		i := o.(*api.FuncInstance)
+	return c.record(ctx, inst, rec, func(i *api.FuncInstance) {
 		if rec != nil {
 			i.Status.Steps = append(i.Status.Steps, *rec)
 			i.Status.Hops++
@@ -319,12 +392,7 @@ func (c *caller) finish(ctx context.Context, inst *api.FuncInstance, rec *api.Fu
 			i.Status.Result = result
 			i.Status.Error = ""
 		}
-		return i, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out.(*api.FuncInstance), nil
 }
 
 func truncate(s string) string {
@@ -380,6 +448,17 @@ func (c *caller) invokeOnPool(ctx context.Context, f *api.Func, arg string) (*fu
 				return nil, target{}, ctx.Err()
 			}
 		}
+		if err := c.owners.check(ctx, f, addr); err != nil {
+			release()
+			if errors.Is(err, errNotOwned) {
+				// Not a pod of this function: it never gets the call.
+				log.WithError(err).WithField("function", f.Name).Warn("function call: skipping an endpoint that is not the function's pod")
+				c.eps.drop(f.Namespace, name, addr)
+			} else {
+				sleepCtx(ctx, 100*time.Millisecond)
+			}
+			continue
+		}
 		tgt := target{node: addr.NodeName}
 		if addr.TargetRef != nil {
 			tgt.pod = addr.TargetRef.Name
@@ -422,9 +501,12 @@ func (c *caller) post(ctx context.Context, ip string, port int32, f *api.Func, a
 		return nil, fmt.Errorf("calling the pod at %s: %v", ip, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 2*maxArgBytes+(1<<20)))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer of the pod at %s: %v", ip, err)
+	}
+	if len(body) > maxAnswerBytes {
+		return nil, fmt.Errorf("the pod at %s answered more than %d bytes", ip, maxAnswerBytes)
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		return nil, fmt.Errorf("%w: %s", errNotServed, bytes.TrimSpace(body))

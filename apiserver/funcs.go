@@ -173,6 +173,11 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 	}
 	obj, err := h.calls.instances.mutate(ctx, ns, id, func(o api.Object) (api.Object, error) {
 		inst := o.(*api.FuncInstance)
+		if terminal(inst) {
+			// A result, once stored, is the answer: no step rewrites it.
+			return nil, fmt.Errorf("function instance %q has ended (%s): a finished instance cannot be changed: %w",
+				id, inst.Status.Phase, errdefs.ErrConflict)
+		}
 		inst.Status.Phase = api.InstanceRunning
 		inst.Status.Error = ""
 		inst.Status.Result = ""

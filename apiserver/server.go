@@ -197,14 +197,20 @@ func (s *Server) routes() *gin.Engine {
 			base += "/namespaces/:ns"
 		}
 		coll := base + "/" + res.Name
+		create, update, updateStatus := h.create, h.update, h.updateStatus
+		if res.Name == api.FuncInstancesResource.Name {
+			// Instances are made and advanced only by the function API's
+			// caller, which writes through its registry, never over HTTP.
+			create, update, updateStatus = refuseInstanceWrite, refuseInstanceWrite, refuseInstanceWrite
+		}
 		r.GET(coll, h.list)
-		r.POST(coll, h.create)
+		r.POST(coll, create)
 		r.GET(coll+"/:name", h.get)
-		r.PUT(coll+"/:name", h.update)
+		r.PUT(coll+"/:name", update)
 		r.DELETE(coll+"/:name", h.delete)
 		if res.HasStatus {
 			r.GET(coll+"/:name/status", h.get)
-			r.PUT(coll+"/:name/status", h.updateStatus)
+			r.PUT(coll+"/:name/status", updateStatus)
 		}
 		switch res.Name {
 		case api.PodsResource.Name:
@@ -229,6 +235,16 @@ func (s *Server) routes() *gin.Engine {
 			Reason: "MethodNotAllowed", Code: http.StatusMethodNotAllowed})
 	})
 	return r
+}
+
+// refuseInstanceWrite answers a REST write of a FuncInstance: such a
+// record would claim a call that never ran.
+func refuseInstanceWrite(c *gin.Context) {
+	c.JSON(http.StatusMethodNotAllowed, api.Status{
+		Error: fmt.Sprintf("method %s is not allowed on %s: function instances are created by calling a function "+
+			"(POST /api/funcs/NAME) and advanced only by its steps", c.Request.Method, c.Request.URL.Path),
+		Reason: "MethodNotAllowed", Code: http.StatusMethodNotAllowed})
+	c.Abort()
 }
 
 func notFoundPath(path string) error {

@@ -79,28 +79,10 @@ func funcTemplate(t *testing.T, s *framework.APIServer, name, code, left, right 
 }
 
 // publish makes ports the ready endpoints of a function, as the endpoints
-// controller does for its pods.
+// controller does for the pods of the function's ReplicaSet.
 func publish(t *testing.T, s *framework.APIServer, fn string, ports ...int32) {
 	t.Helper()
-	ep := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: function.ObjectName(fn)}}
-	sub := api.EndpointSubset{Ports: []api.EndpointPort{{Name: function.PortName, Port: function.ServicePort}}}
-	for _, p := range ports {
-		sub.Addresses = append(sub.Addresses, api.EndpointAddress{IP: "127.0.0.1", Port: p, NodeName: "node-a",
-			TargetRef: &api.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("pod-%d", p)}})
-	}
-	ep.Subsets = []api.EndpointSubset{sub}
-	eps := s.Client.Endpoints("default")
-	ctx := context.Background()
-	if cur, err := eps.Get(ctx, ep.Name); err == nil {
-		cur.Subsets = ep.Subsets
-		if _, err := eps.Update(ctx, cur); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if _, err := eps.Create(ctx, ep); err != nil {
-		t.Fatal(err)
-	}
+	s.PublishFunctionPods(t, fn, ports...)
 }
 
 // invoke calls a function with a raw body and returns the instance id.
@@ -212,17 +194,17 @@ func TestFuncChainBranchesAndLoop(t *testing.T) {
 		t.Fatalf("sync call: %d %s", code, data)
 	}
 
-	// The reference design's step call: RETURN stores the body as the result.
+	// The reference design's step call (PUT /api/funcs/NAME/ID) never
+	// rewrites a finished instance: its result is final.
 	id := invoke(t, s, "lefty", "x")
 	result(t, s, id, 30*time.Second)
-	if code, data := httpDo(t, "PUT", s.URL+"/api/funcs/RETURN/"+id, "", []byte("stored")); code != http.StatusAccepted && code != http.StatusOK {
-		t.Fatalf("PUT RETURN: %d %s", code, data)
+	for _, path := range []string{"/api/funcs/RETURN/" + id, "/api/funcs/lefty/" + id + "?wait=30s"} {
+		if code, data := httpDo(t, "PUT", s.URL+path, "", []byte("stored")); code != http.StatusConflict {
+			t.Fatalf("PUT %s on a finished instance: %d %s, want 409", path, code, data)
+		}
 	}
-	if v := result(t, s, id, 10*time.Second); v.Result != "stored" {
-		t.Fatalf("after PUT RETURN: %+v", v)
-	}
-	if code, data := httpDo(t, "PUT", s.URL+"/api/funcs/lefty/"+id+"?wait=30s", "", []byte("again")); code != http.StatusOK || !strings.Contains(string(data), `"result":"L:again"`) {
-		t.Fatalf("PUT step: %d %s", code, data)
+	if v := result(t, s, id, 10*time.Second); v.Result != "L:x" {
+		t.Fatalf("after PUTs on a finished instance: %+v", v)
 	}
 
 	// The calls show on /metrics.

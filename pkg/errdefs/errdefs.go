@@ -124,3 +124,4 @@ func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
 func IsConflict(err error) bool      { return errors.Is(err, ErrConflict) }
 func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
 func IsGone(err error) bool          { return errors.Is(err, ErrGone) }
+func IsTooLarge(err error) bool      { return errors.Is(err, ErrTooLarge) }

@@ -65,13 +65,7 @@ func setupFunc(b *testing.B, s *framework.APIServer, name, code, left string, po
 	if _, err := s.Client.Funcs("default").Create(ctx, f); err != nil {
 		b.Fatal(err)
 	}
-	ep := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: function.ObjectName(name)}, Subsets: []api.EndpointSubset{{
-		Addresses: []api.EndpointAddress{{IP: "127.0.0.1", Port: port}},
-		Ports:     []api.EndpointPort{{Name: function.PortName, Port: function.ServicePort}},
-	}}}
-	if _, err := s.Client.Endpoints("default").Create(ctx, ep); err != nil {
-		b.Fatal(err)
-	}
+	s.PublishFunctionPods(b, name, port)
 }
 
 func post(b *testing.B, url, body string) []byte {
@@ -147,12 +141,7 @@ func BenchmarkFuncChainHop(b *testing.B) {
 	if _, err := s.Client.Funcs("default").Create(ctx, f); err != nil {
 		b.Fatal(err)
 	}
-	ep := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: function.ObjectName("hop")}, Subsets: []api.EndpointSubset{{
-		Addresses: []api.EndpointAddress{{IP: "127.0.0.1", Port: port}},
-	}}}
-	if _, err := s.Client.Endpoints("default").Create(ctx, ep); err != nil {
-		b.Fatal(err)
-	}
+	s.PublishFunctionPods(b, "hop", port)
 	syncCall(b, s, "hop", "1")
 	var one, ten []time.Duration
 	b.ResetTimer()

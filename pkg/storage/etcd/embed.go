@@ -13,6 +13,13 @@ import (
 	"go.uber.org/zap"
 )
 
+// MaxRequestBytes is the embedded etcd's limit on one request. A function
+// instance holds its argument and its next argument or result, each up to
+// 512 KiB, plus step records; JSON stores a control character as six bytes,
+// so 2 × 512 KiB × 6 must fit with room for the records. Writes above it
+// are refused as too large (413), never retried.
+const MaxRequestBytes = 8 << 20
+
 // Embedded is an etcd server running inside this process.
 type Embedded struct {
 	etcd      *embed.Etcd
@@ -47,7 +54,7 @@ func StartEmbedded(ctx context.Context, dir string) (*Embedded, error) {
 	// let old revisions go after that so the data dir does not grow forever.
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "1h"
-	cfg.MaxRequestBytes = 2 * 1024 * 1024
+	cfg.MaxRequestBytes = MaxRequestBytes
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd in %s: %w", dir, err)
@@ -91,8 +98,9 @@ func NewClient(endpoints []string) (*clientv3.Client, error) {
 		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-		// 2 MiB: objects up to the apiserver's body limit must fit.
-		MaxCallSendMsgSize: 3 * 1024 * 1024,
+		// Above the embedded etcd's MaxRequestBytes, so that the server,
+		// not the client, refuses what is too large (both read as 413).
+		MaxCallSendMsgSize: MaxRequestBytes + 1<<20,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)

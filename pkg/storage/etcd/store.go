@@ -4,6 +4,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -71,9 +74,16 @@ func encode(obj api.Object) ([]byte, error) {
 	rv := meta.ResourceVersion
 	// resourceVersion is the key's mod revision; it is never stored.
 	meta.ResourceVersion = ""
-	data, err := json.Marshal(obj)
-	meta.ResourceVersion = rv
-	return data, err
+	defer func() { meta.ResourceVersion = rv }()
+	// No HTML escaping: encoding/json would store each of <, > and & as
+	// six bytes, so a value under the API's limits could grow past etcd's.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func decode(data []byte, rev int64, out api.Object) error {
@@ -98,10 +108,35 @@ func wrapErr(err error) error {
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return fmt.Errorf("etcd: %w: %w", errdefs.ErrGone, err)
 	}
-	if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) {
+	if isTooLarge(err) {
 		return fmt.Errorf("etcd: %w: %w", errdefs.ErrTooLarge, err)
 	}
 	return fmt.Errorf("etcd: %w: %w", errdefs.ErrUnavailable, err)
+}
+
+// isTooLarge tells etcd's refusals of a request for its size: the server's
+// "request is too large" (above its MaxRequestBytes) and gRPC's
+// ResourceExhausted for a message above either side's limit. etcd's other
+// ResourceExhausted errors (quota, rate) are not about this request's size.
+func isTooLarge(err error) bool {
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) {
+		return true
+	}
+	if errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace) ||
+		errors.Is(err, rpctypes.ErrTooManyRequests) || errors.Is(err, rpctypes.ErrGRPCRequestTooManyRequests) {
+		return false
+	}
+	return status.Code(err) == codes.ResourceExhausted
+}
+
+// writeErr is wrapErr for a write of data at key, naming its size when
+// etcd refused it as too large.
+func writeErr(key string, data []byte, err error) error {
+	if isTooLarge(err) {
+		return fmt.Errorf("%s: the object takes %d bytes once encoded, more than etcd accepts in one request: %w",
+			key, len(data), wrapErr(err))
+	}
+	return wrapErr(err)
 }
 
 func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time.Duration) error {
@@ -122,7 +157,7 @@ func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time
 		Then(clientv3.OpPut(key, string(data), opts...)).
 		Commit()
 	if err != nil {
-		return wrapErr(err)
+		return writeErr(key, data, err)
 	}
 	if !resp.Succeeded {
 		return fmt.Errorf("%s: %w", key, errdefs.ErrAlreadyExists)
@@ -177,7 +212,7 @@ func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
 		Commit()
 	if err != nil {
-		return wrapErr(err)
+		return writeErr(key, data, err)
 	}
 	if !resp.Succeeded {
 		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
