@@ -52,17 +52,6 @@ func readyPodsByNode(t *testing.T, c *client.Client) map[string]int {
 	return out
 }
 
-// killNodeContainers kills and removes every container of a node, as the
-// death of its machine would.
-func killNodeContainers(t *testing.T, ctd *framework.Containerd, node string) {
-	t.Helper()
-	for _, ct := range nodeContainers(t, ctd.Runtime, node) {
-		if err := ctd.Runtime.RemoveContainer(context.Background(), ct.ID); err != nil {
-			t.Fatalf("killing container %s of %s: %v", ct.ID, node, err)
-		}
-	}
-}
-
 func total(m map[string]int) int {
 	n := 0
 	for _, v := range m {
@@ -165,7 +154,7 @@ func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
 		}
 	}()
 	kubelets["node-1"].Stop()
-	killNodeContainers(t, ctd, "node-1")
+	ctd.KillNode(t, "node-1")
 	if left := nodeContainers(t, ctd.Runtime, "node-1"); len(left) > 0 {
 		t.Fatalf("node-1's containers still there after the kill: %v", left)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"minik8s/controller"
-	kruntime "minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/scheduler"
@@ -81,7 +80,7 @@ func BenchmarkNodeFailover(b *testing.B) {
 
 		t0 := time.Now()
 		kubelets[victim].Stop()
-		killContainers(b, ctd, victim)
+		ctd.KillNode(b, victim)
 		var tMoved time.Duration
 		benchWait(b, "the pods of "+victim+" to run elsewhere", 3*time.Minute, func() bool {
 			if tMoved == 0 {
@@ -182,20 +181,6 @@ func nodesReady(b *testing.B, c *client.Client, n int) bool {
 		}
 	}
 	return ready == n
-}
-
-// killContainers kills and removes every container of a node.
-func killContainers(b *testing.B, ctd *framework.Containerd, node string) {
-	ctx := context.Background()
-	cs, err := ctd.Runtime.ListContainers(ctx, map[string]string{kruntime.LabelNode: node})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, ct := range cs {
-		if err := ctd.Runtime.RemoveContainer(ctx, ct.ID); err != nil {
-			b.Fatalf("killing container %s of %s: %v", ct.ID, node, err)
-		}
-	}
 }
 
 func total(m map[string]int) int {

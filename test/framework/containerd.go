@@ -258,3 +258,19 @@ func (k *Kubelet) Restart() {
 	k.Stop()
 	k.Start()
 }
+
+// KillNode kills and removes every container of a node in this
+// containerd, as the death of the node's machine would.
+func (c *Containerd) KillNode(t testing.TB, node string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := c.Runtime.ListContainers(ctx, map[string]string{runtime.LabelNode: node})
+	if err != nil {
+		t.Fatalf("containers of %s: %v", node, err)
+	}
+	for _, ct := range cs {
+		if err := c.Runtime.RemoveContainer(ctx, ct.ID); err != nil {
+			t.Fatalf("killing container %s of %s: %v", ct.ID, node, err)
+		}
+	}
+}
