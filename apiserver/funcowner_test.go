@@ -30,10 +30,10 @@ func TestPodOwnersCheck(t *testing.T) {
 	rsRef := func(uid string, controller *bool) api.OwnerReference {
 		return api.OwnerReference{Kind: "ReplicaSet", Name: "func-f", UID: uid, Controller: controller}
 	}
-	put(pods, pod("good", "uid-good", "10.0.0.1", 9000, rsRef("rs-1", &yes)))
-	put(pods, pod("other-rs", "uid-other", "10.0.0.2", 9000, rsRef("rs-2", &yes)))
-	put(pods, pod("not-controller", "uid-nc", "10.0.0.3", 9000, rsRef("rs-1", &no)))
-	put(pods, pod("new-rs", "uid-new", "10.0.0.4", 9000, rsRef("rs-new", &yes)))
+	put(pods, pod("good", "uid-good", "127.0.0.101", 9000, rsRef("rs-1", &yes)))
+	put(pods, pod("other-rs", "uid-other", "127.0.0.102", 9000, rsRef("rs-2", &yes)))
+	put(pods, pod("not-controller", "uid-nc", "127.0.0.103", 9000, rsRef("rs-1", &no)))
+	put(pods, pod("new-rs", "uid-new", "127.0.0.104", 9000, rsRef("rs-new", &yes)))
 	// The stored function's ReplicaSet is rs-new; the callers below hold
 	// a copy read before it changed.
 	put(funcs, &api.Func{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "f"}, Status: api.FuncStatus{ReplicaSetUID: "rs-new"}})
@@ -52,19 +52,19 @@ func TestPodOwnersCheck(t *testing.T) {
 		addr  api.EndpointAddress
 		owned bool
 	}{
-		{"owned pod", stale, addr("10.0.0.1", 9000, ref("good", "uid-good")), true},
-		{"owned pod, no uid in ref", stale, addr("10.0.0.1", 9000, ref("good", "")), true},
-		{"no target", stale, addr("10.0.0.1", 9000, nil), false},
-		{"missing pod", stale, addr("10.0.0.9", 9000, ref("ghost", "")), false},
-		{"pod replaced", stale, addr("10.0.0.1", 9000, ref("good", "uid-old")), false},
-		{"other namespace", stale, addr("10.0.0.1", 9000, &api.ObjectReference{Kind: "Pod", Namespace: "evil", Name: "good"}), false},
-		{"other replicaset", stale, addr("10.0.0.2", 9000, ref("other-rs", "uid-other")), false},
-		{"owner not controller", stale, addr("10.0.0.3", 9000, ref("not-controller", "uid-nc")), false},
-		{"wrong ip", stale, addr("10.0.0.66", 9000, ref("good", "uid-good")), false},
-		{"wrong port", stale, addr("10.0.0.1", 6666, ref("good", "uid-good")), false},
+		{"owned pod", stale, addr("127.0.0.101", 9000, ref("good", "uid-good")), true},
+		{"owned pod, no uid in ref", stale, addr("127.0.0.101", 9000, ref("good", "")), true},
+		{"no target", stale, addr("127.0.0.101", 9000, nil), false},
+		{"missing pod", stale, addr("127.0.0.109", 9000, ref("ghost", "")), false},
+		{"pod replaced", stale, addr("127.0.0.101", 9000, ref("good", "uid-old")), false},
+		{"other namespace", stale, addr("127.0.0.101", 9000, &api.ObjectReference{Kind: "Pod", Namespace: "evil", Name: "good"}), false},
+		{"other replicaset", stale, addr("127.0.0.102", 9000, ref("other-rs", "uid-other")), false},
+		{"owner not controller", stale, addr("127.0.0.103", 9000, ref("not-controller", "uid-nc")), false},
+		{"wrong ip", stale, addr("127.0.0.1066", 9000, ref("good", "uid-good")), false},
+		{"wrong port", stale, addr("127.0.0.101", 6666, ref("good", "uid-good")), false},
 		// The caller's copy of the function is re-read when it disagrees.
-		{"replicaset made after the read", unset, addr("10.0.0.4", 9000, ref("new-rs", "uid-new")), true},
-		{"replicaset replaced after the read", stale, addr("10.0.0.4", 9000, ref("new-rs", "uid-new")), true},
+		{"replicaset made after the read", unset, addr("127.0.0.104", 9000, ref("new-rs", "uid-new")), true},
+		{"replicaset replaced after the read", stale, addr("127.0.0.104", 9000, ref("new-rs", "uid-new")), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := newPodOwners(funcs, pods).check(ctx, tc.f, tc.addr)
