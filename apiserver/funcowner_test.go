@@ -60,7 +60,7 @@ func TestPodOwnersCheck(t *testing.T) {
 		{"other namespace", stale, addr("127.0.0.101", 9000, &api.ObjectReference{Kind: "Pod", Namespace: "evil", Name: "good"}), false},
 		{"other replicaset", stale, addr("127.0.0.102", 9000, ref("other-rs", "uid-other")), false},
 		{"owner not controller", stale, addr("127.0.0.103", 9000, ref("not-controller", "uid-nc")), false},
-		{"wrong ip", stale, addr("127.0.0.1066", 9000, ref("good", "uid-good")), false},
+		{"wrong ip", stale, addr("127.0.0.166", 9000, ref("good", "uid-good")), false},
 		{"wrong port", stale, addr("127.0.0.101", 6666, ref("good", "uid-good")), false},
 		// The caller's copy of the function is re-read when it disagrees.
 		{"replicaset made after the read", unset, addr("127.0.0.104", 9000, ref("new-rs", "uid-new")), true},
