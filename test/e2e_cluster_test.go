@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
-	"minik8s/scheduler"
 	"minik8s/test/framework"
 )
 
@@ -61,17 +59,10 @@ func total(m map[string]int) int {
 }
 
 func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
-	ctd := framework.StartContainerd(t)
-	ctd.ImportFunctionRuntime(t)
-	s := framework.StartAPIServer(t)
 	const grace = 8 * time.Second
-	framework.StartControllers(t, s, controller.Config{NodeMonitorGracePeriod: grace})
-	framework.StartScheduler(t, s, scheduler.Config{})
-	kubelets := map[string]*framework.Kubelet{}
-	for i := 1; i <= 3; i++ {
-		name := fmt.Sprintf("node-%d", i)
-		kubelets[name] = framework.StartKubelet(t, s.URL, ctd, name, fmt.Sprintf("127.0.0.%d", 10+i))
-	}
+	cl := framework.StartCluster(t, controller.Config{NodeMonitorGracePeriod: grace}, "node", 3, 10)
+	ctd, s, kubelets := cl.Containerd, cl.APIServer, cl.Kubelets
+	ctd.ImportFunctionRuntime(t)
 	ctx := context.Background()
 	c := s.Client
 	if _, err := c.ReplicaSets("default").Create(ctx, webReplicaSet(6)); err != nil {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
-	"minik8s/scheduler"
 	"minik8s/test/framework"
 )
 
@@ -28,16 +26,9 @@ const failoverGrace = 8 * time.Second
 // nodes share one containerd; each run kills the node with the most pods,
 // then brings its kubelet back. At least 3 runs.
 func BenchmarkNodeFailover(b *testing.B) {
-	ctd := framework.StartContainerd(b)
+	cl := framework.StartCluster(b, controller.Config{NodeMonitorGracePeriod: failoverGrace}, "fo-node", 3, 50)
+	ctd, s, kubelets := cl.Containerd, cl.APIServer, cl.Kubelets
 	ctd.ImportPythonRuntime(b)
-	s := framework.StartAPIServer(b)
-	framework.StartControllers(b, s, controller.Config{NodeMonitorGracePeriod: failoverGrace})
-	framework.StartScheduler(b, s, scheduler.Config{})
-	kubelets := map[string]*framework.Kubelet{}
-	for i := 1; i <= 3; i++ {
-		name := fmt.Sprintf("fo-node-%d", i)
-		kubelets[name] = framework.StartKubelet(b, s.URL, ctd, name, fmt.Sprintf("127.0.0.%d", 50+i))
-	}
 	ctx := context.Background()
 	c := s.Client
 	const replicas = 6

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,4 +106,28 @@ func runUntilCleanup(t testing.TB, name string, fn func(context.Context) error) 
 			t.Errorf("%s did not stop within 30s", name)
 		}
 	})
+}
+
+// Cluster is a whole control plane (apiserver, controllers, scheduler) and
+// kubelets sharing one private containerd, as end-to-end tests and
+// benchmarks of node failure run it.
+type Cluster struct {
+	Containerd *Containerd
+	APIServer  *APIServer
+	Kubelets   map[string]*Kubelet
+}
+
+// StartCluster starts n nodes named PREFIX-1…PREFIX-n on 127.0.0.(firstIP+i)
+// with the controllers configured by cc; everything stops when t ends.
+// Images are the caller's to import.
+func StartCluster(t testing.TB, cc controller.Config, prefix string, n, firstIP int) *Cluster {
+	t.Helper()
+	c := &Cluster{Containerd: StartContainerd(t), APIServer: StartAPIServer(t), Kubelets: map[string]*Kubelet{}}
+	StartControllers(t, c.APIServer, cc)
+	StartScheduler(t, c.APIServer, scheduler.Config{})
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		c.Kubelets[name] = StartKubelet(t, c.APIServer.URL, c.Containerd, name, fmt.Sprintf("127.0.0.%d", firstIP+i))
+	}
+	return c
 }
