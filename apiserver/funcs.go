@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -19,7 +18,7 @@ import (
 // position with function names and instance ids.
 type funcHandlers struct {
 	handlers
-	calls *caller
+	calls *calls
 }
 
 // namespace of a template request: ?namespace=, else "default".
@@ -94,7 +93,8 @@ func waitParam(c *gin.Context) (time.Duration, error) {
 }
 
 // call serves POST /api/funcs/:name: the body, whatever its content type,
-// is the argument. The instance is in etcd before the answer.
+// is the argument. Without ?wait= the instance is stored before the 202;
+// with it the call is handed to a runner and answered when it ends.
 func (h *funcHandlers) call(c *gin.Context, name string) {
 	wait, err := waitParam(c)
 	if err != nil {
@@ -106,49 +106,52 @@ func (h *funcHandlers) call(c *gin.Context, name string) {
 		fail(c, err)
 		return
 	}
-	inst, w, err := h.calls.start(c.Request.Context(), funcNamespace(c), name, arg, wait > 0)
+	ctx, ns := c.Request.Context(), funcNamespace(c)
+	callback := c.GetHeader(callbackHeader)
+	var inst *api.FuncInstance
+	if wait > 0 && callback == "" {
+		inst, err = h.calls.runSync(ctx, ns, name, arg, wait)
+	} else {
+		inst, err = h.calls.start(ctx, ns, name, arg, callback)
+		if err == nil && wait > 0 {
+			inst, err = h.calls.waitEnded(ctx, inst, wait)
+		}
+	}
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	h.answer(c, inst, wait, w)
+	h.answer(c, inst)
 }
 
-// answer replies 202 with the instance id, or with the finished instance
-// when the caller asked to wait (w is set) and it ended in time.
-func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance, wait time.Duration, w *waiter) {
-	if w != nil {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), wait)
-		defer cancel()
-		done, err := w.wait(ctx)
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		if terminal(done) {
-			c.JSON(http.StatusOK, view(done))
-			return
-		}
+// callbackHeader names where an asynchronous call's result is POSTed, as
+// OpenFaaS has it.
+const callbackHeader = "X-Callback-Url"
+
+// answer replies with the finished instance, or 202 with its id while it runs.
+func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
+	if terminal(inst) {
+		c.JSON(http.StatusOK, view(inst))
+		return
 	}
 	c.JSON(http.StatusAccepted, gin.H{"instanceId": inst.Name, "status": inst.Status.Phase})
 }
 
 // instance serves GET /api/funcs/:id.
 func (h *funcHandlers) instance(c *gin.Context, id string) {
-	obj, err := h.calls.instances.get(c.Request.Context(), funcNamespace(c), id)
+	inst, err := h.calls.get(c.Request.Context(), funcNamespace(c), id)
 	if err != nil {
-		if errdefs.IsNotFound(err) {
-			err = fmt.Errorf("function instance %q not found (unknown, or expired): %w", id, errdefs.ErrNotFound)
-		}
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, view(obj.(*api.FuncInstance)))
+	c.JSON(http.StatusOK, view(inst))
 }
 
 // runStep serves PUT /api/funcs/:name/:id, the reference design's internal
 // step call: run name with the body as argument as the next step of
 // instance id and go on from there; RETURN stores the body as the result.
+// The instance's runner follows the new cursor: a step it was running
+// meanwhile is not recorded (its write finds the instance changed).
 func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 	wait, err := waitParam(c)
 	if err != nil {
@@ -161,14 +164,18 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		return
 	}
 	ctx, ns := c.Request.Context(), funcNamespace(c)
+	if len(arg) > maxArgBytes {
+		fail(c, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge))
+		return
+	}
 	if name != api.FuncReturn {
 		if _, err := h.reg.get(ctx, ns, name); err != nil {
 			fail(c, err)
 			return
 		}
 	}
-	if h.calls.isRunning(ns, id) {
-		fail(c, fmt.Errorf("function instance %q is running a step now: %w", id, errdefs.ErrConflict))
+	if _, pending := h.calls.records.get(ns, id); pending {
+		fail(c, fmt.Errorf("function instance %q has ended: a finished instance cannot be changed: %w", id, errdefs.ErrConflict))
 		return
 	}
 	obj, err := h.calls.instances.mutate(ctx, ns, id, func(o api.Object) (api.Object, error) {
@@ -193,12 +200,13 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		return
 	}
 	inst := obj.(*api.FuncInstance)
-	var w *waiter
 	if wait > 0 {
-		w = h.calls.subscribe(ns, id)
+		if inst, err = h.calls.waitEnded(ctx, inst, wait); err != nil {
+			fail(c, err)
+			return
+		}
 	}
-	h.calls.launch(ns, id, inst)
-	h.answer(c, inst, wait, w)
+	h.answer(c, inst)
 }
 
 // withName runs a generic handler with the name and namespace params set.

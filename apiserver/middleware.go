@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -13,6 +14,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage/etcd"
 )
 
 var errNoRoute = fmt.Errorf("%w", errdefs.ErrNotFound)
@@ -41,15 +43,26 @@ func errorMiddleware() gin.HandlerFunc {
 }
 
 // bodyLimit caps request bodies; decodeBody turns the overflow into 413.
+// A runner's write of an instance's status carries the argument, the result
+// and step records, each up to its own limit: it may take up to what etcd
+// takes in one request.
 func (s *Server) bodyLimit() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if c.Request.ContentLength > s.cfg.MaxBodyBytes {
-			fail(c, tooLarge(s.cfg.MaxBodyBytes))
+		limit := s.cfg.MaxBodyBytes
+		if isInstanceStatus(c.Request.URL.Path) {
+			limit = max(limit, etcd.MaxRequestBytes)
+		}
+		if c.Request.ContentLength > limit {
+			fail(c, tooLarge(limit))
 			return
 		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 		c.Next()
 	}
+}
+
+func isInstanceStatus(path string) bool {
+	return strings.HasSuffix(path, "/status") && strings.Contains(path, "/"+api.FuncInstancesResource.Name+"/")
 }
 
 func tooLarge(limit int64) error {

@@ -34,14 +34,10 @@ type Config struct {
 	EtcdEndpoints []string
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int64
-	// FuncInstanceTTL is how long call records are kept.
+	// FuncInstanceTTL is how long call records are kept
+	// (DefaultFuncInstanceTTL); the function controller also keeps their
+	// number within a budget.
 	FuncInstanceTTL time.Duration
-	// FuncHopLimit bounds the steps of one chain (loops are allowed).
-	FuncHopLimit int
-	// FuncColdStartTimeout bounds how long a call waits for a pod.
-	FuncColdStartTimeout time.Duration
-	// FuncCounterFlush is how often batched call counts are written.
-	FuncCounterFlush time.Duration
 	// ServiceCIDR is the range cluster IPs are allocated from
 	// (DefaultServiceCIDR).
 	ServiceCIDR string
@@ -50,6 +46,9 @@ type Config struct {
 // DefaultMaxBodyBytes fits function sources comfortably and stays under
 // etcd's request limit.
 const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultFuncInstanceTTL is the retention of call records.
+const DefaultFuncInstanceTTL = time.Hour
 
 func (c *Config) setDefaults() {
 	if c.Address == "" {
@@ -62,16 +61,7 @@ func (c *Config) setDefaults() {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if c.FuncInstanceTTL <= 0 {
-		c.FuncInstanceTTL = 24 * time.Hour
-	}
-	if c.FuncHopLimit <= 0 {
-		c.FuncHopLimit = 100
-	}
-	if c.FuncColdStartTimeout <= 0 {
-		c.FuncColdStartTimeout = 2 * time.Minute
-	}
-	if c.FuncCounterFlush <= 0 {
-		c.FuncCounterFlush = 250 * time.Millisecond
+		c.FuncInstanceTTL = DefaultFuncInstanceTTL
 	}
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = DefaultServiceCIDR
@@ -85,7 +75,7 @@ type Server struct {
 	registries map[string]*registry
 	engine     *gin.Engine
 	metrics    *prometheus.Registry
-	calls      *caller
+	calls      *calls
 }
 
 // New builds a server over store; Run is the usual entry point.
@@ -108,7 +98,7 @@ func New(cfg Config, store storage.Interface) *Server {
 		s.registries[res.Name] = reg
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.calls = newCaller(s)
+	s.calls = newCalls(s)
 	s.engine = s.routes()
 	return s
 }
@@ -151,7 +141,6 @@ func Run(ctx context.Context, cfg Config) error {
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	s.calls.ctx = ctx
 	bg := make(chan struct{})
 	go func() {
 		defer close(bg)
@@ -199,9 +188,9 @@ func (s *Server) routes() *gin.Engine {
 		coll := base + "/" + res.Name
 		create, update, updateStatus := h.create, h.update, h.updateStatus
 		if res.Name == api.FuncInstancesResource.Name {
-			// Instances are made and advanced only by the function API's
-			// caller, which writes through its registry, never over HTTP.
-			create, update, updateStatus = refuseInstanceWrite, refuseInstanceWrite, refuseInstanceWrite
+			// Instances are made only by calling a function; runners
+			// advance them through the status subresource.
+			create, update, updateStatus = refuseInstanceWrite, refuseInstanceWrite, h.updateInstanceStatus
 		}
 		r.GET(coll, h.list)
 		r.POST(coll, create)
@@ -242,13 +231,13 @@ func (s *Server) routes() *gin.Engine {
 func refuseInstanceWrite(c *gin.Context) {
 	c.JSON(http.StatusMethodNotAllowed, api.Status{
 		Error: fmt.Sprintf("method %s is not allowed on %s: function instances are created by calling a function "+
-			"(POST /api/funcs/NAME) and advanced only by its steps", c.Request.Method, c.Request.URL.Path),
+			"(POST /api/funcs/NAME) and advanced only by function runners (the status subresource)", c.Request.Method, c.Request.URL.Path),
 		Reason: "MethodNotAllowed", Code: http.StatusMethodNotAllowed})
 	c.Abort()
 }
 
 func notFoundPath(path string) error {
-	for _, p := range []string{"/api/v1/", "/apis/apps/v1/"} {
+	for _, p := range []string{"/api/v1/", "/apis/apps/v1/", "/apis/coordination.k8s.io/v1/"} {
 		if strings.HasPrefix(path, p) {
 			parts := strings.Split(strings.TrimPrefix(path, p), "/")
 			kind := parts[0]

@@ -23,6 +23,7 @@ import (
 
 	"minik8s/apiserver"
 	"minik8s/controller"
+	"minik8s/funcrunner"
 	"minik8s/images"
 	"minik8s/kubelet"
 	"minik8s/kubelet/runtime"
@@ -47,6 +48,12 @@ type Config struct {
 	// FuncScaleInterval and FuncIdleWindow: see the function controller.
 	FuncScaleInterval time.Duration
 	FuncIdleWindow    time.Duration
+	// FuncInstanceBudget is how many finished call records are kept
+	// (funcinstancegc.DefaultBudget).
+	FuncInstanceBudget int
+	// FuncRunners is how many function runners run in this process; 0
+	// leaves function calls to runners started apart (bin/funcrunner).
+	FuncRunners int
 	// SkipImages leaves the images alone (they are built when missing).
 	SkipImages bool
 	// ServiceCIDR is the range of the Services' cluster IPs
@@ -128,7 +135,7 @@ func Up(ctx context.Context, cfg Config) error {
 		server = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
+	errc := make(chan error, 5+cfg.FuncRunners)
 	run := func(name string, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -151,11 +158,16 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 	run("controller manager", func(ctx context.Context) error {
 		return controller.Run(ctx, controller.Config{Client: c,
-			FuncScaleInterval: cfg.FuncScaleInterval, FuncIdleWindow: cfg.FuncIdleWindow})
+			FuncScaleInterval: cfg.FuncScaleInterval, FuncIdleWindow: cfg.FuncIdleWindow, FuncInstanceBudget: cfg.FuncInstanceBudget})
 	})
 	run("scheduler", func(ctx context.Context) error {
 		return scheduler.Run(ctx, scheduler.Config{Client: c, Policy: cfg.SchedulerPolicy})
 	})
+	for i := range cfg.FuncRunners {
+		run("function runner", func(ctx context.Context) error {
+			return funcrunner.Run(ctx, funcrunner.Config{Client: c, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)})
+		})
+	}
 	run("kubelet", func(ctx context.Context) error {
 		return kubelet.Run(ctx, kubelet.Config{APIServer: server, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
 			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName)})

@@ -1,6 +1,7 @@
 // Package controller is the controller manager: it runs the level-triggered
 // controllers of minik8s (ReplicaSets, node lifecycle, Endpoints, garbage
-// collection, functions) over one set of shared informers.
+// collection, functions, the retention of call records) over one set of
+// shared informers.
 //
 // A controller is added by writing its package (New registering event
 // handlers on the shared informers; Run working a queue) and one entry in
@@ -16,6 +17,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/controller/endpoints"
+	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/controller/garbagecollector"
 	"minik8s/controller/nodelifecycle"
@@ -42,6 +44,9 @@ type Config struct {
 	// from its counter (defaults 10s and 60s).
 	FuncScaleInterval time.Duration
 	FuncIdleWindow    time.Duration
+	// FuncInstanceBudget is how many finished call records (FuncInstances)
+	// are kept across the cluster; older ones are deleted (default 10000).
+	FuncInstanceBudget int
 }
 
 // Context is what a controller is built from.
@@ -71,6 +76,8 @@ var Controllers = []struct {
 		return functions.New(c.Client, c.Informers,
 			functions.Config{ScaleInterval: c.Config.FuncScaleInterval, IdleWindow: c.Config.FuncIdleWindow})
 	}},
+	// Its own informer, of slimmed instances: it waits for it in Run.
+	{funcinstancegc.Name, func(c *Context) Runner { return funcinstancegc.New(c.Client, c.Config.FuncInstanceBudget) }},
 }
 
 // Run runs the controllers until ctx ends.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 )
 
@@ -159,7 +160,7 @@ func newFuncCreateCommand(o *Options) *cobra.Command {
 			if err := t.apply(f); err != nil {
 				return err
 			}
-			if _, err := o.funcAPI().createTemplate(cmd.Context(), f); err != nil {
+			if _, err := o.funcTemplates().Create(cmd.Context(), f); err != nil {
 				if errdefs.IsAlreadyExists(err) {
 					return fmt.Errorf("func %q already exists in namespace %q: change it with 'mkctl func update %s ...' or 'mkctl apply -f FILE'",
 						name, o.Namespace, name)
@@ -195,16 +196,16 @@ func newFuncUpdateCommand(o *Options) *cobra.Command {
 }
 
 func (o *Options) updateFunc(ctx context.Context, name string, t *templateFlags) error {
-	a := o.funcAPI()
+	a := o.funcTemplates()
 	for attempt := 1; ; attempt++ {
-		f, err := a.getTemplate(ctx, name)
+		f, err := a.Get(ctx, name)
 		if err != nil {
 			return err
 		}
 		if err := t.apply(f); err != nil {
 			return err
 		}
-		if _, err := a.updateTemplate(ctx, f); err != nil {
+		if _, err := a.Update(ctx, f); err != nil {
 			if errdefs.IsConflict(err) && attempt < maxApplyAttempts {
 				continue
 			}
@@ -227,10 +228,10 @@ func newFuncDeleteCommand(o *Options) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a := o.funcAPI()
+			a := o.funcTemplates()
 			failed := false
 			for _, name := range args {
-				if err := a.deleteTemplate(cmd.Context(), name); err != nil {
+				if err := a.Delete(cmd.Context(), name); err != nil {
 					fmt.Fprintln(o.ErrOut, FormatError(err))
 					failed = true
 					continue
@@ -338,7 +339,7 @@ func newFuncInvokeCommand(o *Options) *cobra.Command {
 				return err
 			}
 			if wait == 0 {
-				v, err := o.funcAPI().call(cmd.Context(), args[0], arg, 0)
+				v, err := o.funcCalls().Invoke(cmd.Context(), args[0], arg, client.InvokeOptions{})
 				if err != nil {
 					return err
 				}
@@ -367,16 +368,17 @@ const firstWait = time.Second
 func (o *Options) invokeAndWait(ctx context.Context, fn string, arg []byte, wait time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(wait)
-	a := o.funcAPI()
-	v, err := a.call(ctx, fn, arg, min(firstWait, wait))
+	calls := o.funcCalls()
+	first, err := calls.Invoke(ctx, fn, arg, client.InvokeOptions{Wait: min(firstWait, wait)})
 	if err != nil {
 		return err
 	}
+	v := *first
 	if !finished(v) {
 		ind := newWaitIndicator(o.ErrOut, start)
 		w := &waitLabeler{o: o, fn: fn}
 		ind.Start(w.label(ctx, v))
-		v, err = o.pollInstance(ctx, a, v, deadline, func(v api.FuncInstanceView) { ind.SetLabel(w.label(ctx, v)) })
+		v, err = followInstance(ctx, calls, v, deadline, func(v api.FuncInstanceView) { ind.SetLabel(w.label(ctx, v)) })
 		ind.Stop()
 		if err != nil {
 			return err
@@ -397,32 +399,25 @@ func (o *Options) invokeAndWait(ctx context.Context, fn string, arg []byte, wait
 	return err
 }
 
-// pollInstance reads the instance until it ends or deadline passes, more
-// slowly as it goes on, telling update of every view.
-func (o *Options) pollInstance(ctx context.Context, a *funcAPI, v api.FuncInstanceView, deadline time.Time,
+// followInstance follows the instance until it ends or deadline passes,
+// telling update of every view; at the deadline it returns the last view
+// read, unfinished.
+func followInstance(ctx context.Context, calls *client.FuncCalls, v api.FuncInstanceView, deadline time.Time,
 	update func(api.FuncInstanceView)) (api.FuncInstanceView, error) {
-	interval := 100 * time.Millisecond
-	for !finished(v) {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return v, nil
-		}
-		t := time.NewTimer(min(interval, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, ctx.Err()
-		case <-t.C:
-		}
-		interval = min(interval*3/2, time.Second)
-		next, err := a.instance(ctx, v.InstanceID)
-		if err != nil {
-			return v, err
-		}
-		v = next
-		update(v)
+	fctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	last := v
+	done, err := calls.Follow(fctx, v.InstanceID, func(next *api.FuncInstanceView) {
+		last = *next
+		update(last)
+	})
+	switch {
+	case err == nil:
+		return *done, nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return last, nil
 	}
-	return v, nil
+	return last, err
 }
 
 // callError is the one line that says why a call failed, naming the function.
@@ -450,14 +445,14 @@ func newFuncResultCommand(o *Options) *cobra.Command {
 			default:
 				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown output format %q (want json or yaml)", output)}
 			}
-			v, err := o.funcAPI().instance(cmd.Context(), args[0])
+			v, err := o.funcCalls().Result(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if output != "" {
 				return PrintObject(o.Out, output, v)
 			}
-			return PrintFuncResult(o.Out, v)
+			return PrintFuncResult(o.Out, *v)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (the instance as GET /api/funcs/ID answers)")
@@ -471,11 +466,11 @@ func newFuncLogsCommand(o *Options) *cobra.Command {
 		Example: "  mkctl func logs 3f2a7c1e-...",
 		Args:    oneArg("instance id of the call"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := o.funcAPI().instance(cmd.Context(), args[0])
+			v, err := o.funcCalls().Result(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			return PrintFuncLogs(o.Out, v)
+			return PrintFuncLogs(o.Out, *v)
 		},
 	}
 }

@@ -3,16 +3,23 @@ package mkctl
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 )
 
@@ -164,20 +171,36 @@ func TestFuncCommandLineMistakes(t *testing.T) {
 	}
 }
 
-func TestAnswerError(t *testing.T) {
-	err := answerError(404, []byte(`{"error":"function \"nobody\" not found in namespace \"default\": not found","reason":"NotFound","code":404}`))
-	if !errdefs.IsNotFound(err) {
-		t.Errorf("not classed NotFound: %v", err)
-	}
-	if got := FormatError(err); got != `Error from server (NotFound): function "nobody" not found in namespace "default"` {
-		t.Errorf("FormatError = %q", got)
-	}
-	// Answers that are not a Status (a proxy's page) still make one line.
-	if got := FormatError(answerError(502, []byte("bad gateway\n"))); got != "Error from server (InternalError): bad gateway" {
-		t.Errorf("plain answer: %q", got)
-	}
-	if got := FormatError(answerError(503, nil)); got != "Error from server (ServiceUnavailable): Service Unavailable" {
-		t.Errorf("empty answer: %q", got)
+// TestFuncAPIErrors: error answers of the function API print as the
+// apiserver's, classed as errdefs says.
+func TestFuncAPIErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   int
+		answer string
+		want   string
+	}{
+		{"a Status", 404, `{"error":"function \"nobody\" not found in namespace \"default\": not found","reason":"NotFound","code":404}`,
+			`Error from server (NotFound): function "nobody" not found in namespace "default"`},
+		// Answers that are not a Status (a proxy's page) still make one line.
+		{"plain text", 502, "bad gateway\n", "Error from server (InternalError): bad gateway"},
+		{"empty", 503, "", "Error from server (ServiceUnavailable): Service Unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.code)
+				io.WriteString(w, tc.answer)
+			}))
+			defer srv.Close()
+			o := &Options{Server: srv.URL, Namespace: "default"}
+			_, err := o.funcCalls().Invoke(t.Context(), "nobody", []byte("x"), client.InvokeOptions{})
+			if tc.code == 404 && !errdefs.IsNotFound(err) {
+				t.Errorf("not classed NotFound: %v", err)
+			}
+			if got := FormatError(err); got != tc.want {
+				t.Errorf("FormatError = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -193,5 +216,67 @@ func TestCallError(t *testing.T) {
 		if got := callError("first", api.FuncInstanceView{InstanceID: "id-1", Error: tc.err}); got != tc.want {
 			t.Errorf("callError(%q) = %q\nwant %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// fakeCalls is an apiserver whose calls of hello answer 202 and whose
+// instance id-1 ends in phase after the first read (never if phase is
+// Running).
+func fakeCalls(t *testing.T, phase, errMsg string) string {
+	t.Helper()
+	var mu sync.Mutex
+	reads := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/api/funcs/hello":
+			w.WriteHeader(http.StatusAccepted)
+			io.WriteString(w, `{"instanceId":"id-1","status":"Running"}`)
+		case r.URL.Path == "/api/funcs/id-1":
+			reads++
+			v := api.FuncInstanceView{InstanceID: "id-1", Function: "hello", Status: api.InstanceRunning, Steps: []api.FuncStepRecord{}}
+			if reads > 1 {
+				v.Status, v.Result, v.Error = phase, "HELLO", errMsg
+			}
+			json.NewEncoder(w).Encode(v)
+		case r.URL.Path == api.FuncInstancesResource.Path("default", "") && r.URL.Query().Get("watch") == "":
+			// The list of the watch: its ADDED event makes Follow read again.
+			inst := api.FuncInstance{ObjectMeta: api.ObjectMeta{Name: "id-1", Namespace: "default", ResourceVersion: "1"}}
+			json.NewEncoder(w).Encode(api.FuncInstanceList{ListMeta: api.ListMeta{ResourceVersion: "1"}, Items: []api.FuncInstance{inst}})
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":"not here: not found","reason":"NotFound","code":404}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestInvokeWait(t *testing.T) {
+	for _, tc := range []struct {
+		name, phase, errMsg, wait string
+		code                      int
+		out, lastErr              string
+	}{
+		{name: "succeeds", phase: api.InstanceSucceeded, wait: "--wait=30s", out: "HELLO\n"},
+		{name: "fails", phase: api.InstanceFailed, errMsg: "boom", wait: "--wait=30s", code: 1,
+			lastErr: `Error: function "hello" failed: boom (see 'mkctl func logs id-1')`},
+		{name: "outlasts the wait", phase: api.InstanceRunning, wait: "--wait=1500ms", code: 1,
+			lastErr: `error: function "hello" still Running after 1.5s: see its result later with 'mkctl func result id-1'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := fakeCalls(t, tc.phase, tc.errMsg)
+			var out, errOut bytes.Buffer
+			code := RunWithInput(t.Context(), []string{"--server", url, "func", "invoke", "hello", "-d", "hello", tc.wait},
+				strings.NewReader(""), &out, &errOut)
+			lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+			if code != tc.code || out.String() != tc.out || !regexp.MustCompile(`^waiting for hello \d+s\.\.\.$`).MatchString(lines[0]) {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+			}
+			if last := lines[len(lines)-1]; tc.lastErr != "" && last != tc.lastErr {
+				t.Errorf("stderr ends %q, want %q", last, tc.lastErr)
+			}
+		})
 	}
 }

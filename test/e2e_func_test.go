@@ -27,6 +27,7 @@ func cluster(t *testing.T) *framework.APIServer {
 	ctd := framework.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 2 * time.Second})
 	framework.StartScheduler(t, s, scheduler.Config{})
 	framework.StartKubelet(t, s.URL, ctd, "node-e2e", "127.0.0.21")

@@ -60,6 +60,7 @@ def log_run():
 // ends the instance Failed, run once.
 func TestFuncLimits(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	const limit = 512 << 10
 	echo := "def run(arg):\n    return arg\n"
 	lt := "def run(arg):\n    return '<' * 400000\n"
@@ -112,7 +113,7 @@ func TestFuncLimits(t *testing.T) {
 		}
 	})
 	t.Run("unrecordable step fails the call once", func(t *testing.T) {
-		v := result(t, s, invoke(t, s, "grow", strings.Repeat("\x01", limit)), 2*time.Minute)
+		v := result(t, s, invoke(t, s, "grow", strings.Repeat("\x01", limit)), 5*time.Minute)
 		if v.Status != api.InstanceFailed || !strings.Contains(v.Error, "could not be recorded") || !strings.Contains(v.Error, "bytes once encoded") {
 			t.Fatalf("growing chain: %s %q, want Failed saying the outcome could not be recorded and its size", v.Status, v.Error)
 		}
@@ -132,6 +133,7 @@ func TestFuncLimits(t *testing.T) {
 // finished one is final, and only the function's own pods get its calls.
 func TestFuncForgery(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	echo := "def run(arg):\n    return 'real:' + arg\n"
 	funcTemplate(t, s, "victim", echo, "RETURN", "RETURN", nil)
 	realPort := runtime(t, echo)
@@ -174,10 +176,13 @@ func TestFuncForgery(t *testing.T) {
 		}
 		inst.Status.Result = "forged"
 		body, _ := json.Marshal(inst)
-		for _, path := range []string{base + "/" + id, base + "/" + id + "/status"} {
-			if code, data := httpDo(t, "PUT", path, "application/json", body); code != http.StatusMethodNotAllowed {
-				t.Errorf("PUT %s: %d %s, want 405", path, code, data)
-			}
+		if code, data := httpDo(t, "PUT", base+"/"+id, "application/json", body); code != http.StatusMethodNotAllowed {
+			t.Errorf("PUT %s: %d %s, want 405", base+"/"+id, code, data)
+		}
+		// The status is how runners advance instances: a finished one is final.
+		if code, data := httpDo(t, "PUT", base+"/"+id+"/status", "application/json", body); code != http.StatusConflict ||
+			!strings.Contains(string(data), "finished instance cannot be changed") {
+			t.Errorf("PUT status of a finished instance: %d %s, want 409", code, data)
 		}
 		if v := result(t, s, id, 10*time.Second); v.Result != "real:b" {
 			t.Errorf("after forged PUTs: %+v", v)

@@ -20,6 +20,7 @@ import (
 
 	"minik8s/funcserver"
 	"minik8s/pkg/api"
+	"minik8s/pkg/client"
 	"minik8s/pkg/function"
 	"minik8s/pkg/storage/etcd"
 	"minik8s/test/framework"
@@ -161,6 +162,7 @@ def check(ret):
 
 func TestFuncChainBranchesAndLoop(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	funcTemplate(t, s, "checker", checkerCode, "lefty", "righty", nil)
 	funcTemplate(t, s, "lefty", leftCode, "RETURN", "RETURN", nil)
 	funcTemplate(t, s, "righty", rightCode, "RETURN", "RETURN", nil)
@@ -207,34 +209,44 @@ func TestFuncChainBranchesAndLoop(t *testing.T) {
 		t.Fatalf("after PUTs on a finished instance: %+v", v)
 	}
 
-	// The calls show on /metrics.
-	_, metrics := httpDo(t, "GET", s.URL+"/metrics", "", nil)
-	for _, want := range []string{`apiserver_func_calls_total{function="checker",status="Succeeded"} 3`,
-		`apiserver_func_step_duration_seconds_count{function="lefty"}`} {
-		if !strings.Contains(string(metrics), want) {
-			t.Errorf("/metrics lacks %s", want)
-		}
-	}
+	// The runner reports the calls it started, for the function controller
+	// to turn into the counter.
+	waitDemand(t, s, "checker", func(d function.FuncDemand) bool { return d.Started >= 3 && d.LastCall != nil })
+}
 
-	// The counter counts calls (batched), never past the maximum.
+// waitDemand waits until the runners' demand reports for fn, summed, satisfy ok.
+func waitDemand(t *testing.T, s *framework.APIServer, fn string, ok func(function.FuncDemand) bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		f, err := s.Client.Funcs("default").Get(context.Background(), "checker")
+		leases, _, err := s.Client.Leases(function.RunnerNamespace).List(context.Background(), client.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.Status.Counter == 3 && f.Status.TimeStamp != nil {
-			break
+		var sum function.FuncDemand
+		for _, l := range leases {
+			d := function.RunnerDemand(l).Functions["default/"+fn]
+			sum.Started += d.Started
+			sum.InFlight += d.InFlight
+			sum.Peak += d.Peak
+			sum.Waiting += d.Waiting
+			if d.LastCall != nil {
+				sum.LastCall = d.LastCall
+			}
+		}
+		if ok(sum) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("checker counter %d after 3 calls (max 3)", f.Status.Counter)
+			t.Fatalf("runners' demand for %s: %+v", fn, sum)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 func TestFuncFailuresAreAnswers(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	raises := "def run(arg):\n    return 1 / 0\n"
 	sleeper := "import time\ndef run(arg):\n    time.sleep(3600)\n"
 	forever := "def run(arg):\n    return arg\n"
@@ -275,6 +287,7 @@ func TestFuncFailuresAreAnswers(t *testing.T) {
 
 func TestFuncColdStartManyCalls(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	logFile := filepath.Join(t.TempDir(), "calls.log")
 	code := fmt.Sprintf(`
 import fcntl
@@ -307,28 +320,9 @@ def run(arg):
 		t.FailNow()
 	}
 
-	// The first cold call raised the counter at once, so the pool scales up.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		f, err := s.Client.Funcs("default").Get(context.Background(), "cold")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Status.Counter >= 1 {
-			if f.Status.Counter > 5 {
-				t.Fatalf("counter %d past maxInstanceNum 5", f.Status.Counter)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("counter not raised by cold calls")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if _, metrics := httpDo(t, "GET", s.URL+"/metrics", "", nil); !strings.Contains(string(metrics), `apiserver_func_cold_starts_total{function="cold"} 200`) {
-		t.Errorf("/metrics does not count 200 cold starts of cold")
-	}
+	// The runner reports the calls waiting for a pod at once, so the pool
+	// scales up.
+	waitDemand(t, s, "cold", func(d function.FuncDemand) bool { return d.Waiting == calls && d.Started == calls })
 	publish(t, s, "cold", runtime(t, code), runtime(t, code))
 
 	for i, id := range ids {
@@ -355,6 +349,7 @@ def run(arg):
 
 func TestFuncChainSurvivesAPIServerRestart(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	slow := "import time\ndef run(arg):\n    time.sleep(1.5)\n    return arg + '+slow'\n"
 	fast := "def run(arg):\n    return arg + '+fast'\n"
 	funcTemplate(t, s, "slow", slow, "fast", "fast", nil)
@@ -375,7 +370,7 @@ func TestFuncChainSurvivesAPIServerRestart(t *testing.T) {
 		}
 	}
 	// The instance record is in etcd, with a TTL: its key is attached to a
-	// lease of about a day (FuncInstanceTTL's default, 24h, plus the lease
+	// lease of about an hour (FuncInstanceTTL's default, plus the lease
 	// sharing window), kept through the updates of the chain and the restart.
 	if _, err := s.Client.FuncInstances("default").Get(context.Background(), ids[0]); err != nil {
 		t.Fatalf("instance record: %v", err)
@@ -390,8 +385,8 @@ func TestFuncChainSurvivesAPIServerRestart(t *testing.T) {
 	if l.id == 0 {
 		t.Fatalf("instance key %s has no lease: it would never expire", instKey)
 	}
-	if l.granted < 23*time.Hour || l.granted > 25*time.Hour || l.remaining <= 0 || l.remaining > l.granted {
-		t.Errorf("instance lease %x: granted %s, remaining %s; want about 24h", l.id, l.granted, l.remaining)
+	if l.granted < time.Hour || l.granted > 70*time.Minute || l.remaining <= 0 || l.remaining > l.granted {
+		t.Errorf("instance lease %x: granted %s, remaining %s; want about 1h", l.id, l.granted, l.remaining)
 	}
 }
 

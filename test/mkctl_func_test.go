@@ -56,6 +56,7 @@ func stderrLines(t *testing.T, r mkctlResult, last string) {
 
 func TestMkctlFuncCreateInvokeResultLogs(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	ctx := context.Background()
 	dir := t.TempDir()
 	greet := "def run(arg):\n    print('greeting', arg)\n    return 'hello ' + arg\n"
@@ -201,8 +202,8 @@ func TestMkctlFuncCreateInvokeResultLogs(t *testing.T) {
 		}{
 			{[]string{"func", "invoke", "nobody", "-d", "x", "--wait"}, `Error from server (NotFound): function "nobody" not found in namespace "default"`},
 			{[]string{"func", "invoke", "nobody"}, `Error from server (NotFound): function "nobody" not found in namespace "default"`},
-			{[]string{"func", "result", "no-such-id"}, `Error from server (NotFound): function instance "no-such-id" not found (unknown, or expired)`},
-			{[]string{"func", "logs", "no-such-id"}, `Error from server (NotFound): function instance "no-such-id" not found (unknown, or expired)`},
+			{[]string{"func", "result", "no-such-id"}, `Error from server (NotFound): function instance "no-such-id" not found (unknown, or expired: call records are kept for 1h0m0s)`},
+			{[]string{"func", "logs", "no-such-id"}, `Error from server (NotFound): function instance "no-such-id" not found (unknown, or expired: call records are kept for 1h0m0s)`},
 			{[]string{"func", "delete", "nobody"}, `Error from server (NotFound): Func "nobody" not found in namespace "default"`},
 		} {
 			r := runMkctl(t, s, "", tc.args...)
@@ -252,6 +253,7 @@ func lastLine(s string) string {
 // start, and prints the result when a pod comes.
 func TestMkctlFuncColdStartIndicator(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	code := "def run(arg):\n    return arg[::-1]\n"
 	mustMkctl(t, s, "func", "create", "cold", "-f", writeFile(t, t.TempDir(), "cold.py", code))
 
@@ -288,6 +290,7 @@ func TestMkctlFuncColdStartIndicator(t *testing.T) {
 // branches of its chain.
 func TestMkctlFuncDemoBranches(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	file := filepath.Join(examplesDir, "func-demo.yaml")
 	expectLines(t, "apply", mustMkctl(t, s, "apply", "-f", file), []string{"func/classify created", "func/double created", "func/shout created"})
 	docs, err := mkctl.ReadManifests([]string{file}, nil)
@@ -338,6 +341,7 @@ func TestMkctlFuncDemoBranches(t *testing.T) {
 // with pools made by hand (no controller runs here), and -w.
 func TestMkctlGetFuncsPool(t *testing.T) {
 	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
 	ctx := context.Background()
 	dir := t.TempDir()
 	code := "def run(arg):\n    return arg\n"

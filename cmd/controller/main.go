@@ -13,6 +13,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/controller"
+	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/controller/nodelifecycle"
 	"minik8s/pkg/client"
@@ -29,6 +30,8 @@ func main() {
 		"how often idle functions' counters are lowered by one")
 	flag.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow,
 		"how long without a call makes a function idle")
+	flag.IntVar(&cfg.FuncInstanceBudget, "funcinstance-budget", funcinstancegc.DefaultBudget,
+		"how many finished function instances (call records) are kept across the cluster; older ones are deleted")
 	flag.StringVar(&only, "controllers", "", "comma-separated controllers to run (default all: "+controller.Names()+")")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()

@@ -13,6 +13,7 @@ import (
 
 	"minik8s/apiserver"
 	"minik8s/cluster"
+	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 )
 
@@ -40,6 +41,8 @@ func main() {
 	fs.DurationVar(&cfg.FuncScaleInterval, "func-scale-interval", functions.DefaultScaleInterval, "how often idle functions' counters are lowered by one")
 	fs.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow, "how long without a call makes a function idle")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from (in 127.0.0.0/8: every node's proxy listens on them)")
+	fs.IntVar(&cfg.FuncInstanceBudget, "funcinstance-budget", funcinstancegc.DefaultBudget, "how many finished function instances are kept across the cluster; older ones are deleted")
+	fs.IntVar(&cfg.FuncRunners, "funcrunners", 1, "function runners to start in this process (0: none; run bin/funcrunner instead)")
 	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
 	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	_ = fs.Parse(os.Args[2:])

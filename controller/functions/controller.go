@@ -1,8 +1,10 @@
 // Package functions is the function controller: for every Func template it
 // keeps a ConfigMap with the code, and for v2 templates a Service and a
 // ReplicaSet of function pods whose replicas follow the template's call
-// counter. It also lets idle functions' counters decay toward their minimum,
-// one step per interval, which is how a function scales to zero.
+// counter. It is the only writer of the counter: it raises it from the
+// demand the function runners report on their Leases (demand.go), and lets
+// idle functions' counters decay toward their minimum, one step per
+// interval, which is how a function scales to zero.
 package functions
 
 import (
@@ -19,7 +21,6 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
-	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
 
@@ -46,12 +47,14 @@ type Controller struct {
 	cfg    Config
 	now    func() time.Time
 
-	funcs *cache.Informer[api.Func, *api.Func]
-	rss   *cache.Informer[api.ReplicaSet, *api.ReplicaSet]
-	svcs  *cache.Informer[api.Service, *api.Service]
-	cms   *cache.Informer[api.ConfigMap, *api.ConfigMap]
-	pods  *cache.Informer[api.Pod, *api.Pod]
-	queue *workqueue.Queue
+	funcs  *cache.Informer[api.Func, *api.Func]
+	rss    *cache.Informer[api.ReplicaSet, *api.ReplicaSet]
+	svcs   *cache.Informer[api.Service, *api.Service]
+	cms    *cache.Informer[api.ConfigMap, *api.ConfigMap]
+	pods   *cache.Informer[api.Pod, *api.Pod]
+	leases *cache.Informer[api.Lease, *api.Lease]
+	demand *demandTracker
+	queue  *workqueue.Queue
 }
 
 // New returns a function controller over the factory's informers.
@@ -65,8 +68,9 @@ func New(c *client.Client, f *cache.Factory, cfg Config) *Controller {
 	ctl := &Controller{
 		client: c, cfg: cfg, now: time.Now,
 		funcs: f.Funcs(), rss: f.ReplicaSets(), svcs: f.Services(), cms: f.ConfigMaps(), pods: f.Pods(),
-		queue: workqueue.New(),
+		leases: f.Leases(), queue: workqueue.New(),
 	}
+	ctl.demand = newDemandTracker(ctl.now())
 	ctl.funcs.AddEventHandler(cache.Handler[*api.Func]{
 		OnAdd:    func(o *api.Func) { ctl.queue.Add(cache.Key(o)) },
 		OnUpdate: func(_, o *api.Func) { ctl.queue.Add(cache.Key(o)) },
@@ -76,7 +80,25 @@ func New(c *client.Client, f *cache.Factory, cfg Config) *Controller {
 	onChange(ctl.svcs, ctl.enqueueOwner)
 	onChange(ctl.cms, ctl.enqueueOwner)
 	onChange(ctl.pods, ctl.enqueueOwner)
+	// A runner's report is synced at once: a call waiting on a function at
+	// zero waits for this (the cold start), not for a timer.
+	ctl.leases.AddEventHandler(cache.Handler[*api.Lease]{
+		OnAdd:    func(l *api.Lease) { ctl.enqueueFuncs(ctl.demand.observe(l, ctl.now())) },
+		OnUpdate: func(_, l *api.Lease) { ctl.enqueueFuncs(ctl.demand.observe(l, ctl.now())) },
+		OnDelete: func(l *api.Lease) { ctl.enqueueFuncs(ctl.demand.forget(l)) },
+	})
 	return ctl
+}
+
+// enqueueFuncs queues the functions ("ns/name") whose demand changed. Only
+// known ones: a report may name a function deleted meanwhile, and a sync of
+// an unknown key deletes its objects.
+func (c *Controller) enqueueFuncs(keys []string) {
+	for _, key := range keys {
+		if _, ok := c.funcs.Lister().Get(cache.SplitKey(key)); ok {
+			c.queue.Add(key)
+		}
+	}
 }
 
 // onChange calls fn with every added, changed or deleted object.
@@ -98,7 +120,7 @@ func (c *Controller) enqueueOwner(obj api.Object) {
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	for _, inf := range []interface{ Start(context.Context) }{c.funcs, c.rss, c.svcs, c.cms, c.pods} {
+	for _, inf := range []interface{ Start(context.Context) }{c.funcs, c.rss, c.svcs, c.cms, c.pods, c.leases} {
 		inf.Start(ctx)
 	}
 	go c.decayLoop(ctx)
@@ -123,6 +145,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// The runners' demand raises the counter before the ReplicaSet is
+	// written, so a cold start costs one write before pods are made.
+	written := f.Status
+	now := c.now()
+	demand := c.demand.snapshot(key, now)
+	counter, called := nextCounter(f.Status.Counter, &f.Spec, demand)
+	f.Status.Counter = counter
+	if called {
+		ts := now.UTC()
+		f.Status.TimeStamp = &ts
+	}
 	rs, counter, err := c.syncReplicaSet(ctx, f)
 	if err != nil {
 		return err
@@ -130,14 +163,19 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.replaceOldPods(ctx, f); err != nil {
 		return err
 	}
-	st := f.Status
-	st.ServiceUID, st.ReplicaSetUID, st.Counter = svc.UID, rs.UID, counter
-	if !cache.Equal(st, f.Status) {
-		f.Status = st
+	f.Status.ServiceUID, f.Status.ReplicaSetUID, f.Status.Counter = svc.UID, rs.UID, counter
+	if !cache.Equal(written, f.Status) {
+		// Conditional on the version read: a decay step written meanwhile
+		// makes this fail and the sync run again on the newer counter.
 		if _, err := c.client.Funcs(ns).UpdateStatus(ctx, f); err != nil {
 			return fmt.Errorf("func %s status: %w", key, err)
 		}
+		if called || counter != written.Counter {
+			log.WithFields(log.Fields{"func": key, "counter": counter, "calls": demand.Started,
+				"concurrent": demand.Concurrent, "waiting": demand.Waiting}).Debug("function counter written")
+		}
 	}
+	c.demand.commit(key, demand)
 	return nil
 }
 
@@ -310,62 +348,6 @@ func (c *Controller) cleanup(ctx context.Context, ns, fn string) error {
 		}
 	}
 	return nil
-}
-
-// decayLoop lowers the counter of every idle function by one per interval,
-// never below its minimum; the ReplicaSet follows on the next sync.
-func (c *Controller) decayLoop(ctx context.Context) {
-	wait.Every(ctx, c.cfg.ScaleInterval, func() {
-		for _, f := range c.funcs.Lister().List(nil) {
-			if err := c.decay(ctx, f); err != nil && ctx.Err() == nil {
-				log.WithError(err).WithField("func", f.Name).Debug("counter decay: will retry next interval")
-			}
-		}
-	})
-}
-
-func (c *Controller) decay(ctx context.Context, cached *api.Func) error {
-	rs, _ := c.rss.Lister().Get(cached.Namespace, function.ObjectName(cached.Name))
-	next, ok := decayStep(cached, rs, c.now(), c.cfg.IdleWindow)
-	if !ok {
-		return nil
-	}
-	f := cache.DeepCopy(cached)
-	f.Status.Counter = next
-	// Conditional on the cached version: a call counted meanwhile wins.
-	if _, err := c.client.Funcs(f.Namespace).UpdateStatus(ctx, f); err != nil {
-		return err
-	}
-	log.WithFields(log.Fields{"func": f.Name, "counter": f.Status.Counter}).Info("idle function scaled down one step")
-	return nil
-}
-
-// decayStep says whether an idle function's counter goes down now, and to
-// what. It steps down only once the pool's ReplicaSet (as the informer sees
-// it) runs the current counter, so the counter is never more than one step
-// ahead of the ReplicaSet: however many ticks pass before a sync writes the
-// ReplicaSet (merged queue keys, a lagging informer, a failed write), the
-// pool shrinks one step at a time. A lagging cache only delays a step.
-func decayStep(f *api.Func, rs *api.ReplicaSet, now time.Time, idle time.Duration) (int, bool) {
-	if f.APIVersion == api.FuncAPIVersionV1 || f.Status.ReplicaSetUID == "" {
-		return 0, false
-	}
-	lo, _, hi := validation.FuncBounds(&f.Spec)
-	counter := clamp(f.Status.Counter, lo, hi)
-	if counter <= lo {
-		return 0, false
-	}
-	last := f.CreationTimestamp
-	if f.Status.TimeStamp != nil {
-		last = f.Status.TimeStamp
-	}
-	if last != nil && now.Sub(*last) < idle {
-		return 0, false
-	}
-	if rs == nil || rs.UID != f.Status.ReplicaSetUID || rs.Spec.Replicas == nil || int(*rs.Spec.Replicas) != counter {
-		return 0, false // the previous step is not applied yet
-	}
-	return counter - 1, true
 }
 
 func clamp(v, lo, hi int) int {

@@ -44,28 +44,32 @@ func TestDecayStep(t *testing.T) {
 		f      *api.Func
 		rs     *api.ReplicaSet
 		now    time.Time
+		floor  int
 		want   int
 		wantOK bool
 	}{
-		{"idle, step applied: one step down", fn(3), rs("rs-1", 3), later, 2, true},
-		{"previous step not applied yet", fn(2), rs("rs-1", 3), later, 0, false},
-		{"replicaset behind the other way", fn(2), rs("rs-1", 1), later, 0, false},
-		{"no replicaset in the cache", fn(3), nil, later, 0, false},
-		{"another pool's replicaset", fn(3), rs("rs-old", 3), later, 0, false},
-		{"replicaset without replicas", fn(3), &api.ReplicaSet{ObjectMeta: api.ObjectMeta{UID: "rs-1"}}, later, 0, false},
-		{"at the minimum", fn(1), rs("rs-1", 1), later, 0, false},
-		{"counter above a lowered max: from max", fn(5), rs("rs-1", 3), later, 2, true},
+		{"idle, step applied: one step down", fn(3), rs("rs-1", 3), later, 0, 2, true},
+		{"previous step not applied yet", fn(2), rs("rs-1", 3), later, 0, 0, false},
+		{"replicaset behind the other way", fn(2), rs("rs-1", 1), later, 0, 0, false},
+		{"no replicaset in the cache", fn(3), nil, later, 0, 0, false},
+		{"another pool's replicaset", fn(3), rs("rs-old", 3), later, 0, 0, false},
+		{"replicaset without replicas", fn(3), &api.ReplicaSet{ObjectMeta: api.ObjectMeta{UID: "rs-1"}}, later, 0, 0, false},
+		{"at the minimum", fn(1), rs("rs-1", 1), later, 0, 0, false},
+		{"counter above a lowered max: from max", fn(5), rs("rs-1", 3), later, 0, 2, true},
 		{"called within the idle window", fn(3, func(f *api.Func) { ts := later.Add(-time.Second); f.Status.TimeStamp = &ts }),
-			rs("rs-1", 3), later, 0, false},
-		{"created within the idle window", fn(3), rs("rs-1", 3), created.Add(time.Second), 0, false},
+			rs("rs-1", 3), later, 0, 0, false},
+		{"created within the idle window", fn(3), rs("rs-1", 3), created.Add(time.Second), 0, 0, false},
 		{"last call long ago", fn(3, func(f *api.Func) { ts := later.Add(-2 * idle); f.Status.TimeStamp = &ts }),
-			rs("rs-1", 3), later, 2, true},
-		{"v1 has no pool", fn(3, func(f *api.Func) { f.APIVersion = api.FuncAPIVersionV1 }), rs("rs-1", 3), later, 0, false},
-		{"pool not made yet", fn(3, func(f *api.Func) { f.Status.ReplicaSetUID = "" }), rs("rs-1", 3), later, 0, false},
+			rs("rs-1", 3), later, 0, 2, true},
+		{"v1 has no pool", fn(3, func(f *api.Func) { f.APIVersion = api.FuncAPIVersionV1 }), rs("rs-1", 3), later, 0, 0, false},
+		{"pool not made yet", fn(3, func(f *api.Func) { f.Status.ReplicaSetUID = "" }), rs("rs-1", 3), later, 0, 0, false},
+		{"calls in flight need every pod", fn(3), rs("rs-1", 3), later, 3, 0, false},
+		{"calls in flight need more than there are", fn(2), rs("rs-1", 2), later, 5, 0, false},
+		{"calls in flight need fewer: one step down", fn(3), rs("rs-1", 3), later, 1, 2, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := decayStep(tc.f, tc.rs, tc.now, idle)
+			got, ok := decayStep(tc.f, tc.rs, tc.now, idle, tc.floor)
 			if ok != tc.wantOK || (ok && got != tc.want) {
 				t.Errorf("decayStep = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
 			}
@@ -118,7 +122,7 @@ func TestDecayWaitsForTheReplicaSet(t *testing.T) {
 	ctl := New(c, cache.NewFactory(c), Config{ScaleInterval: time.Hour, IdleWindow: time.Minute})
 	ctl.now = func() time.Time { return time.Now().Add(time.Hour) } // every function is idle
 	// Informers only: the test plays the decay ticks and syncs itself.
-	for _, inf := range []interface{ Start(context.Context) }{ctl.funcs, ctl.rss, ctl.svcs, ctl.cms, ctl.pods} {
+	for _, inf := range []interface{ Start(context.Context) }{ctl.funcs, ctl.rss, ctl.svcs, ctl.cms, ctl.pods, ctl.leases} {
 		inf.Start(ctx)
 	}
 	const key = "default/fn"
@@ -209,4 +213,60 @@ func TestDecayWaitsForTheReplicaSet(t *testing.T) {
 	if counter, _ = settle(); counter != 0 {
 		t.Fatalf("counter %d, want the minimum 0", counter)
 	}
+}
+
+// A runner's report of a call waiting on a function at zero raises the
+// counter and the ReplicaSet on the Lease event, with no timer involved;
+// calls it reports started raise the counter, each once, up to max.
+func TestRunnerDemandRaisesTheCounter(t *testing.T) {
+	c := startAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctl := New(c, cache.NewFactory(c), Config{ScaleInterval: time.Hour, IdleWindow: time.Hour})
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Run(ctx, 2) }()
+	defer func() { cancel(); <-done }()
+
+	f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: api.FuncAPIVersionV2}, ObjectMeta: api.ObjectMeta{Name: "fn"},
+		Spec: api.FuncSpec{Name: "fn", Function: base64.StdEncoding.EncodeToString([]byte("def run(arg):\n    return arg\n")),
+			MinInstanceNum: ptr(0), InitInstanceNum: ptr(0), MaxInstanceNum: ptr(3), ContainerConcurrency: ptr(1)}}
+	if _, err := c.Funcs("default").Create(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	rsName := function.ObjectName("fn")
+	// waitFor polls until the func's counter and its ReplicaSet's replicas are want.
+	waitFor := func(what string, want int, stamped bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, ferr := c.Funcs("default").Get(ctx, "fn")
+			rs, rerr := c.ReplicaSets("default").Get(ctx, rsName)
+			if ferr == nil && rerr == nil && got.Status.ReplicaSetUID == rs.UID && got.Status.Counter == want &&
+				*rs.Spec.Replicas == int32(want) && (got.Status.TimeStamp != nil) == stamped {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: func %+v (%v), replicaset %+v (%v); want counter and replicas %d", what, got, ferr, rs, rerr, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("pool at zero", 0, false)
+
+	now := time.Now()
+	l := runnerLease(t, "r1", now, now, map[string]function.FuncDemand{"default/fn": {InFlight: 1, Peak: 1, Waiting: 1}})
+	l, err := c.Leases(function.RunnerNamespace).Create(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a call waiting at zero", 1, false)
+
+	// Three calls started (the first the one that waited): 1 + 3, up to max 3.
+	now = time.Now()
+	next := runnerLease(t, "r1", *l.Spec.AcquireTime, now, map[string]function.FuncDemand{"default/fn": {Started: 3, InFlight: 1, Peak: 1}})
+	next.ResourceVersion = l.ResourceVersion
+	if _, err := c.Leases(function.RunnerNamespace).Update(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("three calls started", 3, true)
 }

@@ -35,6 +35,10 @@ type FuncSpec struct {
 	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
 	// Runtime names the image function pods run (default minik8s/python-runtime:latest).
 	Runtime string `json:"runtime,omitempty"`
+	// ContainerConcurrency is the most calls one pod serves at once (default:
+	// the runtime's worker count). Runners never send a pod more; N calls in
+	// flight ask for ceil(N / containerConcurrency) pods, up to the maximum.
+	ContainerConcurrency *int `json:"containerConcurrency,omitempty"`
 }
 
 // FuncStatus is written by the system, never by the user.
@@ -76,6 +80,11 @@ type FuncInstanceSpec struct {
 	Function string `json:"function"`
 	// Arg is the raw argument of the first call.
 	Arg string `json:"arg"`
+	// CallbackURL, from the call's X-Callback-Url header, is where the
+	// runner POSTs the result when the instance ends.
+	CallbackURL string `json:"callbackUrl,omitempty"`
+	// Sync marks a call whose caller waited for its answer (?wait=).
+	Sync bool `json:"sync,omitempty"`
 }
 
 const (
@@ -86,15 +95,35 @@ const (
 )
 
 type FuncInstanceStatus struct {
-	Phase  string `json:"phase,omitempty"`
-	Result string `json:"result,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Phase is Pending until a runner claims the instance.
+	Phase string `json:"phase,omitempty"`
+	// Runner is the holder identity of the runner driving the instance
+	// (its Lease's spec.holderIdentity). The claim holds while that Lease
+	// is renewed; another runner takes over an instance whose runner's
+	// Lease expired, by a compare-and-swap of this field.
+	Runner string `json:"runner,omitempty"`
+	// Callback is the delivery of the result to spec.callbackUrl.
+	Callback *FuncCallbackStatus `json:"callback,omitempty"`
+	Result   string              `json:"result,omitempty"`
+	Error    string              `json:"error,omitempty"`
 	// Next is the step still to run: the durable cursor a restarted
 	// apiserver resumes from.
 	Next           *FuncStep        `json:"next,omitempty"`
 	Hops           int              `json:"hops,omitempty"`
 	Steps          []FuncStepRecord `json:"steps,omitempty"`
 	CompletionTime *time.Time       `json:"completionTime,omitempty"`
+}
+
+// FuncCallbackStatus records the POST of a finished instance's result to
+// its callback URL.
+type FuncCallbackStatus struct {
+	// Delivered is true once the URL answered 2xx.
+	Delivered bool `json:"delivered"`
+	Attempts  int  `json:"attempts"`
+	// StatusCode of the last attempt (0: no answer); Error says why it failed.
+	StatusCode int        `json:"statusCode,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	Time       *time.Time `json:"time,omitempty"`
 }
 
 type FuncStep struct {

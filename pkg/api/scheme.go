@@ -71,12 +71,14 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &Func{} }}
 	FuncInstancesResource = Resource{Name: "funcinstances", Kind: "FuncInstance", ShortNames: []string{"fi", "funcinstance"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &FuncInstance{} }}
+	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
+		Namespaced: true, New: func() Object { return &Lease{} }}
 )
 
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
-	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource,
+	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, LeasesResource,
 }
 
 // LookupResource finds a resource by plural, singular, short name or kind,

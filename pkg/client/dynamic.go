@@ -213,6 +213,7 @@ var dynamicWatchers = map[string]dynamicWatcher{
 	api.ConfigMapsResource.Name:    watchAs[api.ConfigMap],
 	api.FuncsResource.Name:         watchAs[api.Func],
 	api.FuncInstancesResource.Name: watchAs[api.FuncInstance],
+	api.LeasesResource.Name:        watchAs[api.Lease],
 }
 
 func watchAs[T any, PT Object[T]](ctx context.Context, d *Dynamic, opts ListOptions) <-chan Event[api.Object] {

@@ -61,6 +61,10 @@ func (c *Client) FuncInstances(ns string) *ResourceClient[api.FuncInstance, *api
 	return newResource[api.FuncInstance](c, api.FuncInstancesResource, ns)
 }
 
+func (c *Client) Leases(ns string) *ResourceClient[api.Lease, *api.Lease] {
+	return newResource[api.Lease](c, api.LeasesResource, ns)
+}
+
 // AllNamespaces returns a client of the same resource listing every namespace.
 func (r *ResourceClient[T, PT]) AllNamespaces() *ResourceClient[T, PT] {
 	return &ResourceClient[T, PT]{c: r.c, res: r.res, ns: ""}

@@ -67,6 +67,10 @@ func CodeHash(spec *api.FuncSpec) string {
 	h.Write([]byte(spec.PreRun))
 	h.Write([]byte{0})
 	h.Write([]byte(Runtime(spec)))
+	if spec.ContainerConcurrency != nil {
+		// The worker count is part of what a pod runs.
+		fmt.Fprintf(h, "\x00%d", *spec.ContainerConcurrency)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:10]
 }
 
@@ -123,18 +127,24 @@ func PodSpec(f *api.Func) api.PodSpec {
 	timeout := TimeoutSeconds(&f.Spec)
 	// The grace period lets a pod being removed finish the calls it serves.
 	grace := int64(timeout + 5)
+	env := []api.EnvVar{
+		{Name: "FUNC_NAME", Value: f.Name},
+		{Name: "FUNC_CODE_DIR", Value: CodeDir},
+		{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(timeout)},
+	}
+	if f.Spec.ContainerConcurrency != nil {
+		// One Python worker per concurrent call: the pod itself never runs
+		// more than containerConcurrency calls at once.
+		env = append(env, api.EnvVar{Name: "FUNC_WORKERS", Value: strconv.Itoa(*f.Spec.ContainerConcurrency)})
+	}
 	return api.PodSpec{
 		RestartPolicy:                 api.RestartPolicyAlways,
 		TerminationGracePeriodSeconds: &grace,
 		Containers: []api.Container{{
-			Name:    "funcserver",
-			Image:   Runtime(&f.Spec),
-			Command: []string{RuntimeBinary},
-			Env: []api.EnvVar{
-				{Name: "FUNC_NAME", Value: f.Name},
-				{Name: "FUNC_CODE_DIR", Value: CodeDir},
-				{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(timeout)},
-			},
+			Name:         "funcserver",
+			Image:        Runtime(&f.Spec),
+			Command:      []string{RuntimeBinary},
+			Env:          env,
 			Ports:        []api.ContainerPort{{Name: PortName, Protocol: "TCP"}},
 			VolumeMounts: []api.VolumeMount{{Name: "code", MountPath: CodeDir, ReadOnly: true}},
 			ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/readyz", Port: PortName},

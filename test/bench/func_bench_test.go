@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 )
 
 var benchHTTP = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}
+
+// callers is the number of concurrent callers of the throughput figures.
+const callers = 16
 
 // startRuntime runs a real funcserver serving code on a loopback port.
 func startRuntime(b *testing.B, code string) int32 {
@@ -56,35 +60,108 @@ func startRuntime(b *testing.B, code string) int32 {
 	}
 }
 
-// setupFunc stores a template and publishes a runtime as its only endpoint.
-func setupFunc(b *testing.B, s *framework.APIServer, name, code, left string, port int32) {
+// warmFunc stores a v2 template (left and right name the next functions)
+// and publishes a runtime serving it as its only pod.
+func warmFunc(b *testing.B, s *framework.APIServer, name, code, left, right string) int32 {
 	b.Helper()
-	ctx := context.Background()
+	port := startRuntime(b, code)
 	f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: api.ObjectMeta{Name: name},
-		Spec: api.FuncSpec{Name: name, Function: base64.StdEncoding.EncodeToString([]byte(code)), Left: left}}
-	if _, err := s.Client.Funcs("default").Create(ctx, f); err != nil {
+		Spec: api.FuncSpec{Name: name, Function: base64.StdEncoding.EncodeToString([]byte(code)), Left: left, Right: right}}
+	if _, err := s.Client.Funcs("default").Create(context.Background(), f); err != nil {
 		b.Fatal(err)
 	}
 	s.PublishFunctionPods(b, name, port)
+	return port
 }
 
-func post(b *testing.B, url, body string) []byte {
-	resp, err := benchHTTP.Post(url, "text/plain", bytes.NewBufferString(body))
+// startWarm starts an apiserver and a function runner: enough for calls
+// to functions whose pods are published by hand.
+func startWarm(b *testing.B) *framework.APIServer {
+	s := framework.StartAPIServer(b)
+	framework.StartFuncRunner(b, s)
+	return s
+}
+
+// tryPost POSTs body and returns the answer; it never stops the benchmark,
+// so that any goroutine may use it.
+func tryPost(url, body string, want int) ([]byte, error) {
+	return tryPostWith(benchHTTP, url, body, want)
+}
+
+func tryPostWith(hc *http.Client, url, body string, want int) ([]byte, error) {
+	resp, err := hc.Post(url, "text/plain", bytes.NewBufferString(body))
 	if err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		b.Fatalf("%s: %s %s", url, resp.Status, data)
+	if resp.StatusCode != want {
+		return nil, fmt.Errorf("%s: %s %s", url, resp.Status, data)
+	}
+	return data, nil
+}
+
+func post(b *testing.B, url, body string) []byte {
+	data, err := tryPost(url, body, http.StatusOK)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return data
 }
 
-func syncCall(b *testing.B, s *framework.APIServer, fn, arg string) api.FuncInstanceView {
+// trySyncCall calls fn and waits for its answer (?wait=).
+func trySyncCall(s *framework.APIServer, fn, arg string) (api.FuncInstanceView, error) {
 	var v api.FuncInstanceView
-	if err := json.Unmarshal(post(b, s.URL+"/api/funcs/"+fn+"?wait=60s", arg), &v); err != nil {
+	data, err := tryPost(s.URL+"/api/funcs/"+fn+"?wait=60s", arg, http.StatusOK)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, err
+	}
+	if v.Status != api.InstanceSucceeded {
+		return v, fmt.Errorf("call %s: %+v", fn, v)
+	}
+	return v, nil
+}
+
+func syncCall(b *testing.B, s *framework.APIServer, fn, arg string) api.FuncInstanceView {
+	v, err := trySyncCall(s, fn, arg)
+	if err != nil {
 		b.Fatal(err)
+	}
+	return v
+}
+
+// tryAccept makes an asynchronous call and returns its instance id.
+func tryAccept(s *framework.APIServer, fn, arg string) (string, error) {
+	return tryAcceptWith(benchHTTP, s, fn, arg)
+}
+
+func tryAcceptWith(hc *http.Client, s *framework.APIServer, fn, arg string) (string, error) {
+	data, err := tryPostWith(hc, s.URL+"/api/funcs/"+fn, arg, http.StatusAccepted)
+	if err != nil {
+		return "", err
+	}
+	var v api.FuncInstanceView
+	if err := json.Unmarshal(data, &v); err != nil || v.InstanceID == "" {
+		return "", fmt.Errorf("call %s: no instance id in %s", fn, data)
+	}
+	return v.InstanceID, nil
+}
+
+// asyncCall makes an asynchronous call and waits for its end as a client
+// does: by watch, reading the view.
+func asyncCall(b *testing.B, s *framework.APIServer, fn, arg string) *api.FuncInstanceView {
+	id, err := tryAccept(s, fn, arg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	v, err := s.Client.FuncCalls("default").Wait(ctx, id)
+	if err != nil {
+		b.Fatalf("waiting for %s: %v", id, err)
 	}
 	if v.Status != api.InstanceSucceeded {
 		b.Fatalf("call %s: %+v", fn, v)
@@ -92,74 +169,127 @@ func syncCall(b *testing.B, s *framework.APIServer, fn, arg string) api.FuncInst
 	return v
 }
 
+// concurrently makes n calls from workers goroutines and returns their
+// latencies, the calls per second, and the errors with the first one.
+func concurrently(n, workers int, call func(i int) error) (lat []time.Duration, perSec float64, errs int, first error) {
+	var mu sync.Mutex
+	next := 0
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				err := call(i)
+				d := time.Since(t0)
+				mu.Lock()
+				lat = append(lat, d)
+				if err != nil {
+					if errs++; first == nil {
+						first = err
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, float64(n) / time.Since(start).Seconds(), errs, first
+}
+
 const echoCode = "def run(arg):\n    return arg\n"
 
 // BenchmarkFuncWarmCall compares a warm synchronous call through the
-// apiserver (instance recorded in etcd, chain driven, result stored) with
-// the same call sent straight to the function's runtime.
+// apiserver (handed to the runner, driven in memory, its record stored in
+// a batch) with the same call sent straight to the function's pod: one
+// caller (latency), then 16 concurrent callers (throughput).
 func BenchmarkFuncWarmCall(b *testing.B) {
-	s := framework.StartAPIServer(b)
-	port := startRuntime(b, echoCode)
-	setupFunc(b, s, "echo", echoCode, "RETURN", port)
+	s := startWarm(b)
+	port := warmFunc(b, s, "echo", echoCode, "RETURN", "")
 	direct := fmt.Sprintf("http://127.0.0.1:%d%s", port, function.InvokePath)
 	syncCall(b, s, "echo", "warm-up")
 
-	measure := func(call func()) (p50, p99, perSec float64) {
+	measure := func(call func()) (p50, p99 float64) {
 		lat := make([]time.Duration, 0, b.N)
-		start := time.Now()
 		for i := 0; i < b.N; i++ {
 			t0 := time.Now()
 			call()
 			lat = append(lat, time.Since(t0))
 		}
-		return percentile(lat, 50), percentile(lat, 99), float64(b.N) / time.Since(start).Seconds()
+		return percentile(lat, 50), percentile(lat, 99)
+	}
+	parallel := func(call func(i int) error) (p50, perSec float64) {
+		lat, perSec, errs, first := concurrently(b.N, callers, call)
+		if errs > 0 {
+			b.Fatalf("%d of %d concurrent calls failed, first: %v", errs, b.N, first)
+		}
+		return percentile(lat, 50), perSec
 	}
 	b.ResetTimer()
-	ap50, ap99, aps := measure(func() { syncCall(b, s, "echo", "hello") })
-	dp50, dp99, dps := measure(func() { post(b, direct, "hello") })
+	ap50, ap99 := measure(func() { syncCall(b, s, "echo", "hello") })
+	dp50, dp99 := measure(func() { post(b, direct, "hello") })
+	acp50, aps := parallel(func(int) error { _, err := trySyncCall(s, "echo", "hello"); return err })
+	dcp50, dps := parallel(func(int) error { _, err := tryPost(direct, "hello", http.StatusOK); return err })
 	b.StopTimer()
 	b.ReportMetric(ap50, "api-p50-ms")
 	b.ReportMetric(ap99, "api-p99-ms")
-	b.ReportMetric(aps, "api-calls/s")
 	b.ReportMetric(dp50, "direct-p50-ms")
 	b.ReportMetric(dp99, "direct-p99-ms")
-	b.ReportMetric(dps, "direct-calls/s")
 	if dp50 > 0 {
 		b.ReportMetric(ap50/dp50, "p50-ratio")
 	}
+	b.ReportMetric(acp50, "api-c16-p50-ms")
+	b.ReportMetric(dcp50, "direct-c16-p50-ms")
+	b.ReportMetric(aps, "api-c16-calls/s")
+	b.ReportMetric(dps, "direct-c16-calls/s")
+	if aps > 0 {
+		b.ReportMetric(dps/aps, "c16-throughput-ratio")
+	}
 }
 
+const countdownCode = "def run(arg):\n    return str(int(arg) - 1)\n\ndef check(ret):\n    return int(ret) > 0\n"
+
 // BenchmarkFuncChainHop measures what one more hop of a chain costs: a
-// 10-hop chain against a 1-hop chain of the same function.
+// 10-hop chain against a 1-hop chain of the same function, called
+// synchronously and asynchronously (202, then waiting for the end by
+// watch as a client does).
 func BenchmarkFuncChainHop(b *testing.B) {
-	s := framework.StartAPIServer(b)
-	countdown := "def run(arg):\n    return str(int(arg) - 1)\n\ndef check(ret):\n    return int(ret) > 0\n"
-	port := startRuntime(b, countdown)
-	ctx := context.Background()
-	f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: api.ObjectMeta{Name: "hop"},
-		Spec: api.FuncSpec{Name: "hop", Function: base64.StdEncoding.EncodeToString([]byte(countdown)), Left: "hop", Right: "RETURN"}}
-	if _, err := s.Client.Funcs("default").Create(ctx, f); err != nil {
-		b.Fatal(err)
-	}
-	s.PublishFunctionPods(b, "hop", port)
+	s := startWarm(b)
+	warmFunc(b, s, "hop", countdownCode, "hop", "RETURN")
 	syncCall(b, s, "hop", "1")
-	var one, ten []time.Duration
+	var sync1, sync10, async1, async10 []time.Duration
+	timed := func(into *[]time.Duration, hops int, call func(arg string) []api.FuncStepRecord) {
+		t0 := time.Now()
+		if steps := call(fmt.Sprint(hops)); len(steps) != hops {
+			b.Fatalf("%d-hop chain ran %d steps", hops, len(steps))
+		}
+		*into = append(*into, time.Since(t0))
+	}
+	syncSteps := func(arg string) []api.FuncStepRecord { return syncCall(b, s, "hop", arg).Steps }
+	asyncSteps := func(arg string) []api.FuncStepRecord { return asyncCall(b, s, "hop", arg).Steps }
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if v := syncCall(b, s, "hop", "1"); len(v.Steps) != 1 {
-			b.Fatalf("1-hop chain ran %d steps", len(v.Steps))
-		}
-		one = append(one, time.Since(t0))
-		t0 = time.Now()
-		if v := syncCall(b, s, "hop", "10"); len(v.Steps) != 10 {
-			b.Fatalf("10-hop chain ran %d steps", len(v.Steps))
-		}
-		ten = append(ten, time.Since(t0))
+		timed(&sync1, 1, syncSteps)
+		timed(&sync10, 10, syncSteps)
+		timed(&async1, 1, asyncSteps)
+		timed(&async10, 10, asyncSteps)
 	}
 	b.StopTimer()
-	p1, p10 := percentile(one, 50), percentile(ten, 50)
-	b.ReportMetric(p1, "1hop-p50-ms")
-	b.ReportMetric(p10, "10hop-p50-ms")
-	b.ReportMetric((p10-p1)/9, "per-hop-ms")
+	report := func(mode string, one, ten []time.Duration) {
+		p1, p10 := percentile(one, 50), percentile(ten, 50)
+		b.ReportMetric(p1, mode+"-1hop-p50-ms")
+		b.ReportMetric(p10, mode+"-10hop-p50-ms")
+		b.ReportMetric((p10-p1)/9, mode+"-per-hop-ms")
+	}
+	report("sync", sync1, sync10)
+	report("async", async1, async10)
 }

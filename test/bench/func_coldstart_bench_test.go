@@ -18,13 +18,16 @@ import (
 // BenchmarkFuncScaleFromZero measures a call to a function with no pod, to
 // its first result: the counter rises, the ReplicaSet scales up, the pod is
 // scheduled, started on containerd and probed ready, and the call runs.
-// Between runs the function is taken back to zero pods. At least 20 runs.
+// Between runs the function goes back to zero pods as an idle function
+// does (a short idle window). At least 20 runs.
 func BenchmarkFuncScaleFromZero(b *testing.B) {
 	ctd := framework.StartContainerd(b)
 	ctd.ImportFunctionRuntime(b)
 	s := framework.StartAPIServer(b)
-	// A long idle window: only the benchmark takes the function to zero.
-	framework.StartControllers(b, s, controller.Config{FuncScaleInterval: time.Hour, FuncIdleWindow: time.Hour})
+	framework.StartFuncRunner(b, s)
+	// A short idle window: the function scales back to zero soon after
+	// each call (the calls waiting for a pod hold it at one meanwhile).
+	framework.StartControllers(b, s, controller.Config{FuncScaleInterval: 100 * time.Millisecond, FuncIdleWindow: 500 * time.Millisecond})
 	framework.StartScheduler(b, s, scheduler.Config{})
 	framework.StartKubelet(b, s.URL, ctd, "node-bench", "127.0.0.31")
 	ctx := context.Background()
@@ -40,7 +43,7 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < runs; i++ {
 		b.StopTimer()
-		toZero(b, s)
+		toZero(b, s, "cold")
 		b.StartTimer()
 		t0 := time.Now()
 		v := syncCall(b, s, "cold", fmt.Sprintf("run-%d", i))
@@ -55,33 +58,25 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 	b.ReportMetric(float64(len(lat)), "runs")
 }
 
-// toZero sets the function's counter to zero and waits until it has no
-// pod and no endpoint left.
-func toZero(b *testing.B, s *framework.APIServer) {
+// toZero waits until function fn has no pod and no endpoint left: the
+// function controller takes an idle function down one step per interval.
+func toZero(b *testing.B, s *framework.APIServer, fn string) {
 	ctx := context.Background()
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		f, err := s.Client.Funcs("default").Get(ctx, "cold")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if f.Status.Counter == 0 {
-			break
-		}
-		f.Status.Counter = 0
-		if _, err := s.Client.Funcs("default").UpdateStatus(ctx, f); err == nil {
-			break
-		}
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{LabelSelector: function.LabelFunc + "=cold"})
-		ep, eerr := s.Client.Endpoints("default").Get(ctx, function.ObjectName("cold"))
+		pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{LabelSelector: function.LabelFunc + "=" + fn})
+		ep, eerr := s.Client.Endpoints("default").Get(ctx, function.ObjectName(fn))
 		noAddr := eerr != nil || len(ep.Subsets) == 0 || len(ep.Subsets[0].Addresses) == 0
 		if err == nil && len(pods) == 0 && noAddr {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("function did not get to zero pods: %d pods", len(pods))
+			f, ferr := s.Client.Funcs("default").Get(ctx, fn)
+			if ferr != nil {
+				b.Fatalf("function %s did not get to zero pods: %d pods; %v", fn, len(pods), ferr)
+			}
+			b.Fatalf("function %s did not get to zero pods: %d pods, counter %d, last call %v, endpoints listed %v",
+				fn, len(pods), f.Status.Counter, f.Status.TimeStamp, !noAddr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -7,13 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"minik8s/controller"
+	"minik8s/funcrunner"
 	"minik8s/images"
+	"minik8s/pkg/function"
 	"minik8s/scheduler"
 )
 
@@ -130,4 +134,63 @@ func StartCluster(t testing.TB, cc controller.Config, prefix string, n, firstIP 
 		c.Kubelets[name] = StartKubelet(t, c.APIServer.URL, c.Containerd, name, fmt.Sprintf("127.0.0.%d", firstIP+i))
 	}
 	return c
+}
+
+// FuncRunner is a function runner running in the test process.
+type FuncRunner struct {
+	Identity string
+	cancel   context.CancelCauseFunc
+	done     chan error
+}
+
+// StartFuncRunner runs a function runner against s until the test ends.
+func StartFuncRunner(t testing.TB, s *APIServer) *FuncRunner {
+	t.Helper()
+	r := &FuncRunner{Identity: "runner-" + RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- funcrunner.Run(ctx, funcrunner.Config{Client: s.Client, Identity: r.Identity}) }()
+	t.Cleanup(func() { r.stop(t, nil) })
+	// Ready once its Lease is there: calls are handed to it from then on.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := s.Client.Leases(function.RunnerNamespace).Get(context.Background(), function.RunnerLeaseName(r.Identity)); err == nil {
+			return r
+		}
+		select {
+		case err := <-r.done:
+			r.cancel = nil
+			t.Fatalf("function runner %s exited while starting: %v", r.Identity, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("function runner %s took no lease within 30s", r.Identity)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var runnerSeq atomic.Int32
+
+// Kill stops the runner as SIGKILL would: its Lease and claims are left
+// to expire.
+func (r *FuncRunner) Kill(t testing.TB) { r.stop(t, funcrunner.ErrAbandoned) }
+
+// Stop stops the runner gracefully: it releases its Lease and claims.
+func (r *FuncRunner) Stop(t testing.TB) { r.stop(t, nil) }
+
+func (r *FuncRunner) stop(t testing.TB, cause error) {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel(cause)
+	r.cancel = nil
+	select {
+	case err := <-r.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("function runner %s stopped with error: %v", r.Identity, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("function runner %s did not stop within 30s", r.Identity)
+	}
 }

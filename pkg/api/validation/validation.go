@@ -100,6 +100,10 @@ func Object(res api.Resource, obj api.Object) error {
 		return FuncName("spec.function", o.Spec.Function)
 	case *api.Node:
 		return resourceList("status.capacity", o.Status.Capacity)
+	case *api.Lease:
+		if d := o.Spec.LeaseDurationSeconds; d != nil && *d < 1 {
+			return errdefs.Invalid("spec.leaseDurationSeconds", "%d must be at least 1", *d)
+		}
 	}
 	return nil
 }
@@ -422,7 +426,19 @@ func Func(f *api.Func) error {
 	if t := f.Spec.TimeoutSeconds; t != nil && (*t < 1 || *t > 3600) {
 		return errdefs.Invalid("spec.timeoutSeconds", "%d is not in 1..3600", *t)
 	}
+	if c := f.Spec.ContainerConcurrency; c != nil && (*c < 1 || *c > MaxContainerConcurrency) {
+		return errdefs.Invalid("spec.containerConcurrency", "%d is not in 1..%d", *c, MaxContainerConcurrency)
+	}
 	return nil
+}
+
+// ContainerConcurrency is the most calls one pod of s serves at once: the
+// runtime's worker count unless the spec says otherwise.
+func ContainerConcurrency(s *api.FuncSpec) int {
+	if s.ContainerConcurrency != nil {
+		return *s.ContainerConcurrency
+	}
+	return DefaultContainerConcurrency
 }
 
 // Func defaults, applied where the values are used so that a template is
@@ -431,6 +447,10 @@ const (
 	DefaultFuncMaxInstances   = 10
 	DefaultFuncTimeoutSeconds = 60
 	DefaultFuncRuntime        = "minik8s/python-runtime:latest"
+	// DefaultContainerConcurrency is the runtime's default worker count
+	// (funcserver.DefaultWorkers): one call per Python worker.
+	DefaultContainerConcurrency = 4
+	MaxContainerConcurrency     = 64
 )
 
 // FuncBounds returns min, init and max instance counts with defaults: min 0,

@@ -73,6 +73,10 @@ func (f *Factory) Funcs() *Informer[api.Func, *api.Func] {
 	return shared[api.Func](f, api.FuncsResource, f.c.Funcs("").AllNamespaces())
 }
 
+func (f *Factory) Leases() *Informer[api.Lease, *api.Lease] {
+	return shared[api.Lease](f, api.LeasesResource, f.c.Leases("").AllNamespaces())
+}
+
 // Start starts every informer made so far, and those made later, until ctx ends.
 func (f *Factory) Start(ctx context.Context) {
 	f.mu.Lock()

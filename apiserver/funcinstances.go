@@ -1,0 +1,61 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/gin-gonic/gin"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage/etcd"
+)
+
+// updateInstanceStatus serves PUT .../funcinstances/NAME/status, how
+// function runners claim and advance instances. It is compare-and-swap on
+// the resourceVersion the runner read, so two runners never both record a
+// step; a finished instance is final, and every write names its runner.
+func (h *handlers) updateInstanceStatus(c *gin.Context) {
+	next := &api.FuncInstance{}
+	hh := *h
+	hh.maxBody = etcd.MaxRequestBytes
+	if err := hh.decodeBody(c, next); err != nil {
+		fail(c, err)
+		return
+	}
+	name := c.Param("name")
+	if next.ResourceVersion == "" {
+		fail(c, errdefs.Invalid("metadata.resourceVersion", "required: a runner writes the instance it read"))
+		return
+	}
+	wantRV := next.ResourceVersion
+	out, err := h.reg.mutate(c.Request.Context(), h.ns(c), name, func(o api.Object) (api.Object, error) {
+		cur := o.(*api.FuncInstance)
+		if wantRV != cur.ResourceVersion {
+			return nil, fmt.Errorf("FuncInstance %q: resourceVersion %s is stale (now %s): %w", name, wantRV, cur.ResourceVersion, errdefs.ErrConflict)
+		}
+		if terminal(cur) && !onlyCallback(&cur.Status, &next.Status) {
+			return nil, fmt.Errorf("function instance %q has ended (%s): a finished instance cannot be changed: %w",
+				name, cur.Status.Phase, errdefs.ErrConflict)
+		}
+		cur.Status = next.Status
+		return cur, nil
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// onlyCallback says whether next only adds the delivery of the callback to
+// the ended status cur: the one write an ended instance takes, once.
+func onlyCallback(cur, next *api.FuncInstanceStatus) bool {
+	if cur.Callback != nil || next.Callback == nil {
+		return false
+	}
+	a, b := *cur, *next
+	a.Callback, b.Callback = nil, nil
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,121 @@
+package apiserver
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/function"
+	"minik8s/pkg/labels"
+	"minik8s/pkg/storage"
+)
+
+// runnerDirectory follows the function runners' Leases by watch, so that a
+// synchronous call is handed to a live runner without a store read.
+type runnerDirectory struct {
+	reg *registry
+
+	mu      sync.Mutex
+	leases  map[string]*api.Lease // name → lease
+	next    int
+	changed chan struct{} // closed and replaced on every change
+}
+
+func newRunnerDirectory(reg *registry) *runnerDirectory {
+	return &runnerDirectory{reg: reg, leases: map[string]*api.Lease{}, changed: make(chan struct{})}
+}
+
+// run follows the runners' Leases until ctx ends, relisting when the watch breaks.
+func (d *runnerDirectory) run(ctx context.Context) {
+	sel := labels.SelectorFromSet(map[string]string{function.LabelComponent: function.ComponentRunner})
+	f := filter{labels: sel}
+	for ctx.Err() == nil {
+		objs, rev, err := d.reg.list(ctx, function.RunnerNamespace, f)
+		if err != nil {
+			log.WithError(err).Warn("runner directory: list failed")
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		d.replace(objs)
+		events, err := d.reg.store.Watch(ctx, d.reg.prefix(function.RunnerNamespace), rev, d.reg.res.New)
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		d.follow(events, f)
+	}
+}
+
+func (d *runnerDirectory) follow(events <-chan storage.Event, f filter) {
+	for ev := range events {
+		if ev.Type == api.Error {
+			log.WithError(ev.Err).Debug("runner directory: watch ended, relisting")
+			return
+		}
+		l := ev.Object.(*api.Lease)
+		d.mu.Lock()
+		if ev.Type == api.Deleted || !f.matches(l) {
+			delete(d.leases, l.Name)
+		} else {
+			d.leases[l.Name] = l
+		}
+		d.broadcastLocked()
+		d.mu.Unlock()
+	}
+}
+
+func (d *runnerDirectory) replace(objs []api.Object) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.leases = map[string]*api.Lease{}
+	for _, o := range objs {
+		l := o.(*api.Lease)
+		d.leases[l.Name] = l
+	}
+	d.broadcastLocked()
+}
+
+func (d *runnerDirectory) broadcastLocked() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// runner is a live runner a call can be handed to.
+type runner struct {
+	identity, url string
+}
+
+// pick returns a live runner that serves calls, in turn; ok is false when
+// there is none.
+func (d *runnerDirectory) pick() (r runner, ok bool) {
+	live := d.live(time.Now())
+	if len(live) == 0 {
+		return runner{}, false
+	}
+	d.mu.Lock()
+	d.next++
+	n := d.next
+	d.mu.Unlock()
+	return live[n%len(live)], true
+}
+
+// live lists the runners whose Lease is held and that publish a URL,
+// ordered by identity.
+func (d *runnerDirectory) live(now time.Time) []runner {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]runner, 0, len(d.leases))
+	for _, l := range d.leases {
+		url := l.Annotations[function.AnnotationRunnerURL]
+		if url == "" || !function.LeaseLive(l, now) {
+			continue
+		}
+		out = append(out, runner{identity: *l.Spec.HolderIdentity, url: url})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].identity < out[j].identity })
+	return out
+}

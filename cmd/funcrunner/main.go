@@ -1,0 +1,45 @@
+// Command funcrunner drives function calls: it claims FuncInstances, runs
+// their steps on the functions' pods and serves the synchronous calls the
+// apiserver hands it. Run as many as you like, on any node.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/funcrunner"
+	"minik8s/pkg/client"
+)
+
+func main() {
+	var cfg funcrunner.Config
+	var server, level string
+	flag.StringVar(&server, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
+	flag.StringVar(&cfg.Identity, "identity", "", "name of this runner (default: hostname and a random suffix)")
+	flag.StringVar(&cfg.Address, "address", "127.0.0.1:0", "address to serve the calls the apiserver hands over on (port 0: any free one)")
+	flag.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "URL the apiserver reaches this runner at (default: http:// and the bound address)")
+	flag.IntVar(&cfg.HopLimit, "hop-limit", funcrunner.DefaultHopLimit, "most steps of one chain")
+	flag.DurationVar(&cfg.ColdStartTimeout, "cold-start-timeout", funcrunner.DefaultColdStartTimeout, "how long a step waits for a pod")
+	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
+	flag.Parse()
+
+	l, err := log.ParseLevel(level)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "funcrunner: --log-level:", err)
+		os.Exit(1)
+	}
+	log.SetLevel(l)
+	cfg.Client = client.New(server)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := funcrunner.Run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "funcrunner:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,130 @@
+package funcrunner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+)
+
+// Callback delivery defaults: OpenFaaS's queue worker retries a few times
+// with a growing pause; a dead receiver must not hold a runner for long.
+const (
+	DefaultCallbackTimeout  = 10 * time.Second
+	DefaultCallbackAttempts = 5
+	DefaultCallbackBackoff  = 200 * time.Millisecond
+)
+
+// callbacks POSTs ended instances' outcomes to their X-Callback-Url.
+type callbacks struct {
+	client *http.Client
+	// timeout bounds one attempt; attempts is the most POSTs per instance;
+	// backoff is the pause after the first failure, doubled after each.
+	timeout  time.Duration
+	attempts int
+	backoff  time.Duration
+}
+
+func newCallbacks() *callbacks {
+	return &callbacks{
+		// No proxy: callback receivers are the callers' own services, and
+		// an environment proxy would only misroute them.
+		client:   &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}},
+		timeout:  DefaultCallbackTimeout,
+		attempts: DefaultCallbackAttempts,
+		backoff:  DefaultCallbackBackoff,
+	}
+}
+
+// deliver POSTs the ended instance's outcome to inst.Spec.CallbackURL,
+// retrying connection errors, 5xx and 429; any other 4xx is final. It
+// returns what to store in inst.Status.Callback; when ctx ends it stops and
+// returns what was reached.
+func (cb *callbacks) deliver(ctx context.Context, inst *api.FuncInstance) api.FuncCallbackStatus {
+	var st api.FuncCallbackStatus
+	if inst.Spec.CallbackURL == "" {
+		st.Error = "no callback URL"
+		return st
+	}
+	body, headers := callbackMessage(inst)
+	pause := cb.backoff
+	for st.Attempts < max(cb.attempts, 1) {
+		st.Attempts++
+		code, err := cb.post(ctx, inst.Spec.CallbackURL, body, headers)
+		now := time.Now().UTC()
+		st.Time, st.StatusCode = &now, code
+		retry := false
+		switch {
+		case err != nil:
+			st.Error, retry = err.Error(), true
+		case code >= 200 && code < 300:
+			st.Delivered, st.Error = true, ""
+			return st
+		default:
+			st.Error = fmt.Sprintf("callback answered %d %s", code, http.StatusText(code))
+			retry = code >= 500 || code == http.StatusTooManyRequests
+		}
+		if !retry || ctx.Err() != nil || st.Attempts >= cb.attempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		if ctx.Err() != nil {
+			st.Error = fmt.Sprintf("%s (then stopped: %v)", st.Error, ctx.Err())
+			break
+		}
+		pause *= 2
+	}
+	log.WithFields(log.Fields{"instance": inst.Name, "url": inst.Spec.CallbackURL,
+		"attempts": st.Attempts, "error": st.Error}).Warn("callback not delivered")
+	return st
+}
+
+// post makes one attempt; it returns the answer's status code, or an error
+// when there was no answer.
+func (cb *callbacks) post(ctx context.Context, url, body string, headers http.Header) (int, error) {
+	actx, cancel := context.WithTimeout(ctx, cb.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("callback request: %w", err)
+	}
+	req.Header = headers.Clone()
+	resp, err := cb.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("callback post: %w", err)
+	}
+	// Drain a little so the connection can be reused; the answer's body
+	// carries nothing we keep.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// callbackMessage builds the POST as OpenFaaS's queue worker does: the raw
+// result on success, the error message otherwise, and the call's identity
+// and outcome in X- headers.
+func callbackMessage(inst *api.FuncInstance) (string, http.Header) {
+	body, status := inst.Status.Result, http.StatusOK
+	if inst.Status.Phase != api.InstanceSucceeded {
+		body, status = inst.Status.Error, http.StatusInternalServerError
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Call-Id", inst.Name)
+	h.Set("X-Function-Name", inst.Spec.Function)
+	h.Set("X-Function-Status", strconv.Itoa(status))
+	if c, e := inst.CreationTimestamp, inst.Status.CompletionTime; c != nil && e != nil {
+		h.Set("X-Duration-Seconds", strconv.FormatFloat(e.Sub(*c).Seconds(), 'f', 6, 64))
+	}
+	return body, h
+}

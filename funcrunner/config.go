@@ -1,0 +1,55 @@
+// Package funcrunner is the function data plane: it drives calls
+// (FuncInstances) step by step on the functions' pods. Each runner holds a
+// Lease; it claims unfinished instances by a compare-and-swap of
+// status.runner and takes over those whose runner's Lease expired. It
+// serves the synchronous calls the apiserver hands it, in memory, and
+// reports the demand it sees per function on its Lease for the function
+// controller. It reaches state only through pkg/client.
+package funcrunner
+
+import (
+	"time"
+
+	"minik8s/pkg/client"
+)
+
+// Config configures a runner.
+type Config struct {
+	// Client reaches the apiserver.
+	Client *client.Client
+	// Identity names the runner (its Lease, and status.runner of the
+	// instances it drives); default: hostname plus a random suffix.
+	Identity string
+	// Address is where the runner serves the calls the apiserver hands it
+	// (default 127.0.0.1:0, any free port); AdvertiseURL is how the
+	// apiserver reaches it (default http:// + the bound address).
+	Address      string
+	AdvertiseURL string
+	// HopLimit bounds the steps of one chain (loops are allowed).
+	HopLimit int
+	// ColdStartTimeout bounds how long a step waits for a pod.
+	ColdStartTimeout time.Duration
+	// DemandInterval is how often changed demand is reported.
+	DemandInterval time.Duration
+}
+
+const (
+	DefaultHopLimit         = 100
+	DefaultColdStartTimeout = 2 * time.Minute
+	DefaultDemandInterval   = 250 * time.Millisecond
+)
+
+func (c *Config) setDefaults() {
+	if c.Address == "" {
+		c.Address = "127.0.0.1:0"
+	}
+	if c.HopLimit <= 0 {
+		c.HopLimit = DefaultHopLimit
+	}
+	if c.ColdStartTimeout <= 0 {
+		c.ColdStartTimeout = DefaultColdStartTimeout
+	}
+	if c.DemandInterval <= 0 {
+		c.DemandInterval = DefaultDemandInterval
+	}
+}

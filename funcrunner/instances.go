@@ -1,0 +1,333 @@
+package funcrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+	"minik8s/pkg/workqueue"
+)
+
+// instances is the runner's controller of unfinished FuncInstances: it
+// claims the unclaimed ones and those whose runner's Lease expired (a
+// compare-and-swap of status.runner, so one runner wins), and drives each
+// it holds in a goroutine of its own.
+type instances struct {
+	client   *client.Client
+	self     string
+	informer *cache.Informer[api.FuncInstance, *api.FuncInstance]
+	members  *members
+	stepper  *stepper
+	calls    *callbacks
+	queue    *workqueue.Queue
+
+	// ctx is the runner's lifetime, set before run; drivers end with it.
+	ctx     context.Context
+	mu      sync.Mutex
+	driving map[string]bool
+	wg      sync.WaitGroup
+}
+
+// claimDelay is how long a runner leaves an unclaimed instance to the
+// runner preferred for it before claiming it itself.
+const claimDelay = time.Second
+
+func newInstances(c *client.Client, self string, inf *cache.Informer[api.FuncInstance, *api.FuncInstance], m *members, s *stepper, cb *callbacks) *instances {
+	in := &instances{client: c, self: self, informer: inf, members: m, stepper: s, calls: cb,
+		queue: workqueue.New(), driving: map[string]bool{}}
+	inf.AddEventHandler(cache.Handler[*api.FuncInstance]{
+		OnAdd:    func(o *api.FuncInstance) { in.queue.Add(cache.Key(o)) },
+		OnUpdate: func(_, o *api.FuncInstance) { in.queue.Add(cache.Key(o)) },
+	})
+	return in
+}
+
+// run syncs instances until ctx ends. A runner's Lease expires without an
+// event, so every second the instances of runners no longer live are
+// looked at again.
+func (in *instances) run(ctx context.Context, workers int) {
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			now := time.Now()
+			for _, inst := range in.informer.Lister().List(nil) {
+				if inst.Status.Runner != in.self && !in.members.isLive(inst.Status.Runner, now) {
+					in.queue.Add(cache.Key(inst))
+				}
+			}
+		}
+	}()
+	workqueue.Run(ctx, in.queue, workers, "funcinstances", in.sync)
+	in.wg.Wait()
+}
+
+func (in *instances) sync(ctx context.Context, key string) error {
+	ns, name := cache.SplitKey(key)
+	inst, ok := in.informer.Lister().Get(ns, name)
+	if !ok || terminal(inst) {
+		return nil
+	}
+	if in.isDriving(key) {
+		return nil
+	}
+	if inst.Status.Runner == in.self {
+		// Ours (resumed after a restart under the same identity, or handed
+		// over by a synchronous call whose driver has ended).
+		in.drive(key, cache.DeepCopy(inst))
+		return nil
+	}
+	now := time.Now()
+	if inst.Status.Runner != "" && in.members.isLive(inst.Status.Runner, now) {
+		return nil
+	}
+	if p := preferred(in.members.live(now), inst.Name); p != in.self && in.queue.NumRequeues(key) == 0 {
+		// Another runner should take it; look again later in case it does not.
+		in.queue.AddAfter(key, claimDelay)
+		return nil
+	}
+	claim := cache.DeepCopy(inst)
+	prev := claim.Status.Runner
+	claim.Status.Runner = in.self
+	claimed, err := in.client.FuncInstances(ns).UpdateStatus(ctx, claim)
+	if errdefs.IsConflict(err) || errdefs.IsNotFound(err) {
+		return nil // someone else moved it; the informer brings the news
+	}
+	if err != nil {
+		return fmt.Errorf("claiming instance %s: %w", key, err)
+	}
+	if prev != "" {
+		log.WithFields(log.Fields{"instance": name, "from": prev}).Info("funcrunner: took over an instance of a runner that is gone")
+	}
+	in.drive(key, claimed)
+	return nil
+}
+
+func (in *instances) isDriving(key string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.driving[key]
+}
+
+// drive starts a driver for a claimed instance unless one runs.
+func (in *instances) drive(key string, inst *api.FuncInstance) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.driving[key] {
+		return
+	}
+	in.driving[key] = true
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		defer func() {
+			in.mu.Lock()
+			delete(in.driving, key)
+			in.mu.Unlock()
+		}()
+		in.run1(in.ctx, inst)
+	}()
+}
+
+// adopt registers a driver the caller runs itself (a synchronous call that
+// outlived its wait); release must be called when it ends.
+func (in *instances) adopt(key string) (release func()) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.driving[key] = true
+	in.wg.Add(1)
+	return func() {
+		in.mu.Lock()
+		delete(in.driving, key)
+		in.mu.Unlock()
+		in.wg.Done()
+	}
+}
+
+// run1 drives an instance step by step until it ends, another runner or a
+// step call moves it, or the runner stops.
+func (in *instances) run1(ctx context.Context, inst *api.FuncInstance) {
+	for ctx.Err() == nil {
+		next, err := in.stepper.advance(ctx, inst)
+		if err != nil {
+			in.release(inst)
+			return
+		}
+		stored, ok := in.record(ctx, inst, next)
+		if !ok {
+			return
+		}
+		inst = stored
+		if terminal(inst) {
+			in.finish(ctx, inst)
+			return
+		}
+	}
+	in.release(inst)
+}
+
+// record stores the outcome of a step (next, computed from inst) by
+// compare-and-swap on inst's version: a step is recorded once, whoever else
+// runs it. It returns the instance to go on from, and false when this
+// runner must stop driving it (another runner has it, it was deleted, or
+// the runner stops).
+func (in *instances) record(ctx context.Context, inst, next *api.FuncInstance) (*api.FuncInstance, bool) {
+	write := cache.DeepCopy(next)
+	write.ResourceVersion = inst.ResourceVersion
+	write.Status.Runner = in.self
+	backoff := 100 * time.Millisecond
+	failed := 0
+	for ctx.Err() == nil {
+		var stored *api.FuncInstance
+		err := checkSize(write)
+		if err == nil {
+			stored, err = in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write)
+		}
+		switch {
+		case err == nil:
+			return stored, true
+		case errdefs.IsNotFound(err):
+			return nil, false
+		case errdefs.IsConflict(err):
+			cur, gerr := in.client.FuncInstances(inst.Namespace).Get(ctx, inst.Name)
+			if gerr != nil {
+				if errdefs.IsNotFound(gerr) {
+					return nil, false
+				}
+				sleep(ctx, backoff)
+				continue
+			}
+			if terminal(cur) || cur.Status.Runner != in.self {
+				return nil, false
+			}
+			if cur.Status.Hops != inst.Status.Hops || !sameStep(cur.Status.Next, inst.Status.Next) {
+				// A step call moved the cursor: go on from there.
+				return cur, true
+			}
+			write.ResourceVersion = cur.ResourceVersion
+		case errdefs.IsTooLarge(err) || errdefs.IsInvalid(err) || errors.Is(err, errdefs.ErrBadRequest):
+			// This outcome will never be stored: the instance ends Failed,
+			// without the step's data if need be.
+			failed++
+			if failed > 2 {
+				log.WithError(err).WithField("instance", inst.Name).Error("funcrunner: even the failure of an instance cannot be recorded")
+				return nil, false
+			}
+			write = unrecordable(inst, next, err, failed == 1)
+			write.ResourceVersion = inst.ResourceVersion
+		default:
+			// The apiserver is away: the same outcome is written again, so
+			// the step is not run again.
+			log.WithError(err).WithField("instance", inst.Name).Debug("funcrunner: recording a step failed, retrying")
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}
+	return nil, false
+}
+
+// unrecordable ends inst Failed saying why next could not be stored; with
+// slim, the step's record stays, stripped of its data.
+func unrecordable(inst, next *api.FuncInstance, err error, slim bool) *api.FuncInstance {
+	var rec *api.FuncStepRecord
+	what := "the outcome of the chain"
+	if n := len(next.Status.Steps); n > len(inst.Status.Steps) {
+		r := next.Status.Steps[n-1]
+		what = fmt.Sprintf("the outcome of step %d (function %q)", inst.Status.Hops+1, r.Function)
+		if slim {
+			rec = &api.FuncStepRecord{Function: r.Function, Start: r.Start, DurationMs: r.DurationMs, RunMs: r.RunMs,
+				Pod: r.Pod, Node: r.Node, Check: r.Check, Error: "not recorded: " + err.Error()}
+		}
+	}
+	out := ended(inst, rec, "", fmt.Sprintf("%s could not be recorded: %v", what, err))
+	out.Status.Runner = inst.Status.Runner
+	return out
+}
+
+// checkSize refuses an instance larger than the apiserver stores.
+func checkSize(inst *api.FuncInstance) error {
+	data, err := json.Marshal(inst)
+	if err != nil {
+		return fmt.Errorf("encoding instance %s: %w", inst.Name, errdefs.ErrInvalid)
+	}
+	if len(data) > function.MaxInstanceBytes {
+		return fmt.Errorf("the instance takes %d bytes once encoded, more than the %d stored in one write: %w",
+			len(data), function.MaxInstanceBytes, errdefs.ErrTooLarge)
+	}
+	return nil
+}
+
+func sameStep(a, b *api.FuncStep) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Function == b.Function && a.Arg == b.Arg
+}
+
+// finish delivers an ended instance's callback, once, and records how it went.
+func (in *instances) finish(ctx context.Context, inst *api.FuncInstance) {
+	if inst.Spec.CallbackURL == "" || inst.Status.Callback != nil {
+		return
+	}
+	st := in.calls.deliver(ctx, inst)
+	for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
+		write := cache.DeepCopy(inst)
+		write.Status.Callback = &st
+		_, err := in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write)
+		if err == nil || errdefs.IsNotFound(err) {
+			return
+		}
+		if errdefs.IsConflict(err) {
+			cur, gerr := in.client.FuncInstances(inst.Namespace).Get(ctx, inst.Name)
+			if gerr != nil || cur.Status.Callback != nil {
+				return
+			}
+			inst = cur
+			continue
+		}
+		sleep(ctx, time.Second)
+	}
+}
+
+// release gives up an instance this runner stops driving before it ended,
+// so that another runner takes it at once instead of after the Lease expires.
+func (in *instances) release(inst *api.FuncInstance) {
+	if in.ctx != nil && abandoned(in.ctx) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	write := cache.DeepCopy(inst)
+	write.Status.Runner = ""
+	if _, err := in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write); err != nil && !errdefs.IsConflict(err) && !errdefs.IsNotFound(err) {
+		log.WithError(err).WithField("instance", inst.Name).Debug("funcrunner: releasing an instance failed; it moves when the lease expires")
+	}
+}
+
+func terminal(inst *api.FuncInstance) bool {
+	return inst.Status.Phase == api.InstanceSucceeded || inst.Status.Phase == api.InstanceFailed
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

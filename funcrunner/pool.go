@@ -1,0 +1,278 @@
+package funcrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+)
+
+const (
+	// dropTTL is how long an address that refused a call is left out when
+	// its Endpoints do not change meanwhile.
+	dropTTL = 3 * time.Second
+	// recheckInterval is how often a waiting step looks again without
+	// news, for drops and verdicts that expired.
+	recheckInterval = time.Second
+)
+
+// notifier wakes the steps waiting on a key: an Endpoints ("ns/name") or a
+// pod (podKey). Take the channel before reading the state it guards, so
+// that no change in between is missed.
+type notifier struct {
+	mu    sync.Mutex
+	chans map[string]chan struct{}
+}
+
+func newNotifier() *notifier { return &notifier{chans: map[string]chan struct{}{}} }
+
+// watch returns a channel closed on the next wake of key.
+func (n *notifier) watch(key string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch := n.chans[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		n.chans[key] = ch
+	}
+	return ch
+}
+
+func (n *notifier) wake(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ch := n.chans[key]; ch != nil {
+		close(ch)
+		delete(n.chans, key)
+	}
+}
+
+func podKey(ns, name string) string { return "pod:" + ns + "/" + name }
+
+// pool sends v2 steps to the ready pods of their function's Endpoints: the
+// least busy first, never more than containerConcurrency at once to one
+// pod, and only to pods the function's ReplicaSet owns.
+type pool struct {
+	s      *stepper
+	eps    *cache.Lister[api.Endpoints, *api.Endpoints]
+	owners *podOwners
+
+	mu sync.Mutex
+	// inflight counts the calls posted (or about to be) per address.
+	inflight map[string]int
+	// next rotates among equally busy addresses, per Endpoints.
+	next map[string]int
+	// drops are the addresses that refused a call, per Endpoints, and when.
+	drops map[string]map[string]time.Time
+}
+
+func newPool(s *stepper, eps *cache.Lister[api.Endpoints, *api.Endpoints]) *pool {
+	return &pool{s: s, eps: eps, owners: newPodOwners(s),
+		inflight: map[string]int{}, next: map[string]int{}, drops: map[string]map[string]time.Time{}}
+}
+
+// invoke runs one call of f on one of its pods. With no pod ready, or none
+// with a free slot, the step counts as waiting, which makes the runner
+// report at once so the pool grows, and waits for a change up to the cold
+// start timeout.
+func (p *pool) invoke(ctx context.Context, f *api.Func, arg string) (*function.Result, stepTarget, error) {
+	ns := funcNamespace(f)
+	key := ns + "/" + function.ObjectName(f.Name)
+	fnKey := ns + "/" + f.Name
+	cc := validation.ContainerConcurrency(&f.Spec)
+	coldStart := p.s.cfg.ColdStartTimeout
+	deadline := time.NewTimer(coldStart)
+	defer deadline.Stop()
+	var recheck *time.Ticker
+	waiting := false
+	defer func() {
+		if waiting {
+			p.s.demand.unwait(fnKey)
+		}
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
+	for {
+		wake := p.s.changes.watch(key)
+		addrs := p.candidates(f, key)
+		addr, ok := p.reserve(key, addrs, cc)
+		if !ok {
+			if !waiting {
+				waiting = true
+				p.s.demand.wait(fnKey)
+			}
+			if recheck == nil {
+				recheck = time.NewTicker(recheckInterval)
+			}
+			select {
+			case <-wake:
+			case <-recheck.C:
+			case <-deadline.C:
+				if len(addrs) > 0 {
+					return nil, stepTarget{}, fmt.Errorf("cold start timed out after %s: no pod had a free slot (containerConcurrency %d): %w", coldStart, cc, errdefs.ErrTimeout)
+				}
+				return nil, stepTarget{}, fmt.Errorf("cold start timed out after %s: no pod became ready: %w", coldStart, errdefs.ErrTimeout)
+			case <-ctx.Done():
+				return nil, stepTarget{}, ctx.Err()
+			}
+			continue
+		}
+		if waiting {
+			waiting = false
+			p.s.demand.unwait(fnKey)
+		}
+		if err := p.owners.check(ctx, f, addr); err != nil {
+			p.release(key, addr)
+			if errors.Is(err, errNotOwned) {
+				// Its verdict is kept: candidates leaves it out from now on.
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil, stepTarget{}, ctx.Err()
+			}
+			log.WithError(err).WithField("function", fnKey).Warn("function runner: checking a pod's owner failed")
+			stepSleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		tgt := stepTarget{node: addr.NodeName}
+		if addr.TargetRef != nil {
+			tgt.pod = addr.TargetRef.Name
+		}
+		res, err := postStep(ctx, p.s.http, addr.IP, addr.Port, f, arg)
+		p.release(key, addr)
+		if errors.Is(err, errNotServed) && ctx.Err() == nil {
+			// The pod went away or is draining: the call did not run there.
+			p.drop(key, addr)
+			continue
+		}
+		return res, tgt, err
+	}
+}
+
+// candidates are the ready addresses of the Endpoints key that neither
+// refused a call lately nor are known not to be the function's pods.
+func (p *pool) candidates(f *api.Func, key string) []api.EndpointAddress {
+	ep, ok := p.eps.GetByKey(key)
+	if !ok {
+		return nil
+	}
+	all := readyAddresses(ep)
+	now := time.Now()
+	p.mu.Lock()
+	dropped := p.drops[key]
+	out := all[:0]
+	for _, a := range all {
+		if at, ok := dropped[addrKey(a)]; ok && now.Sub(at) < dropTTL {
+			continue
+		}
+		out = append(out, a)
+	}
+	p.mu.Unlock()
+	usable := out[:0]
+	for _, a := range out {
+		if !p.owners.knownBad(f, a) {
+			usable = append(usable, a)
+		}
+	}
+	return usable
+}
+
+// reserve takes a slot on the least busy of addrs that has one (fewer than
+// cc calls); release must follow.
+func (p *pool) reserve(key string, addrs []api.EndpointAddress, cc int) (api.EndpointAddress, bool) {
+	if len(addrs) == 0 {
+		return api.EndpointAddress{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := p.next[key] % len(addrs)
+	p.next[key]++
+	best, bestN := -1, cc
+	for i := range addrs {
+		j := (start + i) % len(addrs)
+		if n := p.inflight[addrKey(addrs[j])]; n < bestN {
+			best, bestN = j, n
+		}
+	}
+	if best < 0 {
+		return api.EndpointAddress{}, false
+	}
+	p.inflight[addrKey(addrs[best])]++
+	return addrs[best], true
+}
+
+func (p *pool) release(key string, addr api.EndpointAddress) {
+	ak := addrKey(addr)
+	p.mu.Lock()
+	if p.inflight[ak]--; p.inflight[ak] <= 0 {
+		delete(p.inflight, ak)
+	}
+	p.mu.Unlock()
+	p.s.changes.wake(key)
+}
+
+// drop leaves out an address that refused a call, until its Endpoints
+// change or dropTTL passes.
+func (p *pool) drop(key string, addr api.EndpointAddress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	d := p.drops[key]
+	if d == nil {
+		d = map[string]time.Time{}
+		p.drops[key] = d
+	}
+	for a, at := range d {
+		if now.Sub(at) >= dropTTL {
+			delete(d, a)
+		}
+	}
+	d[addrKey(addr)] = now
+}
+
+// forgetDrops is called when the Endpoints key change: they say anew which
+// addresses are ready.
+func (p *pool) forgetDrops(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.drops, key)
+}
+
+// readyAddresses are the ready addresses of an Endpoints object with their
+// ports (the subset's first port when the address has none).
+func readyAddresses(ep *api.Endpoints) []api.EndpointAddress {
+	var out []api.EndpointAddress
+	for _, s := range ep.Subsets {
+		for _, a := range s.Addresses {
+			if a.Port == 0 && len(s.Ports) > 0 {
+				a.Port = s.Ports[0].Port
+			}
+			if a.Port != 0 {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+func addrKey(a api.EndpointAddress) string {
+	return a.IP + ":" + strconv.Itoa(int(a.Port))
+}
+
+func funcNamespace(f *api.Func) string {
+	if f.Namespace == "" {
+		return api.DefaultNamespace
+	}
+	return f.Namespace
+}

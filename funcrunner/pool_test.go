@@ -1,0 +1,309 @@
+package funcrunner
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/function"
+)
+
+// gatedPod holds every call until the test lets it go (release) or opens
+// its gate, counting the calls it holds and the most it held at once.
+type gatedPod struct {
+	*fakePod
+	mu        sync.Mutex
+	cur, most int
+	total     int
+	token     chan struct{}
+	gate      chan struct{}
+	once      sync.Once
+}
+
+// newGatedPod makes a pod whose gate opens at the latest when the test
+// ends, so that its server can close.
+func newGatedPod(t *testing.T, name string) *gatedPod {
+	g := &gatedPod{token: make(chan struct{}), gate: make(chan struct{})}
+	g.fakePod = newFakePod(t, name, g.handler(name))
+	t.Cleanup(g.open)
+	return g
+}
+
+func (g *gatedPod) open() { g.once.Do(func() { close(g.gate) }) }
+
+// release lets one held call answer.
+func (g *gatedPod) release() { g.token <- struct{}{} }
+
+func (g *gatedPod) handler(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.cur++
+		g.total++
+		g.most = max(g.most, g.cur)
+		g.mu.Unlock()
+		select {
+		case <-g.token:
+		case <-g.gate:
+		}
+		g.mu.Lock()
+		g.cur--
+		g.mu.Unlock()
+		answer(func(arg string) function.Result { return function.Result{Result: name + ":" + arg} })(w, r)
+	}
+}
+
+func (g *gatedPod) counts() (cur, most, total int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cur, g.most, g.total
+}
+
+// runSteps runs one step of an instance per argument, concurrently; the
+// outcomes come back on the channel in any order.
+func runSteps(e *testEnv, fn string, args ...string) <-chan *api.FuncInstance {
+	out := make(chan *api.FuncInstance, len(args))
+	for _, a := range args {
+		go func() {
+			inst, err := e.s.advance(e.ctx, newInstance(fn, a))
+			if err != nil {
+				inst = &api.FuncInstance{Status: api.FuncInstanceStatus{Phase: "advance failed", Error: err.Error()}}
+			}
+			out <- inst
+		}()
+	}
+	return out
+}
+
+func collect(t *testing.T, ch <-chan *api.FuncInstance, n int) []*api.FuncInstance {
+	t.Helper()
+	var out []*api.FuncInstance
+	for range n {
+		select {
+		case inst := <-ch:
+			out = append(out, inst)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d steps ended", len(out), n)
+		}
+	}
+	return out
+}
+
+// containerConcurrency is a hard limit: with one pod taking 2 calls at
+// once, 8 calls get 2 posts at a time and 6 wait (counted as waiting).
+func TestPoolContainerConcurrency(t *testing.T) {
+	e := newEnv(t, Config{ColdStartTimeout: time.Minute})
+	cc := 2
+	f := newFunc("f", "", "", func(f *api.Func) { f.Spec.ContainerConcurrency = &cc })
+	e.putFunc(f)
+	g := newGatedPod(t, "pod-a")
+	e.publish(f, g.fakePod)
+
+	const calls = 8
+	args := make([]string, calls)
+	for i := range args {
+		args[i] = fmt.Sprint(i)
+	}
+	ch := runSteps(e, "f", args...)
+	waitFor(t, "2 calls on the pod and 6 waiting", func() bool {
+		d := e.d.snapshot().Functions["default/f"]
+		cur, _, _ := g.counts()
+		return cur == cc && d.Waiting == calls-cc && d.InFlight == calls
+	})
+	g.open()
+	for _, inst := range collect(t, ch, calls) {
+		if inst.Status.Phase != api.InstanceSucceeded {
+			t.Errorf("step: %s %s", inst.Status.Phase, inst.Status.Error)
+		}
+	}
+	if _, most, total := g.counts(); most > cc || total != calls {
+		t.Errorf("the pod had %d calls at once (limit %d), %d in all (want %d)", most, cc, total, calls)
+	}
+	if d := e.d.snapshot().Functions["default/f"]; d.Started != calls || d.InFlight != 0 || d.Waiting != 0 {
+		t.Errorf("demand after the calls: %+v", d)
+	}
+}
+
+// Calls go to the least busy pod.
+func TestPoolLeastBusy(t *testing.T) {
+	e := newEnv(t, Config{ColdStartTimeout: time.Minute})
+	f := newFunc("f", "", "")
+	e.putFunc(f)
+	pods := []*gatedPod{newGatedPod(t, "pod-a"), newGatedPod(t, "pod-b"), newGatedPod(t, "pod-c")}
+	e.publish(f, pods[0].fakePod, pods[1].fakePod, pods[2].fakePod)
+	held := func() []int {
+		var n []int
+		for _, g := range pods {
+			cur, _, _ := g.counts()
+			n = append(n, cur)
+		}
+		return n
+	}
+	sum := func(n []int) int { return n[0] + n[1] + n[2] }
+	var chans []<-chan *api.FuncInstance
+	// start starts a call and waits until a pod holds it.
+	start := func(i int) {
+		t.Helper()
+		before := sum(held())
+		chans = append(chans, runSteps(e, "f", fmt.Sprint(i)))
+		waitFor(t, fmt.Sprintf("call %d to reach a pod", i), func() bool { return sum(held()) == before+1 })
+	}
+	// Calls started one at a time spread evenly: 2 on each pod.
+	for i := range 6 {
+		start(i)
+	}
+	if n := held(); n[0] != 2 || n[1] != 2 || n[2] != 2 {
+		t.Fatalf("6 calls on 3 pods held as %v", n)
+	}
+	// pod-b ends its two calls: the next two go there, the least busy.
+	pods[1].release()
+	pods[1].release()
+	waitFor(t, "pod-b's steps to end", func() bool { return e.d.snapshot().Functions["default/f"].InFlight == 4 })
+	start(6)
+	start(7)
+	if n := held(); n[0] != 2 || n[1] != 2 || n[2] != 2 {
+		t.Errorf("after pod-b was freed, calls held as %v, want [2 2 2]", n)
+	}
+	for _, g := range pods {
+		g.open()
+	}
+	for _, ch := range chans {
+		collect(t, ch, 1)
+	}
+}
+
+// A pod that refuses a call (gone, or draining with 503) did not run it:
+// the call goes to another pod.
+func TestPoolRefusedCallGoesElsewhere(t *testing.T) {
+	e := newEnv(t, Config{ColdStartTimeout: time.Minute})
+	f := newFunc("f", "", "")
+	e.putFunc(f)
+	var refused atomic.Int32
+	draining := newFakePod(t, "pod-draining", func(w http.ResponseWriter, r *http.Request) {
+		refused.Add(1)
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+	})
+	// A port nothing listens on any more.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := &fakePod{name: "pod-gone", port: int32(l.Addr().(*net.TCPAddr).Port)}
+	l.Close()
+	good := newFakePod(t, "pod-good", answer(func(arg string) function.Result { return function.Result{Result: "ok " + arg} }))
+	e.publish(f, gone, draining, good)
+
+	for i := range 6 {
+		inst := collect(t, runSteps(e, "f", fmt.Sprint(i)), 1)[0]
+		st := inst.Status
+		if st.Phase != api.InstanceSucceeded || st.Result != fmt.Sprintf("ok %d", i) || st.Steps[0].Pod != "pod-good" {
+			t.Errorf("call %d: %s %q %q on %+v", i, st.Phase, st.Result, st.Error, st.Steps)
+		}
+	}
+	if refused.Load() == 0 {
+		t.Errorf("the draining pod was never tried")
+	}
+}
+
+// Only the pods of the function's ReplicaSet get its calls.
+func TestPoolSkipsPodsNotOwned(t *testing.T) {
+	e := newEnv(t, Config{ColdStartTimeout: 200 * time.Millisecond})
+	f := newFunc("f", "", "")
+	e.putFunc(f)
+	var stolen atomic.Int32
+	stranger := newFakePod(t, "pod-stranger", func(w http.ResponseWriter, r *http.Request) {
+		stolen.Add(1)
+		answer(func(string) function.Result { return function.Result{Result: "stolen"} })(w, r)
+	})
+	stranger.rs = "rs-someone-else"
+	e.publish(f, stranger)
+	inst := collect(t, runSteps(e, "f", "x"), 1)[0]
+	if inst.Status.Phase != api.InstanceFailed || !strings.Contains(inst.Status.Error, "cold start timed out after 200ms: no pod became ready") {
+		t.Errorf("with only a stranger's pod: %s %q", inst.Status.Phase, inst.Status.Error)
+	}
+	good := newFakePod(t, "pod-good", answer(func(string) function.Result { return function.Result{Result: "mine"} }))
+	e.publish(f, stranger, good)
+	for range 4 {
+		inst := collect(t, runSteps(e, "f", "x"), 1)[0]
+		if inst.Status.Result != "mine" {
+			t.Errorf("call: %s %q %q", inst.Status.Phase, inst.Status.Result, inst.Status.Error)
+		}
+	}
+	if n := stolen.Load(); n != 0 {
+		t.Errorf("the stranger's pod got %d calls", n)
+	}
+}
+
+// With no pod, a step waits, counted as waiting (and urgent), and runs as
+// soon as a pod is ready; it fails naming the timeout when none comes.
+func TestPoolColdStart(t *testing.T) {
+	e := newEnv(t, Config{ColdStartTimeout: 300 * time.Millisecond})
+	f := newFunc("f", "", "")
+	e.putFunc(f)
+	inst := collect(t, runSteps(e, "f", "x"), 1)[0]
+	if inst.Status.Phase != api.InstanceFailed || !strings.Contains(inst.Status.Error, `function "f": cold start timed out after 300ms: no pod became ready`) {
+		t.Errorf("no pod: %s %q", inst.Status.Phase, inst.Status.Error)
+	}
+	select {
+	case <-e.d.urgent():
+	default:
+		t.Errorf("a waiting step did not make the demand urgent")
+	}
+
+	e2 := newEnv(t, Config{ColdStartTimeout: time.Minute})
+	e2.putFunc(f)
+	ch := runSteps(e2, "f", "y")
+	waitFor(t, "the step to wait", func() bool { return e2.d.snapshot().Functions["default/f"].Waiting == 1 })
+	e2.publish(f, newFakePod(t, "pod-late", answer(func(arg string) function.Result { return function.Result{Result: "late " + arg} })))
+	if inst := collect(t, ch, 1)[0]; inst.Status.Result != "late y" {
+		t.Errorf("after the pod came: %s %q %q", inst.Status.Phase, inst.Status.Result, inst.Status.Error)
+	}
+}
+
+// Waiting steps wake on the changes that may concern them: their
+// function's Endpoints, pods and template, and a v1 step's own pod.
+func TestStepperWakesOnChanges(t *testing.T) {
+	e := newEnv(t, Config{})
+	f := newFunc("f", "", "")
+	key := "default/" + function.ObjectName("f")
+	other := e.s.changes.watch("default/" + function.ObjectName("g"))
+	for _, tc := range []struct {
+		name   string
+		key    string
+		change func()
+	}{
+		{"endpoints", key, func() {
+			e.putEndpoints(&api.Endpoints{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: function.ObjectName("f")}})
+		}},
+		{"function", key, func() { e.putFunc(f) }},
+		{"function's pod", key, func() {
+			e.putPod(&api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "p1", Labels: map[string]string{function.LabelFunc: "f"}}})
+		}},
+		{"v1 step's pod", podKey("default", "step-pod"), func() {
+			e.putPod(&api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "step-pod"}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := e.s.changes.watch(tc.key)
+			tc.change()
+			waitFor(t, "the waiting step to wake", func() bool {
+				select {
+				case <-ch:
+					return true
+				default:
+					return false
+				}
+			})
+		})
+	}
+	select {
+	case <-other:
+		t.Error("another function's steps woke")
+	default:
+	}
+}

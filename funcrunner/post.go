@@ -1,0 +1,110 @@
+package funcrunner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+)
+
+const (
+	// Step records keep this much of an argument, result or output; the
+	// final result is kept whole.
+	maxRecordBytes = 16 << 10
+	// maxArgBytes bounds what a chain passes from step to step.
+	maxArgBytes = 512 << 10
+	// maxAnswerBytes bounds a runtime's answer: a result over the limit
+	// must still be read to be refused by its size, and the answer is
+	// JSON, where a control character of the result or of the output
+	// (cut by the runtime after 1 Mi characters) takes six bytes.
+	maxAnswerBytes = 6*(maxArgBytes+1) + 6*(1<<20) + 64<<10
+)
+
+// errNotServed marks a call the pod refused before running it.
+var errNotServed = errors.New("pod did not take the call")
+
+// newPodClient returns the HTTP client of calls to function pods: calls
+// reuse kept-alive connections, and a pod that is gone fails fast.
+func newPodClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        512,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     60 * time.Second,
+	}}
+}
+
+// postStep sends one call to a runtime. An error wrapping errNotServed means
+// the call did not run there.
+func postStep(ctx context.Context, hc *http.Client, ip string, port int32, f *api.Func, arg string) (*function.Result, error) {
+	timeout := function.TimeoutSeconds(&f.Spec)
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(timeout+10)*time.Second)
+	defer cancel()
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(int(port))) + function.InvokePath
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader([]byte(arg)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(function.TimeoutHeader, strconv.Itoa(timeout))
+	resp, err := hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, fmt.Errorf("%w: %v", errNotServed, err)
+		}
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("the pod at %s did not answer within %ds: %w", ip, timeout+10, errdefs.ErrTimeout)
+		}
+		return nil, fmt.Errorf("calling the pod at %s: %v", ip, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of the pod at %s: %v", ip, err)
+	}
+	if len(body) > maxAnswerBytes {
+		return nil, fmt.Errorf("the pod at %s answered more than %d bytes", ip, maxAnswerBytes)
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return nil, fmt.Errorf("%w: %s", errNotServed, bytes.TrimSpace(body))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the pod at %s answered %s: %s", ip, resp.Status, bytes.TrimSpace(body))
+	}
+	var res function.Result
+	if err := json.Unmarshal(body, &res); err != nil {
+		return nil, fmt.Errorf("the pod at %s answered something that is not a result: %v", ip, err)
+	}
+	return &res, nil
+}
+
+// podPort is the allocated number of a named container port.
+func podPort(p *api.Pod, name string) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		for _, port := range cs.Ports {
+			if port.Name == name && port.ContainerPort != 0 {
+				return port.ContainerPort
+			}
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.Name == name && port.ContainerPort != 0 {
+				return port.ContainerPort
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,297 @@
+package funcrunner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+)
+
+// stepper runs single steps of instances: it finds the step's function,
+// runs the call on one of its pods (v2) or in a pod made for the step (v1)
+// and says what the instance becomes. It writes nothing about instances:
+// the runner stores what advance returns.
+type stepper struct {
+	cfg    Config
+	c      *client.Client
+	funcs  *cache.Lister[api.Func, *api.Func]
+	pods   *cache.Lister[api.Pod, *api.Pod]
+	http   *http.Client
+	demand *demand
+	pool   *pool
+	// changes wakes the steps that wait for a pod.
+	changes *notifier
+}
+
+func newStepper(cfg Config, c *client.Client, funcs *cache.Informer[api.Func, *api.Func], pods *cache.Informer[api.Pod, *api.Pod], eps *cache.Informer[api.Endpoints, *api.Endpoints], d *demand) *stepper {
+	cfg.setDefaults()
+	s := &stepper{
+		cfg:     cfg,
+		c:       c,
+		funcs:   funcs.Lister(),
+		pods:    pods.Lister(),
+		http:    newPodClient(),
+		demand:  d,
+		changes: newNotifier(),
+	}
+	s.pool = newPool(s, eps.Lister())
+	s.watch(funcs, pods, eps)
+	return s
+}
+
+// watch wakes the waiting steps a change may concern: those of the
+// function whose Endpoints, pods or template changed, and the v1 step
+// waiting for that very pod.
+func (s *stepper) watch(funcs *cache.Informer[api.Func, *api.Func], pods *cache.Informer[api.Pod, *api.Pod], eps *cache.Informer[api.Endpoints, *api.Endpoints]) {
+	onEps := func(ep *api.Endpoints) {
+		key := ep.Namespace + "/" + ep.Name
+		s.pool.forgetDrops(key)
+		s.changes.wake(key)
+	}
+	eps.AddEventHandler(cache.Handler[*api.Endpoints]{
+		OnAdd: onEps, OnUpdate: func(_, cur *api.Endpoints) { onEps(cur) }, OnDelete: onEps,
+	})
+	onPod := func(p *api.Pod) {
+		if fn := p.Labels[function.LabelFunc]; fn != "" {
+			s.changes.wake(p.Namespace + "/" + function.ObjectName(fn))
+		}
+		s.changes.wake(podKey(p.Namespace, p.Name))
+	}
+	pods.AddEventHandler(cache.Handler[*api.Pod]{
+		OnAdd: onPod, OnUpdate: func(_, cur *api.Pod) { onPod(cur) }, OnDelete: onPod,
+	})
+	onFunc := func(f *api.Func) { s.changes.wake(f.Namespace + "/" + function.ObjectName(f.Name)) }
+	funcs.AddEventHandler(cache.Handler[*api.Func]{
+		OnAdd: onFunc, OnUpdate: func(_, cur *api.Func) { onFunc(cur) }, OnDelete: onFunc,
+	})
+}
+
+// stepTarget says where a step ran.
+type stepTarget struct {
+	pod, node string
+}
+
+// advance runs inst.Status.Next and returns the instance as it must be
+// stored next: a deep copy of inst with the step's record appended and
+// Hops+1 and Next moved on, or ended (Succeeded with Result, or Failed with
+// Error, CompletionTime set, Next nil). It writes nothing about the
+// instance. err != nil only when ctx ended before the outcome was known.
+func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
+	cur := inst.Status.Next
+	if cur == nil {
+		return ended(inst, nil, "", "instance has no next step"), nil
+	}
+	if cur.Function == api.FuncReturn {
+		return ended(inst, nil, cur.Arg, ""), nil
+	}
+	if inst.Status.Hops >= s.cfg.HopLimit {
+		return ended(inst, nil, "", fmt.Sprintf("hop limit of %d reached before RETURN (the chain loops?): next was %q", s.cfg.HopLimit, cur.Function)), nil
+	}
+	ns := inst.Namespace
+	if ns == "" {
+		ns = api.DefaultNamespace
+	}
+	f, err := s.lookupFunc(ctx, ns, cur.Function)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		msg := fmt.Sprintf("function %q not found", cur.Function)
+		if n := len(inst.Status.Steps); n > 0 {
+			msg += fmt.Sprintf(" (called by %q)", inst.Status.Steps[n-1].Function)
+		}
+		return ended(inst, nil, "", msg), nil
+	}
+	fnKey := ns + "/" + f.Name
+	s.demand.start(fnKey)
+	defer s.demand.done(fnKey)
+
+	start := time.Now().UTC()
+	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
+	var res *function.Result
+	var tgt stepTarget
+	if f.APIVersion == api.FuncAPIVersionV1 {
+		res, tgt, err = s.invokeInFreshPod(ctx, f, inst, cur.Arg)
+	} else {
+		res, tgt, err = s.pool.invoke(ctx, f, cur.Arg)
+	}
+	rec.DurationMs = time.Since(start).Milliseconds()
+	rec.Pod, rec.Node = tgt.pod, tgt.node
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		rec.Error = err.Error()
+		return ended(inst, &rec, "", fmt.Sprintf("function %q: %v", f.Name, err)), nil
+	}
+	return s.outcome(inst, f, &rec, res), nil
+}
+
+// outcome is the instance after a step that got the runtime's answer.
+func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStepRecord, res *function.Result) *api.FuncInstance {
+	rec.RunMs = res.DurationMs
+	rec.Output = truncate(res.Output)
+	if res.Pod != "" && rec.Pod == "" {
+		rec.Pod = res.Pod
+	}
+	if res.Error != nil {
+		rec.Error = res.Error.String()
+		if res.Error.Trace != "" {
+			rec.Error += "\n" + truncate(res.Error.Trace)
+		}
+		return ended(inst, rec, "", fmt.Sprintf("function %q failed: %s", f.Name, res.Error.String()))
+	}
+	rec.Result = truncate(res.Result)
+	if res.HasCheck {
+		rec.Check = res.Check
+	}
+	nextFn := f.Spec.Left
+	if res.HasCheck && (res.Check == nil || !*res.Check) {
+		nextFn = f.Spec.Right
+	}
+	if nextFn == "" {
+		nextFn = api.FuncReturn
+	}
+	if len(res.Result) > maxArgBytes {
+		return ended(inst, rec, "", fmt.Sprintf("function %q returned %d bytes, more than the limit of %d", f.Name, len(res.Result), maxArgBytes))
+	}
+	if nextFn == api.FuncReturn {
+		// The last step and the result are stored in one write.
+		return ended(inst, rec, res.Result, "")
+	}
+	out := copyInstance(inst)
+	out.Status.Phase = api.InstanceRunning
+	out.Status.Steps = append(out.Status.Steps, *rec)
+	out.Status.Hops++
+	out.Status.Next = &api.FuncStep{Function: nextFn, Arg: res.Result}
+	return out
+}
+
+// lookupFunc returns the function, or nil when it does not exist. The
+// cache may lag a function just created, so a miss is confirmed with the
+// apiserver, retried until ctx ends while the apiserver cannot answer.
+func (s *stepper) lookupFunc(ctx context.Context, ns, name string) (*api.Func, error) {
+	if f, ok := s.funcs.Get(ns, name); ok {
+		return f, nil
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		f, err := s.c.Funcs(ns).Get(ctx, name)
+		switch {
+		case err == nil:
+			return f, nil
+		case errdefs.IsNotFound(err):
+			return nil, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+		log.WithError(err).WithFields(log.Fields{"namespace": ns, "function": name}).Warn("function runner: reading a function failed, retrying")
+		if !stepSleep(ctx, backoff) {
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		if f, ok := s.funcs.Get(ns, name); ok {
+			return f, nil
+		}
+	}
+}
+
+// ended returns a deep copy of inst ended: Succeeded with result when
+// errMsg == "", else Failed with errMsg; rec (may be nil) is appended first.
+func ended(inst *api.FuncInstance, rec *api.FuncStepRecord, result, errMsg string) *api.FuncInstance {
+	out := copyInstance(inst)
+	if rec != nil {
+		out.Status.Steps = append(out.Status.Steps, copyRecord(*rec))
+		out.Status.Hops++
+	}
+	now := time.Now().UTC()
+	out.Status.CompletionTime = &now
+	out.Status.Next = nil
+	if errMsg != "" {
+		out.Status.Phase = api.InstanceFailed
+		out.Status.Result = ""
+		out.Status.Error = errMsg
+	} else {
+		out.Status.Phase = api.InstanceSucceeded
+		out.Status.Result = result
+		out.Status.Error = ""
+	}
+	return out
+}
+
+// copyInstance is a deep copy of an instance (strings are shared: they
+// never change).
+func copyInstance(in *api.FuncInstance) *api.FuncInstance {
+	out := *in
+	m := &out.ObjectMeta
+	m.CreationTimestamp = copyPtr(m.CreationTimestamp)
+	m.DeletionTimestamp = copyPtr(m.DeletionTimestamp)
+	m.DeletionGracePeriodSeconds = copyPtr(m.DeletionGracePeriodSeconds)
+	m.Labels = maps.Clone(m.Labels)
+	m.Annotations = maps.Clone(m.Annotations)
+	if m.OwnerReferences != nil {
+		m.OwnerReferences = make([]api.OwnerReference, len(in.OwnerReferences))
+		for i, r := range in.OwnerReferences {
+			r.Controller = copyPtr(r.Controller)
+			m.OwnerReferences[i] = r
+		}
+	}
+	st := &out.Status
+	if in.Status.Callback != nil {
+		cb := *in.Status.Callback
+		cb.Time = copyPtr(cb.Time)
+		st.Callback = &cb
+	}
+	st.Next = copyPtr(st.Next)
+	st.CompletionTime = copyPtr(st.CompletionTime)
+	if in.Status.Steps != nil {
+		// One spare slot: the caller usually appends a record.
+		st.Steps = make([]api.FuncStepRecord, len(in.Status.Steps), len(in.Status.Steps)+1)
+		for i, r := range in.Status.Steps {
+			st.Steps[i] = copyRecord(r)
+		}
+	}
+	return &out
+}
+
+func copyRecord(r api.FuncStepRecord) api.FuncStepRecord {
+	r.Check = copyPtr(r.Check)
+	r.Start = copyPtr(r.Start)
+	return r
+}
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func truncate(s string) string {
+	if len(s) <= maxRecordBytes {
+		return s
+	}
+	return s[:maxRecordBytes] + fmt.Sprintf("… (%d bytes cut)", len(s)-maxRecordBytes)
+}
+
+// stepSleep sleeps d; false if ctx ended first.
+func stepSleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,185 @@
+package funcrunner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+)
+
+// syncCalls serves the synchronous calls the apiserver hands over: the
+// chain runs in memory, nothing is stored per step, and the answer is the
+// instance as it ended. When the caller's wait runs out first, the answer
+// is the instance as it stands, claimed by this runner; the apiserver
+// stores it and this runner goes on driving it as an asynchronous call.
+type syncCalls struct {
+	self      string
+	stepper   *stepper
+	instances *instances
+	ctx       context.Context
+}
+
+// handoffLookup bounds how long a handed-over instance is looked for in the
+// store before its driver gives up (the apiserver stores it right after
+// the answer; not finding it means the apiserver failed the call).
+const handoffLookup = 10 * time.Second
+
+func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("method %s is not allowed", req.Method))
+		return
+	}
+	parts := strings.Split(strings.TrimPrefix(req.URL.Path, function.RunnerCallPath+"/"), "/")
+	id := req.URL.Query().Get("id")
+	wait, err := time.ParseDuration(req.URL.Query().Get("wait"))
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" || id == "" || err != nil || wait <= 0 {
+		writeError(w, http.StatusBadRequest, "BadRequest", "want POST "+function.RunnerCallPath+"/NAMESPACE/FUNCTION?id=ID&wait=DURATION")
+		return
+	}
+	arg, err := io.ReadAll(io.LimitReader(req.Body, maxArgBytes+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequest", "reading the argument: "+err.Error())
+		return
+	}
+	if len(arg) > maxArgBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+			fmt.Sprintf("argument of more than %d bytes is larger than the limit of %d", maxArgBytes, maxArgBytes))
+		return
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	ns, fn := parts[0], parts[1]
+	inst := &api.FuncInstance{
+		TypeMeta: api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
+		ObjectMeta: api.ObjectMeta{Name: id, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn},
+			CreationTimestamp: &now},
+		Spec:   api.FuncInstanceSpec{Function: fn, Arg: string(arg), Sync: true},
+		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: sc.self, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
+	}
+	out, ok := sc.run(req.Context(), inst, wait)
+	if !ok {
+		return // the caller is gone
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// syncChain is one chain driven in memory.
+type syncChain struct {
+	mu        sync.Mutex
+	cur       *api.FuncInstance
+	handedOff bool
+	done      chan struct{}
+}
+
+// run drives inst until it ends or wait runs out, and returns it as it
+// stands then; false when reqCtx ended first (the call is dropped).
+func (sc *syncCalls) run(reqCtx context.Context, inst *api.FuncInstance, wait time.Duration) (*api.FuncInstance, bool) {
+	key := inst.Namespace + "/" + inst.Name
+	release := sc.instances.adopt(key)
+	ctx, cancel := context.WithCancel(sc.ctx)
+	ch := &syncChain{cur: inst, done: make(chan struct{})}
+	go func() {
+		defer release()
+		defer cancel()
+		sc.chain(ctx, ch)
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ch.done:
+	case <-timer.C:
+	case <-reqCtx.Done():
+		ch.mu.Lock()
+		defer ch.mu.Unlock()
+		if !ch.handedOff {
+			cancel()
+		}
+		return nil, false
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.handedOff = true
+	return ch.cur, true
+}
+
+// chain runs the steps; once handed off, it records each step's outcome on
+// the stored instance like any claimed instance.
+func (sc *syncCalls) chain(ctx context.Context, ch *syncChain) {
+	defer close(ch.done)
+	ch.mu.Lock()
+	cur := ch.cur
+	ch.mu.Unlock()
+	for !terminal(cur) {
+		next, err := sc.stepper.advance(ctx, cur)
+		if err != nil {
+			return
+		}
+		ch.mu.Lock()
+		if !ch.handedOff {
+			ch.cur = next
+			cur = next
+			ch.mu.Unlock()
+			continue
+		}
+		ch.mu.Unlock()
+		sc.goDurable(ctx, cur, next)
+		return
+	}
+}
+
+// goDurable records next, the outcome of the step that was running when
+// the instance was handed off as cur, and drives the rest as a stored
+// instance.
+func (sc *syncCalls) goDurable(ctx context.Context, cur, next *api.FuncInstance) {
+	stored, err := sc.lookup(ctx, cur)
+	if err != nil {
+		log.WithError(err).WithField("instance", cur.Name).Warn("funcrunner: a call that outlived its wait was not stored; dropping it")
+		return
+	}
+	if stored.Status.Runner != sc.self || stored.Status.Hops != cur.Status.Hops || !sameStep(stored.Status.Next, cur.Status.Next) {
+		return // moved meanwhile: whoever has it drives it
+	}
+	in := sc.instances
+	inst, ok := in.record(ctx, stored, next)
+	if !ok {
+		return
+	}
+	if terminal(inst) {
+		in.finish(ctx, inst)
+		return
+	}
+	in.run1(ctx, inst)
+}
+
+func (sc *syncCalls) lookup(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
+	deadline := time.Now().Add(handoffLookup)
+	for {
+		stored, err := sc.instances.client.FuncInstances(inst.Namespace).Get(ctx, inst.Name)
+		if err == nil {
+			return stored, nil
+		}
+		if !errdefs.IsNotFound(err) && ctx.Err() != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+}
+
+func writeError(w http.ResponseWriter, code int, reason, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(api.Status{Error: msg, Reason: reason, Code: code})
+}

@@ -1,0 +1,26 @@
+package api
+
+import "time"
+
+// Lease is coordination.k8s.io/v1's Lease: a holder that must renew it
+// before renewTime + leaseDurationSeconds, or others may take what it held.
+// Function runners each hold one (see pkg/function's runner names).
+type Lease struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       LeaseSpec `json:"spec,omitempty"`
+}
+
+type LeaseSpec struct {
+	HolderIdentity       *string    `json:"holderIdentity,omitempty"`
+	LeaseDurationSeconds *int32     `json:"leaseDurationSeconds,omitempty"`
+	AcquireTime          *time.Time `json:"acquireTime,omitempty"`
+	RenewTime            *time.Time `json:"renewTime,omitempty"`
+	LeaseTransitions     *int32     `json:"leaseTransitions,omitempty"`
+}
+
+type LeaseList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Lease `json:"items"`
+}
