@@ -78,7 +78,9 @@ func terminal(inst *api.FuncInstance) bool {
 func instanceKey(ns, id string) string { return ns + "/" + id }
 
 // checkCall checks what every call must satisfy before it is accepted.
-func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callbackURL string) error {
+// With lookup, the function must exist (a runner the call is handed to
+// checks that itself, from its cache).
+func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callbackURL string, lookup bool) error {
 	if len(arg) > maxArgBytes {
 		return fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
 	}
@@ -87,6 +89,9 @@ func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errdefs.BadRequest("X-Callback-Url", "%q is not an absolute http or https URL", callbackURL)
 		}
+	}
+	if !lookup {
+		return nil
 	}
 	if _, err := c.funcs.get(ctx, ns, fn); err != nil {
 		if errdefs.IsNotFound(err) {
@@ -110,7 +115,7 @@ func newInstance(ns, id, fn string, arg []byte, callbackURL string) *api.FuncIns
 
 // start stores an asynchronous call for a runner to claim.
 func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackURL string) (*api.FuncInstance, error) {
-	if err := c.checkCall(ctx, ns, fn, arg, callbackURL); err != nil {
+	if err := c.checkCall(ctx, ns, fn, arg, callbackURL, true); err != nil {
 		return nil, err
 	}
 	created, err := c.instances.create(ctx, ns, newInstance(ns, uuid.NewString(), fn, arg, callbackURL))
@@ -124,11 +129,11 @@ func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackUR
 // running, stored like an asynchronous call and waited for. The instance
 // returned has ended unless wait ran out first.
 func (c *calls) runSync(ctx context.Context, ns, fn string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
-	if err := c.checkCall(ctx, ns, fn, arg, ""); err != nil {
+	r, ok := c.runners.pick()
+	if err := c.checkCall(ctx, ns, fn, arg, "", !ok); err != nil {
 		return nil, err
 	}
 	id := uuid.NewString()
-	r, ok := c.runners.pick()
 	if !ok {
 		created, err := c.instances.create(ctx, ns, newInstance(ns, id, fn, arg, ""))
 		if err != nil {

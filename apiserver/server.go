@@ -128,7 +128,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer client.Close()
-	srv := New(cfg, etcd.New(client))
+	store := etcd.New(client)
+	go store.RunCompactor(ctx, etcd.DefaultCompactInterval)
+	srv := New(cfg, store)
 
 	l, err := net.Listen("tcp", cfg.Address)
 	if err != nil {

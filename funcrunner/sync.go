@@ -56,8 +56,18 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			fmt.Sprintf("argument of more than %d bytes is larger than the limit of %d", maxArgBytes, maxArgBytes))
 		return
 	}
-	now := time.Now().UTC().Truncate(time.Second)
 	ns, fn := parts[0], parts[1]
+	// The apiserver leaves this check to the runner, whose cache answers
+	// it without a store read.
+	f, err := sc.stepper.lookupFunc(req.Context(), ns, fn)
+	if err != nil {
+		return // the caller is gone
+	}
+	if f == nil {
+		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("function %q not found in namespace %q", fn, ns))
+		return
+	}
+	now := time.Now().UTC().Truncate(time.Second)
 	inst := &api.FuncInstance{
 		TypeMeta: api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
 		ObjectMeta: api.ObjectMeta{Name: id, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn},

@@ -29,6 +29,17 @@ type columns struct {
 // tables has the columns of every kind; a kind without an entry prints
 // NAME and AGE.
 var tables = map[string]columns{
+	api.LeasesResource.Name: {
+		headers: []string{"NAME", "HOLDER", "AGE"},
+		row: func(o api.Object, now time.Time) ([]string, []string) {
+			l := o.(*api.Lease)
+			holder := ""
+			if l.Spec.HolderIdentity != nil {
+				holder = *l.Spec.HolderIdentity
+			}
+			return []string{l.Name, holder, Age(l.CreationTimestamp, now)}, nil
+		},
+	},
 	api.PodsResource.Name: {
 		headers: []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"},
 		wide:    []string{"IP", "NODE"},
