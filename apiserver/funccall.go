@@ -19,6 +19,14 @@ import (
 	"minik8s/pkg/function"
 )
 
+// CallRunner runs synchronous calls: a function runner in this process.
+type CallRunner interface {
+	// Call runs fn as instance id within wait and returns the instance,
+	// ended unless wait ran out first; function.ErrNotServing says it did
+	// not take the call.
+	Call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error)
+}
+
 // calls is the apiserver's side of the function API: it stores calls and
 // hands them over; function runners drive them. An asynchronous call is a
 // FuncInstance stored before the 202, which a runner claims. A synchronous
@@ -27,6 +35,7 @@ import (
 type calls struct {
 	funcs, instances *registry
 	runners          *runnerDirectory
+	local            CallRunner
 	retention        time.Duration
 	records          *recordWriter
 	http             *http.Client
@@ -58,6 +67,7 @@ func newCalls(s *Server) *calls {
 		instances: s.registries[api.FuncInstancesResource.Name],
 		runners:   newRunnerDirectory(s.registries[api.LeasesResource.Name]),
 		retention: s.cfg.FuncInstanceTTL,
+		local:     s.cfg.LocalRunner,
 		records:   newRecordWriter(s.registries[api.FuncInstancesResource.Name], 16),
 		http:      &http.Client{Transport: transport},
 	}
@@ -129,19 +139,22 @@ func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackUR
 // running, stored like an asynchronous call and waited for. The instance
 // returned has ended unless wait ran out first.
 func (c *calls) runSync(ctx context.Context, ns, fn string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
-	r, ok := c.runners.pick()
-	if err := c.checkCall(ctx, ns, fn, arg, "", !ok); err != nil {
-		return nil, err
-	}
 	id := uuid.NewString()
-	if !ok {
-		created, err := c.instances.create(ctx, ns, newInstance(ns, id, fn, arg, ""))
-		if err != nil {
+	inst, err := c.handOffLocal(ctx, ns, fn, id, arg, wait)
+	if errors.Is(err, function.ErrNotServing) {
+		r, ok := c.runners.pick()
+		if err := c.checkCall(ctx, ns, fn, arg, "", !ok); err != nil {
 			return nil, err
 		}
-		return c.waitEnded(ctx, created.(*api.FuncInstance), wait)
+		if !ok {
+			created, err := c.instances.create(ctx, ns, newInstance(ns, id, fn, arg, ""))
+			if err != nil {
+				return nil, err
+			}
+			return c.waitEnded(ctx, created.(*api.FuncInstance), wait)
+		}
+		inst, err = c.handOff(ctx, r, ns, fn, id, arg, wait)
 	}
-	inst, err := c.handOff(ctx, r, ns, fn, id, arg, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +170,19 @@ func (c *calls) runSync(ctx context.Context, ns, fn string, arg []byte, wait tim
 		return nil, fmt.Errorf("storing the call that outlived its wait: %w", err)
 	}
 	return created.(*api.FuncInstance), nil
+}
+
+// handOffLocal runs a synchronous call on the runner in this process;
+// function.ErrNotServing when there is none serving.
+func (c *calls) handOffLocal(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+	if c.local == nil {
+		return nil, function.ErrNotServing
+	}
+	if len(arg) > maxArgBytes {
+		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
+	}
+	// The runner changes the instance no more once it answered it.
+	return c.local.Call(ctx, ns, fn, id, arg, wait)
 }
 
 // handOff sends a synchronous call to a runner and reads back the instance.
@@ -185,7 +211,7 @@ func (c *calls) handOff(ctx context.Context, r runner, ns, fn, id string, arg []
 	if resp.StatusCode != http.StatusOK {
 		var st api.Status
 		if json.Unmarshal(body, &st) == nil && st.Error != "" {
-			return nil, statusError(st)
+			return nil, errdefs.FromHTTP(resp.StatusCode, st.Reason, st.Field, st.Error)
 		}
 		return nil, fmt.Errorf("function runner %s answered %s: %s: %w", r.identity, resp.Status, bytes.TrimSpace(body), errdefs.ErrUnavailable)
 	}
@@ -194,24 +220,6 @@ func (c *calls) handOff(ctx context.Context, r runner, ns, fn, id string, arg []
 		return nil, fmt.Errorf("function runner %s answered something that is not an instance: %v: %w", r.identity, err, errdefs.ErrUnavailable)
 	}
 	return inst, nil
-}
-
-// statusError turns a runner's error answer back into an error of its class.
-func statusError(st api.Status) error {
-	class := errdefs.ErrUnavailable
-	switch st.Code {
-	case http.StatusNotFound:
-		class = errdefs.ErrNotFound
-	case http.StatusRequestEntityTooLarge:
-		class = errdefs.ErrTooLarge
-	case http.StatusBadRequest:
-		class = errdefs.ErrBadRequest
-	case http.StatusConflict:
-		class = errdefs.ErrConflict
-	case http.StatusGatewayTimeout:
-		class = errdefs.ErrTimeout
-	}
-	return fmt.Errorf("%s: %w", st.Error, class)
 }
 
 // get reads an instance: a record still being stored, else the store.

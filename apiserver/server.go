@@ -38,6 +38,10 @@ type Config struct {
 	// (DefaultFuncInstanceTTL); the function controller also keeps their
 	// number within a budget.
 	FuncInstanceTTL time.Duration
+	// LocalRunner, when set, is a function runner in this process: the
+	// synchronous calls this apiserver accepts go to it without an HTTP
+	// hop while it serves (as cluster/ wires minik8s up).
+	LocalRunner CallRunner
 	// ServiceCIDR is the range cluster IPs are allocated from
 	// (DefaultServiceCIDR).
 	ServiceCIDR string

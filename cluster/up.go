@@ -146,11 +146,19 @@ func Up(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	run("apiserver", func(ctx context.Context) error {
-		return apiserver.Run(ctx, apiserver.Config{Address: net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)), DataDir: cfg.DataDir,
-			ServiceCIDR: cfg.ServiceCIDR})
-	})
 	c := client.New(server)
+	var runners []*funcrunner.Runner
+	for i := range cfg.FuncRunners {
+		runners = append(runners, funcrunner.New(funcrunner.Config{Client: c, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)}))
+	}
+	acfg := apiserver.Config{Address: net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)), DataDir: cfg.DataDir,
+		ServiceCIDR: cfg.ServiceCIDR}
+	if len(runners) > 0 {
+		// The apiserver hands its synchronous calls to the runner next to
+		// it without an HTTP hop.
+		acfg.LocalRunner = runners[0]
+	}
+	run("apiserver", func(ctx context.Context) error { return apiserver.Run(ctx, acfg) })
 	if err := waitHealthy(ctx, c); err != nil {
 		cancel()
 		wg.Wait()
@@ -163,10 +171,8 @@ func Up(ctx context.Context, cfg Config) error {
 	run("scheduler", func(ctx context.Context) error {
 		return scheduler.Run(ctx, scheduler.Config{Client: c, Policy: cfg.SchedulerPolicy})
 	})
-	for i := range cfg.FuncRunners {
-		run("function runner", func(ctx context.Context) error {
-			return funcrunner.Run(ctx, funcrunner.Config{Client: c, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)})
-		})
+	for _, r := range runners {
+		run("function runner", r.Run)
 	}
 	run("kubelet", func(ctx context.Context) error {
 		return kubelet.Run(ctx, kubelet.Config{APIServer: server, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	log "github.com/sirupsen/logrus"
@@ -34,15 +35,50 @@ var ErrAbandoned = errors.New("funcrunner abandoned")
 
 func abandoned(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrAbandoned) }
 
+// Runner is one function runner.
+type Runner struct {
+	cfg Config
+	// calls is set once the runner serves: it holds its Lease and its
+	// caches have synced.
+	calls atomic.Pointer[syncCalls]
+}
+
+// New returns a runner; Run runs it.
+func New(cfg Config) *Runner {
+	cfg.setDefaults()
+	if cfg.Identity == "" {
+		cfg.Identity = defaultIdentity()
+	}
+	return &Runner{cfg: cfg}
+}
+
+// Identity is the runner's name in its Lease and in status.runner.
+func (r *Runner) Identity() string { return r.cfg.Identity }
+
+// Call runs a synchronous call in this process, as a call handed over by
+// HTTP runs: the apiserver of an all-in-one cluster (cluster/) hands its
+// calls to the runner next to it this way, saving a hop. The instance
+// returned has ended unless wait ran out first; function.ErrNotServing
+// while the runner does not serve.
+func (r *Runner) Call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+	sc := r.calls.Load()
+	if sc == nil {
+		return nil, fmt.Errorf("function runner %s: %w", r.cfg.Identity, function.ErrNotServing)
+	}
+	return sc.call(ctx, ns, fn, id, arg, wait)
+}
+
 // Run runs a runner until ctx ends: it holds its Lease, drives the
 // instances it claims and serves the synchronous calls handed to it.
 func Run(ctx context.Context, cfg Config) error {
-	cfg.setDefaults()
+	return New(cfg).Run(ctx)
+}
+
+// Run runs the runner until ctx ends.
+func (r *Runner) Run(ctx context.Context) error {
+	cfg := r.cfg
 	if cfg.Client == nil {
 		return errors.New("funcrunner: no apiserver client")
-	}
-	if cfg.Identity == "" {
-		cfg.Identity = defaultIdentity()
 	}
 	ln, err := net.Listen("tcp", cfg.Address)
 	if err != nil {
@@ -84,8 +120,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	in.ctx = ctx
+	sc := &syncCalls{self: cfg.Identity, stepper: st, instances: in, ctx: ctx}
+	r.calls.Store(sc)
+	defer r.calls.Store(nil)
 	mux := http.NewServeMux()
-	mux.Handle(function.RunnerCallPath+"/", &syncCalls{self: cfg.Identity, stepper: st, instances: in, ctx: ctx})
+	mux.Handle(function.RunnerCallPath+"/", sc)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -3,6 +3,7 @@ package funcrunner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,16 +57,34 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			fmt.Sprintf("argument of more than %d bytes is larger than the limit of %d", maxArgBytes, maxArgBytes))
 		return
 	}
-	ns, fn := parts[0], parts[1]
+	out, err := sc.call(req.Context(), parts[0], parts[1], id, arg, wait)
+	if errors.Is(err, ErrAbandoned) {
+		// Stand for the crash it is: the connection drops, no answer.
+		panic(http.ErrAbortHandler)
+	}
+	if err != nil {
+		if req.Context().Err() == nil {
+			writeClassed(w, err)
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// call runs a synchronous call of fn as instance id within wait.
+func (sc *syncCalls) call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+	if len(arg) > maxArgBytes {
+		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
+	}
 	// The apiserver leaves this check to the runner, whose cache answers
 	// it without a store read.
-	f, err := sc.stepper.lookupFunc(req.Context(), ns, fn)
+	f, err := sc.stepper.lookupFunc(ctx, ns, fn)
 	if err != nil {
-		return // the caller is gone
+		return nil, err
 	}
 	if f == nil {
-		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("function %q not found in namespace %q", fn, ns))
-		return
+		return nil, fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	inst := &api.FuncInstance{
@@ -75,12 +94,7 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		Spec:   api.FuncInstanceSpec{Function: fn, Arg: string(arg), Sync: true},
 		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: sc.self, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
 	}
-	out, ok := sc.run(req.Context(), inst, wait)
-	if !ok {
-		return // the caller is gone
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	return sc.run(ctx, inst, wait)
 }
 
 // syncChain is one chain driven in memory.
@@ -92,8 +106,9 @@ type syncChain struct {
 }
 
 // run drives inst until it ends or wait runs out, and returns it as it
-// stands then; false when reqCtx ended first (the call is dropped).
-func (sc *syncCalls) run(reqCtx context.Context, inst *api.FuncInstance, wait time.Duration) (*api.FuncInstance, bool) {
+// stands then. It fails when reqCtx ends first (the call is dropped) and
+// when the runner is abandoned mid-call, as a crash would.
+func (sc *syncCalls) run(reqCtx context.Context, inst *api.FuncInstance, wait time.Duration) (*api.FuncInstance, error) {
 	key := inst.Namespace + "/" + inst.Name
 	release := sc.instances.adopt(key)
 	ctx, cancel := context.WithCancel(sc.ctx)
@@ -114,12 +129,15 @@ func (sc *syncCalls) run(reqCtx context.Context, inst *api.FuncInstance, wait ti
 		if !ch.handedOff {
 			cancel()
 		}
-		return nil, false
+		return nil, fmt.Errorf("the caller left: %w", context.Cause(reqCtx))
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
+	if !terminal(ch.cur) && abandoned(sc.ctx) {
+		return nil, fmt.Errorf("function runner %s stopped during the call: %w (%w)", sc.self, errdefs.ErrUnavailable, ErrAbandoned)
+	}
 	ch.handedOff = true
-	return ch.cur, true
+	return ch.cur, nil
 }
 
 // chain runs the steps; once handed off, it records each step's outcome on
@@ -186,6 +204,13 @@ func (sc *syncCalls) lookup(ctx context.Context, inst *api.FuncInstance) (*api.F
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}
+}
+
+// writeClassed answers an error with the status of its class, as the
+// apiserver's error middleware does.
+func writeClassed(w http.ResponseWriter, err error) {
+	code, reason := errdefs.HTTPStatus(err)
+	writeError(w, code, reason, err.Error())
 }
 
 func writeError(w http.ResponseWriter, code int, reason, msg string) {

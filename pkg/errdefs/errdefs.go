@@ -125,3 +125,4 @@ func IsConflict(err error) bool      { return errors.Is(err, ErrConflict) }
 func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
 func IsGone(err error) bool          { return errors.Is(err, ErrGone) }
 func IsTooLarge(err error) bool      { return errors.Is(err, ErrTooLarge) }
+func IsUnavailable(err error) bool   { return errors.Is(err, ErrUnavailable) }

@@ -2,9 +2,11 @@ package function
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
 )
 
 // Function runners announce themselves with a Lease each, in RunnerNamespace,
@@ -32,6 +34,11 @@ const (
 	// or still running (claimed by the runner) when wait ran out first.
 	RunnerCallPath = "/v1/calls"
 )
+
+// ErrNotServing says a runner did not take a call (it is not serving yet,
+// or any more): the call may go to another runner. Any other error of a
+// runner may come after the call started, and must not be retried.
+var ErrNotServing = fmt.Errorf("function runner is not serving: %w", errdefs.ErrUnavailable)
 
 // MaxInstanceBytes bounds a FuncInstance as a runner writes it (JSON):
 // under the apiserver's limit for an instance's status and etcd's limit on

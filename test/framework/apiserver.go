@@ -47,6 +47,7 @@ type APIServer struct {
 
 	cancel context.CancelFunc
 	done   chan error
+	local  *localRunner
 }
 
 // StartAPIServer starts an apiserver on a free loopback port with its data
@@ -63,7 +64,8 @@ func StartAPIServer(t testing.TB) *APIServer {
 	if err != nil {
 		t.Fatalf("claiming a service range: %v", err)
 	}
-	s := &APIServer{t: t, DataDir: filepath.Join(t.TempDir(), "data"), Addr: addr, URL: "http://" + addr, ServiceCIDR: cidr}
+	s := &APIServer{t: t, DataDir: filepath.Join(t.TempDir(), "data"), Addr: addr, URL: "http://" + addr, ServiceCIDR: cidr,
+		local: &localRunner{}}
 	s.Client = client.New(s.URL)
 	s.Start()
 	t.Cleanup(s.Stop)
@@ -86,7 +88,8 @@ func (s *APIServer) Start() {
 	s.cancel = cancel
 	s.done = make(chan error, 1)
 	go func() {
-		s.done <- apiserver.Run(ctx, apiserver.Config{Address: s.Addr, DataDir: s.DataDir, ServiceCIDR: s.ServiceCIDR})
+		s.done <- apiserver.Run(ctx, apiserver.Config{Address: s.Addr, DataDir: s.DataDir, ServiceCIDR: s.ServiceCIDR,
+			LocalRunner: s.local})
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/apiserver"
 	"minik8s/controller"
 	"minik8s/funcrunner"
 	"minik8s/images"
+	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 	"minik8s/scheduler"
 )
@@ -141,15 +143,34 @@ type FuncRunner struct {
 	Identity string
 	cancel   context.CancelCauseFunc
 	done     chan error
+	unlocal  func()
 }
 
-// StartFuncRunner runs a function runner against s until the test ends.
+// StartFuncRunner runs a function runner against s until the test ends;
+// the apiserver hands it synchronous calls over HTTP, as to a bin/funcrunner.
 func StartFuncRunner(t testing.TB, s *APIServer) *FuncRunner {
+	t.Helper()
+	return startFuncRunner(t, s, false)
+}
+
+// StartLocalFuncRunner runs a function runner that s hands synchronous
+// calls to in process, as minik8s up wires its first runner.
+func StartLocalFuncRunner(t testing.TB, s *APIServer) *FuncRunner {
+	t.Helper()
+	return startFuncRunner(t, s, true)
+}
+
+func startFuncRunner(t testing.TB, s *APIServer, local bool) *FuncRunner {
 	t.Helper()
 	r := &FuncRunner{Identity: "runner-" + RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
-	go func() { r.done <- funcrunner.Run(ctx, funcrunner.Config{Client: s.Client, Identity: r.Identity}) }()
+	fr := funcrunner.New(funcrunner.Config{Client: s.Client, Identity: r.Identity})
+	if local {
+		s.local.set(fr)
+		r.unlocal = func() { s.local.clear(fr) }
+	}
+	go func() { r.done <- fr.Run(ctx) }()
 	t.Cleanup(func() { r.stop(t, nil) })
 	// Ready once its Lease is there: calls are handed to it from then on.
 	deadline := time.Now().Add(30 * time.Second)
@@ -170,6 +191,25 @@ func StartFuncRunner(t testing.TB, s *APIServer) *FuncRunner {
 	}
 }
 
+// localRunner is the apiserver's in-process runner, set when a test starts one.
+type localRunner struct {
+	p atomic.Pointer[funcrunner.Runner]
+}
+
+var _ apiserver.CallRunner = (*localRunner)(nil)
+
+func (l *localRunner) set(r *funcrunner.Runner) { l.p.Store(r) }
+
+func (l *localRunner) clear(r *funcrunner.Runner) { l.p.CompareAndSwap(r, nil) }
+
+func (l *localRunner) Call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+	r := l.p.Load()
+	if r == nil {
+		return nil, function.ErrNotServing
+	}
+	return r.Call(ctx, ns, fn, id, arg, wait)
+}
+
 var runnerSeq atomic.Int32
 
 // Kill stops the runner as SIGKILL would: its Lease and claims are left
@@ -182,6 +222,9 @@ func (r *FuncRunner) Stop(t testing.TB) { r.stop(t, nil) }
 func (r *FuncRunner) stop(t testing.TB, cause error) {
 	if r.cancel == nil {
 		return
+	}
+	if r.unlocal != nil {
+		r.unlocal()
 	}
 	r.cancel(cause)
 	r.cancel = nil

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	log "github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // DefaultCompactInterval is how much history the apiserver keeps: watches
