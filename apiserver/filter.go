@@ -63,18 +63,55 @@ func (f filter) matches(obj api.Object) bool {
 	if !f.labels.Matches(obj.GetObjectMeta().Labels) {
 		return false
 	}
-	if len(f.fields) == 0 {
-		return true
-	}
 	var doc map[string]any
-	data, _ := json.Marshal(obj)
-	_ = json.Unmarshal(data, &doc)
 	for _, r := range f.fields {
-		if (fieldValue(doc, r.path) == r.value) == r.negate {
+		v, ok := knownField(obj, r.path)
+		if !ok {
+			if doc == nil {
+				data, _ := json.Marshal(obj)
+				_ = json.Unmarshal(data, &doc)
+			}
+			v = fieldValue(doc, r.path)
+		}
+		if (v == r.value) == r.negate {
 			return false
 		}
 	}
 	return true
+}
+
+// knownField reads the fields that watches select on most (a kubelet's
+// pods, a runner's unfinished instances) without encoding the object:
+// every event of a watch is matched.
+func knownField(obj api.Object, path []string) (string, bool) {
+	if len(path) != 2 {
+		return "", false
+	}
+	switch path[0] + "." + path[1] {
+	case "metadata.name":
+		return obj.GetObjectMeta().Name, true
+	case "metadata.namespace":
+		return obj.GetObjectMeta().Namespace, true
+	}
+	switch o := obj.(type) {
+	case *api.Pod:
+		switch path[0] + "." + path[1] {
+		case "spec.nodeName":
+			return o.Spec.NodeName, true
+		case "status.phase":
+			return o.Status.Phase, true
+		}
+	case *api.FuncInstance:
+		switch path[0] + "." + path[1] {
+		case "spec.function":
+			return o.Spec.Function, true
+		case "status.phase":
+			return o.Status.Phase, true
+		case "status.runner":
+			return o.Status.Runner, true
+		}
+	}
+	return "", false
 }
 
 // fieldValue reads a dotted path of a JSON document as a string; a missing

@@ -50,7 +50,7 @@ func (w *recordWriter) add(ctx context.Context, inst *api.FuncInstance) {
 	// rather than lose it.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	w.store(sctx, inst)
+	w.store(sctx, []*api.FuncInstance{inst})
 }
 
 // get returns a record not stored yet.
@@ -71,7 +71,7 @@ func (w *recordWriter) run(ctx context.Context) {
 			for {
 				select {
 				case inst := <-w.queue:
-					w.store(ctx, inst)
+					w.store(ctx, w.batch(inst))
 				case <-ctx.Done():
 					return
 				}
@@ -86,29 +86,99 @@ func (w *recordWriter) run(ctx context.Context) {
 	for {
 		select {
 		case inst := <-w.queue:
-			w.store(dctx, inst)
+			w.store(dctx, w.batch(inst))
 		default:
 			return
 		}
 	}
 }
 
-func (w *recordWriter) store(ctx context.Context, inst *api.FuncInstance) {
+const (
+	// recordBatch bounds the records of one store write (etcd's default
+	// limit on operations in one transaction is 128).
+	recordBatch = 128
+	// recordBatchBytes bounds their data, roughly (etcd's default limit on
+	// one request is 1.5 MiB).
+	recordBatchBytes = 1 << 20
+)
+
+// batch takes the records queued behind first, without waiting, up to a
+// batch: one store write of many records costs about what one does.
+func (w *recordWriter) batch(first *api.FuncInstance) []*api.FuncInstance {
+	out := []*api.FuncInstance{first}
+	size := recordSize(first)
+	for len(out) < recordBatch && size < recordBatchBytes {
+		select {
+		case inst := <-w.queue:
+			out = append(out, inst)
+			size += recordSize(inst)
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// recordSize is about how many bytes a record takes stored.
+func recordSize(inst *api.FuncInstance) int {
+	n := 512 + len(inst.Spec.Arg) + len(inst.Status.Result) + len(inst.Status.Error)
+	for _, st := range inst.Status.Steps {
+		n += 256 + len(st.Arg) + len(st.Result) + len(st.Output) + len(st.Error)
+	}
+	return n
+}
+
+// store writes records in one store write; when that fails (one of them
+// exists, or together they are too large) each is written alone.
+func (w *recordWriter) store(ctx context.Context, batch []*api.FuncInstance) {
+	defer func() {
+		w.mu.Lock()
+		for _, inst := range batch {
+			delete(w.pending, instanceKey(inst.Namespace, inst.Name))
+		}
+		w.mu.Unlock()
+	}()
+	if len(batch) > 1 {
+		objs := make([]api.Object, len(batch))
+		for i, inst := range batch {
+			objs[i] = writable(inst)
+		}
+		errs, err := w.instances.createMany(ctx, objs)
+		if err == nil {
+			for i, e := range errs {
+				if e != nil {
+					log.WithError(e).WithField("instance", batch[i].Name).Warn("function call: the record of a synchronous call is not valid; not stored")
+				}
+			}
+			return
+		}
+	}
+	for _, inst := range batch {
+		w.storeOne(ctx, inst)
+	}
+}
+
+func (w *recordWriter) storeOne(ctx context.Context, inst *api.FuncInstance) {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		_, err := w.instances.create(ctx, inst.Namespace, copyObject(w.instances.res, inst))
+		_, err := w.instances.create(ctx, inst.Namespace, writable(inst))
 		if err == nil || errdefs.IsAlreadyExists(err) || attempt == recordAttempts || ctx.Err() != nil {
 			if err != nil && !errdefs.IsAlreadyExists(err) {
 				log.WithError(err).WithField("instance", inst.Name).Warn("function call: storing the record of a synchronous call failed")
 			}
-			break
+			return
 		}
 		sleepCtx(ctx, backoff)
 		backoff *= 2
 	}
-	w.mu.Lock()
-	delete(w.pending, instanceKey(inst.Namespace, inst.Name))
-	w.mu.Unlock()
+}
+
+// writable is a copy of a pending record for the store to set the
+// metadata of, while GET may read the record itself: creating sets only
+// top-level fields of metadata and status.
+func writable(inst *api.FuncInstance) *api.FuncInstance {
+	c := *inst
+	return &c
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

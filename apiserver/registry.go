@@ -83,11 +83,29 @@ func (r *registry) checkIdentity(obj api.Object, ns, name string) error {
 }
 
 func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.Object, error) {
-	if err := r.checkTypeMeta(obj); err != nil {
+	if err := r.prepareCreate(ns, obj); err != nil {
 		return nil, err
 	}
-	if err := r.checkIdentity(obj, ns, ""); err != nil {
+	undoIP, err := r.allocateClusterIP(ctx, obj)
+	if err != nil {
 		return nil, err
+	}
+	meta := obj.GetObjectMeta()
+	if err := r.store.Create(ctx, r.key(meta.Namespace, meta.Name), obj, r.ttl); err != nil {
+		undoIP()
+		return nil, err
+	}
+	return obj, nil
+}
+
+// prepareCreate checks a new object, sets the metadata the server owns,
+// defaults and validates it.
+func (r *registry) prepareCreate(ns string, obj api.Object) error {
+	if err := r.checkTypeMeta(obj); err != nil {
+		return err
+	}
+	if err := r.checkIdentity(obj, ns, ""); err != nil {
+		return err
 	}
 	if f, ok := obj.(*api.Func); ok && f.Name == "" {
 		// The reference design names a function in spec.name.
@@ -103,21 +121,25 @@ func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.O
 	meta.Generation = 1
 	prepareForCreate(obj)
 	validation.Default(r.res, obj)
-	if err := validation.Object(r.res, obj); err != nil {
-		return nil, err
-	}
-	undoIP, err := r.allocateClusterIP(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.store.Create(ctx, r.key(meta.Namespace, meta.Name), obj, r.ttl); err != nil {
-		undoIP()
-		return nil, err
-	}
-	return obj, nil
+	return validation.Object(r.res, obj)
 }
 
-// prepareForCreate clears what only the system writes.
+// createMany creates objects of a kind without cluster IPs in one store
+// write: all or none. An object that does not pass the checks is left
+// out, its error at its index in errs.
+func (r *registry) createMany(ctx context.Context, objs []api.Object) (errs []error, err error) {
+	errs = make([]error, len(objs))
+	items := make([]storage.Item, 0, len(objs))
+	for i, obj := range objs {
+		if errs[i] = r.prepareCreate(obj.GetObjectMeta().Namespace, obj); errs[i] != nil {
+			continue
+		}
+		meta := obj.GetObjectMeta()
+		items = append(items, storage.Item{Key: r.key(meta.Namespace, meta.Name), Object: obj})
+	}
+	return errs, r.store.CreateMany(ctx, items, r.ttl)
+}
+
 func prepareForCreate(obj api.Object) {
 	switch o := obj.(type) {
 	case *api.Pod:

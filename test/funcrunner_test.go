@@ -484,3 +484,74 @@ func maxOverlap(t *testing.T, path string) (int, int) {
 	}
 	return peak, starts
 }
+
+// TestFuncSyncRecordsBatched: the records of many synchronous calls at
+// once, stored in batches, are each listed once with their step.
+func TestFuncSyncRecordsBatched(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	framework.StartLocalFuncRunner(t, s)
+	code := "def run(arg):\n    return 'r:' + arg\n"
+	funcTemplate(t, s, "many", code, "RETURN", "RETURN", nil)
+	publish(t, s, "many", runtime(t, code))
+
+	const calls, callers = 400, 16
+	ids := make(chan string, calls)
+	var wg sync.WaitGroup
+	for w := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < calls; i += callers {
+				arg := strconv.Itoa(i)
+				// Not httpDo: t.Fatal belongs to the test's goroutine.
+				resp, err := http.Post(s.URL+"/api/funcs/many?wait=60s", "text/plain", strings.NewReader(arg))
+				if err != nil {
+					t.Errorf("call %d: %v", i, err)
+					return
+				}
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var v api.FuncInstanceView
+				if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &v) != nil || v.Result != "r:"+arg {
+					t.Errorf("call %d: %d %s", i, resp.StatusCode, data)
+					return
+				}
+				ids <- v.InstanceID
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	want := map[string]bool{}
+	for id := range ids {
+		want[id] = true
+	}
+	if len(want) != calls {
+		t.Fatalf("%d distinct instances answered, want %d", len(want), calls)
+	}
+	url := s.URL + "/api/v1/namespaces/default/funcinstances?fieldSelector=spec.function=many"
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, data := httpDo(t, "GET", url, "", nil)
+		var list api.FuncInstanceList
+		seen := 0
+		if status == http.StatusOK && json.Unmarshal(data, &list) == nil {
+			for _, inst := range list.Items {
+				if !want[inst.Name] {
+					t.Fatalf("listed an instance no call answered: %s", inst.Name)
+				}
+				if inst.Status.Phase != api.InstanceSucceeded || len(inst.Status.Steps) != 1 || !inst.Spec.Sync {
+					t.Fatalf("record %s: %+v", inst.Name, inst.Status)
+				}
+				seen++
+			}
+		}
+		if seen == calls {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records listed after 60s", seen, calls)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

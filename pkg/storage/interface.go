@@ -21,6 +21,12 @@ type Event struct {
 	Err        error
 }
 
+// Item is an object and the key to store it at.
+type Item struct {
+	Key    string
+	Object api.Object
+}
+
 // NewFunc makes an empty object to decode into.
 type NewFunc func() api.Object
 
@@ -33,6 +39,11 @@ type Interface interface {
 	// Create stores obj at key if nothing is there; ttl > 0 makes it expire.
 	// It sets obj's resourceVersion.
 	Create(ctx context.Context, key string, obj api.Object, ttl time.Duration) error
+	// CreateMany stores many objects in one transaction, each at its key,
+	// if nothing is at any of them (else ErrAlreadyExists and nothing is
+	// written); ttl > 0 makes them expire. It sets their resourceVersions.
+	// One write of many small objects costs the store about one of them.
+	CreateMany(ctx context.Context, items []Item, ttl time.Duration) error
 	// Get decodes the object at key into out.
 	Get(ctx context.Context, key string, out api.Object) error
 	// List returns the objects under prefix and the revision read at.

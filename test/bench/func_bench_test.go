@@ -65,20 +65,28 @@ func startRuntime(b *testing.B, code string) int32 {
 func warmFunc(b *testing.B, s *framework.APIServer, name, code, left, right string) int32 {
 	b.Helper()
 	port := startRuntime(b, code)
+	publishFunc(b, s, name, code, left, right, port)
+	return port
+}
+
+// publishFunc stores a v2 template and publishes the runtime on port as
+// its only pod.
+func publishFunc(b *testing.B, s *framework.APIServer, name, code, left, right string, port int32) {
+	b.Helper()
 	f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: api.ObjectMeta{Name: name},
 		Spec: api.FuncSpec{Name: name, Function: base64.StdEncoding.EncodeToString([]byte(code)), Left: left, Right: right}}
 	if _, err := s.Client.Funcs("default").Create(context.Background(), f); err != nil {
 		b.Fatal(err)
 	}
 	s.PublishFunctionPods(b, name, port)
-	return port
 }
 
-// startWarm starts an apiserver and a function runner: enough for calls
-// to functions whose pods are published by hand.
+// startWarm starts an apiserver and a function runner in its process, as
+// minik8s up does: enough for calls to functions whose pods are published
+// by hand.
 func startWarm(b *testing.B) *framework.APIServer {
 	s := framework.StartAPIServer(b)
-	framework.StartFuncRunner(b, s)
+	framework.StartLocalFuncRunner(b, s)
 	return s
 }
 
@@ -209,14 +217,21 @@ func concurrently(n, workers int, call func(i int) error) (lat []time.Duration, 
 const echoCode = "def run(arg):\n    return arg\n"
 
 // BenchmarkFuncWarmCall compares a warm synchronous call through the
-// apiserver (handed to the runner, driven in memory, its record stored in
-// a batch) with the same call sent straight to the function's pod: one
-// caller (latency), then 16 concurrent callers (throughput).
+// apiserver with the same call sent straight to the function's pod (the
+// runtime's own port: no Service proxy in between), in one run: one caller
+// (latency), then 16 concurrent callers (throughput). Two apiservers share
+// the pod: one hands its calls to the runner in its process (minik8s up),
+// the other to a runner it reaches over HTTP (a bin/funcrunner).
 func BenchmarkFuncWarmCall(b *testing.B) {
-	s := startWarm(b)
-	port := warmFunc(b, s, "echo", echoCode, "RETURN", "")
+	port := startRuntime(b, echoCode)
 	direct := fmt.Sprintf("http://127.0.0.1:%d%s", port, function.InvokePath)
-	syncCall(b, s, "echo", "warm-up")
+	local := startWarm(b)
+	remote := framework.StartAPIServer(b)
+	framework.StartFuncRunner(b, remote)
+	for _, s := range []*framework.APIServer{local, remote} {
+		publishFunc(b, s, "echo", echoCode, "RETURN", "", port)
+		syncCall(b, s, "echo", "warm-up")
+	}
 
 	measure := func(call func()) (p50, p99 float64) {
 		lat := make([]time.Duration, 0, b.N)
@@ -234,25 +249,36 @@ func BenchmarkFuncWarmCall(b *testing.B) {
 		}
 		return percentile(lat, 50), perSec
 	}
+	viaAPI := func(s *framework.APIServer) func() { return func() { syncCall(b, s, "echo", "hello") } }
+	viaAPIc := func(s *framework.APIServer) func(int) error {
+		return func(int) error { _, err := trySyncCall(s, "echo", "hello"); return err }
+	}
 	b.ResetTimer()
-	ap50, ap99 := measure(func() { syncCall(b, s, "echo", "hello") })
+	// Interleaved, so that a slower stretch of the machine weighs on all.
 	dp50, dp99 := measure(func() { post(b, direct, "hello") })
-	acp50, aps := parallel(func(int) error { _, err := trySyncCall(s, "echo", "hello"); return err })
+	lp50, lp99 := measure(viaAPI(local))
+	rp50, rp99 := measure(viaAPI(remote))
 	dcp50, dps := parallel(func(int) error { _, err := tryPost(direct, "hello", http.StatusOK); return err })
+	lcp50, lps := parallel(viaAPIc(local))
+	rcp50, rps := parallel(viaAPIc(remote))
 	b.StopTimer()
-	b.ReportMetric(ap50, "api-p50-ms")
-	b.ReportMetric(ap99, "api-p99-ms")
 	b.ReportMetric(dp50, "direct-p50-ms")
 	b.ReportMetric(dp99, "direct-p99-ms")
-	if dp50 > 0 {
-		b.ReportMetric(ap50/dp50, "p50-ratio")
-	}
-	b.ReportMetric(acp50, "api-c16-p50-ms")
+	b.ReportMetric(lp50, "api-p50-ms")
+	b.ReportMetric(lp99, "api-p99-ms")
+	b.ReportMetric(rp50, "api-remote-p50-ms")
+	b.ReportMetric(rp99, "api-remote-p99-ms")
 	b.ReportMetric(dcp50, "direct-c16-p50-ms")
-	b.ReportMetric(aps, "api-c16-calls/s")
+	b.ReportMetric(lcp50, "api-c16-p50-ms")
+	b.ReportMetric(rcp50, "api-remote-c16-p50-ms")
 	b.ReportMetric(dps, "direct-c16-calls/s")
-	if aps > 0 {
-		b.ReportMetric(dps/aps, "c16-throughput-ratio")
+	b.ReportMetric(lps, "api-c16-calls/s")
+	b.ReportMetric(rps, "api-remote-c16-calls/s")
+	if dp50 > 0 && dps > 0 {
+		b.ReportMetric(lp50/dp50, "p50-ratio")
+		b.ReportMetric(rp50/dp50, "remote-p50-ratio")
+		b.ReportMetric(lps/dps, "c16-throughput-share")
+		b.ReportMetric(rps/dps, "remote-c16-throughput-share")
 	}
 }
 

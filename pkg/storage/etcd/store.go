@@ -166,6 +166,48 @@ func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time
 	return nil
 }
 
+func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.Duration) error {
+	if len(items) == 0 {
+		return nil
+	}
+	var opts []clientv3.OpOption
+	if ttl > 0 {
+		id, err := s.leaseFor(ctx, ttl)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, clientv3.WithLease(id))
+	}
+	cmps := make([]clientv3.Cmp, 0, len(items))
+	puts := make([]clientv3.Op, 0, len(items))
+	size := 0
+	for _, it := range items {
+		data, err := encode(it.Object)
+		if err != nil {
+			return err
+		}
+		size += len(data)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0))
+		puts = append(puts, clientv3.OpPut(it.Key, string(data), opts...))
+	}
+	resp, err := s.client.Txn(ctx).If(cmps...).Then(puts...).Commit()
+	if err != nil {
+		if isTooLarge(err) {
+			return fmt.Errorf("%d objects taking %d bytes once encoded, more than etcd accepts in one request: %w",
+				len(items), size, wrapErr(err))
+		}
+		return wrapErr(err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("one of %d keys (the first %s) is taken: %w", len(items), items[0].Key, errdefs.ErrAlreadyExists)
+	}
+	rv := strconv.FormatInt(resp.Header.Revision, 10)
+	for _, it := range items {
+		it.Object.GetObjectMeta().ResourceVersion = rv
+	}
+	return nil
+}
+
 func (s *Store) Get(ctx context.Context, key string, out api.Object) error {
 	resp, err := s.client.Get(ctx, key)
 	if err != nil {

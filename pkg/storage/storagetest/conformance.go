@@ -34,6 +34,7 @@ func Run(t *testing.T, s storage.Interface) {
 	}{
 		{"CreateGet", testCreateGet},
 		{"CreateExisting", testCreateExisting},
+		{"CreateMany", testCreateMany},
 		{"GetMissing", testGetMissing},
 		{"List", testList},
 		{"UpdateCAS", testUpdateCAS},
@@ -88,6 +89,38 @@ func testCreateExisting(t *testing.T, s storage.Interface, p string) {
 	got := &api.ConfigMap{}
 	if err := s.Get(c, p+"a", got); err != nil || got.Data["k"] != "1" {
 		t.Fatalf("object changed by a failed create: %+v %v", got.Data, err)
+	}
+}
+
+func testCreateMany(t *testing.T, s storage.Interface, p string) {
+	c := ctx(t)
+	a, b := cm("a", "1"), cm("b", "2")
+	if err := s.CreateMany(c, []storage.Item{{Key: p + "a", Object: a}, {Key: p + "b", Object: b}}, 0); err != nil {
+		t.Fatalf("create many: %v", err)
+	}
+	if a.ResourceVersion == "" || a.ResourceVersion != b.ResourceVersion {
+		t.Fatalf("resourceVersions %q and %q, want one, set", a.ResourceVersion, b.ResourceVersion)
+	}
+	for key, want := range map[string]string{"a": "1", "b": "2"} {
+		got := &api.ConfigMap{}
+		if err := s.Get(c, p+key, got); err != nil || got.Data["k"] != want {
+			t.Fatalf("get %s: %+v %v, want %s", key, got.Data, err, want)
+		}
+	}
+	// One key taken: nothing is written.
+	err := s.CreateMany(c, []storage.Item{{Key: p + "c", Object: cm("c", "3")}, {Key: p + "a", Object: cm("a", "9")}}, 0)
+	if !errdefs.IsAlreadyExists(err) {
+		t.Fatalf("create many over a taken key: got %v, want AlreadyExists", err)
+	}
+	if err := s.Get(c, p+"c", &api.ConfigMap{}); !errdefs.IsNotFound(err) {
+		t.Fatalf("a refused batch wrote c: %v", err)
+	}
+	got := &api.ConfigMap{}
+	if err := s.Get(c, p+"a", got); err != nil || got.Data["k"] != "1" {
+		t.Fatalf("a refused batch changed a: %+v %v", got.Data, err)
+	}
+	if err := s.CreateMany(c, nil, 0); err != nil {
+		t.Fatalf("create many of nothing: %v", err)
 	}
 }
 
