@@ -68,7 +68,7 @@ func newCalls(s *Server) *calls {
 		runners:   newRunnerDirectory(s.registries[api.LeasesResource.Name]),
 		retention: s.cfg.FuncInstanceTTL,
 		local:     s.cfg.LocalRunner,
-		records:   newRecordWriter(s.registries[api.FuncInstancesResource.Name], 4),
+		records:   newRecordWriter(s.registries[api.FuncInstancesResource.Name], 2),
 		http:      &http.Client{Transport: transport},
 	}
 }

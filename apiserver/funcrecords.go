@@ -48,7 +48,7 @@ func (w *recordWriter) add(ctx context.Context, inst *api.FuncInstance) {
 	}
 	// The server is stopping (the workers may be gone): store it now
 	// rather than lose it.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
 	defer cancel()
 	w.store(sctx, []*api.FuncInstance{inst})
 }
@@ -71,7 +71,11 @@ func (w *recordWriter) run(ctx context.Context) {
 			for {
 				select {
 				case inst := <-w.queue:
-					w.store(ctx, w.batch(inst))
+					// Detached: a batch taken is written even when the
+					// server stops meanwhile.
+					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
+					w.store(sctx, w.batch(inst))
+					cancel()
 				case <-ctx.Done():
 					return
 				}
@@ -81,7 +85,7 @@ func (w *recordWriter) run(ctx context.Context) {
 	wg.Wait()
 	// Drain on a detached context: records accepted before the stop are
 	// written while the store still answers.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
 	defer cancel()
 	for {
 		select {
@@ -100,19 +104,27 @@ const (
 	// recordBatchBytes bounds their data, roughly (etcd's default limit on
 	// one request is 1.5 MiB).
 	recordBatchBytes = 1 << 20
+	// recordLinger is how long a batch waits for more records.
+	recordLinger = 10 * time.Millisecond
+	// recordWriteTimeout bounds the writes of one batch, retries included.
+	recordWriteTimeout = 5 * time.Second
 )
 
-// batch takes the records queued behind first, without waiting, up to a
-// batch: one store write of many records costs about what one does.
+// batch takes the records queued behind first, waiting up to recordLinger
+// for more, up to a batch: one store write of many records costs about
+// what one does, and nobody waits on it (GET serves a pending record from
+// memory).
 func (w *recordWriter) batch(first *api.FuncInstance) []*api.FuncInstance {
 	out := []*api.FuncInstance{first}
 	size := recordSize(first)
+	linger := time.NewTimer(recordLinger)
+	defer linger.Stop()
 	for len(out) < recordBatch && size < recordBatchBytes {
 		select {
 		case inst := <-w.queue:
 			out = append(out, inst)
 			size += recordSize(inst)
-		default:
+		case <-linger.C:
 			return out
 		}
 	}
