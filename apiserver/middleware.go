@@ -78,11 +78,15 @@ func (s *Server) logMiddleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
+		failed := c.Writer.Status() >= 500
+		if !failed && !log.IsLevelEnabled(log.DebugLevel) {
+			return // no fields to build on the hot path
+		}
 		entry := log.WithFields(log.Fields{
 			"method": c.Request.Method, "path": c.Request.URL.Path,
 			"status": c.Writer.Status(), "duration": time.Since(start).Round(time.Microsecond),
 		})
-		if c.Writer.Status() >= 500 {
+		if failed {
 			entry.Warn("request")
 		} else {
 			entry.Debug("request")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"minik8s/funcserver"
+	"minik8s/kubelet/proxy"
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 	"minik8s/test/framework"
@@ -216,15 +217,43 @@ func concurrently(n, workers int, call func(i int) error) (lat []time.Duration, 
 
 const echoCode = "def run(arg):\n    return arg\n"
 
+// serveFuncService gives a function published by hand the Service the
+// function controller makes, and runs a node's Service proxy for it, as a
+// kubelet does; it returns the Service's URL on its cluster IP.
+func serveFuncService(b *testing.B, s *framework.APIServer, fn string) string {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: function.ObjectName(fn), Namespace: "default"},
+		Spec: api.ServiceSpec{Selector: function.Selector(fn),
+			Ports: []api.ServicePort{{Name: function.PortName, Port: function.ServicePort, TargetPort: function.PortName}}}}
+	created, err := s.Client.Services("default").Create(ctx, svc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = proxy.NewFromClient(s.Client).Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	url := fmt.Sprintf("http://%s:%d%s", created.Spec.ClusterIP, function.ServicePort, function.InvokePath)
+	for i := 0; ; i++ {
+		if _, err := tryPost(url, "ping", http.StatusOK); err == nil {
+			return url
+		} else if i > 200 {
+			b.Fatalf("the Service of %s does not serve at %s: %v", fn, url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // BenchmarkFuncWarmCall compares a warm synchronous call through the
-// apiserver with the same call sent straight to the function's pod (the
-// runtime's own port: no Service proxy in between), in one run: one caller
-// (latency), then 16 concurrent callers (throughput). Two apiservers share
-// the pod: one hands its calls to the runner in its process (minik8s up),
-// the other to a runner it reaches over HTTP (a bin/funcrunner).
+// apiserver with the same call sent to the function's Service address (a
+// node's Service proxy in between, as a client in the cluster calls it)
+// and straight to its pod, in one run: one caller (latency), then 16
+// concurrent callers (throughput). Two apiservers share the pod: one hands
+// its calls to the runner in its process (minik8s up), the other to a
+// runner it reaches over HTTP (a bin/funcrunner).
 func BenchmarkFuncWarmCall(b *testing.B) {
 	port := startRuntime(b, echoCode)
-	direct := fmt.Sprintf("http://127.0.0.1:%d%s", port, function.InvokePath)
+	pod := fmt.Sprintf("http://127.0.0.1:%d%s", port, function.InvokePath)
 	local := startWarm(b)
 	remote := framework.StartAPIServer(b)
 	framework.StartFuncRunner(b, remote)
@@ -232,6 +261,7 @@ func BenchmarkFuncWarmCall(b *testing.B) {
 		publishFunc(b, s, "echo", echoCode, "RETURN", "", port)
 		syncCall(b, s, "echo", "warm-up")
 	}
+	service := serveFuncService(b, local, "echo")
 
 	measure := func(call func()) (p50, p99 float64) {
 		lat := make([]time.Duration, 0, b.N)
@@ -253,32 +283,44 @@ func BenchmarkFuncWarmCall(b *testing.B) {
 	viaAPIc := func(s *framework.APIServer) func(int) error {
 		return func(int) error { _, err := trySyncCall(s, "echo", "hello"); return err }
 	}
+	direct := func(url string) func() { return func() { post(b, url, "hello") } }
+	directc := func(url string) func(int) error {
+		return func(int) error { _, err := tryPost(url, "hello", http.StatusOK); return err }
+	}
 	b.ResetTimer()
-	// Interleaved, so that a slower stretch of the machine weighs on all.
-	dp50, dp99 := measure(func() { post(b, direct, "hello") })
+	sp50, sp99 := measure(direct(service))
+	pp50, pp99 := measure(direct(pod))
 	lp50, lp99 := measure(viaAPI(local))
 	rp50, rp99 := measure(viaAPI(remote))
-	dcp50, dps := parallel(func(int) error { _, err := tryPost(direct, "hello", http.StatusOK); return err })
+	scp50, sps := parallel(directc(service))
+	pcp50, pps := parallel(directc(pod))
 	lcp50, lps := parallel(viaAPIc(local))
 	rcp50, rps := parallel(viaAPIc(remote))
 	b.StopTimer()
-	b.ReportMetric(dp50, "direct-p50-ms")
-	b.ReportMetric(dp99, "direct-p99-ms")
-	b.ReportMetric(lp50, "api-p50-ms")
-	b.ReportMetric(lp99, "api-p99-ms")
-	b.ReportMetric(rp50, "api-remote-p50-ms")
-	b.ReportMetric(rp99, "api-remote-p99-ms")
-	b.ReportMetric(dcp50, "direct-c16-p50-ms")
-	b.ReportMetric(lcp50, "api-c16-p50-ms")
-	b.ReportMetric(rcp50, "api-remote-c16-p50-ms")
-	b.ReportMetric(dps, "direct-c16-calls/s")
-	b.ReportMetric(lps, "api-c16-calls/s")
-	b.ReportMetric(rps, "api-remote-c16-calls/s")
-	if dp50 > 0 && dps > 0 {
-		b.ReportMetric(lp50/dp50, "p50-ratio")
-		b.ReportMetric(rp50/dp50, "remote-p50-ratio")
-		b.ReportMetric(lps/dps, "c16-throughput-share")
-		b.ReportMetric(rps/dps, "remote-c16-throughput-share")
+	for _, m := range []struct {
+		name           string
+		p50, p99, cp50 float64
+		perSec         float64
+	}{
+		{"service", sp50, sp99, scp50, sps},
+		{"pod", pp50, pp99, pcp50, pps},
+		{"api", lp50, lp99, lcp50, lps},
+		{"api-remote", rp50, rp99, rcp50, rps},
+	} {
+		b.ReportMetric(m.p50, m.name+"-p50-ms")
+		b.ReportMetric(m.p99, m.name+"-p99-ms")
+		b.ReportMetric(m.cp50, m.name+"-c16-p50-ms")
+		b.ReportMetric(m.perSec, m.name+"-c16-calls/s")
+	}
+	if sp50 > 0 && pp50 > 0 && sps > 0 && pps > 0 {
+		// The figures: the apiserver against the Service address.
+		b.ReportMetric(lp50/sp50, "p50-ratio")
+		b.ReportMetric(lps/sps, "c16-throughput-share")
+		b.ReportMetric(rp50/sp50, "remote-p50-ratio")
+		b.ReportMetric(rps/sps, "remote-c16-throughput-share")
+		// Against the pod itself, no proxy in between.
+		b.ReportMetric(lp50/pp50, "pod-p50-ratio")
+		b.ReportMetric(lps/pps, "pod-c16-throughput-share")
 	}
 }
 
