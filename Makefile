@@ -27,7 +27,7 @@ unit:
 	$(GO) test -count=1 ./pkg/... ./apiserver/...
 
 bench: build
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 30m $(BENCH_PKGS)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 60m $(BENCH_PKGS)
 
 # Start the whole cluster in the foreground (as root); Ctrl-C stops it.
 up: build

@@ -30,7 +30,7 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		return
 	}
 	wantRV := next.ResourceVersion
-	out, err := h.reg.mutate(c.Request.Context(), h.ns(c), name, func(o api.Object) (api.Object, error) {
+	update := func(o api.Object) (api.Object, error) {
 		cur := o.(*api.FuncInstance)
 		if wantRV != cur.ResourceVersion {
 			return nil, fmt.Errorf("FuncInstance %q: resourceVersion %s is stale (now %s): %w", name, wantRV, cur.ResourceVersion, errdefs.ErrConflict)
@@ -41,7 +41,16 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		}
 		cur.Status = next.Status
 		return cur, nil
-	})
+	}
+	ctx, ns := c.Request.Context(), h.ns(c)
+	var out api.Object
+	var err error
+	if cur, ok := h.reg.cache.latestAt(ns, name, wantRV); ok {
+		// The runner wrote what the cache holds: no read before the write.
+		out, err = h.reg.mutateFrom(ctx, cur, update)
+	} else {
+		out, err = h.reg.mutate(ctx, ns, name, update)
+	}
 	if err != nil {
 		fail(c, err)
 		return

@@ -26,6 +26,8 @@ type registry struct {
 	ttl time.Duration
 	// ips allocates cluster IPs (services only).
 	ips *ipAllocator
+	// cache serves the watches.
+	cache *watchCache
 }
 
 const keyRoot = "/registry/"
@@ -38,6 +40,14 @@ func (r *registry) key(ns, name string) string {
 }
 
 // prefix is the key prefix of a collection; ns == "" lists all namespaces.
+// watch streams the changes in namespace ns ("" for all) after revision from.
+func (r *registry) watch(ctx context.Context, ns string, from int64) (<-chan storage.Event, error) {
+	if r.cache == nil {
+		return r.store.Watch(ctx, r.prefix(ns), from, r.res.New)
+	}
+	return r.cache.watch(ctx, ns, from, r.prefix(ns))
+}
+
 func (r *registry) prefix(ns string) string {
 	if r.res.Namespaced && ns != "" {
 		return keyRoot + r.res.Name + "/" + ns + "/"

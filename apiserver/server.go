@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -88,6 +89,7 @@ func New(cfg Config, store storage.Interface) *Server {
 	s := &Server{cfg: cfg, store: store, registries: map[string]*registry{}, metrics: prometheus.NewRegistry()}
 	for _, res := range api.Resources {
 		reg := &registry{res: res, store: store}
+		reg.cache = newWatchCache(store, reg.prefix(""), res.New)
 		if res.Kind == api.FuncInstancesResource.Kind {
 			reg.ttl = cfg.FuncInstanceTTL
 		}
@@ -147,12 +149,20 @@ func Run(ctx context.Context, cfg Config) error {
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	bg := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Add(1)
 	go func() {
-		defer close(bg)
+		defer bg.Done()
 		s.calls.run(ctx)
 	}()
-	defer func() { <-bg }()
+	for _, reg := range s.registries {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			reg.cache.run(ctx)
+		}()
+	}
+	defer bg.Wait()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	log.WithField("address", l.Addr().String()).Info("apiserver serving")

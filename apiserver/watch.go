@@ -55,7 +55,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 		}
 		from = n
 	}
-	events, err := h.reg.store.Watch(ctx, h.reg.prefix(ns), from, h.reg.res.New)
+	events, err := h.reg.watch(ctx, ns, from)
 	if err != nil {
 		fail(c, err)
 		return
@@ -64,30 +64,37 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
 	enc := json.NewEncoder(c.Writer)
-	write := func(ev watchEvent) bool {
+	// Events are flushed when no more are waiting: a burst of changes
+	// goes out in a few writes, not one each.
+	write := func(ev watchEvent, more bool) bool {
 		if err := enc.Encode(ev); err != nil {
 			return false
 		}
-		c.Writer.Flush()
+		if !more {
+			c.Writer.Flush()
+		}
 		return true
 	}
 	c.Writer.Flush()
-	for _, o := range initial {
-		if !write(watchEvent{Type: api.Added, Object: o}) {
+	for i, o := range initial {
+		if !write(watchEvent{Type: api.Added, Object: o}, i < len(initial)-1) {
 			return
 		}
 	}
 	for ev := range events {
 		if ev.Type == api.Error {
 			code, reason := errdefs.HTTPStatus(ev.Err)
-			write(watchEvent{Type: api.Error, Object: api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}})
+			write(watchEvent{Type: api.Error, Object: api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}}, false)
 			return
 		}
 		typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
 		if !ok {
+			if len(events) == 0 {
+				c.Writer.Flush() // what was held back for this one
+			}
 			continue
 		}
-		if !write(watchEvent{Type: typ, Object: ev.Object}) {
+		if !write(watchEvent{Type: typ, Object: ev.Object}, len(events) > 0) {
 			return
 		}
 	}

@@ -26,9 +26,9 @@ const (
 	recheckInterval = time.Second
 )
 
-// notifier wakes the steps waiting on a key: an Endpoints ("ns/name") or a
-// pod (podKey). Take the channel before reading the state it guards, so
-// that no change in between is missed.
+// notifier wakes the v1 steps waiting for their pod (podKey). Take the
+// channel before reading the state it guards, so that no change in
+// between is missed.
 type notifier struct {
 	mu    sync.Mutex
 	chans map[string]chan struct{}
@@ -74,11 +74,14 @@ type pool struct {
 	next map[string]int
 	// drops are the addresses that refused a call, per Endpoints, and when.
 	drops map[string]map[string]time.Time
+	// queues order the steps waiting for a slot, per Endpoints.
+	queues map[string][]turn
 }
 
 func newPool(s *stepper, eps *cache.Lister[api.Endpoints, *api.Endpoints]) *pool {
 	return &pool{s: s, eps: eps, owners: newPodOwners(s),
-		inflight: map[string]int{}, next: map[string]int{}, drops: map[string]map[string]time.Time{}}
+		inflight: map[string]int{}, next: map[string]int{}, drops: map[string]map[string]time.Time{},
+		queues: map[string][]turn{}}
 }
 
 // invoke runs one call of f on one of its pods. With no pod ready, or none
@@ -95,7 +98,11 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, arg string) (*function.R
 	defer deadline.Stop()
 	var recheck *time.Ticker
 	waiting := false
+	var t turn // our place in the function's queue while we wait
 	defer func() {
+		if t != nil {
+			p.leave(key, t)
+		}
 		if waiting {
 			p.s.demand.unwait(fnKey)
 		}
@@ -104,7 +111,6 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, arg string) (*function.R
 		}
 	}()
 	for {
-		wake := p.s.changes.watch(key)
 		addrs := p.candidates(f, key)
 		addr, ok := p.reserve(key, addrs, cc)
 		if !ok {
@@ -112,22 +118,32 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, arg string) (*function.R
 				waiting = true
 				p.s.demand.wait(fnKey)
 			}
+			if t == nil {
+				// Queued, look once more: a slot freed before we were
+				// in line woke no one.
+				t = p.join(key)
+				continue
+			}
 			if recheck == nil {
 				recheck = time.NewTicker(recheckInterval)
 			}
-			select {
-			case <-wake:
-			case <-recheck.C:
-			case <-deadline.C:
+			if err := p.await(ctx, key, t, recheck, deadline); err != nil {
 				if len(addrs) > 0 {
-					return nil, stepTarget{}, fmt.Errorf("cold start timed out after %s: no pod had a free slot (containerConcurrency %d): %w", coldStart, cc, errdefs.ErrTimeout)
+					return nil, stepTarget{}, fmt.Errorf("cold start timed out after %s: no pod had a free slot (containerConcurrency %d): %w", coldStart, cc, err)
 				}
-				return nil, stepTarget{}, fmt.Errorf("cold start timed out after %s: no pod became ready: %w", coldStart, errdefs.ErrTimeout)
-			case <-ctx.Done():
-				return nil, stepTarget{}, ctx.Err()
+				if errors.Is(err, errdefs.ErrTimeout) {
+					return nil, stepTarget{}, fmt.Errorf("cold start timed out after %s: no pod became ready: %w", coldStart, err)
+				}
+				return nil, stepTarget{}, err
 			}
 			continue
 		}
+		if t != nil {
+			p.leave(key, t)
+			t = nil
+		}
+		// More slots may be free: the next in line tries too.
+		p.wakeFirst(key)
 		if waiting {
 			waiting = false
 			p.s.demand.unwait(fnKey)
@@ -219,7 +235,85 @@ func (p *pool) release(key string, addr api.EndpointAddress) {
 		delete(p.inflight, ak)
 	}
 	p.mu.Unlock()
-	p.s.changes.wake(key)
+	p.wakeFirst(key)
+}
+
+// A turn is a step's place in the queue of the steps of one function that
+// wait for a free slot. A freed slot or a change of the function's pods
+// wakes the first; a step that then gets a slot wakes the next, so that N
+// free slots wake N steps, never all of the thousands that may wait.
+type turn chan struct{}
+
+// join queues a waiting step at the end.
+func (p *pool) join(key string) turn {
+	t := make(turn, 1)
+	p.mu.Lock()
+	p.queues[key] = append(p.queues[key], t)
+	p.mu.Unlock()
+	return t
+}
+
+// leave takes a step out of the queue; a wake it had not used goes on to
+// the next.
+func (p *pool) leave(key string, t turn) {
+	p.mu.Lock()
+	q := p.queues[key]
+	for i, w := range q {
+		if w == t {
+			q = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(p.queues, key)
+	} else {
+		p.queues[key] = q
+	}
+	p.mu.Unlock()
+	select {
+	case <-t:
+		p.wakeFirst(key)
+	default:
+	}
+}
+
+// wakeFirst wakes the first step waiting for key, if any.
+func (p *pool) wakeFirst(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q := p.queues[key]; len(q) > 0 {
+		select {
+		case q[0] <- struct{}{}:
+		default: // woken already
+		}
+	}
+}
+
+func (p *pool) first(key string, t turn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queues[key]
+	return len(q) > 0 && q[0] == t
+}
+
+// await waits for the step's turn: a wake, or, first in line, the
+// periodic look again (drops expire without an event). It fails with
+// ErrTimeout at the deadline, or with ctx's error.
+func (p *pool) await(ctx context.Context, key string, t turn, recheck *time.Ticker, deadline *time.Timer) error {
+	for {
+		select {
+		case <-t:
+			return nil
+		case <-recheck.C:
+			if p.first(key, t) {
+				return nil
+			}
+		case <-deadline.C:
+			return errdefs.ErrTimeout
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // drop leaves out an address that refused a call, until its Endpoints

@@ -271,39 +271,77 @@ func TestStepperWakesOnChanges(t *testing.T) {
 	e := newEnv(t, Config{})
 	f := newFunc("f", "", "")
 	key := "default/" + function.ObjectName("f")
-	other := e.s.changes.watch("default/" + function.ObjectName("g"))
+	otherKey := "default/" + function.ObjectName("g")
+	other := e.s.pool.join(otherKey)
+	defer e.s.pool.leave(otherKey, other)
+	woken := func(ch <-chan struct{}) func() bool {
+		return func() bool {
+			select {
+			case <-ch:
+				return true
+			default:
+				return false
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name   string
-		key    string
 		change func()
 	}{
-		{"endpoints", key, func() {
+		{"endpoints", func() {
 			e.putEndpoints(&api.Endpoints{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: function.ObjectName("f")}})
 		}},
-		{"function", key, func() { e.putFunc(f) }},
-		{"function's pod", key, func() {
+		{"function", func() { e.putFunc(f) }},
+		{"function's pod", func() {
 			e.putPod(&api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "p1", Labels: map[string]string{function.LabelFunc: "f"}}})
-		}},
-		{"v1 step's pod", podKey("default", "step-pod"), func() {
-			e.putPod(&api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "step-pod"}})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ch := e.s.changes.watch(tc.key)
+			turn := e.s.pool.join(key)
+			defer e.s.pool.leave(key, turn)
 			tc.change()
-			waitFor(t, "the waiting step to wake", func() bool {
-				select {
-				case <-ch:
-					return true
-				default:
-					return false
-				}
-			})
+			waitFor(t, "the waiting step to wake", woken(turn))
 		})
 	}
+	t.Run("v1 step's pod", func(t *testing.T) {
+		ch := e.s.changes.watch(podKey("default", "step-pod"))
+		e.putPod(&api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "step-pod"}})
+		waitFor(t, "the waiting step to wake", woken(ch))
+	})
 	select {
 	case <-other:
 		t.Error("another function's steps woke")
 	default:
+	}
+}
+
+// A freed slot wakes the first waiting step only, and a step that got a
+// slot wakes the next; one that leaves passes on a wake it did not use.
+func TestPoolQueueWakesInOrder(t *testing.T) {
+	e := newEnv(t, Config{})
+	p, key := e.s.pool, "default/func-f"
+	a, b, c := p.join(key), p.join(key), p.join(key)
+	p.wakeFirst(key)
+	p.wakeFirst(key) // a is woken already: no one else wakes
+	if len(a) != 1 || len(b) != 0 || len(c) != 0 {
+		t.Fatalf("wakes: a %d b %d c %d, want a only", len(a), len(b), len(c))
+	}
+	if !p.first(key, a) || p.first(key, b) {
+		t.Fatal("a is not first in line")
+	}
+	// a leaves without using its wake: b gets it.
+	p.leave(key, a)
+	if len(b) != 1 || len(c) != 0 {
+		t.Fatalf("after a left: b %d c %d, want b woken", len(b), len(c))
+	}
+	<-b
+	p.leave(key, b) // got a slot
+	p.wakeFirst(key)
+	if len(c) != 1 {
+		t.Fatal("the next in line was not woken after a step got a slot")
+	}
+	p.leave(key, c)
+	if q := p.queues[key]; len(q) != 0 {
+		t.Fatalf("queue left with %d steps", len(q))
 	}
 }

@@ -28,7 +28,7 @@ type stepper struct {
 	http   *http.Client
 	demand *demand
 	pool   *pool
-	// changes wakes the steps that wait for a pod.
+	// changes wakes the v1 steps that wait for their pod.
 	changes *notifier
 }
 
@@ -55,21 +55,21 @@ func (s *stepper) watch(funcs *cache.Informer[api.Func, *api.Func], pods *cache.
 	onEps := func(ep *api.Endpoints) {
 		key := ep.Namespace + "/" + ep.Name
 		s.pool.forgetDrops(key)
-		s.changes.wake(key)
+		s.pool.wakeFirst(key)
 	}
 	eps.AddEventHandler(cache.Handler[*api.Endpoints]{
 		OnAdd: onEps, OnUpdate: func(_, cur *api.Endpoints) { onEps(cur) }, OnDelete: onEps,
 	})
 	onPod := func(p *api.Pod) {
 		if fn := p.Labels[function.LabelFunc]; fn != "" {
-			s.changes.wake(p.Namespace + "/" + function.ObjectName(fn))
+			s.pool.wakeFirst(p.Namespace + "/" + function.ObjectName(fn))
 		}
 		s.changes.wake(podKey(p.Namespace, p.Name))
 	}
 	pods.AddEventHandler(cache.Handler[*api.Pod]{
 		OnAdd: onPod, OnUpdate: func(_, cur *api.Pod) { onPod(cur) }, OnDelete: onPod,
 	})
-	onFunc := func(f *api.Func) { s.changes.wake(f.Namespace + "/" + function.ObjectName(f.Name)) }
+	onFunc := func(f *api.Func) { s.pool.wakeFirst(f.Namespace + "/" + function.ObjectName(f.Name)) }
 	funcs.AddEventHandler(cache.Handler[*api.Func]{
 		OnAdd: onFunc, OnUpdate: func(_, cur *api.Func) { onFunc(cur) }, OnDelete: onFunc,
 	})

@@ -18,7 +18,10 @@ type Event struct {
 	// watch can tell an object entering or leaving its selection.
 	PrevObject api.Object
 	Revision   int64
-	Err        error
+	// Size is what the change took in the store, in bytes (the object's
+	// and, for a MODIFIED event, its previous state's encoding).
+	Size int
+	Err  error
 }
 
 // Item is an object and the key to store it at.

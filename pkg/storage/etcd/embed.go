@@ -55,6 +55,10 @@ func StartEmbedded(ctx context.Context, dir string) (*Embedded, error) {
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "1h"
 	cfg.MaxRequestBytes = MaxRequestBytes
+	// etcd keeps its raft log in memory up to a snapshot: every 100 000
+	// writes by default, which under a stream of calls holds hundreds of
+	// MB. A snapshot every 10 000 bounds it, as older etcd releases did.
+	cfg.SnapshotCount = 10000
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd in %s: %w", dir, err)

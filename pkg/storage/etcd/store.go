@@ -366,6 +366,10 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRV int64, newObj s
 					send(storage.Event{Type: api.Error, Err: err})
 					return
 				}
+				e.Size = len(ev.Kv.Value)
+				if ev.PrevKv != nil {
+					e.Size += len(ev.PrevKv.Value)
+				}
 				if !send(e) {
 					return
 				}
