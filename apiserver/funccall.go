@@ -37,6 +37,7 @@ type calls struct {
 	runners          *runnerDirectory
 	local            CallRunner
 	retention        time.Duration
+	maxPending       int
 	records          *recordWriter
 	http             *http.Client
 }
@@ -63,13 +64,14 @@ func newCalls(s *Server) *calls {
 		IdleConnTimeout:     60 * time.Second,
 	}
 	return &calls{
-		funcs:     s.registries[api.FuncsResource.Name],
-		instances: s.registries[api.FuncInstancesResource.Name],
-		runners:   newRunnerDirectory(s.registries[api.LeasesResource.Name]),
-		retention: s.cfg.FuncInstanceTTL,
-		local:     s.cfg.LocalRunner,
-		records:   newRecordWriter(s.registries[api.FuncInstancesResource.Name], 2),
-		http:      &http.Client{Transport: transport},
+		funcs:      s.registries[api.FuncsResource.Name],
+		instances:  s.registries[api.FuncInstancesResource.Name],
+		runners:    newRunnerDirectory(s.registries[api.LeasesResource.Name]),
+		retention:  s.cfg.FuncInstanceTTL,
+		maxPending: s.cfg.MaxPendingCalls,
+		local:      s.cfg.LocalRunner,
+		records:    newRecordWriter(s.registries[api.FuncInstancesResource.Name], 2),
+		http:       &http.Client{Transport: transport},
 	}
 }
 
@@ -127,6 +129,10 @@ func newInstance(ns, id, fn string, arg []byte, callbackURL string) *api.FuncIns
 func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackURL string) (*api.FuncInstance, error) {
 	if err := c.checkCall(ctx, ns, fn, arg, callbackURL, true); err != nil {
 		return nil, err
+	}
+	if n := c.runners.backlog(time.Now()); c.maxPending > 0 && n >= c.maxPending {
+		return nil, fmt.Errorf("%d asynchronous calls are waiting to run, the most this cluster takes (--max-pending-calls %d); try again shortly: %w",
+			n, c.maxPending, errdefs.ErrTooManyRequests)
 	}
 	created, err := c.instances.create(ctx, ns, newInstance(ns, uuid.NewString(), fn, arg, callbackURL))
 	if err != nil {

@@ -103,6 +103,20 @@ func (d *runnerDirectory) pick() (r runner, ok bool) {
 	return live[n%len(live)], true
 }
 
+// backlog is the unfinished calls the live runners report: each sees them
+// all, so the largest report (a runner's report lags a little behind).
+func (d *runnerDirectory) backlog(now time.Time) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	most := 0
+	for _, l := range d.leases {
+		if function.LeaseLive(l, now) {
+			most = max(most, function.RunnerDemand(l).Unfinished)
+		}
+	}
+	return most
+}
+
 // live lists the runners whose Lease is held and that publish a URL,
 // ordered by identity.
 func (d *runnerDirectory) live(now time.Time) []runner {

@@ -38,6 +38,9 @@ func errorMiddleware() gin.HandlerFunc {
 		if code >= 500 {
 			log.WithError(err).WithField("path", c.Request.URL.Path).Error("request failed")
 		}
+		if code == http.StatusTooManyRequests {
+			c.Header("Retry-After", "1")
+		}
 		c.JSON(code, api.Status{Error: err.Error(), Reason: reason, Field: errdefs.Field(err), Code: code})
 	}
 }

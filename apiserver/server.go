@@ -39,6 +39,11 @@ type Config struct {
 	// (DefaultFuncInstanceTTL); the function controller also keeps their
 	// number within a budget.
 	FuncInstanceTTL time.Duration
+	// MaxPendingCalls bounds the asynchronous calls not ended yet, as the
+	// runners count them (DefaultMaxPendingCalls; negative: no bound):
+	// beyond it a call gets 429 with Retry-After, so a burst that outruns
+	// the functions cannot fill the store and the runners' memory.
+	MaxPendingCalls int
 	// LocalRunner, when set, is a function runner in this process: the
 	// synchronous calls this apiserver accepts go to it without an HTTP
 	// hop while it serves (as cluster/ wires minik8s up).
@@ -52,6 +57,10 @@ type Config struct {
 // etcd's request limit.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultMaxPendingCalls is the backlog of asynchronous calls accepted
+// before new ones wait (429).
+const DefaultMaxPendingCalls = 50000
+
 // DefaultFuncInstanceTTL is the retention of call records.
 const DefaultFuncInstanceTTL = time.Hour
 
@@ -61,6 +70,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DataDir == "" {
 		c.DataDir = "./data"
+	}
+	if c.MaxPendingCalls == 0 {
+		c.MaxPendingCalls = DefaultMaxPendingCalls
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes

@@ -60,6 +60,9 @@ type Config struct {
 	// (apiserver.DefaultServiceCIDR); two clusters on one machine need
 	// different ranges, since every node's proxy listens on the cluster IPs.
 	ServiceCIDR string
+	// MaxPendingCalls and FuncInstanceTTL: see apiserver.Config.
+	MaxPendingCalls int
+	FuncInstanceTTL time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -152,7 +155,7 @@ func Up(ctx context.Context, cfg Config) error {
 		runners = append(runners, funcrunner.New(funcrunner.Config{Client: c, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)}))
 	}
 	acfg := apiserver.Config{Address: net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)), DataDir: cfg.DataDir,
-		ServiceCIDR: cfg.ServiceCIDR}
+		ServiceCIDR: cfg.ServiceCIDR, MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL}
 	if len(runners) > 0 {
 		// The apiserver hands its synchronous calls to the runner next to
 		// it without an HTTP hop.

@@ -24,13 +24,15 @@ type leaseKeeper struct {
 	url      string
 	demand   *demand
 	interval time.Duration // how often changed demand is reported
+	// backlog counts the unfinished instances the runner sees.
+	backlog func() int
 
 	lease      *api.Lease
 	lastDemand string
 }
 
-func newLeaseKeeper(c *client.Client, identity, url string, d *demand, interval time.Duration) *leaseKeeper {
-	return &leaseKeeper{client: c, identity: identity, url: url, demand: d, interval: interval}
+func newLeaseKeeper(c *client.Client, identity, url string, d *demand, interval time.Duration, backlog func() int) *leaseKeeper {
+	return &leaseKeeper{client: c, identity: identity, url: url, demand: d, interval: interval, backlog: backlog}
 }
 
 // acquire creates the Lease; a Lease left by an earlier runner of the same
@@ -96,7 +98,9 @@ func (k *leaseKeeper) run(ctx context.Context) {
 
 // update writes the Lease when forced (a renewal) or when the demand changed.
 func (k *leaseKeeper) update(ctx context.Context, force bool) error {
-	data, _ := json.Marshal(k.demand.snapshot())
+	snap := k.demand.snapshot()
+	snap.Unfinished = k.backlog()
+	data, _ := json.Marshal(snap)
 	d := string(data)
 	if !force && d == k.lastDemand {
 		return nil

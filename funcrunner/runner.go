@@ -98,7 +98,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	d := newDemand()
 	st := newStepper(cfg, c, funcs, pods, eps, d)
 	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, newCallbacks())
-	keeper := newLeaseKeeper(c, cfg.Identity, url, d, cfg.DemandInterval)
+	keeper := newLeaseKeeper(c, cfg.Identity, url, d, cfg.DemandInterval, instInf.Lister().Len)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

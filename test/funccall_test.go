@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"minik8s/funcserver"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
@@ -30,38 +28,7 @@ import (
 // code on a free loopback port, standing in for a function pod.
 func runtime(t *testing.T, code string) int32 {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, function.FileFunction), []byte(code), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := funcserver.Run(ctx, funcserver.Config{CodeDir: dir, Listener: l, Workers: 4, PodName: fmt.Sprintf("pod-%d", port)}); err != nil && ctx.Err() == nil {
-			t.Errorf("funcserver: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return int32(port)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("funcserver on %d not ready after 30s", port)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return framework.StartFuncServer(t, code, 4)
 }
 
 // funcTemplate posts a template in the reference format.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/funcserver"
+	"minik8s/apiserver"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
@@ -27,39 +27,7 @@ import (
 // runtimeWorkers is runtime with a chosen number of Python workers.
 func runtimeWorkers(t *testing.T, code string, workers int) int32 {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, function.FileFunction), []byte(code), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		cfg := funcserver.Config{CodeDir: dir, Listener: l, Workers: workers, PodName: fmt.Sprintf("pod-%d", port)}
-		if err := funcserver.Run(ctx, cfg); err != nil && ctx.Err() == nil {
-			t.Errorf("funcserver: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return int32(port)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("funcserver on %d not ready after 30s", port)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return framework.StartFuncServer(t, code, workers)
 }
 
 // stepCode is a chain step that logs "NAME CALL" to path as it starts
@@ -553,5 +521,70 @@ func TestFuncSyncRecordsBatched(t *testing.T) {
 			t.Fatalf("%d of %d records listed after 60s", seen, calls)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestFuncBacklogBound: past --max-pending-calls asynchronous calls not
+// ended, a call gets 429 with Retry-After, naming the bound, and nothing
+// is stored; once the backlog drains, calls are taken again.
+func TestFuncBacklogBound(t *testing.T) {
+	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.MaxPendingCalls = 5 })
+	framework.StartFuncRunner(t, s)
+	code := "def run(arg):\n    return arg\n"
+	funcTemplate(t, s, "stuck", code, "RETURN", "RETURN", nil) // no pod yet: calls wait
+
+	accepted := 0
+	var shed *http.Response
+	var shedBody []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for shed == nil {
+		resp, err := http.Post(s.URL+"/api/funcs/stuck", "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusAccepted:
+			accepted++
+		case http.StatusTooManyRequests:
+			shed, shedBody = resp, data
+		default:
+			t.Fatalf("call: %d %s", resp.StatusCode, data)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls accepted, none refused after 30s", accepted)
+		}
+		if accepted >= 5 {
+			time.Sleep(50 * time.Millisecond) // the runners report the backlog
+		}
+	}
+	if accepted < 5 {
+		t.Fatalf("refused after %d calls, want at least the bound of 5", accepted)
+	}
+	if shed.Header.Get("Retry-After") == "" || !strings.Contains(string(shedBody), "--max-pending-calls 5") {
+		t.Fatalf("429 without Retry-After or naming the bound: %v %s", shed.Header, shedBody)
+	}
+	items, _, err := s.Client.FuncInstances("default").List(context.Background(), client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != accepted {
+		t.Fatalf("%d instances stored, %d calls accepted: a refused call wrote something", len(items), accepted)
+	}
+
+	publish(t, s, "stuck", runtime(t, code))
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		if id, err := tryInvoke(s, "stuck", "y"); err == nil {
+			if v := result(t, s, id, 60*time.Second); v.Status != api.InstanceSucceeded {
+				t.Fatalf("call after the backlog drained: %+v", v)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calls still refused 60s after the function got a pod")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -91,20 +91,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 			}
 			t.Logf("containerd's log:\n%s", fileTail(filepath.Join(data, "containerd.log"), 3000))
 		}
-		did := killLeftovers(tmp, nodeIP, extraIP)
-		if tasks != nil {
-			did = append(did, removeRuncLeftovers(tasks.all())...)
-		}
-		if len(did) > 0 {
-			t.Errorf("cleanup had to remove what the cluster left:\n  %s", strings.Join(did, "\n  "))
-		}
-		if left := framework.MountsUnder(tmp); len(left) > 0 {
-			t.Errorf("cleanup: mounts left under %s, not removing it: %v", tmp, left)
-			return
-		}
-		if err := os.RemoveAll(tmp); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
+		sweepUpRun(t, tmp, tasks, nodeIP, extraIP)
 	})
 
 	// make up, privately: SIGINT if this test dies, so that minik8s up
@@ -215,49 +202,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		t.Errorf("the extra kubelet exited with %v after Ctrl-C, want status 0", err)
 	}
 
-	// Shims exit once their task is deleted, a little after the answer:
-	// wait (boundedly) for the processes to go before reporting them.
-	var left []framework.Proc
-	deadline := time.Now().Add(time.Minute)
-	for {
-		left = uniqueProcs(framework.StillRunning(before), procsOf(tmp), podProcs(nodeIP, extraIP))
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if len(left) > 0 {
-		var lines []string
-		for _, p := range left {
-			lines = append(lines, p.String())
-		}
-		t.Errorf("processes of the cluster still running after Ctrl-C:\n  %s", strings.Join(lines, "\n  "))
-	}
-	if m := framework.MountsUnder(tmp); len(m) > 0 {
-		t.Errorf("mounts left under %s after Ctrl-C: %v", tmp, m)
-	}
-	// Nor runc's state or cgroups of any container it ran: a `runc create`
-	// cut short leaves a state dir with only exec.fifo and empty cgroups
-	// that nobody else ever removes.
-	ids := tasks.all()
-	if len(ids) == 0 {
-		t.Errorf("no container IDs found in %s: the runc leftover check would prove nothing", data)
-	}
-	if left := runcLeftovers(ids); len(left) > 0 {
-		t.Errorf("runc state or cgroups of the cluster's containers left after Ctrl-C (of %d containers):\n  %s",
-			len(ids), strings.Join(left, "\n  "))
-		removeRuncLeftovers(ids)
-	}
-	ls, err := tcpListeners()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range ls {
-		ip := l.IP.String()
-		if ip == nodeIP || ip == extraIP || svcRange.Contains(l.IP) || (ip == "127.0.0.1" && l.Port == port) {
-			t.Errorf("%s still listening after Ctrl-C", l)
-		}
-	}
+	checkNothingLeft(t, tmp, before, tasks, port, svcRange, nodeIP, extraIP)
 }
 
 // mkctl runs bin/mkctl against the cluster as the README's shell does
@@ -349,4 +294,25 @@ func (c *upCluster) waitNodesReady(timeout time.Duration, ips ...string) map[str
 		return true, ""
 	})
 	return names
+}
+
+// sweepUpRun removes whatever a minik8s up run in dir left (processes of
+// its node addresses, runc containers of tasks), failing the test if there
+// was anything, then the dir itself.
+func sweepUpRun(t *testing.T, dir string, tasks *taskIDs, nodeIPs ...string) {
+	t.Helper()
+	did := killLeftovers(dir, nodeIPs...)
+	if tasks != nil {
+		did = append(did, removeRuncLeftovers(tasks.all())...)
+	}
+	if len(did) > 0 {
+		t.Errorf("cleanup had to remove what the cluster left:\n  %s", strings.Join(did, "\n  "))
+	}
+	if left := framework.MountsUnder(dir); len(left) > 0 {
+		t.Errorf("cleanup: mounts left under %s, not removing it: %v", dir, left)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
 }

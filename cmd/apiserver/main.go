@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	log "github.com/sirupsen/logrus"
 
@@ -25,7 +24,8 @@ func main() {
 	flag.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of the embedded etcd's data")
 	flag.StringVar(&endpoints, "etcd-endpoints", "", "comma-separated endpoints of an external etcd cluster (default: embedded etcd)")
 	flag.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted")
-	flag.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", 24*time.Hour, "how long function call records are kept")
+	flag.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", apiserver.DefaultFuncInstanceTTL, "how long function call records are kept")
+	flag.IntVar(&cfg.MaxPendingCalls, "max-pending-calls", apiserver.DefaultMaxPendingCalls, "asynchronous calls waiting to run beyond which new ones get 429 (-1: no bound)")
 	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()

@@ -42,6 +42,8 @@ func main() {
 	fs.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow, "how long without a call makes a function idle")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from (in 127.0.0.0/8: every node's proxy listens on them)")
 	fs.IntVar(&cfg.FuncInstanceBudget, "funcinstance-budget", funcinstancegc.DefaultBudget, "how many finished function instances are kept across the cluster; older ones are deleted")
+	fs.IntVar(&cfg.MaxPendingCalls, "max-pending-calls", apiserver.DefaultMaxPendingCalls, "asynchronous calls waiting to run beyond which new ones get 429 (-1: no bound)")
+	fs.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", apiserver.DefaultFuncInstanceTTL, "how long function call records are kept")
 	fs.IntVar(&cfg.FuncRunners, "funcrunners", 1, "function runners to start in this process (0: none; run bin/funcrunner instead)")
 	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
 	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,44 +90,78 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
+// maxRetries429 bounds how often a request the server sheds (429) is sent
+// again, after the Retry-After it names (as client-go does).
+const maxRetries429 = 10
+
 // send performs a request and returns the response of a 2xx answer.
 func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, in any) (*http.Response, error) {
-	var body io.Reader
+	var data []byte
 	contentType := "application/json"
 	switch v := in.(type) {
 	case nil:
 	case []byte:
-		body = bytes.NewReader(v)
+		data = v
 		contentType = "application/octet-stream"
 	case json.RawMessage:
-		body = bytes.NewReader(v)
+		data = v
 	default:
-		data, err := json.Marshal(v)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(v); err != nil {
 			return nil, fmt.Errorf("encoding request: %w", err)
 		}
-		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return nil, errdefs.BadRequest("", "building request: %v", err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
+	for attempt := 0; ; attempt++ {
+		var body io.Reader
+		if in != nil {
+			body = bytes.NewReader(data)
 		}
-		return nil, fmt.Errorf("%s %s: %w: %v", method, c.base+path, errdefs.ErrUnavailable, err)
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+		if err != nil {
+			return nil, errdefs.BadRequest("", "building request: %v", err)
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", contentType)
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
+			}
+			return nil, fmt.Errorf("%s %s: %w: %v", method, c.base+path, errdefs.ErrUnavailable, err)
+		}
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			return resp, nil
+		}
+		if wait, ok := retryAfter(resp); ok && attempt < maxRetries429 {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
+			}
+		}
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
+}
+
+// retryAfter says whether an answer asks to be sent again later (429 with
+// Retry-After in seconds), and when.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return 0, false
 	}
-	defer resp.Body.Close()
-	return nil, decodeError(resp)
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || secs < 0 {
+		return 0, false
+	}
+	return min(time.Duration(secs)*time.Second, 10*time.Second), true
 }
 
 func decodeError(resp *http.Response) error {

@@ -21,6 +21,8 @@ var (
 	ErrGone = errors.New("gone")
 	// ErrTimeout: the operation did not finish in the time it was given.
 	ErrTimeout = errors.New("timeout")
+	// ErrTooManyRequests: the server sheds load; try again later.
+	ErrTooManyRequests = errors.New("too many requests")
 )
 
 // FieldError is an Invalid or BadRequest error that names the offending field.
@@ -75,6 +77,7 @@ var classes = []struct {
 	{ErrTooLarge, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge"},
 	{ErrGone, http.StatusGone, "Expired"},
 	{ErrTimeout, http.StatusGatewayTimeout, "Timeout"},
+	{ErrTooManyRequests, http.StatusTooManyRequests, "TooManyRequests"},
 	{ErrUnavailable, http.StatusServiceUnavailable, "ServiceUnavailable"},
 }
 
@@ -126,3 +129,6 @@ func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
 func IsGone(err error) bool          { return errors.Is(err, ErrGone) }
 func IsTooLarge(err error) bool      { return errors.Is(err, ErrTooLarge) }
 func IsUnavailable(err error) bool   { return errors.Is(err, ErrUnavailable) }
+func IsTooManyRequests(err error) bool {
+	return errors.Is(err, ErrTooManyRequests)
+}

@@ -52,6 +52,9 @@ func RunnerLeaseName(identity string) string { return "funcrunner-" + identity }
 // function ("namespace/name").
 type Demand struct {
 	Functions map[string]FuncDemand `json:"functions,omitempty"`
+	// Unfinished counts the calls not ended yet (all runners see them
+	// all): the backlog the apiserver bounds asynchronous calls by.
+	Unfinished int `json:"unfinished,omitempty"`
 }
 
 // FuncDemand is one function's demand as one runner sees it.

@@ -7,15 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"minik8s/funcserver"
 	"minik8s/kubelet/proxy"
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
@@ -30,35 +28,7 @@ const callers = 16
 // startRuntime runs a real funcserver serving code on a loopback port.
 func startRuntime(b *testing.B, code string) int32 {
 	b.Helper()
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, function.FileFunction), []byte(code), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := int32(l.Addr().(*net.TCPAddr).Port)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = funcserver.Run(ctx, funcserver.Config{CodeDir: dir, Listener: l, Workers: 4})
-	}()
-	b.Cleanup(func() { cancel(); <-done })
-	for i := 0; ; i++ {
-		resp, err := benchHTTP.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return port
-			}
-		}
-		if i > 600 {
-			b.Fatal("funcserver not ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return framework.StartFuncServer(b, code, 4)
 }
 
 // warmFunc stores a v2 template (left and right name the next functions)
@@ -98,17 +68,29 @@ func tryPost(url, body string, want int) ([]byte, error) {
 }
 
 func tryPostWith(hc *http.Client, url, body string, want int) ([]byte, error) {
-	resp, err := hc.Post(url, "text/plain", bytes.NewBufferString(body))
-	if err != nil {
-		return nil, err
+	for {
+		resp, err := hc.Post(url, "text/plain", bytes.NewBufferString(body))
+		if err != nil {
+			return nil, err
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+			// Shed: sent again after Retry-After, as pkg/client does.
+			shed.Add(1)
+			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			time.Sleep(time.Duration(secs) * time.Second)
+			continue
+		}
+		if resp.StatusCode != want {
+			return nil, fmt.Errorf("%s: %s %s", url, resp.Status, data)
+		}
+		return data, nil
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return nil, fmt.Errorf("%s: %s %s", url, resp.Status, data)
-	}
-	return data, nil
 }
+
+// shed counts the calls the apiserver answered 429 (and were sent again).
+var shed atomic.Int64
 
 func post(b *testing.B, url, body string) []byte {
 	data, err := tryPost(url, body, http.StatusOK)

@@ -45,14 +45,23 @@ type APIServer struct {
 	// other's Services.
 	ServiceCIDR string
 
-	cancel context.CancelFunc
-	done   chan error
-	local  *localRunner
+	cancel    context.CancelFunc
+	done      chan error
+	local     *localRunner
+	configure func(*apiserver.Config)
 }
 
 // StartAPIServer starts an apiserver on a free loopback port with its data
 // in a temp dir; it is stopped when the test ends.
 func StartAPIServer(t testing.TB) *APIServer {
+	t.Helper()
+	return StartAPIServerWith(t, nil)
+}
+
+// StartAPIServerWith is StartAPIServer with configure applied to the
+// server's configuration (address, data dir and service range are the
+// framework's).
+func StartAPIServerWith(t testing.TB, configure func(*apiserver.Config)) *APIServer {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,7 +74,7 @@ func StartAPIServer(t testing.TB) *APIServer {
 		t.Fatalf("claiming a service range: %v", err)
 	}
 	s := &APIServer{t: t, DataDir: filepath.Join(t.TempDir(), "data"), Addr: addr, URL: "http://" + addr, ServiceCIDR: cidr,
-		local: &localRunner{}}
+		local: &localRunner{}, configure: configure}
 	s.Client = client.New(s.URL)
 	s.Start()
 	t.Cleanup(s.Stop)
@@ -87,10 +96,12 @@ func (s *APIServer) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.done = make(chan error, 1)
-	go func() {
-		s.done <- apiserver.Run(ctx, apiserver.Config{Address: s.Addr, DataDir: s.DataDir, ServiceCIDR: s.ServiceCIDR,
-			LocalRunner: s.local})
-	}()
+	cfg := apiserver.Config{}
+	if s.configure != nil {
+		s.configure(&cfg)
+	}
+	cfg.Address, cfg.DataDir, cfg.ServiceCIDR, cfg.LocalRunner = s.Addr, s.DataDir, s.ServiceCIDR, s.local
+	go func() { s.done <- apiserver.Run(ctx, cfg) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		hctx, hcancel := context.WithTimeout(ctx, time.Second)

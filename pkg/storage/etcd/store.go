@@ -69,6 +69,18 @@ func (s *Store) leaseFor(ctx context.Context, ttl time.Duration) (clientv3.Lease
 	return resp.ID, nil
 }
 
+// ttlOpts are the options of a put that expires after ttl (none for 0).
+func (s *Store) ttlOpts(ctx context.Context, ttl time.Duration) ([]clientv3.OpOption, error) {
+	if ttl <= 0 {
+		return nil, nil
+	}
+	id, err := s.leaseFor(ctx, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return []clientv3.OpOption{clientv3.WithLease(id)}, nil
+}
+
 func encode(obj api.Object) ([]byte, error) {
 	meta := obj.GetObjectMeta()
 	rv := meta.ResourceVersion
@@ -144,13 +156,9 @@ func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time
 	if err != nil {
 		return err
 	}
-	var opts []clientv3.OpOption
-	if ttl > 0 {
-		id, err := s.leaseFor(ctx, ttl)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, clientv3.WithLease(id))
+	opts, err := s.ttlOpts(ctx, ttl)
+	if err != nil {
+		return err
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -170,13 +178,9 @@ func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.D
 	if len(items) == 0 {
 		return nil
 	}
-	var opts []clientv3.OpOption
-	if ttl > 0 {
-		id, err := s.leaseFor(ctx, ttl)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, clientv3.WithLease(id))
+	opts, err := s.ttlOpts(ctx, ttl)
+	if err != nil {
+		return err
 	}
 	cmps := make([]clientv3.Cmp, 0, len(items))
 	puts := make([]clientv3.Op, 0, len(items))
