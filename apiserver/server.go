@@ -59,7 +59,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // DefaultMaxPendingCalls is the backlog of asynchronous calls accepted
 // before new ones wait (429).
-const DefaultMaxPendingCalls = 50000
+const DefaultMaxPendingCalls = 20000
 
 // DefaultFuncInstanceTTL is the retention of call records.
 const DefaultFuncInstanceTTL = time.Hour
