@@ -1,5 +1,8 @@
 // Package quantity parses Kubernetes resource quantities: "500m" and "2" CPUs,
-// "64Mi" and "1G" bytes.
+// "64Mi" and "1G" bytes. The parsing and arithmetic are
+// k8s.io/apimachinery's resource.Quantity; this package adds what minik8s
+// wants on top: negative quantities and values that do not fit an int64 are
+// errors rather than silently wrapped.
 package quantity
 
 import (
@@ -7,75 +10,90 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-var suffixes = []struct {
-	suffix string
-	factor float64
-}{
-	{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50}, {"Ei", 1 << 60},
-	{"n", 1e-9}, {"u", 1e-6}, {"m", 1e-3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18},
+// fits reports whether v, counted in units of 10^scale, is at most
+// math.MaxInt64 of them. The float comparison settles a huge value
+// ("1e100000") before the exact one would expand it; apimachinery caps a
+// binary-suffixed value ("20Ei") at math.MaxInt64 when it parses it, so
+// reaching that cap counts as not fitting.
+func fits(v resource.Quantity, scale resource.Scale) bool {
+	if v.AsApproximateFloat64() >= 1e19*math.Pow10(int(scale)) {
+		return false
+	}
+	if v.Format == resource.BinarySI && v.CmpInt64(math.MaxInt64) >= 0 {
+		return false
+	}
+	return v.Cmp(*resource.NewScaledQuantity(math.MaxInt64, scale)) <= 0
 }
 
-// Parse returns the value of q in base units (cores or bytes).
+func parse(q string) (resource.Quantity, error) {
+	v, err := resource.ParseQuantity(strings.TrimSpace(q))
+	if err != nil {
+		if strings.TrimSpace(q) == "" {
+			return v, fmt.Errorf("quantity is empty")
+		}
+		return v, fmt.Errorf("%q is not a quantity (want a number with an optional suffix such as 500m, 64Mi, 1G)", q)
+	}
+	if v.Sign() < 0 {
+		return v, fmt.Errorf("%q is negative", q)
+	}
+	return v, nil
+}
+
+// Parse returns the value of q in base units (cores or bytes), approximately.
 func Parse(q string) (float64, error) {
-	s := strings.TrimSpace(q)
-	if s == "" {
-		return 0, fmt.Errorf("quantity is empty")
+	v, err := parse(q)
+	if err != nil {
+		return 0, err
 	}
-	factor := 1.0
-	for _, sf := range suffixes {
-		if strings.HasSuffix(s, sf.suffix) {
-			factor = sf.factor
-			s = strings.TrimSuffix(s, sf.suffix)
-			break
-		}
+	f := v.AsApproximateFloat64()
+	if math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is too large", q)
 	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(s, "xXpP_") {
-		return 0, fmt.Errorf("%q is not a quantity (want a number with an optional suffix such as 500m, 64Mi, 1G)", q)
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("%q is negative", q)
-	}
-	return v * factor, nil
+	return f, nil
 }
 
-// MilliCPU parses a CPU quantity into thousandths of a core.
+// MilliCPU parses a CPU quantity into thousandths of a core, rounding a
+// fraction of a millicore up as Kubernetes does. A quantity of more than
+// math.MaxInt64 millicores is an error.
 func MilliCPU(q string) (int64, error) {
-	v, err := Parse(q)
+	v, err := parse(q)
 	if err != nil {
 		return 0, err
 	}
-	return int64(math.Round(v * 1000)), nil
+	if !fits(v, resource.Milli) {
+		return 0, fmt.Errorf("%q is too large: more than %d millicores", q, int64(math.MaxInt64))
+	}
+	return v.MilliValue(), nil
 }
 
-// Bytes parses a memory quantity into bytes.
+// Bytes parses a memory quantity into bytes, rounding a fraction of a byte
+// up. A quantity of more than math.MaxInt64 bytes is an error.
 func Bytes(q string) (int64, error) {
-	v, err := Parse(q)
+	v, err := parse(q)
 	if err != nil {
 		return 0, err
 	}
-	return int64(math.Ceil(v)), nil
+	if !fits(v, 0) {
+		return 0, fmt.Errorf("%q is too large: more than %d (a 64-bit integer)", q, int64(math.MaxInt64))
+	}
+	return v.Value(), nil
 }
 
-// FormatMilliCPU writes thousandths of a core the way Kubernetes does.
+// FormatMilliCPU writes thousandths of a core the way Kubernetes does
+// (500m, 2, 1k).
 func FormatMilliCPU(m int64) string {
-	if m%1000 == 0 {
-		return strconv.FormatInt(m/1000, 10)
-	}
-	return strconv.FormatInt(m, 10) + "m"
+	return resource.NewMilliQuantity(m, resource.DecimalSI).String()
 }
 
-// FormatBytes writes bytes in the largest binary unit that divides them.
+// FormatBytes writes bytes in the largest binary unit that divides them
+// (64Mi, 3Gi, 1Ti), or as a plain number (1000, not apimachinery's 1k).
 func FormatBytes(b int64) string {
-	for _, u := range []struct {
-		s string
-		f int64
-	}{{"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
-		if b != 0 && b%u.f == 0 {
-			return strconv.FormatInt(b/u.f, 10) + u.s
-		}
+	if b == 0 || b%1024 != 0 {
+		return strconv.FormatInt(b, 10)
 	}
-	return strconv.FormatInt(b, 10)
+	return resource.NewQuantity(b, resource.BinarySI).String()
 }

@@ -6,6 +6,7 @@ package validation
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"strconv"
@@ -132,12 +133,10 @@ func resourceList(field string, rl api.ResourceList) error {
 		f := field + "." + name
 		switch name {
 		case api.ResourceCPU:
-			m, err := quantity.MilliCPU(q)
-			if err != nil {
+			// A fraction of a millicore rounds up to 1m, as in Kubernetes; a
+			// value beyond int64 millicores is an error.
+			if _, err := quantity.MilliCPU(q); err != nil {
 				return errdefs.Invalid(f, "%v", err)
-			}
-			if m == 0 && q != "0" {
-				return errdefs.Invalid(f, "%q is less than 1m", q)
 			}
 		case api.ResourceMemory, api.ResourcePods:
 			if _, err := quantity.Bytes(q); err != nil {
@@ -411,6 +410,11 @@ func Func(f *api.Func) error {
 	}{{"spec.initInstanceNum", f.Spec.InitInstanceNum}, {"spec.maxInstanceNum", f.Spec.MaxInstanceNum}, {"spec.minInstanceNum", f.Spec.MinInstanceNum}} {
 		if n.v != nil && *n.v < 0 {
 			return errdefs.Invalid(n.field, "%d must not be negative", *n.v)
+		}
+		// Kubernetes counts replicas in an int32; so do the ReplicaSets a
+		// function's instances become.
+		if n.v != nil && *n.v > math.MaxInt32 {
+			return errdefs.Invalid(n.field, "%d is more than %d", *n.v, math.MaxInt32)
 		}
 	}
 	lo, initial, hi := FuncBounds(&f.Spec)

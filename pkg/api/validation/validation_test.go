@@ -2,6 +2,7 @@ package validation
 
 import (
 	"encoding/base64"
+	"math"
 	"testing"
 
 	"minik8s/pkg/api"
@@ -53,6 +54,13 @@ func TestFunc(t *testing.T) {
 		}, "spec.initInstanceNum"},
 		{"max 0", func(f *api.Func) { f.Spec.MaxInstanceNum = ptr(0) }, "spec.maxInstanceNum"},
 		{"timeout", func(f *api.Func) { f.Spec.TimeoutSeconds = ptr(0) }, "spec.timeoutSeconds"},
+		{"max int32", func(f *api.Func) { f.Spec.MaxInstanceNum = ptr(math.MaxInt32) }, ""},
+		{"init above int32", func(f *api.Func) { f.Spec.InitInstanceNum = ptr(math.MaxInt32 + 1) }, "spec.initInstanceNum"},
+		{"max above int32", func(f *api.Func) { f.Spec.MaxInstanceNum = ptr(math.MaxInt32 + 1) }, "spec.maxInstanceNum"},
+		{"min above int32", func(f *api.Func) { f.Spec.MinInstanceNum = ptr(math.MaxInt64) }, "spec.minInstanceNum"},
+		{"all above int32", func(f *api.Func) {
+			f.Spec.InitInstanceNum, f.Spec.MinInstanceNum, f.Spec.MaxInstanceNum = ptr(1<<40), ptr(1<<40), ptr(1<<40)
+		}, "spec.initInstanceNum"},
 	}
 	for _, tc := range tests {
 		f := validFunc()
@@ -123,6 +131,20 @@ func TestPod(t *testing.T) {
 			p.Spec.Containers[0].LivenessProbe = &api.Probe{HTTPGet: &api.HTTPGetAction{Port: "nope"}}
 		}, "spec.containers[0].livenessProbe.httpGet.port"},
 		{"env name", func(p *api.Pod) { p.Spec.Containers[0].Env = []api.EnvVar{{Name: "1X"}} }, "spec.containers[0].env[0].name"},
+		{"resources", func(p *api.Pod) {
+			p.Spec.Containers[0].Resources.Limits = api.ResourceList{"cpu": "500m", "memory": "7Ei"}
+			p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "0.1m", "memory": "64Mi"}
+		}, ""},
+		{"negative cpu", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "-1"} }, "spec.containers[0].resources.requests.cpu"},
+		// Quantities beyond int64 are errors, not wrapped or saturated values.
+		{"cpu overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"cpu": "1e19"} }, "spec.containers[0].resources.limits.cpu"},
+		{"cpu overflow request", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "10Ei"} }, "spec.containers[0].resources.requests.cpu"},
+		{"memory overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"memory": "20Ei"} }, "spec.containers[0].resources.limits.memory"},
+		{"memory overflow decimal", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "1e19"} }, "spec.containers[0].resources.requests.memory"},
+		{"second container", func(p *api.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "d", Image: "img",
+				Resources: api.ResourceRequirements{Limits: api.ResourceList{"cpu": "1e19"}}})
+		}, "spec.containers[1].resources.limits.cpu"},
 	}
 	for _, tc := range tests {
 		p := validPod()
@@ -171,5 +193,32 @@ func TestReplicaSetAndService(t *testing.T) {
 	svc.Spec.Ports = append(svc.Spec.Ports, api.ServicePort{Port: 80, Protocol: "TCP"})
 	if err := Object(api.ServicesResource, svc); errdefs.Field(err) != "spec.ports[1].port" {
 		t.Errorf("duplicate port: %v", err)
+	}
+}
+
+func TestNodeCapacity(t *testing.T) {
+	tests := []struct {
+		name     string
+		capacity api.ResourceList
+		field    string
+	}{
+		{"valid", api.ResourceList{"cpu": "4", "memory": "16Gi", "pods": "110"}, ""},
+		{"cpu overflow", api.ResourceList{"cpu": "1e19"}, "status.capacity.cpu"},
+		{"memory overflow", api.ResourceList{"memory": "20Ei"}, "status.capacity.memory"},
+		{"pods overflow", api.ResourceList{"pods": "1e19"}, "status.capacity.pods"},
+		{"bad memory", api.ResourceList{"memory": "lots"}, "status.capacity.memory"},
+	}
+	for _, tc := range tests {
+		n := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}, Status: api.NodeStatus{Capacity: tc.capacity}}
+		err := Object(api.NodesResource, n)
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if !errdefs.IsInvalid(err) || errdefs.Field(err) != tc.field {
+			t.Errorf("%s: got %v (field %q), want Invalid on %s", tc.name, err, errdefs.Field(err), tc.field)
+		}
 	}
 }
