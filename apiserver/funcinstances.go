@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage/etcd"
 )
@@ -40,6 +41,9 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 				name, cur.Status.Phase, errdefs.ErrConflict)
 		}
 		cur.Status = next.Status
+		if err := validation.Status(cur); err != nil {
+			return nil, err
+		}
 		return cur, nil
 	}
 	ctx, ns := c.Request.Context(), h.ns(c)

@@ -21,6 +21,7 @@ import (
 
 // handlers serves the REST paths of one resource.
 type handlers struct {
+	srv     *Server
 	reg     *registry
 	maxBody int64
 }

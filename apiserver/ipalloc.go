@@ -98,57 +98,6 @@ func (a *ipAllocator) record(ip string, svc *api.Service) *ipAllocation {
 	}
 }
 
-// allocate takes ip for svc; ip must be free and in range.
-func (a *ipAllocator) allocate(ctx context.Context, svc *api.Service, ip string) error {
-	parsed := net.ParseIP(ip)
-	if parsed == nil || !a.inRange(parsed) {
-		return errdefs.Invalid("spec.clusterIP", "%s is not in the service range %s", ip, a.cidr)
-	}
-	ip = parsed.To4().String()
-	err := a.store.Create(ctx, ipAllocPrefix+ip, a.record(ip, svc), 0)
-	if errdefs.IsAlreadyExists(err) {
-		return &errdefs.FieldError{Class: errdefs.ErrAlreadyExists, Field: "spec.clusterIP",
-			Reason: fmt.Sprintf("%s is already allocated to another service", ip)}
-	}
-	return err
-}
-
-// allocateNext takes a free address for svc.
-func (a *ipAllocator) allocateNext(ctx context.Context, svc *api.Service) (string, error) {
-	for attempt := 0; attempt < 2; attempt++ {
-		used, err := a.used(ctx)
-		if err != nil {
-			return "", err
-		}
-		a.mu.Lock()
-		start := a.next
-		a.mu.Unlock()
-		for k := uint32(0); k < a.size; k++ {
-			i := (start + k) % a.size
-			ip := a.ipAt(i)
-			if used[ip] {
-				continue
-			}
-			err := a.store.Create(ctx, ipAllocPrefix+ip, a.record(ip, svc), 0)
-			if errdefs.IsAlreadyExists(err) {
-				continue // taken since the list: try the next
-			}
-			if err != nil {
-				return "", err
-			}
-			a.mu.Lock()
-			a.next = (i + 1) % a.size
-			a.mu.Unlock()
-			return ip, nil
-		}
-		// Full: reclaim addresses whose Service is gone, then look again.
-		if n, err := a.repair(ctx); err != nil || n == 0 {
-			break
-		}
-	}
-	return "", fmt.Errorf("no cluster IP left in the service range %s: %w", a.cidr, errdefs.ErrConflict)
-}
-
 func (a *ipAllocator) used(ctx context.Context) (map[string]bool, error) {
 	objs, _, err := a.store.List(ctx, ipAllocPrefix, func() api.Object { return &ipAllocation{} })
 	if err != nil {
@@ -161,10 +110,6 @@ func (a *ipAllocator) used(ctx context.Context) (map[string]bool, error) {
 	return used, nil
 }
 
-// repairAge: an allocation younger than this may belong to a create still
-// in flight, so repair leaves it.
-const repairAge = time.Minute
-
 // repair releases addresses whose Service no longer holds them (an
 // apiserver that died between allocating and storing, say).
 func (a *ipAllocator) repair(ctx context.Context) (int, error) {
@@ -174,10 +119,9 @@ func (a *ipAllocator) repair(ctx context.Context) (int, error) {
 	}
 	released := 0
 	for _, o := range objs {
+		// A Service and its address are created together, so an
+		// allocation without its Service is a leak, however young.
 		alloc := o.(*ipAllocation)
-		if alloc.CreationTimestamp != nil && time.Since(*alloc.CreationTimestamp) < repairAge {
-			continue
-		}
 		var svc api.Service
 		ref := alloc.Service
 		err := a.store.Get(ctx, keyRoot+api.ServicesResource.Name+"/"+ref.Namespace+"/"+ref.Name, &svc)
@@ -215,30 +159,102 @@ func (a *ipAllocator) release(ctx context.Context, ip, uid string) {
 	}
 }
 
-// allocateClusterIP gives a Service about to be created its cluster IP:
-// the one asked for if it is free and in range, else the next free one
-// ("None" asks for none). undo releases it if the create fails after.
-func (r *registry) allocateClusterIP(ctx context.Context, obj api.Object) (undo func(), err error) {
-	svc, ok := obj.(*api.Service)
-	if !ok || r.ips == nil || svc.Spec.ClusterIP == "None" {
-		return func() {}, nil
+// createService stores a Service and the allocation of its cluster IP in
+// one transaction: both or neither, so a refused create (the name is
+// taken) or a crash in between leaves no address allocated without its
+// Service. The address is the one asked for if it is free and in range,
+// else the next free one ("None" asks for none).
+func (r *registry) createService(ctx context.Context, key string, svc *api.Service) error {
+	a := r.ips
+	if a == nil || svc.Spec.ClusterIP == "None" {
+		return r.store.Create(ctx, key, svc, r.ttl)
 	}
-	if svc.Spec.ClusterIP == "" {
-		ip, err := r.ips.allocateNext(ctx, svc)
-		if err != nil {
-			return nil, err
+	if asked := svc.Spec.ClusterIP; asked != "" {
+		parsed := net.ParseIP(asked)
+		if parsed == nil || !a.inRange(parsed) {
+			return errdefs.Invalid("spec.clusterIP", "%s is not in the service range %s", asked, a.cidr)
 		}
-		svc.Spec.ClusterIP = ip
-	} else if err := r.ips.allocate(ctx, svc, svc.Spec.ClusterIP); err != nil {
-		return nil, err
+		svc.Spec.ClusterIP = parsed.To4().String()
+		err := r.createWithIP(ctx, key, svc)
+		if errdefs.IsAlreadyExists(err) && !r.exists(ctx, key) {
+			return &errdefs.FieldError{Class: errdefs.ErrAlreadyExists, Field: "spec.clusterIP",
+				Reason: fmt.Sprintf("%s is already allocated to another service", svc.Spec.ClusterIP)}
+		}
+		return err
 	}
-	ip, uid := svc.Spec.ClusterIP, svc.UID
-	return func() {
-		// The request's context may be what failed the create.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		r.ips.release(rctx, ip, uid)
-	}, nil
+	for attempt := 0; attempt < 2; attempt++ {
+		used, err := a.used(ctx)
+		if err != nil {
+			return err
+		}
+		a.mu.Lock()
+		start := a.next
+		a.mu.Unlock()
+		for k := uint32(0); k < a.size; k++ {
+			i := (start + k) % a.size
+			ip := a.ipAt(i)
+			if used[ip] {
+				continue
+			}
+			svc.Spec.ClusterIP = ip
+			err := r.createWithIP(ctx, key, svc)
+			if errdefs.IsAlreadyExists(err) {
+				if r.exists(ctx, key) {
+					svc.Spec.ClusterIP = ""
+					return err
+				}
+				continue // the address was taken since the list: try the next
+			}
+			if err != nil {
+				svc.Spec.ClusterIP = ""
+				return err
+			}
+			a.mu.Lock()
+			a.next = (i + 1) % a.size
+			a.mu.Unlock()
+			return nil
+		}
+		// Full: reclaim addresses whose Service is gone, then look again.
+		if n, err := a.repair(ctx); err != nil || n == 0 {
+			break
+		}
+	}
+	svc.Spec.ClusterIP = ""
+	return fmt.Errorf("no cluster IP left in the service range %s: %w", a.cidr, errdefs.ErrConflict)
+}
+
+// createWithIP writes svc and its address's allocation together.
+func (r *registry) createWithIP(ctx context.Context, key string, svc *api.Service) error {
+	ip := svc.Spec.ClusterIP
+	err := r.store.CreateMany(ctx, []storage.Item{
+		{Key: key, Object: svc},
+		{Key: ipAllocPrefix + ip, Object: r.ips.record(ip, svc)},
+	}, r.ttl)
+	if errdefs.IsAlreadyExists(err) {
+		return fmt.Errorf("%s %q already exists: %w", r.res.Kind, svc.Name, errdefs.ErrAlreadyExists)
+	}
+	return err
+}
+
+func (r *registry) exists(ctx context.Context, key string) bool {
+	err := r.store.Get(ctx, key, r.res.New())
+	return err == nil
+}
+
+// runRepair releases, every interval until ctx ends, the addresses whose
+// Service is gone (an apiserver that died between deleting a Service and
+// releasing its address), as Kubernetes' allocator repair does.
+func (a *ipAllocator) runRepair(ctx context.Context, interval time.Duration) {
+	for {
+		if _, err := a.repair(ctx); err != nil && ctx.Err() == nil {
+			log.WithError(err).Debug("cluster IP repair failed; trying again later")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
 }
 
 // keepClusterIP makes an update keep the Service's cluster IP: an empty

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -58,75 +57,77 @@ func TestParseServiceCIDR(t *testing.T) {
 	}
 }
 
-func TestAllocatorExhaustsAndReuses(t *testing.T) {
-	a, err := newIPAllocator(testStore(t), "127.1.2.0/29")
+// serviceRegistry is the Services registry of a server over store.
+func serviceRegistry(t *testing.T, store storage.Interface, cidr string) *registry {
+	t.Helper()
+	return New(Config{ServiceCIDR: cidr}, store).registries[api.ServicesResource.Name]
+}
+
+func createSvc(ctx context.Context, reg *registry, name, ip string) (string, error) {
+	obj, err := reg.create(ctx, "default", &api.Service{ObjectMeta: api.ObjectMeta{Name: name},
+		Spec: api.ServiceSpec{ClusterIP: ip, Ports: []api.ServicePort{{Port: 80}}}})
+	if err != nil {
+		return "", err
+	}
+	return obj.(*api.Service).Spec.ClusterIP, nil
+}
+
+func allocations(t *testing.T, store storage.Interface) map[string]string {
+	t.Helper()
+	objs, _, err := store.List(context.Background(), ipAllocPrefix, func() api.Object { return &ipAllocation{} })
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := map[string]string{}
+	for _, o := range objs {
+		a := o.(*ipAllocation)
+		out[a.Name] = a.Service.Name
+	}
+	return out
+}
+
+func TestAllocatorExhaustsAndReuses(t *testing.T) {
+	store := testStore(t)
+	reg := serviceRegistry(t, store, "127.1.2.0/29")
 	ctx := context.Background()
 	got := map[string]bool{}
 	for i := 0; i < 6; i++ {
-		ip, err := a.allocateNext(ctx, svc(fmt.Sprintf("s%d", i), ""))
+		ip, err := createSvc(ctx, reg, fmt.Sprintf("s%d", i), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[ip] || !a.inRange(net.ParseIP(ip)) || ip == "127.1.2.0" || ip == "127.1.2.7" {
+		if got[ip] || !reg.ips.inRange(net.ParseIP(ip)) || ip == "127.1.2.0" || ip == "127.1.2.7" {
 			t.Fatalf("allocated %s (have %v)", ip, got)
 		}
 		got[ip] = true
 	}
-	if _, err := a.allocateNext(ctx, svc("s6", "")); !errdefs.IsConflict(err) {
+	if _, err := createSvc(ctx, reg, "s6", ""); !errdefs.IsConflict(err) {
 		t.Fatalf("full range: err %v, want a conflict", err)
 	}
 	// Only the holder's release frees an address.
-	a.release(ctx, "127.1.2.3", "uid-someone-else")
-	if _, err := a.allocateNext(ctx, svc("s6", "")); err == nil {
-		t.Fatal("an address was freed by a release of another service")
-	}
-	a.release(ctx, "127.1.2.3", "uid-s2")
-	ip, err := a.allocateNext(ctx, svc("s6", ""))
-	if err != nil || ip != "127.1.2.3" {
-		t.Fatalf("after release: %q, %v", ip, err)
-	}
-}
-
-func TestAllocateSpecific(t *testing.T) {
-	a, err := newIPAllocator(testStore(t), DefaultServiceCIDR)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := a.allocate(ctx, svc("a", "127.1.0.5"), "127.1.0.5"); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		ip    string
-		class error
-	}{
-		{"127.1.0.5", errdefs.ErrAlreadyExists},
-		{"127.2.0.5", errdefs.ErrInvalid},
-		{"127.1.0.0", errdefs.ErrInvalid},     // the network address
-		{"127.1.255.255", errdefs.ErrInvalid}, // the broadcast address
-	}
-	for _, tt := range tests {
-		err := a.allocate(ctx, svc("b", tt.ip), tt.ip)
-		if !errors.Is(err, tt.class) || errdefs.Field(err) != "spec.clusterIP" {
-			t.Errorf("allocate %s: %v (field %q), want %v naming spec.clusterIP", tt.ip, err, errdefs.Field(err), tt.class)
+	victim := ""
+	for ip, name := range allocations(t, store) {
+		if name == "s2" {
+			victim = ip
 		}
 	}
-	// The next free address skips the taken one.
-	a.next = 4
-	ip, err := a.allocateNext(ctx, svc("c", ""))
-	if err != nil || ip != "127.1.0.6" {
-		t.Fatalf("allocateNext = %q, %v; want 127.1.0.6", ip, err)
+	reg.ips.release(ctx, victim, "uid-someone-else")
+	if _, err := createSvc(ctx, reg, "s6", ""); err == nil {
+		t.Fatal("an address was freed by a release of another service")
+	}
+	if _, err := reg.delete(ctx, "default", "s2", deleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ip, err := createSvc(ctx, reg, "s6", "")
+	if err != nil || ip != victim {
+		t.Fatalf("after the delete: %q, %v; want %s", ip, err, victim)
 	}
 }
 
+// Two servers on one etcd never give one address to two Services.
 func TestConcurrentAllocationsAreDistinct(t *testing.T) {
 	store := testStore(t)
-	// Two allocators stand for two apiservers on one etcd.
-	a1, _ := newIPAllocator(store, "127.1.3.0/26")
-	a2, _ := newIPAllocator(store, "127.1.3.0/26")
+	regs := []*registry{serviceRegistry(t, store, "127.1.3.0/26"), serviceRegistry(t, store, "127.1.3.0/26")}
 	ctx := context.Background()
 	var mu sync.Mutex
 	got := map[string]string{}
@@ -135,12 +136,8 @@ func TestConcurrentAllocationsAreDistinct(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := a1
-			if i%2 == 1 {
-				a = a2
-			}
 			name := fmt.Sprintf("s%d", i)
-			ip, err := a.allocateNext(ctx, svc(name, ""))
+			ip, err := createSvc(ctx, regs[i%2], name, "")
 			if err != nil {
 				t.Error(err)
 				return
@@ -159,28 +156,43 @@ func TestConcurrentAllocationsAreDistinct(t *testing.T) {
 	}
 }
 
+// An address whose Service is gone (an apiserver that died between the
+// delete and the release) goes back to the pool: at once when the range
+// is full, and in the periodic repair.
 func TestRepairReclaimsLeakedAddresses(t *testing.T) {
 	store := testStore(t)
-	a, _ := newIPAllocator(store, "127.1.4.0/30") // two addresses
+	reg := serviceRegistry(t, store, "127.1.4.0/30") // two addresses
 	ctx := context.Background()
-	// An allocation whose Service was never stored, made long ago.
-	leaked := a.record("127.1.4.1", svc("ghost", ""))
-	old := time.Now().Add(-time.Hour)
-	leaked.CreationTimestamp = &old
+	leaked := reg.ips.record("127.1.4.1", svc("ghost", ""))
 	if err := store.Create(ctx, ipAllocPrefix+"127.1.4.1", leaked, 0); err != nil {
 		t.Fatal(err)
 	}
-	// And one held by a stored Service.
-	held := svc("real", "127.1.4.2")
-	if err := a.allocate(ctx, held, "127.1.4.2"); err != nil {
-		t.Fatal(err)
+	if ip, err := createSvc(ctx, reg, "real", ""); err != nil || ip != "127.1.4.2" {
+		t.Fatalf("create = %q, %v; want 127.1.4.2", ip, err)
 	}
-	if err := store.Create(ctx, keyRoot+"services/default/real", held, 0); err != nil {
-		t.Fatal(err)
-	}
-	ip, err := a.allocateNext(ctx, svc("new", ""))
+	ip, err := createSvc(ctx, reg, "new", "")
 	if err != nil || ip != "127.1.4.1" {
-		t.Fatalf("allocateNext on a full range with a leak = %q, %v; want the leaked 127.1.4.1", ip, err)
+		t.Fatalf("create on a full range with a leak = %q, %v; want the leaked 127.1.4.1", ip, err)
+	}
+
+	// The periodic repair, without waiting for the range to fill.
+	if err := store.Create(ctx, ipAllocPrefix+"127.1.4.9", reg.ips.record("127.1.4.9", svc("ghost2", "")), 0); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); reg.ips.runRepair(rctx, time.Hour) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for allocations(t, store)["127.1.4.9"] != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the repair loop left a leaked address")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if a := allocations(t, store); a["127.1.4.1"] != "new" || a["127.1.4.2"] != "real" {
+		t.Fatalf("the repair took addresses Services hold: %v", a)
 	}
 }
 
@@ -208,15 +220,24 @@ func TestServiceRegistryClusterIPs(t *testing.T) {
 	if _, err := create("c", "127.1.5.4"); !errdefs.IsAlreadyExists(err) || errdefs.Field(err) != "spec.clusterIP" {
 		t.Fatalf("taken IP: %v", err)
 	}
-	if _, err := create("c", "127.9.0.1"); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.clusterIP" {
-		t.Fatalf("IP out of range: %v", err)
+	for _, ip := range []string{"127.9.0.1", "127.1.5.0", "127.1.5.7"} { // out of range, network, broadcast
+		if _, err := create("c", ip); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.clusterIP" {
+			t.Fatalf("IP %s: %v", ip, err)
+		}
 	}
 	if h, err := create("headless", "None"); err != nil || h.Spec.ClusterIP != "None" {
 		t.Fatalf("headless: %+v, %v", h, err)
 	}
-	// A failed create (the name is taken) gives its address back.
+	// A refused create (the name is taken) writes nothing.
+	before := allocations(t, reg.store)
 	if _, err := create("a", "127.1.5.6"); !errdefs.IsAlreadyExists(err) {
 		t.Fatalf("duplicate name: %v", err)
+	}
+	if _, err := create("a", ""); !errdefs.IsAlreadyExists(err) {
+		t.Fatalf("duplicate name, no IP asked: %v", err)
+	}
+	if after := allocations(t, reg.store); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("refused creates changed the allocations: %v, then %v", before, after)
 	}
 	if c, err := create("c", "127.1.5.6"); err != nil || c.Spec.ClusterIP != "127.1.5.6" {
 		t.Fatalf("address of the failed create not released: %v", err)

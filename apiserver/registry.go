@@ -96,13 +96,15 @@ func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.O
 	if err := r.prepareCreate(ns, obj); err != nil {
 		return nil, err
 	}
-	undoIP, err := r.allocateClusterIP(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
 	meta := obj.GetObjectMeta()
-	if err := r.store.Create(ctx, r.key(meta.Namespace, meta.Name), obj, r.ttl); err != nil {
-		undoIP()
+	key := r.key(meta.Namespace, meta.Name)
+	var err error
+	if svc, ok := obj.(*api.Service); ok {
+		err = r.createService(ctx, key, svc)
+	} else {
+		err = r.store.Create(ctx, key, obj, r.ttl)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return obj, nil
@@ -131,7 +133,10 @@ func (r *registry) prepareCreate(ns string, obj api.Object) error {
 	meta.Generation = 1
 	prepareForCreate(obj)
 	validation.Default(r.res, obj)
-	return validation.Object(r.res, obj)
+	if err := validation.Object(r.res, obj); err != nil {
+		return err
+	}
+	return validation.Status(obj)
 }
 
 // createMany creates objects of a kind without cluster IPs in one store
@@ -268,6 +273,9 @@ func (r *registry) updateStatus(ctx context.Context, ns, name string, obj api.Ob
 				r.res.Kind, name, wantRV, cur.GetObjectMeta().ResourceVersion, errdefs.ErrConflict)
 		}
 		setStatus(cur, statusOf(obj))
+		if err := validation.Status(cur); err != nil {
+			return nil, err
+		}
 		return cur, nil
 	})
 	if err != nil {

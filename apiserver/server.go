@@ -39,6 +39,12 @@ type Config struct {
 	// (DefaultFuncInstanceTTL); the function controller also keeps their
 	// number within a budget.
 	FuncInstanceTTL time.Duration
+	// RequestTimeout bounds a request that is not a watch
+	// (DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// MaxWatchesPerClient bounds the watches one client holds open
+	// (DefaultMaxWatchesPerClient; negative: no bound).
+	MaxWatchesPerClient int
 	// MaxPendingCalls bounds the asynchronous calls not ended yet, as the
 	// runners count them (DefaultMaxPendingCalls; negative: no bound):
 	// beyond it a call gets 429 with Retry-After, so a burst that outruns
@@ -71,6 +77,12 @@ func (c *Config) setDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = "./data"
 	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MaxWatchesPerClient == 0 {
+		c.MaxWatchesPerClient = DefaultMaxWatchesPerClient
+	}
 	if c.MaxPendingCalls == 0 {
 		c.MaxPendingCalls = DefaultMaxPendingCalls
 	}
@@ -93,6 +105,7 @@ type Server struct {
 	engine     *gin.Engine
 	metrics    *prometheus.Registry
 	calls      *calls
+	watches    *watchLimiter
 }
 
 // New builds a server over store; Run is the usual entry point.
@@ -117,6 +130,7 @@ func New(cfg Config, store storage.Interface) *Server {
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.calls = newCalls(s)
+	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient)
 	s.engine = s.routes()
 	return s
 }
@@ -159,7 +173,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // Serve serves on l until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second,
+	hs := &http.Server{Handler: bodyDeadline(s.engine), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	var bg sync.WaitGroup
 	bg.Add(1)
@@ -173,6 +187,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			defer bg.Done()
 			reg.cache.run(ctx)
 		}()
+		if reg.ips != nil {
+			bg.Add(1)
+			go func() {
+				defer bg.Done()
+				reg.ips.runRepair(ctx, time.Minute)
+			}()
+		}
 	}
 	defer bg.Wait()
 	errc := make(chan error, 1)
@@ -199,14 +220,16 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
-	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), errorMiddleware(), s.bodyLimit())
+	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), errorMiddleware(), s.bodyLimit(), s.requestTimeout())
 
-	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.GET("/healthz", s.health)
+	r.GET("/readyz", s.health)
+	r.GET("/livez", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
 
 	for _, res := range api.Resources {
 		reg := s.registries[res.Name]
-		h := &handlers{reg: reg, maxBody: s.cfg.MaxBodyBytes}
+		h := &handlers{srv: s, reg: reg, maxBody: s.cfg.MaxBodyBytes}
 		base := res.Prefix()
 		if res.Namespaced {
 			// All namespaces, as kubectl get -A.
@@ -239,7 +262,7 @@ func (s *Server) routes() *gin.Engine {
 		}
 	}
 
-	funcs := &funcHandlers{handlers: handlers{reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
+	funcs := &funcHandlers{handlers: handlers{srv: s, reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
 	r.Any("/api/funcs/*path", funcs.dispatch)
 	r.GET("/api/watch/funcs/template", funcs.watchTemplates)
 	r.GET("/api/watch/funcs/template/:name", funcs.watchTemplates)

@@ -37,6 +37,12 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 			defer cancel()
 		}
 	}
+	release, err := h.srv.watches.acquire(clientOf(c))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer release()
 	var initial []api.Object
 	var from int64
 	switch rv := c.Query("resourceVersion"); rv {
@@ -51,6 +57,10 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 		n, err := strconv.ParseInt(rv, 10, 64)
 		if err != nil || n < 0 {
 			fail(c, errdefs.BadRequest("resourceVersion", "%q is not a resource version", rv))
+			return
+		}
+		if err := h.srv.watchRevision(ctx, n); err != nil {
+			fail(c, err)
 			return
 		}
 		from = n

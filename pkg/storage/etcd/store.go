@@ -61,7 +61,7 @@ func (s *Store) leaseFor(ctx context.Context, ttl time.Duration) (clientv3.Lease
 	}
 	// The object lives between ttl and ttl+window.
 	secs := int64((ttl + leaseReuseWindow(ttl) + time.Second - 1) / time.Second)
-	resp, err := s.client.Grant(ctx, secs)
+	resp, err := s.client.Grant(leader(ctx), secs)
 	if err != nil {
 		return 0, wrapErr(err)
 	}
@@ -80,6 +80,11 @@ func (s *Store) ttlOpts(ctx context.Context, ttl time.Duration) ([]clientv3.OpOp
 	}
 	return []clientv3.OpOption{clientv3.WithLease(id)}, nil
 }
+
+// leader makes a request fail at once when the member has no leader (its
+// cluster lost quorum) instead of waiting for one: the apiserver answers
+// 503 and its health checks say why.
+func leader(ctx context.Context) context.Context { return clientv3.WithRequireLeader(ctx) }
 
 func encode(obj api.Object) ([]byte, error) {
 	meta := obj.GetObjectMeta()
@@ -160,7 +165,7 @@ func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time
 	if err != nil {
 		return err
 	}
-	resp, err := s.client.Txn(ctx).
+	resp, err := s.client.Txn(leader(ctx)).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(data), opts...)).
 		Commit()
@@ -194,7 +199,7 @@ func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.D
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0))
 		puts = append(puts, clientv3.OpPut(it.Key, string(data), opts...))
 	}
-	resp, err := s.client.Txn(ctx).If(cmps...).Then(puts...).Commit()
+	resp, err := s.client.Txn(leader(ctx)).If(cmps...).Then(puts...).Commit()
 	if err != nil {
 		if isTooLarge(err) {
 			return fmt.Errorf("%d objects taking %d bytes once encoded, more than etcd accepts in one request: %w",
@@ -213,7 +218,7 @@ func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.D
 }
 
 func (s *Store) Get(ctx context.Context, key string, out api.Object) error {
-	resp, err := s.client.Get(ctx, key)
+	resp, err := s.client.Get(leader(ctx), key)
 	if err != nil {
 		return wrapErr(err)
 	}
@@ -224,7 +229,7 @@ func (s *Store) Get(ctx context.Context, key string, out api.Object) error {
 }
 
 func (s *Store) List(ctx context.Context, prefix string, newObj storage.NewFunc) ([]api.Object, int64, error) {
-	resp, err := s.client.Get(ctx, prefix, clientv3.WithPrefix())
+	resp, err := s.client.Get(leader(ctx), prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, wrapErr(err)
 	}
@@ -252,7 +257,7 @@ func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 		}
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", rev)
 	}
-	resp, err := s.client.Txn(ctx).
+	resp, err := s.client.Txn(leader(ctx)).
 		If(cmp).
 		Then(clientv3.OpPut(key, string(data), clientv3.WithIgnoreLease())).
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
@@ -307,7 +312,7 @@ func (s *Store) Delete(ctx context.Context, key string, out api.Object, precondi
 		}
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", rev)
 	}
-	resp, err := s.client.Txn(ctx).
+	resp, err := s.client.Txn(leader(ctx)).
 		If(cmp).
 		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
@@ -329,12 +334,15 @@ func (s *Store) Delete(ctx context.Context, key string, out api.Object, precondi
 }
 
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, "/", clientv3.WithCountOnly())
+	resp, err := s.client.Get(leader(ctx), "/", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, wrapErr(err)
 	}
 	return resp.Header.Revision, nil
 }
+
+// WatchBuffer is how many events a watch holds for a slow consumer.
+const WatchBuffer = 1024
 
 func (s *Store) Watch(ctx context.Context, prefix string, fromRV int64, newObj storage.NewFunc) (<-chan storage.Event, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -342,15 +350,20 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRV int64, newObj s
 	// instead of hanging silently.
 	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix,
 		clientv3.WithPrefix(), clientv3.WithRev(fromRV+1), clientv3.WithPrevKV())
-	out := make(chan storage.Event, 100)
+	out := make(chan storage.Event, WatchBuffer)
 	go func() {
 		defer cancel()
 		defer close(out)
+		// A consumer WatchBuffer events behind is cut off (the channel
+		// closes) rather than left to grow etcd's client buffer without
+		// bound; it resumes from the last revision it got.
 		send := func(ev storage.Event) bool {
 			select {
 			case out <- ev:
 				return true
 			case <-ctx.Done():
+				return false
+			default:
 				return false
 			}
 		}

@@ -1,0 +1,178 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"minik8s/pkg/errdefs"
+)
+
+// Limits an open port needs: a body that trickles in is cut off, a request
+// that cannot be answered (etcd without quorum) answers 503 within its
+// timeout, and one client cannot hold more than its share of watches.
+
+const (
+	// DefaultRequestTimeout bounds a request that is not a watch, as
+	// kube-apiserver's --request-timeout; ?timeout= asks for less.
+	DefaultRequestTimeout = time.Minute
+	// DefaultMaxWatchesPerClient bounds the watches one client holds open.
+	DefaultMaxWatchesPerClient = 256
+	// bodyBaseTime and bodyMinRate set how long a request body may take to
+	// arrive: bodyBaseTime plus its length at bodyMinRate.
+	bodyBaseTime = 10 * time.Second
+	bodyMinRate  = 64 << 10 // bytes per second
+)
+
+// bodyDeadline cuts off a request whose body arrives too slowly (a client
+// trickling a byte now and then holds a connection and a goroutine
+// forever otherwise). The deadline covers the body only: once it is read,
+// the handler may take as long as a call or a watch needs.
+func bodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			budget := bodyBaseTime
+			if r.ContentLength > 0 {
+				budget += time.Duration(r.ContentLength/bodyMinRate) * time.Second
+			}
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), budget: budget}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	budget  time.Duration
+	started bool
+	done    bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.budget))
+	}
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		// All read: the handler may take as long as it needs.
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// The deadline stays: the server answers and drops the connection.
+		return n, fmt.Errorf("the request body did not arrive within %s: %w", b.budget, errdefs.ErrTimeout)
+	}
+	return n, err
+}
+
+// requestTimeout bounds every request but watches and followed logs:
+// ?timeout= (a duration, as kubectl sends it) asks for less than the
+// server's bound.
+func (s *Server) requestTimeout() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if isWatch(c) || c.Query("follow") == "true" {
+			c.Next()
+			return
+		}
+		d := s.cfg.RequestTimeout
+		if t := c.Query("timeout"); t != "" {
+			if v, err := time.ParseDuration(t); err == nil && v > 0 && v < d {
+				d = v
+			}
+		}
+		// A synchronous function call waits as long as it asked to.
+		if w, err := time.ParseDuration(c.Query("wait")); err == nil && w+time.Minute > d {
+			d = w + time.Minute
+		}
+		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
+		defer cancel()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+	}
+}
+
+// watchLimiter counts the watches each client holds open.
+type watchLimiter struct {
+	max  int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func newWatchLimiter(max int) *watchLimiter {
+	return &watchLimiter{max: max, open: map[string]int{}}
+}
+
+// acquire takes a watch for client; release must follow. Beyond the cap it
+// fails with 429.
+func (l *watchLimiter) acquire(client string) (release func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.max > 0 && l.open[client] >= l.max {
+		return nil, fmt.Errorf("%s holds %d watches open, the most one client may: %w", client, l.open[client], errdefs.ErrTooManyRequests)
+	}
+	l.open[client]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.open[client]--; l.open[client] <= 0 {
+			delete(l.open, client)
+		}
+	}, nil
+}
+
+// clientOf names who a request comes from, for per-client limits.
+func clientOf(c *gin.Context) string {
+	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
+	if err != nil {
+		return c.Request.RemoteAddr
+	}
+	return host
+}
+
+// watchRevision checks a watch's resourceVersion against the store: one
+// the store has not reached yet would skip the changes up to it, so the
+// watch waits a little for it (another apiserver may be ahead) and is
+// refused if it does not come.
+func (s *Server) watchRevision(ctx context.Context, rv int64) error {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		cur, err := s.store.Revision(ctx)
+		if err != nil {
+			return err
+		}
+		if rv <= cur {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("resourceVersion %s is newer than the store's %d: %w",
+				strconv.FormatInt(rv, 10), cur, errdefs.ErrTimeout)
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// health answers /healthz and /readyz: ok only while etcd answers (a
+// member without a leader fails at once, see the store).
+func (s *Server) health(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.store.Revision(ctx); err != nil {
+		c.String(http.StatusServiceUnavailable, "[-]etcd failed: %v\n%s check failed\n", err, c.Request.URL.Path[1:])
+		return
+	}
+	c.String(http.StatusOK, "ok")
+}
