@@ -268,3 +268,62 @@ func startWatch(t *testing.T, ctx context.Context, url string) *http.Response {
 	}
 	return resp
 }
+
+// With etcd's quorum lost (three members, two stopped), health says so
+// naming etcd, and every request answers 503 promptly instead of hanging.
+func TestHealthWhenEtcdLosesQuorum(t *testing.T) {
+	cluster := framework.StartEtcdCluster(t, 3)
+	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.EtcdEndpoints = cluster.Endpoints })
+	cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Name: "before"}}
+	if _, err := s.Client.ConfigMaps("default").Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if status, data := httpDo(t, "GET", s.URL+p, "", nil); status != http.StatusOK {
+			t.Fatalf("%s with a whole cluster: %d %s", p, status, data)
+		}
+	}
+	cluster.Stop(1)
+	cluster.Stop(2)
+
+	hc := &http.Client{Timeout: 40 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range []string{"/healthz", "/readyz"} {
+		for {
+			resp, err := hc.Get(s.URL + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(data), "etcd") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s 30 s after quorum was lost: %d %s", p, resp.StatusCode, data)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/namespaces/default/configmaps", ""},
+		{"GET", "/api/v1/namespaces/default/configmaps/before", ""},
+		{"POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"after"}}`},
+	} {
+		start := time.Now()
+		req, _ := http.NewRequest(r.method, s.URL+r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v after %s", r.method, r.path, err, time.Since(start))
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s %s without quorum: %d %s, want 503", r.method, r.path, resp.StatusCode, data)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("%s %s took %s to answer", r.method, r.path, d.Round(time.Millisecond))
+		}
+	}
+}
