@@ -60,7 +60,18 @@ func TestParseServiceCIDR(t *testing.T) {
 // serviceRegistry is the Services registry of a server over store.
 func serviceRegistry(t *testing.T, store storage.Interface, cidr string) *registry {
 	t.Helper()
-	return New(Config{ServiceCIDR: cidr}, store).registries[api.ServicesResource.Name]
+	return newTestServer(t, store, cidr).registries[api.ServicesResource.Name]
+}
+
+// newTestServer is a server over store that serves nothing, with its
+// built-in namespaces made.
+func newTestServer(t *testing.T, store storage.Interface, cidr string) *Server {
+	t.Helper()
+	s := New(Config{ServiceCIDR: cidr}, store)
+	if err := s.namespaces.bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func createSvc(ctx context.Context, reg *registry, name, ip string) (string, error) {
@@ -198,7 +209,7 @@ func TestRepairReclaimsLeakedAddresses(t *testing.T) {
 
 // The registry hooks: allocate on create, keep on update, release on delete.
 func TestServiceRegistryClusterIPs(t *testing.T) {
-	s := New(Config{ServiceCIDR: "127.1.5.0/29"}, testStore(t))
+	s := newTestServer(t, testStore(t), "127.1.5.0/29")
 	reg := s.registries[api.ServicesResource.Name]
 	ctx := context.Background()
 	create := func(name, ip string) (*api.Service, error) {

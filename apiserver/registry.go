@@ -28,6 +28,8 @@ type registry struct {
 	ips *ipAllocator
 	// cache serves the watches.
 	cache *watchCache
+	// namespaces admits creates of namespaced kinds.
+	namespaces *namespaceIndex
 }
 
 const keyRoot = "/registry/"
@@ -97,6 +99,11 @@ func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.O
 		return nil, err
 	}
 	meta := obj.GetObjectMeta()
+	if r.res.Namespaced && r.namespaces != nil {
+		if err := r.namespaces.admit(ctx, meta.Namespace); err != nil {
+			return nil, err
+		}
+	}
 	key := r.key(meta.Namespace, meta.Name)
 	var err error
 	if svc, ok := obj.(*api.Service); ok {
@@ -329,6 +336,9 @@ func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptio
 	var rv, uid string
 	if p := opts.Preconditions; p != nil {
 		rv, uid = p.ResourceVersion, p.UID
+	}
+	if r.res.Kind == api.NamespacesResource.Kind {
+		return r.deleteNamespace(ctx, name, rv)
 	}
 	if r.res.Kind == "Pod" && (opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds > 0) {
 		marked, done, err := r.markPodDeleted(ctx, ns, name, opts.GracePeriodSeconds, rv, uid)

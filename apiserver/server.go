@@ -106,6 +106,7 @@ type Server struct {
 	metrics    *prometheus.Registry
 	calls      *calls
 	watches    *watchLimiter
+	namespaces *namespaceIndex
 }
 
 // New builds a server over store; Run is the usual entry point.
@@ -129,6 +130,12 @@ func New(cfg Config, store storage.Interface) *Server {
 		s.registries[res.Name] = reg
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.namespaces = newNamespaceIndex(s.registries[api.NamespacesResource.Name])
+	for _, reg := range s.registries {
+		if reg.res.Namespaced {
+			reg.namespaces = s.namespaces
+		}
+	}
 	s.calls = newCalls(s)
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient)
 	s.engine = s.routes()
@@ -175,7 +182,15 @@ func Run(ctx context.Context, cfg Config) error {
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{Handler: bodyDeadline(s.engine), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
+	if err := s.namespaces.bootstrapUntil(ctx); err != nil {
+		return fmt.Errorf("apiserver: the built-in namespaces: %w", err)
+	}
 	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		s.namespaces.run(ctx)
+	}()
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
@@ -215,6 +230,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	return nil
 }
 
+// nameParam leaves the object's name where the route put it; for
+// namespaces, namespaceAsName copies it from :ns.
+func nameParam(*gin.Context) {}
+
+func namespaceAsName(c *gin.Context) {
+	c.Params = append(c.Params, gin.Param{Key: "name", Value: c.Param("ns")})
+}
+
 func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -245,14 +268,22 @@ func (s *Server) routes() *gin.Engine {
 		}
 		r.GET(coll, h.list)
 		r.POST(coll, create)
-		r.GET(coll+"/:name", h.get)
-		r.PUT(coll+"/:name", update)
-		r.DELETE(coll+"/:name", h.delete)
+		one, name := coll+"/:name", nameParam
+		if res.Name == api.NamespacesResource.Name {
+			// The router takes one wildcard name per position, and the
+			// namespaced kinds have :ns there.
+			one, name = coll+"/:ns", namespaceAsName
+		}
+		r.GET(one, name, h.get)
+		r.PUT(one, name, update)
+		r.DELETE(one, name, h.delete)
 		if res.HasStatus {
-			r.GET(coll+"/:name/status", h.get)
-			r.PUT(coll+"/:name/status", updateStatus)
+			r.GET(one+"/status", name, h.get)
+			r.PUT(one+"/status", name, updateStatus)
 		}
 		switch res.Name {
+		case api.NamespacesResource.Name:
+			r.PUT(one+"/finalize", name, h.finalizeNamespace)
 		case api.PodsResource.Name:
 			r.POST(coll+"/:name/binding", h.bind)
 			r.GET(coll+"/:name/log", s.podLog)

@@ -20,6 +20,7 @@ import (
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/controller/garbagecollector"
+	"minik8s/controller/namespace"
 	"minik8s/controller/nodelifecycle"
 	"minik8s/controller/replicaset"
 	"minik8s/pkg/client"
@@ -72,6 +73,7 @@ var Controllers = []struct {
 	}},
 	{endpoints.Name, func(c *Context) Runner { return endpoints.New(c.Client, c.Informers) }},
 	{garbagecollector.Name, func(c *Context) Runner { return garbagecollector.New(c.Client, c.Informers) }},
+	{namespace.Name, func(c *Context) Runner { return namespace.New(c.Client, c.Informers) }},
 	{functions.Name, func(c *Context) Runner {
 		return functions.New(c.Client, c.Informers,
 			functions.Config{ScaleInterval: c.Config.FuncScaleInterval, IdleWindow: c.Config.FuncIdleWindow})

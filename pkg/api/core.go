@@ -92,6 +92,12 @@ type PodSpec struct {
 	NodeSelector                  map[string]string `json:"nodeSelector,omitempty"`
 	TerminationGracePeriodSeconds *int64            `json:"terminationGracePeriodSeconds,omitempty"`
 	SchedulerName                 string            `json:"schedulerName,omitempty"`
+	// HostNetwork: the pod uses its node's network (a privileged pod).
+	HostNetwork        bool   `json:"hostNetwork,omitempty"`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// AutomountServiceAccountToken: false keeps the service account's
+	// token out of the pod.
+	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
 }
 
 const (
@@ -116,8 +122,22 @@ type Container struct {
 }
 
 type EnvVar struct {
-	Name  string `json:"name"`
-	Value string `json:"value,omitempty"`
+	Name      string        `json:"name"`
+	Value     string        `json:"value,omitempty"`
+	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
+}
+
+// EnvVarSource takes a variable's value from a key of a Secret or a
+// ConfigMap of the pod's namespace.
+type EnvVarSource struct {
+	SecretKeyRef    *KeySelector `json:"secretKeyRef,omitempty"`
+	ConfigMapKeyRef *KeySelector `json:"configMapKeyRef,omitempty"`
+}
+
+type KeySelector struct {
+	Name     string `json:"name"`
+	Key      string `json:"key"`
+	Optional *bool  `json:"optional,omitempty"`
 }
 
 // ContainerPort: a ContainerPort of 0 asks the kubelet to allocate a free
@@ -145,6 +165,15 @@ type Volume struct {
 	EmptyDir  *EmptyDirVolumeSource  `json:"emptyDir,omitempty"`
 	HostPath  *HostPathVolumeSource  `json:"hostPath,omitempty"`
 	ConfigMap *ConfigMapVolumeSource `json:"configMap,omitempty"`
+	Secret    *SecretVolumeSource    `json:"secret,omitempty"`
+}
+
+// SecretVolumeSource mounts a Secret's keys as files (mode 0400 unless
+// DefaultMode says otherwise).
+type SecretVolumeSource struct {
+	SecretName  string `json:"secretName"`
+	DefaultMode *int32 `json:"defaultMode,omitempty"`
+	Optional    *bool  `json:"optional,omitempty"`
 }
 
 type EmptyDirVolumeSource struct{}

@@ -71,6 +71,12 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &Func{} }}
 	FuncInstancesResource = Resource{Name: "funcinstances", Kind: "FuncInstance", ShortNames: []string{"fi", "funcinstance"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &FuncInstance{} }}
+	NamespacesResource = Resource{Name: "namespaces", Kind: "Namespace", ShortNames: []string{"ns", "namespace"}, Version: "v1",
+		HasStatus: true, New: func() Object { return &Namespace{} }}
+	SecretsResource = Resource{Name: "secrets", Kind: "Secret", ShortNames: []string{"secret"}, Version: "v1",
+		Namespaced: true, New: func() Object { return &Secret{} }}
+	ServiceAccountsResource = Resource{Name: "serviceaccounts", Kind: "ServiceAccount", ShortNames: []string{"sa", "serviceaccount"}, Version: "v1",
+		Namespaced: true, New: func() Object { return &ServiceAccount{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
@@ -79,6 +85,7 @@ var (
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, LeasesResource,
+	NamespacesResource, SecretsResource, ServiceAccountsResource,
 }
 
 // LookupResource finds a resource by plural, singular, short name or kind,

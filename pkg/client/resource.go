@@ -65,6 +65,18 @@ func (c *Client) Leases(ns string) *ResourceClient[api.Lease, *api.Lease] {
 	return newResource[api.Lease](c, api.LeasesResource, ns)
 }
 
+func (c *Client) Namespaces() *ResourceClient[api.Namespace, *api.Namespace] {
+	return newResource[api.Namespace](c, api.NamespacesResource, "")
+}
+
+func (c *Client) Secrets(ns string) *ResourceClient[api.Secret, *api.Secret] {
+	return newResource[api.Secret](c, api.SecretsResource, ns)
+}
+
+func (c *Client) ServiceAccounts(ns string) *ResourceClient[api.ServiceAccount, *api.ServiceAccount] {
+	return newResource[api.ServiceAccount](c, api.ServiceAccountsResource, ns)
+}
+
 // AllNamespaces returns a client of the same resource listing every namespace.
 func (r *ResourceClient[T, PT]) AllNamespaces() *ResourceClient[T, PT] {
 	return &ResourceClient[T, PT]{c: r.c, res: r.res, ns: ""}

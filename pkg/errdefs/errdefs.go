@@ -23,6 +23,10 @@ var (
 	ErrTimeout = errors.New("timeout")
 	// ErrTooManyRequests: the server sheds load; try again later.
 	ErrTooManyRequests = errors.New("too many requests")
+	// ErrUnauthorized: the request carries no valid credentials.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden: the requester may not do this.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // FieldError is an Invalid or BadRequest error that names the offending field.
@@ -78,6 +82,8 @@ var classes = []struct {
 	{ErrGone, http.StatusGone, "Expired"},
 	{ErrTimeout, http.StatusGatewayTimeout, "Timeout"},
 	{ErrTooManyRequests, http.StatusTooManyRequests, "TooManyRequests"},
+	{ErrUnauthorized, http.StatusUnauthorized, "Unauthorized"},
+	{ErrForbidden, http.StatusForbidden, "Forbidden"},
 	{ErrUnavailable, http.StatusServiceUnavailable, "ServiceUnavailable"},
 }
 
@@ -129,6 +135,8 @@ func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
 func IsGone(err error) bool          { return errors.Is(err, ErrGone) }
 func IsTooLarge(err error) bool      { return errors.Is(err, ErrTooLarge) }
 func IsUnavailable(err error) bool   { return errors.Is(err, ErrUnavailable) }
+func IsUnauthorized(err error) bool  { return errors.Is(err, ErrUnauthorized) }
+func IsForbidden(err error) bool     { return errors.Is(err, ErrForbidden) }
 func IsTooManyRequests(err error) bool {
 	return errors.Is(err, ErrTooManyRequests)
 }

@@ -46,6 +46,22 @@ func Default(res api.Resource, obj api.Object) {
 		if o.Status.Phase == "" {
 			o.Status.Phase = api.InstancePending
 		}
+	case *api.Namespace:
+		if o.Status.Phase == "" {
+			o.Status.Phase = api.NamespaceActive
+		}
+	case *api.Secret:
+		if o.Type == "" {
+			o.Type = api.SecretTypeOpaque
+		}
+		// stringData is a write-only convenience, as in Kubernetes.
+		for k, v := range o.StringData {
+			if o.Data == nil {
+				o.Data = map[string][]byte{}
+			}
+			o.Data[k] = []byte(v)
+		}
+		o.StringData = nil
 	}
 }
 

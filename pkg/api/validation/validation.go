@@ -101,6 +101,12 @@ func Object(res api.Resource, obj api.Object) error {
 		return FuncName("spec.function", o.Spec.Function)
 	case *api.Node:
 		return resourceList("status.capacity", o.Status.Capacity)
+	case *api.Namespace:
+		if len(meta.Name) > 63 || !dnsLabel.MatchString(meta.Name) {
+			return errdefs.Invalid("metadata.name", "%q must be a DNS label: lower case letters, digits and '-', at most 63 characters", meta.Name)
+		}
+	case *api.Secret:
+		return secret(o)
 	case *api.Lease:
 		if d := o.Spec.LeaseDurationSeconds; d != nil && *d < 1 {
 			return errdefs.Invalid("spec.leaseDurationSeconds", "%d must be at least 1", *d)
@@ -182,8 +188,17 @@ func PodSpec(field string, s *api.PodSpec) error {
 				return errdefs.Invalid(f+".configMap.name", "%v", err)
 			}
 		}
+		if v.Secret != nil {
+			sources++
+			if err := Name(api.SecretsResource, v.Secret.SecretName); err != nil {
+				return errdefs.Invalid(f+".secret.secretName", "%v", err)
+			}
+			if m := v.Secret.DefaultMode; m != nil && (*m < 0 || *m > 0o777) {
+				return errdefs.Invalid(f+".secret.defaultMode", "%o is not a file mode (0 to 0777)", *m)
+			}
+		}
 		if sources != 1 {
-			return errdefs.Invalid(f, "exactly one of emptyDir, hostPath, configMap is required")
+			return errdefs.Invalid(f, "exactly one of emptyDir, hostPath, configMap, secret is required")
 		}
 	}
 	names := map[string]bool{}
@@ -201,8 +216,12 @@ func PodSpec(field string, s *api.PodSpec) error {
 			return errdefs.Invalid(f+".image", "image is required")
 		}
 		for j, e := range c.Env {
+			ef := fmt.Sprintf("%s.env[%d]", f, j)
 			if !envName.MatchString(e.Name) {
-				return errdefs.Invalid(fmt.Sprintf("%s.env[%d].name", f, j), "%q is not a valid environment variable name", e.Name)
+				return errdefs.Invalid(ef+".name", "%q is not a valid environment variable name", e.Name)
+			}
+			if err := envSource(ef, e); err != nil {
+				return err
 			}
 		}
 		portNames := map[string]bool{}
@@ -268,6 +287,32 @@ func PodSpec(field string, s *api.PodSpec) error {
 	}
 	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		return errdefs.Invalid(field+".terminationGracePeriodSeconds", "must not be negative")
+	}
+	return nil
+}
+
+func envSource(field string, e api.EnvVar) error {
+	if e.ValueFrom == nil {
+		return nil
+	}
+	if e.Value != "" {
+		return errdefs.Invalid(field+".valueFrom", "may not be given with value")
+	}
+	refs := 0
+	for _, r := range []struct {
+		name string
+		ref  *api.KeySelector
+	}{{"secretKeyRef", e.ValueFrom.SecretKeyRef}, {"configMapKeyRef", e.ValueFrom.ConfigMapKeyRef}} {
+		if r.ref == nil {
+			continue
+		}
+		refs++
+		if r.ref.Name == "" || r.ref.Key == "" {
+			return errdefs.Invalid(field+".valueFrom."+r.name, "name and key are required")
+		}
+	}
+	if refs != 1 {
+		return errdefs.Invalid(field+".valueFrom", "exactly one of secretKeyRef, configMapKeyRef is required")
 	}
 	return nil
 }
@@ -351,6 +396,23 @@ func endpoints(e *api.Endpoints) error {
 				return errdefs.Invalid(fmt.Sprintf("subsets[%d].addresses[%d].ip", i, j), "%q is not an IP address", a.IP)
 			}
 		}
+	}
+	return nil
+}
+
+// MaxSecretBytes bounds a Secret's data, as Kubernetes does.
+const MaxSecretBytes = 1 << 20
+
+func secret(s *api.Secret) error {
+	size := 0
+	for k, v := range s.Data {
+		if !configMapKey.MatchString(k) || k == "." || k == ".." {
+			return errdefs.Invalid("data."+k, "key %q must consist of letters, digits, '-', '_' and '.'", k)
+		}
+		size += len(v)
+	}
+	if size > MaxSecretBytes {
+		return errdefs.Invalid("data", "%d bytes is more than the %d a Secret holds", size, MaxSecretBytes)
 	}
 	return nil
 }

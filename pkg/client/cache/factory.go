@@ -77,6 +77,18 @@ func (f *Factory) Leases() *Informer[api.Lease, *api.Lease] {
 	return shared[api.Lease](f, api.LeasesResource, f.c.Leases("").AllNamespaces())
 }
 
+func (f *Factory) Namespaces() *Informer[api.Namespace, *api.Namespace] {
+	return shared[api.Namespace](f, api.NamespacesResource, f.c.Namespaces())
+}
+
+func (f *Factory) Secrets() *Informer[api.Secret, *api.Secret] {
+	return shared[api.Secret](f, api.SecretsResource, f.c.Secrets("").AllNamespaces())
+}
+
+func (f *Factory) ServiceAccounts() *Informer[api.ServiceAccount, *api.ServiceAccount] {
+	return shared[api.ServiceAccount](f, api.ServiceAccountsResource, f.c.ServiceAccounts("").AllNamespaces())
+}
+
 // Start starts every informer made so far, and those made later, until ctx ends.
 func (f *Factory) Start(ctx context.Context) {
 	f.mu.Lock()

@@ -1,0 +1,197 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+)
+
+// Namespaces, as Kubernetes' namespace lifecycle has them: an object is
+// created only in a namespace that exists and is not being deleted;
+// deleting a namespace marks it Terminating, the namespace controller
+// deletes what is in it and then finalizes it, and only then is it gone.
+
+// builtinNamespaces always exist; the first three may not be deleted.
+var builtinNamespaces = []string{api.DefaultNamespace, api.NamespaceSystem, api.NamespacePublic, function.RunnerNamespace}
+
+func undeletable(name string) bool {
+	return name == api.DefaultNamespace || name == api.NamespaceSystem || name == api.NamespacePublic
+}
+
+// namespaceIndex follows the namespaces' phases, so that a create needs no
+// store read to know its namespace is there.
+type namespaceIndex struct {
+	reg *registry
+
+	mu     sync.RWMutex
+	phases map[string]string
+}
+
+func newNamespaceIndex(reg *registry) *namespaceIndex {
+	return &namespaceIndex{reg: reg, phases: map[string]string{}}
+}
+
+// bootstrapUntil makes the built-in namespaces, retrying until it can or
+// ctx ends: the server serves nothing before.
+func (n *namespaceIndex) bootstrapUntil(ctx context.Context) error {
+	for {
+		err := n.bootstrap(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		log.WithError(err).Warn("namespaces: creating the built-in ones failed, retrying")
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+// run follows the namespaces until ctx ends.
+func (n *namespaceIndex) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		objs, rev, err := n.reg.list(ctx, "", filter{})
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		n.mu.Lock()
+		clear(n.phases)
+		for _, o := range objs {
+			ns := o.(*api.Namespace)
+			n.phases[ns.Name] = ns.Status.Phase
+		}
+		n.mu.Unlock()
+		events, err := n.reg.watch(ctx, "", rev)
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		for ev := range events {
+			if ev.Type == api.Error {
+				break
+			}
+			ns := ev.Object.(*api.Namespace)
+			n.mu.Lock()
+			if ev.Type == api.Deleted {
+				delete(n.phases, ns.Name)
+			} else {
+				n.phases[ns.Name] = ns.Status.Phase
+			}
+			n.mu.Unlock()
+		}
+	}
+}
+
+func (n *namespaceIndex) bootstrap(ctx context.Context) error {
+	for _, name := range builtinNamespaces {
+		_, err := n.reg.create(ctx, "", &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}})
+		if err != nil && !errdefs.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// admit says whether objects may be created in namespace ns.
+func (n *namespaceIndex) admit(ctx context.Context, ns string) error {
+	n.mu.RLock()
+	phase, ok := n.phases[ns]
+	n.mu.RUnlock()
+	if !ok {
+		// The index may lag a namespace created a moment ago.
+		obj, err := n.reg.get(ctx, "", ns)
+		if errdefs.IsNotFound(err) {
+			return fmt.Errorf("namespace %q not found: %w", ns, errdefs.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		phase = obj.(*api.Namespace).Status.Phase
+	}
+	if phase == api.NamespaceTerminating {
+		return fmt.Errorf("namespace %q is being terminated: nothing new can be created in it: %w", ns, errdefs.ErrForbidden)
+	}
+	return nil
+}
+
+// deleteNamespace marks a namespace Terminating; the namespace controller
+// empties it and finalizes it. One that is terminating with no finalizer
+// left is removed.
+func (r *registry) deleteNamespace(ctx context.Context, name string, rv string) (api.Object, error) {
+	if undeletable(name) {
+		return nil, fmt.Errorf("namespace %q may not be deleted: %w", name, errdefs.ErrForbidden)
+	}
+	var gone bool
+	out, err := r.mutate(ctx, "", name, func(o api.Object) (api.Object, error) {
+		ns := o.(*api.Namespace)
+		if rv != "" && rv != ns.ResourceVersion {
+			return nil, fmt.Errorf("namespace %q: resourceVersion %s is stale: %w", name, rv, errdefs.ErrConflict)
+		}
+		if ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) == 0 {
+			gone = true
+			return nil, errFinalized
+		}
+		if ns.DeletionTimestamp == nil {
+			now := time.Now().UTC().Truncate(time.Second)
+			ns.DeletionTimestamp = &now
+		}
+		ns.Status.Phase = api.NamespaceTerminating
+		if !slices.Contains(ns.Spec.Finalizers, api.FinalizerKubernetes) {
+			ns.Spec.Finalizers = append(ns.Spec.Finalizers, api.FinalizerKubernetes)
+		}
+		return ns, nil
+	})
+	if gone {
+		return r.removeFinalized(ctx, name)
+	}
+	return out, err
+}
+
+var errFinalized = fmt.Errorf("finalized")
+
+func (r *registry) removeFinalized(ctx context.Context, name string) (api.Object, error) {
+	out := r.res.New()
+	if err := r.store.Delete(ctx, r.key("", name), out, ""); err != nil {
+		return nil, r.notFound(err, "", name)
+	}
+	return out, nil
+}
+
+// finalizeNamespace serves PUT /api/v1/namespaces/NAME/finalize: the
+// namespace controller drops its finalizer once the namespace is empty,
+// and a terminating namespace without finalizers is removed.
+func (h *handlers) finalizeNamespace(c *gin.Context) {
+	next := &api.Namespace{}
+	if err := h.decodeBody(c, next); err != nil {
+		fail(c, err)
+		return
+	}
+	name := c.Param("name")
+	ctx := c.Request.Context()
+	var done bool
+	out, err := h.reg.mutate(ctx, "", name, func(o api.Object) (api.Object, error) {
+		ns := o.(*api.Namespace)
+		if next.ResourceVersion != "" && next.ResourceVersion != ns.ResourceVersion {
+			return nil, fmt.Errorf("namespace %q: resourceVersion %s is stale: %w", name, next.ResourceVersion, errdefs.ErrConflict)
+		}
+		ns.Spec.Finalizers = next.Spec.Finalizers
+		done = ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) == 0
+		return ns, nil
+	})
+	if err == nil && done {
+		out, err = h.reg.removeFinalized(ctx, name)
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,81 @@
+package api
+
+// Namespace groups objects; deleting it deletes everything in it.
+type Namespace struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       NamespaceSpec   `json:"spec,omitempty"`
+	Status     NamespaceStatus `json:"status,omitempty"`
+}
+
+type NamespaceSpec struct {
+	Finalizers []string `json:"finalizers,omitempty"`
+}
+
+type NamespaceStatus struct {
+	// Phase is Active, or Terminating while its objects are deleted.
+	Phase string `json:"phase,omitempty"`
+}
+
+const (
+	NamespaceActive      = "Active"
+	NamespaceTerminating = "Terminating"
+	// FinalizerKubernetes holds a namespace until its objects are gone.
+	FinalizerKubernetes = "kubernetes"
+)
+
+// Namespaces that always exist.
+const (
+	NamespaceSystem = "kube-system"
+	NamespacePublic = "kube-public"
+)
+
+type NamespaceList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Namespace `json:"items"`
+}
+
+// Secret holds small pieces of sensitive data, readable only with the
+// verb on secrets.
+type Secret struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Type       string            `json:"type,omitempty"`
+	Data       map[string][]byte `json:"data,omitempty"`
+	// StringData is merged into Data when written, as in Kubernetes.
+	StringData map[string]string `json:"stringData,omitempty"`
+	Immutable  *bool             `json:"immutable,omitempty"`
+}
+
+const (
+	SecretTypeOpaque              = "Opaque"
+	SecretTypeServiceAccountToken = "kubernetes.io/service-account-token"
+	// ServiceAccountNameAnnotation names the ServiceAccount a token Secret
+	// belongs to; ServiceAccountUIDAnnotation its UID.
+	ServiceAccountNameAnnotation = "kubernetes.io/service-account.name"
+	ServiceAccountUIDAnnotation  = "kubernetes.io/service-account.uid"
+)
+
+type SecretList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Secret `json:"items"`
+}
+
+// ServiceAccount is the identity of the programs in a pod.
+type ServiceAccount struct {
+	TypeMeta                     `json:",inline"`
+	ObjectMeta                   `json:"metadata,omitempty"`
+	Secrets                      []ObjectReference `json:"secrets,omitempty"`
+	AutomountServiceAccountToken *bool             `json:"automountServiceAccountToken,omitempty"`
+}
+
+// DefaultServiceAccount exists in every namespace.
+const DefaultServiceAccount = "default"
+
+type ServiceAccountList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []ServiceAccount `json:"items"`
+}

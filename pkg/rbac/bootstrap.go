@@ -1,0 +1,198 @@
+package rbac
+
+import (
+	"slices"
+
+	"minik8s/pkg/api"
+)
+
+// The label and annotation Kubernetes puts on its default policy.
+const (
+	BootstrapLabel      = "kubernetes.io/bootstrapping"
+	BootstrapLabelValue = "rbac-defaults"
+	// AutoUpdateAnnotation "true": the apiserver may reconcile the object
+	// with BootstrapPolicy at start.
+	AutoUpdateAnnotation = "rbac.authorization.kubernetes.io/autoupdate"
+)
+
+// Names of the built-in ClusterRoles.
+const (
+	ClusterAdmin            = "cluster-admin"
+	Admin                   = "admin"
+	Edit                    = "edit"
+	View                    = "view"
+	SystemNode              = "system:node"
+	SystemScheduler         = "system:kube-scheduler"
+	SystemControllerManager = "system:kube-controller-manager"
+	SystemFuncRunner        = "system:funcrunner"
+	FunctionInvoker         = "function-invoker"
+	SystemPublicInfoViewer  = "system:public-info-viewer"
+)
+
+// API groups of minik8s' resources.
+const (
+	coreGroup         = ""
+	appsGroup         = "apps"
+	coordinationGroup = "coordination.k8s.io"
+	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
+	// them too, so rules on them name both groups.
+	FuncGroup = "minik8s.io"
+)
+
+var (
+	read      = []string{"get", "list", "watch"}
+	write     = []string{"create", "update", "patch", "delete", "deletecollection"}
+	readWrite = slices.Concat(read, write)
+	// funcGroups are where the function kinds are served.
+	funcGroups = []string{coreGroup, FuncGroup}
+)
+
+func rule(verbs []string, groups []string, resources ...string) api.PolicyRule {
+	return api.PolicyRule{Verbs: slices.Clone(verbs), APIGroups: slices.Clone(groups), Resources: resources}
+}
+
+func verbs(v ...string) []string  { return v }
+func groups(g ...string) []string { return g }
+
+// viewRules read everything in the core, apps, coordination.k8s.io and
+// minik8s.io groups but secrets.
+func viewRules() []api.PolicyRule {
+	return []api.PolicyRule{
+		rule(read, groups(coreGroup), "pods", "pods/log", "pods/status", "services", "services/status",
+			"endpoints", "configmaps", "serviceaccounts", "namespaces", "namespaces/status", "events",
+			"nodes", "nodes/status"),
+		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale"),
+		rule(read, groups(coordinationGroup), "leases"),
+		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
+			"triggers", "triggers/status"),
+	}
+}
+
+// editRules add secrets and writes on what users make in a namespace. As in
+// Kubernetes, edit writes no status, nodes, namespaces or events, and no
+// RBAC objects.
+func editRules() []api.PolicyRule {
+	return append(viewRules(),
+		rule(readWrite, groups(coreGroup), "pods", "services", "endpoints", "configmaps", "secrets",
+			"serviceaccounts"),
+		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale"),
+		rule(readWrite, groups(coordinationGroup), "leases"),
+		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers"),
+		rule(verbs("create"), funcGroups, "funcs/invoke"),
+	)
+}
+
+// adminRules add Roles and RoleBindings, to run a namespace.
+func adminRules() []api.PolicyRule {
+	return append(editRules(),
+		rule(readWrite, groups(api.RBACGroup), "roles", "rolebindings"),
+	)
+}
+
+func clusterRole(name string, rules ...api.PolicyRule) *api.ClusterRole {
+	return &api.ClusterRole{
+		TypeMeta:   api.TypeMeta{APIVersion: api.RBACGroup + "/v1", Kind: api.ClusterRoleKind},
+		ObjectMeta: bootstrapMeta(name),
+		Rules:      rules,
+	}
+}
+
+func clusterRoleBinding(role string, subjects ...api.Subject) *api.ClusterRoleBinding {
+	return &api.ClusterRoleBinding{
+		TypeMeta:   api.TypeMeta{APIVersion: api.RBACGroup + "/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: bootstrapMeta(role),
+		Subjects:   subjects,
+		RoleRef:    api.RoleRef{APIGroup: api.RBACGroup, Kind: api.ClusterRoleKind, Name: role},
+	}
+}
+
+func bootstrapMeta(name string) api.ObjectMeta {
+	return api.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{BootstrapLabel: BootstrapLabelValue},
+		Annotations: map[string]string{AutoUpdateAnnotation: "true"},
+	}
+}
+
+func group(name string) api.Subject {
+	return api.Subject{Kind: api.GroupKind, APIGroup: api.RBACGroup, Name: name}
+}
+
+func user(name string) api.Subject {
+	return api.Subject{Kind: api.UserKind, APIGroup: api.RBACGroup, Name: name}
+}
+
+// BootstrapPolicy returns the built-in ClusterRoles and ClusterRoleBindings,
+// fresh on each call, each labelled kubernetes.io/bootstrapping=rbac-defaults.
+// admin, edit, view and function-invoker have no binding: they are meant
+// for RoleBindings (or ClusterRoleBindings) an administrator makes.
+func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBinding) {
+	roles = []*api.ClusterRole{
+		clusterRole(ClusterAdmin,
+			rule(verbs(api.VerbAll), groups(api.APIGroupAll), api.ResourceAll),
+			api.PolicyRule{Verbs: verbs(api.VerbAll), NonResourceURLs: []string{api.NonResourceAll}},
+		),
+		clusterRole(Admin, adminRules()...),
+		clusterRole(Edit, editRules()...),
+		clusterRole(View, viewRules()...),
+		clusterRole(SystemNode,
+			rule(read, groups(coreGroup), "pods", "services", "endpoints", "nodes", "configmaps", "secrets"),
+			rule(verbs("create", "update", "patch"), groups(coreGroup), "nodes", "nodes/status"),
+			rule(verbs("update", "patch"), groups(coreGroup), "pods/status"),
+			rule(verbs("create", "delete"), groups(coreGroup), "pods"),
+			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
+			rule(verbs("get", "create", "update", "patch"), groups(coordinationGroup), "leases"),
+		),
+		clusterRole(SystemScheduler,
+			rule(read, groups(coreGroup), "pods", "nodes"),
+			rule(verbs("create"), groups(coreGroup), "pods/binding", "bindings"),
+			rule(verbs("update", "patch"), groups(coreGroup), "pods/status"),
+			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
+		),
+		clusterRole(SystemControllerManager,
+			rule(read, groups(api.APIGroupAll), api.ResourceAll),
+			rule(verbs("create", "update", "patch", "delete"), groups(coreGroup),
+				"pods", "pods/status", "services", "services/status", "endpoints", "configmaps", "secrets",
+				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events"),
+			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
+				"replicasets", "replicasets/status", "replicasets/scale"),
+			rule(verbs("create", "update", "patch", "delete"), groups(coordinationGroup), "leases"),
+			rule(verbs("update", "patch"), funcGroups, "funcs", "funcs/status"),
+			rule(verbs("create", "update", "patch", "delete"), funcGroups, "funcinstances", "funcinstances/status"),
+			// The garbage collector deletes any object whose owners are
+			// gone, the namespace controller everything in a deleted
+			// namespace: as Kubernetes' generic-garbage-collector and
+			// namespace-controller, on every resource.
+			rule(verbs("delete", "deletecollection"), groups(api.APIGroupAll), api.ResourceAll),
+		),
+		clusterRole(SystemFuncRunner,
+			rule(read, funcGroups, "funcs", "funcinstances", "triggers"),
+			rule(read, groups(coreGroup), "pods", "endpoints"),
+			rule(read, groups(appsGroup), "replicasets"),
+			rule(read, groups(coordinationGroup), "leases"),
+			rule(verbs("create", "update", "patch"), funcGroups, "funcinstances", "funcinstances/status"),
+			rule(verbs("create", "update", "patch", "delete"), groups(coordinationGroup), "leases"),
+			// A v1 function runs each step in a pod of its own.
+			rule(verbs("create", "delete"), groups(coreGroup), "pods"),
+			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
+		),
+		clusterRole(FunctionInvoker,
+			rule(verbs("get", "list"), funcGroups, "funcs"),
+			rule(verbs("create"), funcGroups, "funcs/invoke"),
+			// funcinstances/own: the instances the requester started.
+			rule(verbs("get", "list", "watch", "update"), funcGroups, "funcinstances/own"),
+		),
+		clusterRole(SystemPublicInfoViewer,
+			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}},
+		),
+	}
+	bindings = []*api.ClusterRoleBinding{
+		clusterRoleBinding(ClusterAdmin, group(Masters)),
+		clusterRoleBinding(SystemNode, group(NodesGroup)),
+		clusterRoleBinding(SystemScheduler, user(SchedulerUser)),
+		clusterRoleBinding(SystemControllerManager, user(ControllerManagerUser)),
+		clusterRoleBinding(SystemFuncRunner, group(FuncRunnersGroup)),
+		clusterRoleBinding(SystemPublicInfoViewer, group(AllAuthenticated), group(AllUnauthenticated)),
+	}
+	return roles, bindings
+}
