@@ -105,6 +105,8 @@ func knownField(obj api.Object, path []string) (string, bool) {
 		switch path[0] + "." + path[1] {
 		case "spec.function":
 			return o.Spec.Function, true
+		case "spec.user":
+			return o.Spec.User, true
 		case "status.phase":
 			return o.Status.Phase, true
 		case "status.runner":

@@ -117,10 +117,10 @@ func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 // newInstance is a call of fn not yet claimed by any runner. It reads as
 // Running from the start, as the reference design's calls do: it is
 // accepted and will run; status.runner tells whether a runner has it yet.
-func newInstance(ns, id, fn string, arg []byte, callbackURL string) *api.FuncInstance {
+func newInstance(ctx context.Context, ns, id, fn string, arg []byte, callbackURL string) *api.FuncInstance {
 	return &api.FuncInstance{
 		ObjectMeta: api.ObjectMeta{Name: id, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn}},
-		Spec:       api.FuncInstanceSpec{Function: fn, Arg: string(arg), CallbackURL: callbackURL},
+		Spec:       api.FuncInstanceSpec{Function: fn, Arg: string(arg), CallbackURL: callbackURL, User: userOf(ctx).Name},
 		Status:     api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
 	}
 }
@@ -134,7 +134,7 @@ func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackUR
 		return nil, fmt.Errorf("%d asynchronous calls are waiting to run, the most this cluster takes (--max-pending-calls %d); try again shortly: %w",
 			n, c.maxPending, errdefs.ErrTooManyRequests)
 	}
-	created, err := c.instances.create(ctx, ns, newInstance(ns, uuid.NewString(), fn, arg, callbackURL))
+	created, err := c.instances.create(ctx, ns, newInstance(ctx, ns, uuid.NewString(), fn, arg, callbackURL))
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (c *calls) runSync(ctx context.Context, ns, fn string, arg []byte, wait tim
 			return nil, err
 		}
 		if !ok {
-			created, err := c.instances.create(ctx, ns, newInstance(ns, id, fn, arg, ""))
+			created, err := c.instances.create(ctx, ns, newInstance(ctx, ns, id, fn, arg, ""))
 			if err != nil {
 				return nil, err
 			}
@@ -165,6 +165,7 @@ func (c *calls) runSync(ctx context.Context, ns, fn string, arg []byte, wait tim
 		return nil, err
 	}
 	inst.Namespace, inst.Name = ns, id
+	inst.Spec.User = userOf(ctx).Name
 	if terminal(inst) {
 		c.records.add(ctx, inst)
 		return inst, nil

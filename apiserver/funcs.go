@@ -22,8 +22,12 @@ type funcHandlers struct {
 }
 
 // namespace of a template request: ?namespace=, else "default".
-func funcNamespace(c *gin.Context) string {
-	if ns := c.Query("namespace"); ns != "" {
+func funcNamespace(c *gin.Context) string { return funcNamespaceOf(c.Request) }
+
+// funcNamespaceOf is the namespace a function API request is about:
+// ?namespace=, else default.
+func funcNamespaceOf(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
 		return ns
 	}
 	return api.DefaultNamespace
@@ -139,7 +143,11 @@ func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
 
 // instance serves GET /api/funcs/:id.
 func (h *funcHandlers) instance(c *gin.Context, id string) {
-	inst, err := h.calls.get(c.Request.Context(), funcNamespace(c), id)
+	ctx := c.Request.Context()
+	inst, err := h.calls.get(ctx, funcNamespace(c), id)
+	if err == nil {
+		err = checkOwner(ctx, inst)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -174,12 +182,25 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 			return
 		}
 	}
+	if ownerFilter(ctx) != "" {
+		inst, err := h.calls.get(ctx, ns, id)
+		if err == nil {
+			err = checkOwner(ctx, inst)
+		}
+		if err != nil {
+			fail(c, err)
+			return
+		}
+	}
 	if _, pending := h.calls.records.get(ns, id); pending {
 		fail(c, fmt.Errorf("function instance %q has ended: a finished instance cannot be changed: %w", id, errdefs.ErrConflict))
 		return
 	}
 	obj, err := h.calls.instances.mutate(ctx, ns, id, func(o api.Object) (api.Object, error) {
 		inst := o.(*api.FuncInstance)
+		if err := checkOwner(ctx, inst); err != nil {
+			return nil, err
+		}
 		if terminal(inst) {
 			// A result, once stored, is the answer: no step rewrites it.
 			return nil, fmt.Errorf("function instance %q has ended (%s): a finished instance cannot be changed: %w",

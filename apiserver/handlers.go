@@ -99,6 +99,10 @@ func (h *handlers) list(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if owner := ownerFilter(c.Request.Context()); owner != "" {
+		// funcinstances/own: only the instances the user started.
+		f.fields = append(f.fields, fieldRequirement{path: []string{"spec", "user"}, value: owner})
+	}
 	if isWatch(c) {
 		h.watch(c, h.ns(c), f)
 		return
@@ -142,6 +146,9 @@ func (h *handlers) create(c *gin.Context) {
 
 func (h *handlers) get(c *gin.Context) {
 	out, err := h.reg.get(c.Request.Context(), h.ns(c), c.Param("name"))
+	if inst, ok := out.(*api.FuncInstance); ok && err == nil {
+		err = checkOwner(c.Request.Context(), inst)
+	}
 	if err != nil {
 		fail(c, err)
 		return

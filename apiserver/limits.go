@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 )
 
 // Limits an open port needs: a body that trickles in is cut off, a request
@@ -131,8 +132,12 @@ func (l *watchLimiter) acquire(client string) (release func(), err error) {
 	}, nil
 }
 
-// clientOf names who a request comes from, for per-client limits.
+// clientOf names who a request comes from, for per-client limits: the
+// user on the secure port, the address on the local port.
 func clientOf(c *gin.Context) string {
+	if u, ok := c.Request.Context().Value(userKey{}).(rbac.User); ok && u.Name != localAdmin.Name {
+		return "user " + u.Name
+	}
 	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
 	if err != nil {
 		return c.Request.RemoteAddr

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -39,19 +38,6 @@ type namespaceIndex struct {
 
 func newNamespaceIndex(reg *registry) *namespaceIndex {
 	return &namespaceIndex{reg: reg, phases: map[string]string{}}
-}
-
-// bootstrapUntil makes the built-in namespaces, retrying until it can or
-// ctx ends: the server serves nothing before.
-func (n *namespaceIndex) bootstrapUntil(ctx context.Context) error {
-	for {
-		err := n.bootstrap(ctx)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		log.WithError(err).Warn("namespaces: creating the built-in ones failed, retrying")
-		sleepCtx(ctx, time.Second)
-	}
 }
 
 // run follows the namespaces until ctx ends.

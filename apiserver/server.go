@@ -5,8 +5,11 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -21,14 +24,29 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 	"minik8s/pkg/storage"
 	"minik8s/pkg/storage/etcd"
 )
 
 // Config configures the apiserver.
 type Config struct {
-	// Address to listen on, e.g. "127.0.0.1:8080" or ":8080".
+	// Address is the local port, e.g. "127.0.0.1:8080": plain HTTP that
+	// acts as the admin without credentials, as kubectl proxy does, for
+	// scripts of the reference design. Loopback addresses only; "" turns
+	// it off.
 	Address string
+	// SecureAddress is the secure port, e.g. ":6443": TLS only, every
+	// request authenticated and authorized. "" turns it off.
+	SecureAddress string
+	// TLSSANs are more names and addresses for the serving certificate.
+	TLSSANs []string
+	// TokenAuthFile is a static token file (token,user,uid,"groups").
+	TokenAuthFile string
+	// AuditLogPath is where writes are logged (default DATA/audit.log;
+	// "-" turns the audit log off).
+	AuditLogPath string
 	// DataDir holds the embedded etcd's data when EtcdEndpoints is empty.
 	DataDir string
 	// EtcdEndpoints of an external etcd cluster; empty starts embedded etcd.
@@ -71,11 +89,11 @@ const DefaultMaxPendingCalls = 20000
 const DefaultFuncInstanceTTL = time.Hour
 
 func (c *Config) setDefaults() {
-	if c.Address == "" {
-		c.Address = "127.0.0.1:8080"
-	}
 	if c.DataDir == "" {
 		c.DataDir = "./data"
+	}
+	if c.AuditLogPath == "" {
+		c.AuditLogPath = filepath.Join(c.DataDir, AuditLogFile)
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
@@ -107,6 +125,11 @@ type Server struct {
 	calls      *calls
 	watches    *watchLimiter
 	namespaces *namespaceIndex
+	authz      *authorizer
+	audit      *auditLog
+	// creds and tokens authenticate the secure port (nil: not serving it).
+	creds  *credentials
+	tokens map[string]rbac.User
 }
 
 // New builds a server over store; Run is the usual entry point.
@@ -137,6 +160,7 @@ func New(cfg Config, store storage.Interface) *Server {
 		}
 	}
 	s.calls = newCalls(s)
+	s.authz = newAuthorizer(s)
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient)
 	s.engine = s.routes()
 	return s
@@ -145,10 +169,26 @@ func New(cfg Config, store storage.Interface) *Server {
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-// Run starts etcd (embedded unless endpoints are given) and serves until ctx ends.
+// Run starts etcd (embedded unless endpoints are given) and serves until
+// ctx ends: the secure port when SecureAddress is set, the local port when
+// Address is.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	if _, err := ParseServiceCIDR(cfg.ServiceCIDR); err != nil {
+		return err
+	}
+	if cfg.Address == "" && cfg.SecureAddress == "" {
+		return errdefs.Invalid("secure-port", "neither the secure port nor the local port is on: nothing would be served")
+	}
+	if err := checkLoopback(cfg.Address); err != nil {
+		return err
+	}
+	creds, err := loadCredentials(&cfg)
+	if err != nil {
+		return err
+	}
+	tokens, err := staticTokens(cfg.TokenAuthFile)
+	if err != nil {
 		return err
 	}
 	endpoints := cfg.EtcdEndpoints
@@ -170,50 +210,116 @@ func Run(ctx context.Context, cfg Config) error {
 	store := etcd.New(client)
 	go store.RunCompactor(ctx, etcd.DefaultCompactInterval)
 	srv := New(cfg, store)
+	srv.creds, srv.tokens = creds, tokens
 
-	l, err := net.Listen("tcp", cfg.Address)
-	if err != nil {
-		return fmt.Errorf("apiserver listen on %s: %w", cfg.Address, err)
+	var ls Listeners
+	if cfg.Address != "" {
+		if ls.Local, err = net.Listen("tcp", cfg.Address); err != nil {
+			return fmt.Errorf("apiserver listen on %s: %w", cfg.Address, err)
+		}
 	}
-	return srv.Serve(ctx, l)
+	if cfg.SecureAddress != "" {
+		if ls.Secure, err = net.Listen("tcp", cfg.SecureAddress); err != nil {
+			if ls.Local != nil {
+				ls.Local.Close()
+			}
+			return fmt.Errorf("apiserver listen on %s: %w", cfg.SecureAddress, err)
+		}
+		if err := writeAdminKubeconfig(&cfg, creds, SecureURL(ls.Secure.Addr())); err != nil {
+			return fmt.Errorf("writing the admin kubeconfig: %w", err)
+		}
+	}
+	return srv.ServeListeners(ctx, ls)
 }
 
-// Serve serves on l until ctx ends, then shuts down gracefully.
+// SecureURL is the URL clients on this machine reach the secure port at.
+func SecureURL(addr net.Addr) string {
+	_, port, _ := net.SplitHostPort(addr.String())
+	return "https://" + net.JoinHostPort("127.0.0.1", port)
+}
+
+// checkLoopback refuses a local port on anything but loopback: it acts as
+// the admin for whoever connects.
+func checkLoopback(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errdefs.Invalid("address", "%q is not host:port: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return errdefs.Invalid("address", "the local port acts as the admin without credentials, so it binds only a loopback address such as 127.0.0.1, not %q; "+
+			"other machines use the secure port", host)
+	}
+	return nil
+}
+
+// Listeners are what the apiserver serves on; a nil one is off.
+type Listeners struct {
+	// Local serves plain HTTP as the admin (loopback only).
+	Local net.Listener
+	// Secure serves TLS, authenticated; it needs the server's credentials
+	// (Run loads them).
+	Secure net.Listener
+}
+
+// Serve serves the local port on l until ctx ends: plain HTTP, as the admin.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := &http.Server{Handler: bodyDeadline(s.engine), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
-	if err := s.namespaces.bootstrapUntil(ctx); err != nil {
+	return s.ServeListeners(ctx, Listeners{Local: l})
+}
+
+// ServeListeners serves ls until ctx ends, then shuts down gracefully.
+func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
+	if err := retryUntil(ctx, s.namespaces.bootstrap); err != nil {
 		return fmt.Errorf("apiserver: the built-in namespaces: %w", err)
 	}
+	if err := retryUntil(ctx, s.ensureBootstrapPolicy); err != nil {
+		return fmt.Errorf("apiserver: the built-in RBAC policy: %w", err)
+	}
+	audit, err := openAuditLog(s.cfg.AuditLogPath)
+	if err != nil {
+		return err
+	}
+	defer audit.Close()
+	s.audit = audit
 	var bg sync.WaitGroup
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		s.namespaces.run(ctx)
-	}()
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		s.calls.run(ctx)
-	}()
+	background := []func(context.Context){s.namespaces.run, s.calls.run, s.authz.run}
 	for _, reg := range s.registries {
+		background = append(background, reg.cache.run)
+		if reg.ips != nil {
+			background = append(background, func(ctx context.Context) { reg.ips.runRepair(ctx, time.Minute) })
+		}
+	}
+	for _, fn := range background {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
-			reg.cache.run(ctx)
+			fn(ctx)
 		}()
-		if reg.ips != nil {
-			bg.Add(1)
-			go func() {
-				defer bg.Done()
-				reg.ips.runRepair(ctx, time.Minute)
-			}()
-		}
 	}
 	defer bg.Wait()
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
-	log.WithField("address", l.Addr().String()).Info("apiserver serving")
+
+	var servers []*http.Server
+	errc := make(chan error, 2)
+	serve := func(l net.Listener, hs *http.Server, what string) {
+		servers = append(servers, hs)
+		go func() { errc <- hs.Serve(l) }()
+		log.WithFields(log.Fields{"address": l.Addr().String(), "port": what}).Info("apiserver serving")
+	}
+	if ls.Local != nil {
+		hs := s.httpServer(ctx)
+		hs.ConnContext = markLocal
+		serve(ls.Local, hs, "local (plain HTTP, acts as the admin)")
+	}
+	if ls.Secure != nil {
+		if s.creds == nil {
+			return errors.New("apiserver: the secure port needs the cluster's credentials")
+		}
+		hs := s.httpServer(ctx)
+		hs.TLSConfig = s.tlsConfig()
+		serve(tls.NewListener(ls.Secure, hs.TLSConfig), hs, "secure (TLS)")
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("apiserver: %w", err)
@@ -222,12 +328,51 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Watches end with ctx (BaseContext); Shutdown waits for the rest.
-	if err := hs.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	for _, hs := range servers {
+		if err := hs.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		hs.Close()
 	}
-	hs.Close()
 	log.Info("apiserver stopped")
 	return nil
+}
+
+func (s *Server) httpServer(ctx context.Context) *http.Server {
+	return &http.Server{Handler: bodyDeadline(s.engine), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		// Handshake and TLS errors of probing clients are not the server's.
+		ErrorLog: stdlog.New(io.Discard, "", 0)}
+}
+
+// tlsConfig serves the cluster's certificate and asks for (but does not
+// require) a client certificate of the cluster CA: bearer tokens are the
+// other way in.
+func (s *Server) tlsConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{s.creds.serving},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    s.creds.ca.Pool(),
+		NextProtos:   []string{"http/1.1"},
+	}
+}
+
+// retryUntil runs fn until it succeeds or ctx ends (etcd may still be
+// electing a leader).
+func retryUntil(ctx context.Context, fn func(context.Context) error) error {
+	for {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		log.WithError(err).Warn("apiserver: retrying")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // nameParam leaves the object's name where the route put it; for
@@ -243,7 +388,10 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
-	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), errorMiddleware(), s.bodyLimit(), s.requestTimeout())
+	// The audit log sees the answer errorMiddleware writes and the user
+	// authn finds.
+	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), s.auditMiddleware(), errorMiddleware(), s.bodyLimit(), s.requestTimeout(),
+		s.authn(), s.authorize())
 
 	r.GET("/healthz", s.health)
 	r.GET("/readyz", s.health)
@@ -292,6 +440,10 @@ func (s *Server) routes() *gin.Engine {
 			r.PUT(coll+"/:name/scale", h.updateScale)
 		}
 	}
+
+	r.POST("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.selfAccessReview)
+	r.POST("/apis/authorization.k8s.io/v1/subjectaccessreviews", s.accessReview)
+	r.GET("/cacerts", s.caCerts)
 
 	funcs := &funcHandlers{handlers: handlers{srv: s, reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
 	r.Any("/api/funcs/*path", funcs.dispatch)

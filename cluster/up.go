@@ -29,15 +29,25 @@ import (
 	"minik8s/kubelet/runtime"
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 	"minik8s/scheduler"
 )
 
 // Config configures `minik8s up`.
 type Config struct {
-	// Address the apiserver binds (default 127.0.0.1) and its Port (8080).
+	// Port is the local port (plain HTTP on Address, a loopback address,
+	// acting as the admin; 0: off).
 	Address string
 	Port    int
-	DataDir string
+	// SecurePort (TLS, authenticated) binds BindAddress (default
+	// 0.0.0.0); 0 turns it off.
+	SecurePort  int
+	BindAddress string
+	// TLSSANs and TokenAuthFile: see apiserver.Config.
+	TLSSANs       []string
+	TokenAuthFile string
+	DataDir       string
 	// NodeIP and NodeName of the one kubelet.
 	NodeIP   string
 	NodeName string
@@ -69,8 +79,11 @@ func (c *Config) setDefaults() error {
 	if c.Address == "" {
 		c.Address = "127.0.0.1"
 	}
-	if c.Port == 0 {
-		c.Port = 8080
+	if c.BindAddress == "" {
+		c.BindAddress = "0.0.0.0"
+	}
+	if c.Port == 0 && c.SecurePort == 0 {
+		return errdefs.Invalid("secure-port", "the secure port and the local port are both off: nothing could reach the cluster")
 	}
 	if c.DataDir == "" {
 		c.DataDir = "./data"
@@ -133,9 +146,17 @@ func Up(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	server := "http://" + net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
-	if cfg.Address == "0.0.0.0" {
-		server = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
+		ServiceCIDR: cfg.ServiceCIDR, MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL}
+	if cfg.Port != 0 {
+		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
+	}
+	if cfg.SecurePort != 0 {
+		acfg.SecureAddress = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
+	}
+	clients, err := componentClients(cfg)
+	if err != nil {
+		return err
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 5+cfg.FuncRunners)
@@ -149,43 +170,84 @@ func Up(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	c := client.New(server)
 	var runners []*funcrunner.Runner
 	for i := range cfg.FuncRunners {
-		runners = append(runners, funcrunner.New(funcrunner.Config{Client: c, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)}))
+		runners = append(runners, funcrunner.New(funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)}))
 	}
-	acfg := apiserver.Config{Address: net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)), DataDir: cfg.DataDir,
-		ServiceCIDR: cfg.ServiceCIDR, MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL}
 	if len(runners) > 0 {
 		// The apiserver hands its synchronous calls to the runner next to
 		// it without an HTTP hop.
 		acfg.LocalRunner = runners[0]
 	}
 	run("apiserver", func(ctx context.Context) error { return apiserver.Run(ctx, acfg) })
-	if err := waitHealthy(ctx, c); err != nil {
+	if err := waitHealthy(ctx, clients.admin); err != nil {
 		cancel()
 		wg.Wait()
 		return firstError(errc, err)
 	}
 	run("controller manager", func(ctx context.Context) error {
-		return controller.Run(ctx, controller.Config{Client: c,
+		return controller.Run(ctx, controller.Config{Client: clients.controllers,
 			FuncScaleInterval: cfg.FuncScaleInterval, FuncIdleWindow: cfg.FuncIdleWindow, FuncInstanceBudget: cfg.FuncInstanceBudget})
 	})
 	run("scheduler", func(ctx context.Context) error {
-		return scheduler.Run(ctx, scheduler.Config{Client: c, Policy: cfg.SchedulerPolicy})
+		return scheduler.Run(ctx, scheduler.Config{Client: clients.scheduler, Policy: cfg.SchedulerPolicy})
 	})
 	for _, r := range runners {
 		run("function runner", r.Run)
 	}
 	run("kubelet", func(ctx context.Context) error {
-		return kubelet.Run(ctx, kubelet.Config{APIServer: server, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
+		return kubelet.Run(ctx, kubelet.Config{Client: clients.kubelet, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
 			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName)})
 	})
-	log.WithFields(log.Fields{"apiserver": server, "node": cfg.NodeName, "nodeIP": cfg.NodeIP}).
-		Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
+	fields := log.Fields{"apiserver": clients.admin.Server(), "node": cfg.NodeName, "nodeIP": cfg.NodeIP}
+	if cfg.SecurePort != 0 {
+		fields["kubeconfig"] = filepath.Join(cfg.DataDir, apiserver.AdminKubeconfig)
+	}
+	log.WithFields(fields).Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
 	<-ctx.Done()
 	wg.Wait()
 	return firstError(errc, nil)
+}
+
+// clients are the in-process components' clients: on the secure port each
+// with a certificate of its own identity (as k3s gives its components), so
+// that the roles bound to them are what they may do; on the local port
+// when the secure one is off.
+type clients struct {
+	admin, controllers, scheduler, runner, kubelet *client.Client
+}
+
+func componentClients(cfg Config) (*clients, error) {
+	if cfg.SecurePort == 0 {
+		c := client.New("http://" + net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)))
+		return &clients{admin: c, controllers: c, scheduler: c, runner: c, kubelet: c}, nil
+	}
+	server := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.SecurePort))
+	issue := func(user string, groups ...string) (*client.Client, error) {
+		cc, err := apiserver.ClientConfigFor(cfg.DataDir, server, user, groups...)
+		if err != nil {
+			return nil, err
+		}
+		return client.NewForConfig(cc)
+	}
+	var out clients
+	var err error
+	for _, c := range []struct {
+		into   **client.Client
+		user   string
+		groups []string
+	}{
+		{&out.admin, "system:admin", []string{rbac.Masters}},
+		{&out.controllers, rbac.ControllerManagerUser, nil},
+		{&out.scheduler, rbac.SchedulerUser, nil},
+		{&out.runner, "system:funcrunner:" + cfg.NodeName, []string{rbac.FuncRunnersGroup}},
+		{&out.kubelet, rbac.NodeUserPrefix + cfg.NodeName, []string{rbac.NodesGroup}},
+	} {
+		if *c.into, err = issue(c.user, c.groups...); err != nil {
+			return nil, err
+		}
+	}
+	return &out, nil
 }
 
 func firstError(errc chan error, fallback error) error {

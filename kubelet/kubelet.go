@@ -30,7 +30,9 @@ import (
 
 // Config configures a kubelet.
 type Config struct {
+	// APIServer is the apiserver's URL (used when Client is nil).
 	APIServer string
+	Client    *client.Client
 	NodeName  string
 	// NodeIP is the node's address: pods listen on it and the kubelet's
 	// HTTP server too. Several kubelets on one machine take 127.0.0.11,
@@ -126,7 +128,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer rt.Close()
-	c := client.New(cfg.APIServer)
+	c := cfg.Client
+	if c == nil {
+		c = client.New(cfg.APIServer)
+	}
 	k := &Kubelet{
 		cfg: cfg, client: c, rt: rt,
 		podCfg: &pod.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,

@@ -32,7 +32,10 @@ var commands = []func(*Options) *cobra.Command{
 
 // Options are the settings every command shares.
 type Options struct {
-	Server string
+	// Server (--server or $MINIK8S_SERVER) and Kubeconfig (--kubeconfig)
+	// pick the apiserver and the credentials, as kubectl does.
+	Server     string
+	Kubeconfig string
 	// Namespace is -n; NamespaceSet says whether the user gave it.
 	Namespace    string
 	NamespaceSet bool
@@ -44,12 +47,26 @@ type Options struct {
 	client *client.Client
 }
 
-// Client is the apiserver client of --server, made on first use.
+// Client is the apiserver client of --server and --kubeconfig (see
+// client.Load), made before any command runs.
 func (o *Options) Client() *client.Client {
 	if o.client == nil {
 		o.client = client.New(o.Server)
 	}
 	return o.client
+}
+
+// loadClient makes the client, failing on a kubeconfig that cannot be read.
+func (o *Options) loadClient() error {
+	if o.client != nil {
+		return nil
+	}
+	c, err := client.Load(o.Server, o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	o.client = c
+	return nil
 }
 
 // NewRootCommand returns the mkctl command tree writing to stdout and
@@ -63,14 +80,16 @@ func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			"objects of every kind (" + kindList() + ").",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			o.NamespaceSet = cmd.Flags().Changed("namespace")
+			return o.loadClient()
 		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&o.Server, "server", client.ServerFromEnv(), "address of the apiserver (or set MINIK8S_SERVER)")
+	root.PersistentFlags().StringVar(&o.Server, "server", client.ExplicitServer(), "address of the apiserver (or set MINIK8S_SERVER; default: the kubeconfig's, else "+client.DefaultServer+")")
+	root.PersistentFlags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
 	root.PersistentFlags().StringVarP(&o.Namespace, "namespace", "n", api.DefaultNamespace, "namespace of the request")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{cmd: cmd.CommandPath(), err: err}

@@ -39,6 +39,10 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 	}
 	data := filepath.Join(tmp, "data")
 	port := freePort(t)
+	tokenFile := filepath.Join(tmp, "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(`runner-token-1,system:funcrunner:apart,u-1,"system:funcrunners"`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	const (
 		// Addresses of its own: TestMinik8sUpBinaries has 127.0.0.41-42
 		// and 127.41.0.0/16, the in-process tests 127.0.0.10-53 and the
@@ -64,17 +68,21 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 	})
 
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--data-dir", data,
-		"--node-ip", nodeIP, "--service-cidr", serviceCIDR, "--funcrunners", "0")
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--secure-port", strconv.Itoa(freePort(t)), "--data-dir", data,
+		"--node-ip", nodeIP, "--service-cidr", serviceCIDR, "--funcrunners", "0", "--token-auth-file", tokenFile)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)
 	c.waitNodesReady(25*time.Minute, nodeIP) // the first run may build the image
 
 	cl := client.New(c.server)
+	// The runners are apart, as on other machines: they reach the secure
+	// port with a token of the function runners' group.
+	runnerKubeconfig := filepath.Join(tmp, "runner.kubeconfig")
+	writeTokenKubeconfig(t, runnerKubeconfig, data, "runner-token-1")
 	for i := 1; i <= 2; i++ {
 		name := fmt.Sprintf("up-runner-%d", i)
 		r := startBinary(t, name, tmp, filepath.Join(tmp, name+".log"), nil, syscall.SIGINT,
-			filepath.Join(bin, "funcrunner"), "--apiserver", c.server, "--identity", name)
+			filepath.Join(bin, "funcrunner"), "--kubeconfig", runnerKubeconfig, "--identity", name)
 		runners = append(runners, r)
 		t.Cleanup(func() { r.stop(t, time.Minute) })
 	}
@@ -361,4 +369,17 @@ func upGet(url string) (int, string, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(data), err
+}
+
+// writeTokenKubeconfig writes a kubeconfig for the secure port of the
+// cluster in data (its URL and CA from the admin kubeconfig) with token.
+func writeTokenKubeconfig(t *testing.T, path, data, token string) {
+	t.Helper()
+	admin, err := client.LoadKubeconfig(filepath.Join(data, "admin.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.WriteKubeconfig(path, "runner", client.Config{Server: admin.Server, CAData: admin.CAData, Token: token}); err != nil {
+		t.Fatal(err)
+	}
 }

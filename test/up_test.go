@@ -66,7 +66,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(tmp, "data")
-	port := freePort(t)
+	port, securePort := freePort(t), freePort(t)
 	const (
 		nodeIP  = "127.0.0.41"
 		extraIP = "127.0.0.42"
@@ -98,7 +98,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	// does its Ctrl-C cleanup (SIGKILL would leave its containerd, which
 	// runs in its own process group, and the containers).
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--data-dir", data,
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--secure-port", strconv.Itoa(securePort), "--data-dir", data,
 		"--node-ip", nodeIP, "--service-cidr", serviceCIDR)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)
@@ -106,6 +106,15 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	// mkctl get nodes: the first run may build the image first.
 	upNode := c.waitNodesReady(25*time.Minute, nodeIP)
 	t.Logf("node %s (%s) is ready", upNode[nodeIP], nodeIP)
+
+	// The admin kubeconfig minik8s up wrote reaches the secure port, as
+	// kubectl would use it: mkctl with no server but --kubeconfig.
+	kubeconfig := filepath.Join(data, "admin.kubeconfig")
+	cmd := exec.Command(filepath.Join(bin, "mkctl"), "--kubeconfig", kubeconfig, "get", "nodes")
+	cmd.Env = []string{"HOME=" + tmp, "PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), upNode[nodeIP]) {
+		t.Errorf("mkctl --kubeconfig %s get nodes: %v\n%s", kubeconfig, err, out)
+	}
 
 	// An extra node, as the README starts it, on minik8s up's containerd.
 	c.kubelet = startBinary(t, "kubelet", tmp, filepath.Join(tmp, "kubelet.log"), nil, syscall.SIGINT,

@@ -5,8 +5,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -17,11 +19,15 @@ import (
 
 func main() {
 	var cfg apiserver.Config
-	var port int
-	var bind, endpoints, level string
-	flag.IntVar(&port, "port", 8080, "port to serve the API on")
-	flag.StringVar(&bind, "address", "0.0.0.0", "address to bind")
-	flag.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of the embedded etcd's data")
+	var port, securePort int
+	var bind, endpoints, level, sans string
+	flag.IntVar(&securePort, "secure-port", 6443, "port of the secure API (TLS, authenticated; 0: off)")
+	flag.StringVar(&bind, "bind-address", "0.0.0.0", "address the secure port binds")
+	flag.IntVar(&port, "port", 0, "local port: plain HTTP on 127.0.0.1 that acts as the admin without credentials, for the reference design's scripts (0: off)")
+	flag.StringVar(&sans, "tls-san", "", "comma-separated extra names and addresses of the serving certificate")
+	flag.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static token file: token,user,uid,\"group1,group2\" per line")
+	flag.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "audit log of every write (default DATA/audit.log; - : off)")
+	flag.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of the embedded etcd's data, the cluster CA and the credentials")
 	flag.StringVar(&endpoints, "etcd-endpoints", "", "comma-separated endpoints of an external etcd cluster (default: embedded etcd)")
 	flag.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted")
 	flag.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", apiserver.DefaultFuncInstanceTTL, "how long function call records are kept")
@@ -34,7 +40,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "apiserver:", err)
 		os.Exit(1)
 	}
-	cfg.Address = fmt.Sprintf("%s:%d", bind, port)
+	if port != 0 {
+		cfg.Address = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	if securePort != 0 {
+		cfg.SecureAddress = net.JoinHostPort(bind, strconv.Itoa(securePort))
+	}
+	if sans != "" {
+		cfg.TLSSANs = strings.Split(sans, ",")
+	}
 	if endpoints != "" {
 		cfg.EtcdEndpoints = strings.Split(endpoints, ",")
 	}

@@ -23,6 +23,8 @@ func main() {
 	var cfg controller.Config
 	var level, only string
 	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
+	var kubeconfig string
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
 	flag.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod,
 		"how long a node may go without a heartbeat before it is marked not ready and its pods are moved")
 	flag.IntVar(&cfg.Workers, "workers", 4, "workers per controller")
@@ -35,6 +37,14 @@ func main() {
 	flag.StringVar(&only, "controllers", "", "comma-separated controllers to run (default all: "+controller.Names()+")")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
+	if kubeconfig != "" {
+		c, err := client.FromFlags(flag.CommandLine, cfg.APIServer, kubeconfig)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "controller:", err)
+			os.Exit(1)
+		}
+		cfg.Client = c
+	}
 
 	l, err := log.ParseLevel(level)
 	if err != nil {

@@ -21,6 +21,8 @@ func main() {
 	var cfg funcrunner.Config
 	var server, level string
 	flag.StringVar(&server, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
+	var kubeconfig string
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
 	flag.StringVar(&cfg.Identity, "identity", "", "name of this runner (default: hostname and a random suffix)")
 	flag.StringVar(&cfg.Address, "address", "127.0.0.1:0", "address to serve the calls the apiserver hands over on (port 0: any free one)")
 	flag.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "URL the apiserver reaches this runner at (default: http:// and the bound address)")
@@ -35,7 +37,12 @@ func main() {
 		os.Exit(1)
 	}
 	log.SetLevel(l)
-	cfg.Client = client.New(server)
+	c, err := client.FromFlags(flag.CommandLine, server, kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "funcrunner:", err)
+		os.Exit(1)
+	}
+	cfg.Client = c
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := funcrunner.Run(ctx, cfg); err != nil {

@@ -21,6 +21,8 @@ func main() {
 	var cfg kubelet.Config
 	var level string
 	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
+	var kubeconfig string
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
 	flag.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name, followed by the node address unless it is 127.0.0.1)")
 	flag.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of this node: pods and the kubelet listen on it")
 	flag.StringVar(&cfg.ContainerdAddress, "containerd-address", "./data/containerd/containerd.sock", "containerd socket")
@@ -33,6 +35,14 @@ func main() {
 	flag.Int64Var(&cfg.LogMaxBytes, "container-log-max-size", 4<<20, "size at which a container log rotates")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
+	if kubeconfig != "" {
+		c, err := client.FromFlags(flag.CommandLine, cfg.APIServer, kubeconfig)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kubelet:", err)
+			os.Exit(1)
+		}
+		cfg.Client = c
+	}
 
 	l, err := log.ParseLevel(level)
 	if err != nil {

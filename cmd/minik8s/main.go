@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	log "github.com/sirupsen/logrus"
@@ -31,8 +32,13 @@ func main() {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	var cfg cluster.Config
 	var level string
-	fs.IntVar(&cfg.Port, "port", 8080, "port of the apiserver")
-	fs.StringVar(&cfg.Address, "address", "127.0.0.1", "address the apiserver binds")
+	var sans string
+	fs.IntVar(&cfg.SecurePort, "secure-port", 6443, "port of the secure API: TLS, authenticated (0: off); DATA/admin.kubeconfig reaches it as the admin")
+	fs.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "address the secure port binds")
+	fs.IntVar(&cfg.Port, "port", 8080, "local port: plain HTTP on --address that acts as the admin without credentials, for the reference design's scripts (0: off)")
+	fs.StringVar(&cfg.Address, "address", "127.0.0.1", "loopback address the local port binds")
+	fs.StringVar(&sans, "tls-san", "", "comma-separated extra names and addresses of the serving certificate")
+	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static token file: token,user,uid,\"group1,group2\" per line")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of etcd's data, the kubelet's files and the private containerd")
 	fs.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of the node (pods listen on it)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
@@ -48,6 +54,9 @@ func main() {
 	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
 	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	_ = fs.Parse(os.Args[2:])
+	if sans != "" {
+		cfg.TLSSANs = strings.Split(sans, ",")
+	}
 
 	l, err := log.ParseLevel(level)
 	if err != nil {

@@ -19,12 +19,22 @@ func main() {
 	var cfg scheduler.Config
 	var level string
 	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
+	var kubeconfig string
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
 	flag.StringVar(&cfg.Policy, "policy", scheduler.PolicyLeastAllocated,
 		"how to choose among the nodes a pod fits on: "+scheduler.PolicyLeastAllocated+" or "+scheduler.PolicyRoundRobin)
 	flag.StringVar(&cfg.Name, "scheduler-name", scheduler.DefaultSchedulerName, "spec.schedulerName of the pods this scheduler places (besides empty)")
 	flag.IntVar(&cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
+	if kubeconfig != "" {
+		c, err := client.FromFlags(flag.CommandLine, cfg.APIServer, kubeconfig)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "scheduler:", err)
+			os.Exit(1)
+		}
+		cfg.Client = c
+	}
 
 	l, err := log.ParseLevel(level)
 	if err != nil {

@@ -85,6 +85,9 @@ type FuncInstanceSpec struct {
 	CallbackURL string `json:"callbackUrl,omitempty"`
 	// Sync marks a call whose caller waited for its answer (?wait=).
 	Sync bool `json:"sync,omitempty"`
+	// User is who made the call, as the apiserver authenticated it; a
+	// function-invoker reads only the instances with its name here.
+	User string `json:"user,omitempty"`
 }
 
 const (

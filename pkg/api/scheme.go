@@ -77,6 +77,14 @@ var (
 		Namespaced: true, New: func() Object { return &Secret{} }}
 	ServiceAccountsResource = Resource{Name: "serviceaccounts", Kind: "ServiceAccount", ShortNames: []string{"sa", "serviceaccount"}, Version: "v1",
 		Namespaced: true, New: func() Object { return &ServiceAccount{} }}
+	RolesResource = Resource{Name: "roles", Kind: "Role", ShortNames: []string{"role"}, Group: RBACGroup, Version: "v1",
+		Namespaced: true, New: func() Object { return &Role{} }}
+	ClusterRolesResource = Resource{Name: "clusterroles", Kind: "ClusterRole", ShortNames: []string{"clusterrole"}, Group: RBACGroup, Version: "v1",
+		New: func() Object { return &ClusterRole{} }}
+	RoleBindingsResource = Resource{Name: "rolebindings", Kind: "RoleBinding", ShortNames: []string{"rolebinding"}, Group: RBACGroup, Version: "v1",
+		Namespaced: true, New: func() Object { return &RoleBinding{} }}
+	ClusterRoleBindingsResource = Resource{Name: "clusterrolebindings", Kind: "ClusterRoleBinding", ShortNames: []string{"clusterrolebinding"}, Group: RBACGroup, Version: "v1",
+		New: func() Object { return &ClusterRoleBinding{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
@@ -86,6 +94,7 @@ var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
+	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }
 
 // LookupResource finds a resource by plural, singular, short name or kind,

@@ -6,6 +6,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,8 +44,32 @@ type Client struct {
 }
 
 // New returns a client of the apiserver at server ("http://host:port";
-// a bare "host:port" is taken as http).
+// a bare "host:port" is taken as http), without credentials: for the
+// local port, which acts as the admin.
 func New(server string) *Client {
+	c, err := NewForConfig(Config{Server: server})
+	if err != nil {
+		panic(err) // a config without TLS material cannot fail
+	}
+	return c
+}
+
+// Config says how to reach an apiserver and who to be there.
+type Config struct {
+	// Server is the apiserver's URL.
+	Server string
+	// CAData (PEM) verifies an https server; without it, the system's roots.
+	CAData []byte
+	// CertData and KeyData (PEM): a client certificate.
+	CertData, KeyData []byte
+	// Token: a bearer token.
+	Token string
+}
+
+// NewForConfig returns a client of the apiserver cfg names, with its
+// credentials.
+func NewForConfig(cfg Config) (*Client, error) {
+	server := cfg.Server
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
 	}
@@ -53,12 +79,48 @@ func New(server string) *Client {
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   false,
+	}
+	if len(cfg.CAData) > 0 || len(cfg.CertData) > 0 {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if len(cfg.CAData) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(cfg.CAData) {
+				return nil, errdefs.BadRequest("certificate-authority-data", "no PEM certificate in the CA data")
+			}
+			tc.RootCAs = pool
+		}
+		if len(cfg.CertData) > 0 || len(cfg.KeyData) > 0 {
+			pair, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+			if err != nil {
+				return nil, errdefs.BadRequest("client-certificate-data", "the client certificate and key: %v", err)
+			}
+			tc.Certificates = []tls.Certificate{pair}
+		}
+		transport.TLSClientConfig = tc
+	}
+	var rt http.RoundTripper = transport
+	if cfg.Token != "" {
+		rt = bearer{token: cfg.Token, next: transport}
 	}
 	return &Client{
 		base:   strings.TrimRight(server, "/"),
-		http:   &http.Client{Transport: transport, Timeout: 60 * time.Second},
-		stream: &http.Client{Transport: transport},
-	}
+		http:   &http.Client{Transport: rt, Timeout: 60 * time.Second},
+		stream: &http.Client{Transport: rt},
+	}, nil
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // Server is the base URL of the apiserver.

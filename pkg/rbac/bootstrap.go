@@ -27,6 +27,7 @@ const (
 	SystemFuncRunner        = "system:funcrunner"
 	FunctionInvoker         = "function-invoker"
 	SystemPublicInfoViewer  = "system:public-info-viewer"
+	SystemBasicUser         = "system:basic-user"
 )
 
 // API groups of minik8s' resources.
@@ -183,7 +184,10 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("get", "list", "watch", "update"), funcGroups, "funcinstances/own"),
 		),
 		clusterRole(SystemPublicInfoViewer,
-			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}},
+			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/", "/cacerts"}},
+		),
+		clusterRole(SystemBasicUser,
+			rule(verbs("create"), groups("authorization.k8s.io"), "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
 		),
 	}
 	bindings = []*api.ClusterRoleBinding{
@@ -193,6 +197,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		clusterRoleBinding(SystemControllerManager, user(ControllerManagerUser)),
 		clusterRoleBinding(SystemFuncRunner, group(FuncRunnersGroup)),
 		clusterRoleBinding(SystemPublicInfoViewer, group(AllAuthenticated), group(AllUnauthenticated)),
+		clusterRoleBinding(SystemBasicUser, group(AllAuthenticated)),
 	}
 	return roles, bindings
 }

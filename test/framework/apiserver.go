@@ -39,6 +39,8 @@ type APIServer struct {
 	Addr    string
 	URL     string
 	Client  *client.Client
+	// SecureURL is the secure port's (StartSecureAPIServer), else "".
+	SecureURL string
 	// ServiceCIDR is this test binary's own range of cluster IPs (a /16 in
 	// 127.0.0.0/8): every kubelet's proxy listens on the cluster IPs with
 	// SO_REUSEPORT, so two binaries sharing a range would serve each
@@ -63,12 +65,7 @@ func StartAPIServer(t testing.TB) *APIServer {
 // framework's).
 func StartAPIServerWith(t testing.TB, configure func(*apiserver.Config)) *APIServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeLoopbackAddr(t)
 	cidr, err := serviceRange()
 	if err != nil {
 		t.Fatalf("claiming a service range: %v", err)
@@ -79,6 +76,50 @@ func StartAPIServerWith(t testing.TB, configure func(*apiserver.Config)) *APISer
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+func freeLoopbackAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// StartSecureAPIServer is StartAPIServer with the secure port on as well,
+// on a free loopback port (SecureURL), authenticating the bearer tokens
+// of tokenFile (lines of a static token file: token,user,uid,"groups").
+// URL and Client stay on the local port, which acts as the admin.
+func StartSecureAPIServer(t testing.TB, tokenFile string) *APIServer {
+	t.Helper()
+	secure := freeLoopbackAddr(t)
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(path, []byte(tokenFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := StartAPIServerWith(t, func(c *apiserver.Config) {
+		c.SecureAddress, c.TokenAuthFile = secure, path
+	})
+	s.SecureURL = "https://" + secure
+	return s
+}
+
+// SecureClient is a client of the secure port that trusts the cluster CA
+// (DATA/ca.crt), with the credentials of cfg (a token, a certificate).
+func (s *APIServer) SecureClient(t testing.TB, cfg client.Config) *client.Client {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join(s.DataDir, apiserver.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server, cfg.CAData = s.SecureURL, ca
+	c, err := client.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // ServiceIP is the address of this server's service range whose last two

@@ -40,6 +40,9 @@ func Name(res api.Resource, name string) error {
 	if res.Kind == "Func" {
 		return FuncName("metadata.name", name)
 	}
+	if res.Group == api.RBACGroup {
+		return pathSegmentName("metadata.name", name)
+	}
 	if len(name) > 253 {
 		return errdefs.Invalid("metadata.name", "%q is longer than 253 characters", name)
 	}
@@ -107,6 +110,14 @@ func Object(res api.Resource, obj api.Object) error {
 		}
 	case *api.Secret:
 		return secret(o)
+	case *api.Role:
+		return policyRules("rules", o.Rules, true)
+	case *api.ClusterRole:
+		return policyRules("rules", o.Rules, false)
+	case *api.RoleBinding:
+		return binding(o.Subjects, o.RoleRef, true)
+	case *api.ClusterRoleBinding:
+		return binding(o.Subjects, o.RoleRef, false)
 	case *api.Lease:
 		if d := o.Spec.LeaseDurationSeconds; d != nil && *d < 1 {
 			return errdefs.Invalid("spec.leaseDurationSeconds", "%d must be at least 1", *d)

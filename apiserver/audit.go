@@ -1,0 +1,165 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/rbac"
+)
+
+// The audit log records every write (and every refused one) as a JSON
+// line in the shape of Kubernetes' audit.k8s.io/v1 Event at the Metadata
+// level: who, what, on which object, and the answer's code. Reads are not
+// logged: a function call is a write (create funcs/invoke), a result read
+// is not.
+
+// AuditLogFile is the audit log's name in the data dir.
+const AuditLogFile = "audit.log"
+
+// maxAuditBytes is where the log is rotated to audit.log.1, so that a
+// cluster left running does not fill its disk.
+const maxAuditBytes = 100 << 20
+
+type auditUser struct {
+	Username string   `json:"username"`
+	Groups   []string `json:"groups,omitempty"`
+}
+
+type auditObjectRef struct {
+	Resource    string `json:"resource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+	APIGroup    string `json:"apiGroup,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+}
+
+type auditEvent struct {
+	Kind           string          `json:"kind"`
+	APIVersion     string          `json:"apiVersion"`
+	Level          string          `json:"level"`
+	AuditID        string          `json:"auditID"`
+	Stage          string          `json:"stage"`
+	RequestURI     string          `json:"requestURI"`
+	Verb           string          `json:"verb"`
+	User           auditUser       `json:"user"`
+	SourceIPs      []string        `json:"sourceIPs,omitempty"`
+	UserAgent      string          `json:"userAgent,omitempty"`
+	ObjectRef      *auditObjectRef `json:"objectRef,omitempty"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
+}
+
+// auditLog appends events to a file; nil logs nothing.
+type auditLog struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+}
+
+func openAuditLog(path string) (*auditLog, error) {
+	if path == "-" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &auditLog{path: path, f: f, size: st.Size()}, nil
+}
+
+func (l *auditLog) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Close()
+}
+
+func (l *auditLog) write(ev *auditEvent) {
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	line = append(line, '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.size+int64(len(line)) > maxAuditBytes {
+		l.rotate()
+	}
+	n, err := l.f.Write(line)
+	l.size += int64(n)
+	if err != nil {
+		log.WithError(err).Warn("audit log: write failed")
+	}
+}
+
+// rotate moves the log to PATH.1 and starts a new one.
+func (l *auditLog) rotate() {
+	l.f.Close()
+	if err := os.Rename(l.path, l.path+".1"); err != nil {
+		log.WithError(err).Warn("audit log: rotating failed")
+	}
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		log.WithError(err).Error("audit log: reopening failed")
+		f, _ = os.Open(os.DevNull)
+	}
+	l.f, l.size = f, 0
+}
+
+// isWrite tells whether a request changes something.
+func isWrite(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+}
+
+// auditMiddleware logs each write once answered, with the user the
+// authenticator found (none for a 401).
+func (s *Server) auditMiddleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.audit == nil || !isWrite(c.Request.Method) {
+			c.Next()
+			return
+		}
+		received := time.Now().UTC()
+		c.Next()
+		attrs := requestAttributes(c.Request)
+		ev := &auditEvent{Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: "Metadata", AuditID: uuid.NewString(),
+			Stage: "ResponseComplete", RequestURI: c.Request.URL.RequestURI(), Verb: attrs.Verb,
+			UserAgent: c.Request.UserAgent(), RequestReceivedTimestamp: received, StageTimestamp: time.Now().UTC()}
+		if u, ok := c.Request.Context().Value(userKey{}).(rbac.User); ok {
+			ev.User = auditUser{Username: u.Name, Groups: u.Groups}
+		}
+		if host, _, err := net.SplitHostPort(c.Request.RemoteAddr); err == nil {
+			ev.SourceIPs = []string{host}
+		}
+		if attrs.ResourceRequest {
+			ev.ObjectRef = &auditObjectRef{Resource: attrs.Resource, Namespace: attrs.Namespace, Name: attrs.Name,
+				APIGroup: attrs.APIGroup, Subresource: attrs.Subresource}
+		}
+		ev.ResponseStatus.Code = c.Writer.Status()
+		s.audit.write(ev)
+	}
+}

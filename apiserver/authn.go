@@ -1,0 +1,165 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/csv"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
+)
+
+// Who a request comes from. On the secure port: a client certificate
+// signed by the cluster CA (CommonName the user, Organization the
+// groups), a bearer token of the static token file, a service account's
+// token, or the node join token (which may only fetch a node's
+// credentials). On the local port: the admin, as kubectl proxy acts.
+
+type userKey struct{}
+
+// localPortKey marks a connection accepted on the local port.
+type localPortKey struct{}
+
+// The identity of requests on the local port.
+var localAdmin = rbac.User{Name: "system:admin", Groups: []string{rbac.Masters, rbac.AllAuthenticated}}
+
+// Users the join token and anonymous requests stand for.
+var (
+	bootstrapUser = rbac.User{Name: "system:bootstrap:node", Groups: []string{BootstrappersGroup, rbac.AllAuthenticated}}
+	anonymousUser = rbac.User{Name: rbac.Anonymous, Groups: []string{rbac.AllUnauthenticated}}
+)
+
+// BootstrappersGroup holds the node join token's user.
+const BootstrappersGroup = "system:bootstrappers"
+
+func withUser(ctx context.Context, u rbac.User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// userOf is who sent the request (anonymous if nobody said).
+func userOf(ctx context.Context) rbac.User {
+	if u, ok := ctx.Value(userKey{}).(rbac.User); ok {
+		return u
+	}
+	return anonymousUser
+}
+
+// staticTokens reads a token file in the format of Kubernetes' static
+// token file: token,user,uid,"group1,group2" per line.
+func staticTokens(path string) (map[string]rbac.User, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("token auth file: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	r.Comment = '#'
+	recs, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("token auth file %s: %w", path, err)
+	}
+	out := map[string]rbac.User{}
+	for i, rec := range recs {
+		if len(rec) < 3 || rec[0] == "" || rec[1] == "" {
+			return nil, errdefs.Invalid("token-auth-file", "%s line %d: want token,user,uid[,\"groups\"]", path, i+1)
+		}
+		u := rbac.User{Name: rec[1]}
+		if len(rec) > 3 && rec[3] != "" {
+			for _, g := range strings.Split(rec[3], ",") {
+				if g = strings.TrimSpace(g); g != "" {
+					u.Groups = append(u.Groups, g)
+				}
+			}
+		}
+		u.Groups = append(u.Groups, rbac.AllAuthenticated)
+		out[rec[0]] = u
+	}
+	return out, nil
+}
+
+// authenticate says who sent r; an error (401) for credentials that do
+// not hold. A request without any is anonymous: authorization decides.
+func (s *Server) authenticate(r *http.Request) (rbac.User, error) {
+	if local, _ := r.Context().Value(localPortKey{}).(bool); local {
+		return localAdmin, nil
+	}
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		cert := r.TLS.VerifiedChains[0][0]
+		if cert.Subject.CommonName == "" {
+			return rbac.User{}, fmt.Errorf("the client certificate names no user: %w", errdefs.ErrUnauthorized)
+		}
+		groups := append(append([]string{}, cert.Subject.Organization...), rbac.AllAuthenticated)
+		return rbac.User{Name: cert.Subject.CommonName, Groups: groups}, nil
+	}
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return anonymousUser, nil
+	}
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	token = strings.TrimSpace(token)
+	if !ok || token == "" {
+		return rbac.User{}, fmt.Errorf("the Authorization header is not a bearer token: %w", errdefs.ErrUnauthorized)
+	}
+	if u, ok := s.tokens[token]; ok {
+		return u, nil
+	}
+	if s.creds != nil {
+		if _, secret := ParseNodeToken(token); subtle.ConstantTimeCompare([]byte(secret), []byte(s.creds.nodeToken)) == 1 {
+			return bootstrapUser, nil
+		}
+		if u, err := s.verifyServiceAccountToken(r.Context(), token); err == nil {
+			return u, nil
+		}
+	}
+	return rbac.User{}, fmt.Errorf("the bearer token is not valid: %w", errdefs.ErrUnauthorized)
+}
+
+// Paths served without credentials: the CA a joining node checks against
+// its token's hash.
+var anonymousPaths = map[string]bool{"/cacerts": true}
+
+// authn sets the request's user, refusing credentials that do not hold
+// and (but for anonymousPaths) requests without any: 401.
+func (s *Server) authn() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		u, err := s.authenticate(c.Request)
+		if err == nil && u.Name == anonymousUser.Name && !anonymousPaths[c.Request.URL.Path] {
+			err = fmt.Errorf("no credentials: send a bearer token or a client certificate of the cluster CA "+
+				"(the admin's are in DATA/%s): %w", AdminKubeconfig, errdefs.ErrUnauthorized)
+		}
+		if err != nil {
+			c.Header("WWW-Authenticate", `Bearer realm="minik8s"`)
+			fail(c, err)
+			return
+		}
+		c.Request = c.Request.WithContext(withUser(c.Request.Context(), u))
+		c.Next()
+	}
+}
+
+// caCerts serves the cluster CA (PEM) to anyone: a joining node fetches it
+// and checks it against the hash its token carries before trusting it.
+func (s *Server) caCerts(c *gin.Context) {
+	if s.creds == nil {
+		fail(c, fmt.Errorf("this apiserver serves no secure port: %w", errdefs.ErrNotFound))
+		return
+	}
+	c.Data(http.StatusOK, "application/x-pem-file", s.creds.ca.CertPEM)
+}
+
+// markLocal marks the connections of the local port.
+func markLocal(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, localPortKey{}, true)
+}

@@ -1,0 +1,252 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"sync/atomic"
+
+	"github.com/gin-gonic/gin"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
+)
+
+// authorizer judges requests by the RBAC objects in the store, mirrored in
+// memory. The built-in policy (rbac.BootstrapPolicy) is written to the
+// store at start; a built-in object missing from the store still applies,
+// so that deleting it cannot lock the cluster's own components out.
+// system:masters may do anything, as in Kubernetes.
+type authorizer struct {
+	mirrors []*mirror
+	policy  atomic.Pointer[rbac.Static]
+}
+
+func newAuthorizer(s *Server) *authorizer {
+	a := &authorizer{}
+	for _, res := range []api.Resource{api.RolesResource, api.ClusterRolesResource, api.RoleBindingsResource, api.ClusterRoleBindingsResource} {
+		a.mirrors = append(a.mirrors, newMirror(s.registries[res.Name], a.rebuild))
+	}
+	a.rebuild()
+	return a
+}
+
+// rebuild makes the policy from the mirrors and the built-in objects.
+func (a *authorizer) rebuild() {
+	have := map[string]bool{}
+	var objs []api.Object
+	for _, m := range a.mirrors {
+		for _, o := range m.objects() {
+			have[o.GetTypeMeta().Kind+"/"+o.GetObjectMeta().Name] = true
+			objs = append(objs, o)
+		}
+	}
+	for _, o := range bootstrapObjects() {
+		if o.GetObjectMeta().Namespace == "" && !have[o.GetTypeMeta().Kind+"/"+o.GetObjectMeta().Name] {
+			objs = append(objs, o)
+		}
+	}
+	p, err := rbac.NewStatic(objs...)
+	if err != nil {
+		log.WithError(err).Error("rbac policy")
+		return
+	}
+	a.policy.Store(p)
+}
+
+func bootstrapObjects() []api.Object {
+	roles, bindings := rbac.BootstrapPolicy()
+	var out []api.Object
+	for _, r := range roles {
+		out = append(out, r)
+	}
+	for _, b := range bindings {
+		out = append(out, b)
+	}
+	return out
+}
+
+func (a *authorizer) run(ctx context.Context) {
+	for _, m := range a.mirrors {
+		go m.run(ctx)
+	}
+	<-ctx.Done()
+}
+
+// allows tells whether the policy lets a.User make request a.
+func (a *authorizer) allows(attrs rbac.Attributes) bool {
+	if slices.Contains(attrs.User.Groups, rbac.Masters) {
+		return true
+	}
+	ok, _ := rbac.Authorize(a.policy.Load(), attrs)
+	return ok
+}
+
+// ensureBootstrapPolicy writes the built-in ClusterRoles and
+// ClusterRoleBindings: created when missing, brought back to their
+// built-in content when they carry the autoupdate annotation "true" (an
+// administrator who set it to "false" keeps their changes).
+func (s *Server) ensureBootstrapPolicy(ctx context.Context) error {
+	for _, o := range bootstrapObjects() {
+		reg := s.registries[api.ClusterRolesResource.Name]
+		if _, ok := o.(*api.ClusterRoleBinding); ok {
+			reg = s.registries[api.ClusterRoleBindingsResource.Name]
+		}
+		name := o.GetObjectMeta().Name
+		cur, err := reg.get(ctx, "", name)
+		switch {
+		case errdefs.IsNotFound(err):
+			if _, err := reg.create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s %s: %w", reg.res.Kind, name, err)
+			}
+		case err != nil:
+			return err
+		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !samePolicy(cur, o):
+			o.GetObjectMeta().ResourceVersion = cur.GetObjectMeta().ResourceVersion
+			o.GetObjectMeta().UID = cur.GetObjectMeta().UID
+			o.GetObjectMeta().CreationTimestamp = cur.GetObjectMeta().CreationTimestamp
+			if _, err := reg.update(ctx, "", name, o); err != nil && !errdefs.IsConflict(err) {
+				return fmt.Errorf("updating %s %s: %w", reg.res.Kind, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// samePolicy tells whether two built-in objects grant the same.
+func samePolicy(a, b api.Object) bool {
+	switch a := a.(type) {
+	case *api.ClusterRole:
+		b, ok := b.(*api.ClusterRole)
+		return ok && reflect.DeepEqual(a.Rules, b.Rules)
+	case *api.ClusterRoleBinding:
+		b, ok := b.(*api.ClusterRoleBinding)
+		return ok && reflect.DeepEqual(a.Subjects, b.Subjects) && a.RoleRef == b.RoleRef
+	}
+	return false
+}
+
+// ownOnlyKey marks a request allowed only on the function instances its
+// user started (funcinstances/own).
+type ownOnlyKey struct{}
+
+// ownerFilter is the user whose instances alone the request may see, or "".
+func ownerFilter(ctx context.Context) string {
+	if v, _ := ctx.Value(ownOnlyKey{}).(bool); v {
+		return userOf(ctx).Name
+	}
+	return ""
+}
+
+// authorize lets a request through when the policy allows it, and answers
+// 403 naming the user, verb and resource otherwise. Requests on function
+// instances that only funcinstances/own allows go on marked, so that the
+// handlers show the user its own instances alone.
+func (s *Server) authorize() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx := c.Request.Context()
+		attrs := requestAttributes(c.Request)
+		attrs.User = userOf(ctx)
+		if s.authz.allows(attrs) {
+			c.Next()
+			return
+		}
+		if attrs.ResourceRequest && attrs.Resource == api.FuncInstancesResource.Name && attrs.Subresource == "" {
+			own := attrs
+			own.Subresource = instanceOwn
+			if s.authz.allows(own) {
+				c.Request = c.Request.WithContext(context.WithValue(ctx, ownOnlyKey{}, true))
+				c.Next()
+				return
+			}
+		}
+		log.WithFields(log.Fields{"user": attrs.User.Name, "verb": attrs.Verb, "resource": attrs.Resource,
+			"subresource": attrs.Subresource, "namespace": attrs.Namespace, "name": attrs.Name, "path": attrs.Path}).
+			Debug("request forbidden")
+		fail(c, forbidden(attrs))
+	}
+}
+
+// forbidden is Kubernetes' 403 message, e.g. `pods "web" is forbidden:
+// User "alice" cannot delete resource "pods" in API group "" in the
+// namespace "default"`.
+func forbidden(a rbac.Attributes) error {
+	what := a.Resource
+	if a.Subresource != "" {
+		what += "/" + a.Subresource
+	}
+	if a.Name != "" {
+		what += fmt.Sprintf(" %q", a.Name)
+	}
+	if !a.ResourceRequest {
+		what = "path " + a.Path
+	}
+	return fmt.Errorf("%s is forbidden: %s: %w", what, rbac.Forbidden(a), errdefs.ErrForbidden)
+}
+
+// notOwner refuses a function instance another user started.
+func notOwner(ctx context.Context, id string) error {
+	return fmt.Errorf("funcinstances %q is forbidden: User %q may read and step only the function instances it started: %w",
+		id, userOf(ctx).Name, errdefs.ErrForbidden)
+}
+
+// checkOwner refuses inst unless the request may see it.
+func checkOwner(ctx context.Context, inst *api.FuncInstance) error {
+	if owner := ownerFilter(ctx); owner != "" && inst.Spec.User != owner {
+		return notOwner(ctx, inst.Name)
+	}
+	return nil
+}
+
+// accessReview serves SelfSubjectAccessReview (may I?) and
+// SubjectAccessReview (may they?), as kubectl auth can-i asks.
+func (s *Server) selfAccessReview(c *gin.Context) {
+	var req api.SelfSubjectAccessReview
+	h := &handlers{srv: s, maxBody: s.cfg.MaxBodyBytes}
+	if err := h.decodeBody(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	attrs, err := rbac.ReviewAttributes(userOf(c.Request.Context()), req.Spec.ResourceAttributes, req.Spec.NonResourceAttributes)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	req.APIVersion, req.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
+	req.Status = s.review(attrs)
+	c.JSON(http.StatusCreated, req)
+}
+
+func (s *Server) accessReview(c *gin.Context) {
+	var req api.SubjectAccessReview
+	h := &handlers{srv: s, maxBody: s.cfg.MaxBodyBytes}
+	if err := h.decodeBody(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	if req.Spec.User == "" && len(req.Spec.Groups) == 0 {
+		fail(c, errdefs.Invalid("spec.user", "at least one of user or groups must be specified"))
+		return
+	}
+	u := rbac.User{Name: req.Spec.User, Groups: req.Spec.Groups}
+	attrs, err := rbac.ReviewAttributes(u, req.Spec.ResourceAttributes, req.Spec.NonResourceAttributes)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	req.APIVersion, req.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+	req.Status = s.review(attrs)
+	c.JSON(http.StatusCreated, req)
+}
+
+func (s *Server) review(attrs rbac.Attributes) api.SubjectAccessReviewStatus {
+	if slices.Contains(attrs.User.Groups, rbac.Masters) {
+		return api.SubjectAccessReviewStatus{Allowed: true, Reason: "member of " + rbac.Masters}
+	}
+	ok, reason := rbac.Authorize(s.authz.policy.Load(), attrs)
+	return api.SubjectAccessReviewStatus{Allowed: ok, Reason: reason}
+}

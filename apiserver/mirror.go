@@ -1,0 +1,79 @@
+package apiserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+)
+
+// mirror keeps every object of one registry in memory, by list and watch,
+// for checks made on every request (the RBAC policy) without a store read.
+// changed runs after each change, outside the lock.
+type mirror struct {
+	reg     *registry
+	changed func()
+
+	mu   sync.RWMutex
+	objs map[string]api.Object // namespace/name
+}
+
+func newMirror(reg *registry, changed func()) *mirror {
+	return &mirror{reg: reg, changed: changed, objs: map[string]api.Object{}}
+}
+
+// run follows the registry until ctx ends, relisting when the watch breaks.
+func (m *mirror) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		objs, rev, err := m.reg.list(ctx, "", filter{})
+		if err != nil {
+			log.WithError(err).WithField("resource", m.reg.res.Name).Warn("mirror: list failed")
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		m.mu.Lock()
+		clear(m.objs)
+		for _, o := range objs {
+			m.objs[mirrorKey(o)] = o
+		}
+		m.mu.Unlock()
+		m.changed()
+		events, err := m.reg.watch(ctx, "", rev)
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		for ev := range events {
+			if ev.Type == api.Error {
+				break
+			}
+			m.mu.Lock()
+			if ev.Type == api.Deleted {
+				delete(m.objs, mirrorKey(ev.Object))
+			} else {
+				m.objs[mirrorKey(ev.Object)] = ev.Object
+			}
+			m.mu.Unlock()
+			m.changed()
+		}
+	}
+}
+
+func mirrorKey(o api.Object) string {
+	meta := o.GetObjectMeta()
+	return meta.Namespace + "/" + meta.Name
+}
+
+// objects are the mirrored objects; callers only read them.
+func (m *mirror) objects() []api.Object {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]api.Object, 0, len(m.objs))
+	for _, o := range m.objs {
+		out = append(out, o)
+	}
+	return out
+}

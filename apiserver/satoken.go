@@ -1,0 +1,126 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/golang-jwt/jwt/v5"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
+)
+
+// Service account tokens are JWTs the apiserver signs (ES256) and checks,
+// asked for through the TokenRequest subresource
+// (POST .../serviceaccounts/NAME/token) as the kubelet does for the pods
+// it runs. A token holds while its service account exists with the same
+// UID.
+
+const (
+	saIssuer   = "https://kubernetes.default.svc.cluster.local"
+	saAudience = "minik8s"
+	// Token lifetimes: asked for (expirationSeconds), within bounds.
+	defaultTokenTTL = time.Hour
+	minTokenTTL     = 10 * time.Minute
+	maxTokenTTL     = 48 * time.Hour
+)
+
+type saClaims struct {
+	jwt.RegisteredClaims
+	Kubernetes struct {
+		Namespace      string `json:"namespace"`
+		ServiceAccount struct {
+			Name string `json:"name"`
+			UID  string `json:"uid"`
+		} `json:"serviceaccount"`
+		Pod *struct {
+			Name string `json:"name"`
+			UID  string `json:"uid"`
+		} `json:"pod,omitempty"`
+	} `json:"kubernetes.io"`
+}
+
+// TokenRequest is Kubernetes' authentication.k8s.io/v1 TokenRequest.
+type TokenRequest struct {
+	api.TypeMeta   `json:",inline"`
+	api.ObjectMeta `json:"metadata,omitempty"`
+	Spec           struct {
+		Audiences         []string `json:"audiences,omitempty"`
+		ExpirationSeconds *int64   `json:"expirationSeconds,omitempty"`
+		BoundObjectRef    *struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+			UID  string `json:"uid"`
+		} `json:"boundObjectRef,omitempty"`
+	} `json:"spec"`
+	Status struct {
+		Token               string    `json:"token"`
+		ExpirationTimestamp time.Time `json:"expirationTimestamp"`
+	} `json:"status"`
+}
+
+// serviceAccountToken serves POST .../serviceaccounts/NAME/token.
+func (h *handlers) serviceAccountToken(c *gin.Context) {
+	var req TokenRequest
+	if err := h.decodeBody(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	ns, name := h.ns(c), c.Param("name")
+	ctx := c.Request.Context()
+	obj, err := h.reg.get(ctx, ns, name)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	sa := obj.(*api.ServiceAccount)
+	ttl := defaultTokenTTL
+	if e := req.Spec.ExpirationSeconds; e != nil {
+		ttl = min(max(time.Duration(*e)*time.Second, minTokenTTL), maxTokenTTL)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	claims := saClaims{RegisteredClaims: jwt.RegisteredClaims{
+		Issuer: saIssuer, Subject: rbac.ServiceAccountUsername(ns, name), Audience: jwt.ClaimStrings{saAudience},
+		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+	}}
+	claims.Kubernetes.Namespace = ns
+	claims.Kubernetes.ServiceAccount.Name, claims.Kubernetes.ServiceAccount.UID = name, sa.UID
+	if b := req.Spec.BoundObjectRef; b != nil && b.Kind == api.PodsResource.Kind {
+		claims.Kubernetes.Pod = &struct {
+			Name string `json:"name"`
+			UID  string `json:"uid"`
+		}{b.Name, b.UID}
+	}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodES256, claims).SignedString(h.srv.creds.saKey)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	req.APIVersion, req.Kind = "authentication.k8s.io/v1", "TokenRequest"
+	req.Name, req.Namespace = name, ns
+	req.Status.Token, req.Status.ExpirationTimestamp = token, now.Add(ttl)
+	c.JSON(http.StatusCreated, req)
+}
+
+// verifyServiceAccountToken checks a service account's token: signature,
+// time, audience, and that its account still exists with the same UID.
+func (s *Server) verifyServiceAccountToken(ctx context.Context, token string) (rbac.User, error) {
+	var claims saClaims
+	_, err := jwt.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
+		return &s.creds.saKey.PublicKey, nil
+	}, jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(saIssuer), jwt.WithAudience(saAudience))
+	if err != nil {
+		return rbac.User{}, fmt.Errorf("service account token: %v: %w", err, errdefs.ErrUnauthorized)
+	}
+	k := claims.Kubernetes
+	obj, err := s.registries[api.ServiceAccountsResource.Name].get(ctx, k.Namespace, k.ServiceAccount.Name)
+	if err != nil || obj.GetObjectMeta().UID != k.ServiceAccount.UID {
+		return rbac.User{}, fmt.Errorf("service account %s/%s of the token no longer exists: %w", k.Namespace, k.ServiceAccount.Name, errdefs.ErrUnauthorized)
+	}
+	groups := append(rbac.ServiceAccountGroups(k.Namespace), rbac.AllAuthenticated)
+	return rbac.User{Name: rbac.ServiceAccountUsername(k.Namespace, k.ServiceAccount.Name), Groups: groups}, nil
+}
