@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/pki"
 	"minik8s/pkg/rbac"
 )
 
@@ -32,12 +33,9 @@ var localAdmin = rbac.User{Name: "system:admin", Groups: []string{rbac.Masters, 
 
 // Users the join token and anonymous requests stand for.
 var (
-	bootstrapUser = rbac.User{Name: "system:bootstrap:node", Groups: []string{BootstrappersGroup, rbac.AllAuthenticated}}
+	bootstrapUser = rbac.User{Name: "system:bootstrap:node", Groups: []string{rbac.BootstrappersGroup, rbac.AllAuthenticated}}
 	anonymousUser = rbac.User{Name: rbac.Anonymous, Groups: []string{rbac.AllUnauthenticated}}
 )
-
-// BootstrappersGroup holds the node join token's user.
-const BootstrappersGroup = "system:bootstrappers"
 
 func withUser(ctx context.Context, u rbac.User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
@@ -116,7 +114,7 @@ func (s *Server) authenticate(r *http.Request) (rbac.User, error) {
 		return u, nil
 	}
 	if s.creds != nil {
-		if _, secret := ParseNodeToken(token); subtle.ConstantTimeCompare([]byte(secret), []byte(s.creds.nodeToken)) == 1 {
+		if _, secret := pki.ParseNodeToken(token); subtle.ConstantTimeCompare([]byte(secret), []byte(s.creds.nodeToken)) == 1 {
 			return bootstrapUser, nil
 		}
 		if u, err := s.verifyServiceAccountToken(r.Context(), token); err == nil {

@@ -152,6 +152,10 @@ func (s *Server) authorize() gin.HandlerFunc {
 		attrs := requestAttributes(c.Request)
 		attrs.User = userOf(ctx)
 		if s.authz.allows(attrs) {
+			if err := s.restrictNode(ctx, attrs); err != nil {
+				fail(c, err)
+				return
+			}
 			c.Next()
 			return
 		}

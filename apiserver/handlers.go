@@ -136,7 +136,11 @@ func (h *handlers) create(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out, err := h.reg.create(c.Request.Context(), h.ns(c), obj)
+	err := h.srv.admit(c.Request.Context(), h.ns(c), obj)
+	var out api.Object
+	if err == nil {
+		out, err = h.reg.create(c.Request.Context(), h.ns(c), obj)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -162,7 +166,11 @@ func (h *handlers) update(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out, err := h.reg.update(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+	err := h.srv.admit(c.Request.Context(), h.ns(c), obj)
+	var out api.Object
+	if err == nil {
+		out, err = h.reg.update(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -209,6 +217,10 @@ func (h *handlers) delete(c *gin.Context) {
 	if err != nil {
 		fail(c, err)
 		return
+	}
+	if ns, ok := out.(*api.Namespace); ok {
+		// Refuse creates in it from now on, before the index's watch sees it.
+		h.srv.namespaces.observe(ns)
 	}
 	c.JSON(http.StatusOK, out)
 }

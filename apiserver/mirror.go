@@ -77,3 +77,11 @@ func (m *mirror) objects() []api.Object {
 	}
 	return out
 }
+
+// get is the mirrored object of key (namespace/name).
+func (m *mirror) get(key string) (api.Object, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	o, ok := m.objs[key]
+	return o, ok
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,53 +28,44 @@ func undeletable(name string) bool {
 	return name == api.DefaultNamespace || name == api.NamespaceSystem || name == api.NamespacePublic
 }
 
-// namespaceIndex follows the namespaces' phases, so that a create needs no
-// store read to know its namespace is there.
+// namespaceIndex follows the namespaces (a mirror), so that a create needs
+// no store read to know its namespace is there. A namespace this server
+// just marked Terminating counts as such until the mirror catches up.
 type namespaceIndex struct {
-	reg *registry
+	reg    *registry
+	mirror *mirror
 
-	mu     sync.RWMutex
-	phases map[string]string
+	mu      sync.Mutex
+	written map[string]*api.Namespace // by name, until the mirror has its version
 }
 
 func newNamespaceIndex(reg *registry) *namespaceIndex {
-	return &namespaceIndex{reg: reg, phases: map[string]string{}}
+	return &namespaceIndex{reg: reg, mirror: newMirror(reg, func() {}), written: map[string]*api.Namespace{}}
 }
 
 // run follows the namespaces until ctx ends.
-func (n *namespaceIndex) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		objs, rev, err := n.reg.list(ctx, "", filter{})
-		if err != nil {
-			sleepCtx(ctx, time.Second)
-			continue
+func (n *namespaceIndex) run(ctx context.Context) { n.mirror.run(ctx) }
+
+// phase is a namespace's phase as this server knows it.
+func (n *namespaceIndex) phase(name string) (string, bool) {
+	cur, ok := n.mirror.get("/" + name)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if w := n.written[name]; w != nil {
+		if !ok || resourceVersion(cur) < resourceVersion(w) {
+			return w.Status.Phase, true
 		}
-		n.mu.Lock()
-		clear(n.phases)
-		for _, o := range objs {
-			ns := o.(*api.Namespace)
-			n.phases[ns.Name] = ns.Status.Phase
-		}
-		n.mu.Unlock()
-		events, err := n.reg.watch(ctx, "", rev)
-		if err != nil {
-			sleepCtx(ctx, time.Second)
-			continue
-		}
-		for ev := range events {
-			if ev.Type == api.Error {
-				break
-			}
-			ns := ev.Object.(*api.Namespace)
-			n.mu.Lock()
-			if ev.Type == api.Deleted {
-				delete(n.phases, ns.Name)
-			} else {
-				n.phases[ns.Name] = ns.Status.Phase
-			}
-			n.mu.Unlock()
-		}
+		delete(n.written, name)
 	}
+	if !ok {
+		return "", false
+	}
+	return cur.(*api.Namespace).Status.Phase, true
+}
+
+func resourceVersion(o api.Object) int64 {
+	v, _ := strconv.ParseInt(o.GetObjectMeta().ResourceVersion, 10, 64)
+	return v
 }
 
 func (n *namespaceIndex) bootstrap(ctx context.Context) error {
@@ -87,10 +79,15 @@ func (n *namespaceIndex) bootstrap(ctx context.Context) error {
 }
 
 // admit says whether objects may be created in namespace ns.
+// observe records a namespace this server just wrote.
+func (n *namespaceIndex) observe(ns *api.Namespace) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.written[ns.Name] = ns
+}
+
 func (n *namespaceIndex) admit(ctx context.Context, ns string) error {
-	n.mu.RLock()
-	phase, ok := n.phases[ns]
-	n.mu.RUnlock()
+	phase, ok := n.phase(ns)
 	if !ok {
 		// The index may lag a namespace created a moment ago.
 		obj, err := n.reg.get(ctx, "", ns)

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/pki"
 	"minik8s/pkg/rbac"
+	"minik8s/pkg/storage/etcd"
 )
 
 // The cluster's credentials live in the data dir, made when missing, as
@@ -81,37 +81,12 @@ func loadCredentials(cfg *Config) (*credentials, error) {
 	if creds.nodeToken, err = loadOrCreateSecret(filepath.Join(cfg.DataDir, NodeTokenFile)); err != nil {
 		return nil, fmt.Errorf("node token: %w", err)
 	}
-	creds.nodeTokenFull = NodeToken(ca.CertPEM, creds.nodeToken)
+	creds.nodeTokenFull = pki.NodeToken(ca.CertPEM, creds.nodeToken)
 	// The file holds the whole token, as an admin hands it to a node.
 	if err := writePrivate(filepath.Join(cfg.DataDir, NodeTokenFile), []byte(creds.nodeTokenFull+"\n")); err != nil {
 		return nil, err
 	}
 	return creds, nil
-}
-
-// NodeToken is the token a node joins with: K10, the hash of the CA it
-// must see, and the secret (k3s's format), so that a node trusts the
-// server before it sends the secret.
-func NodeToken(caPEM []byte, secret string) string {
-	sum := sha256.Sum256(caPEM)
-	return "K10" + hex.EncodeToString(sum[:]) + "::node:" + secret
-}
-
-// ParseNodeToken splits a node token into the CA hash (empty for a bare
-// secret) and the secret.
-func ParseNodeToken(token string) (caHash, secret string) {
-	if rest, ok := strings.CutPrefix(token, "K10"); ok {
-		if hash, s, ok := strings.Cut(rest, "::node:"); ok {
-			return hash, s
-		}
-	}
-	return "", token
-}
-
-// CAHash is the hash a node token carries of the CA.
-func CAHash(caPEM []byte) string {
-	sum := sha256.Sum256(caPEM)
-	return hex.EncodeToString(sum[:])
 }
 
 // servingNames are the names and addresses the serving certificate covers:
@@ -177,7 +152,7 @@ func loadOrCreateECKey(path string) (*ecdsa.PrivateKey, error) {
 
 func loadOrCreateSecret(path string) (string, error) {
 	if data, err := os.ReadFile(path); err == nil {
-		_, secret := ParseNodeToken(strings.TrimSpace(string(data)))
+		_, secret := pki.ParseNodeToken(strings.TrimSpace(string(data)))
 		if secret == "" {
 			return "", fmt.Errorf("%s is empty", path)
 		}
@@ -238,4 +213,21 @@ func ClientConfigFor(dataDir, server, user string, groups ...string) (client.Con
 // loadCA loads the cluster CA of the data dir, made when missing.
 func loadCA(dataDir string) (*pki.CA, error) {
 	return pki.LoadOrCreateCA(filepath.Join(dataDir, CAFile), filepath.Join(dataDir, caKeyFile), "minik8s-ca")
+}
+
+// embeddedEtcdCerts makes the embedded etcd's certificates: its serving
+// (and peer) certificate for loopback, and the apiserver's client
+// certificate, the only client it takes.
+func embeddedEtcdCerts(cfg *Config, creds *credentials) (serving, clientFiles etcd.TLSFiles, err error) {
+	ca := filepath.Join(cfg.DataDir, CAFile)
+	serving = etcd.TLSFiles{CAFile: ca, CertFile: cfg.pkiPath("etcd-server.crt"), KeyFile: cfg.pkiPath("etcd-server.key")}
+	spec := pki.CertSpec{CommonName: "minik8s-etcd", DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, Server: true, Client: true}
+	if _, err := creds.ca.EnsureCert(serving.CertFile, serving.KeyFile, spec); err != nil {
+		return serving, clientFiles, fmt.Errorf("etcd serving certificate: %w", err)
+	}
+	clientFiles = etcd.TLSFiles{CAFile: ca, CertFile: cfg.pkiPath("apiserver-etcd-client.crt"), KeyFile: cfg.pkiPath("apiserver-etcd-client.key")}
+	if _, err := creds.ca.EnsureCert(clientFiles.CertFile, clientFiles.KeyFile, pki.CertSpec{CommonName: "minik8s-apiserver-etcd-client", Client: true}); err != nil {
+		return serving, clientFiles, fmt.Errorf("etcd client certificate: %w", err)
+	}
+	return serving, clientFiles, nil
 }

@@ -37,35 +37,18 @@ type saClaims struct {
 			Name string `json:"name"`
 			UID  string `json:"uid"`
 		} `json:"serviceaccount"`
-		Pod *struct {
-			Name string `json:"name"`
-			UID  string `json:"uid"`
-		} `json:"pod,omitempty"`
+		Pod *boundPod `json:"pod,omitempty"`
 	} `json:"kubernetes.io"`
 }
 
-// TokenRequest is Kubernetes' authentication.k8s.io/v1 TokenRequest.
-type TokenRequest struct {
-	api.TypeMeta   `json:",inline"`
-	api.ObjectMeta `json:"metadata,omitempty"`
-	Spec           struct {
-		Audiences         []string `json:"audiences,omitempty"`
-		ExpirationSeconds *int64   `json:"expirationSeconds,omitempty"`
-		BoundObjectRef    *struct {
-			Kind string `json:"kind"`
-			Name string `json:"name"`
-			UID  string `json:"uid"`
-		} `json:"boundObjectRef,omitempty"`
-	} `json:"spec"`
-	Status struct {
-		Token               string    `json:"token"`
-		ExpirationTimestamp time.Time `json:"expirationTimestamp"`
-	} `json:"status"`
+type boundPod struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
 }
 
 // serviceAccountToken serves POST .../serviceaccounts/NAME/token.
 func (h *handlers) serviceAccountToken(c *gin.Context) {
-	var req TokenRequest
+	var req api.TokenRequest
 	if err := h.decodeBody(c, &req); err != nil {
 		fail(c, err)
 		return
@@ -78,6 +61,10 @@ func (h *handlers) serviceAccountToken(c *gin.Context) {
 		return
 	}
 	sa := obj.(*api.ServiceAccount)
+	if err := h.srv.nodeMayAskToken(ctx, ns, name, &req); err != nil {
+		fail(c, err)
+		return
+	}
 	ttl := defaultTokenTTL
 	if e := req.Spec.ExpirationSeconds; e != nil {
 		ttl = min(max(time.Duration(*e)*time.Second, minTokenTTL), maxTokenTTL)
@@ -90,10 +77,7 @@ func (h *handlers) serviceAccountToken(c *gin.Context) {
 	claims.Kubernetes.Namespace = ns
 	claims.Kubernetes.ServiceAccount.Name, claims.Kubernetes.ServiceAccount.UID = name, sa.UID
 	if b := req.Spec.BoundObjectRef; b != nil && b.Kind == api.PodsResource.Kind {
-		claims.Kubernetes.Pod = &struct {
-			Name string `json:"name"`
-			UID  string `json:"uid"`
-		}{b.Name, b.UID}
+		claims.Kubernetes.Pod = &boundPod{b.Name, b.UID}
 	}
 	token, err := jwt.NewWithClaims(jwt.SigningMethodES256, claims).SignedString(h.srv.creds.saKey)
 	if err != nil {
@@ -121,6 +105,39 @@ func (s *Server) verifyServiceAccountToken(ctx context.Context, token string) (r
 	if err != nil || obj.GetObjectMeta().UID != k.ServiceAccount.UID {
 		return rbac.User{}, fmt.Errorf("service account %s/%s of the token no longer exists: %w", k.Namespace, k.ServiceAccount.Name, errdefs.ErrUnauthorized)
 	}
+	if p := k.Pod; p != nil {
+		pod, err := s.registries[api.PodsResource.Name].get(ctx, k.Namespace, p.Name)
+		if err != nil || pod.GetObjectMeta().UID != p.UID {
+			return rbac.User{}, fmt.Errorf("pod %s/%s the token was bound to no longer exists: %w", k.Namespace, p.Name, errdefs.ErrUnauthorized)
+		}
+	}
 	groups := append(rbac.ServiceAccountGroups(k.Namespace), rbac.AllAuthenticated)
 	return rbac.User{Name: rbac.ServiceAccountUsername(k.Namespace, k.ServiceAccount.Name), Groups: groups}, nil
+}
+
+// nodeMayAskToken keeps a kubelet to the tokens of the pods bound to it:
+// the request must name such a pod, running as that service account.
+func (s *Server) nodeMayAskToken(ctx context.Context, ns, sa string, req *api.TokenRequest) error {
+	node, ok := nodeName(userOf(ctx))
+	if !ok {
+		return nil
+	}
+	b := req.Spec.BoundObjectRef
+	if b == nil || b.Kind != api.PodsResource.Kind {
+		return fmt.Errorf("serviceaccounts %q is forbidden: node %q may ask only for tokens bound to a pod: %w", sa, node, errdefs.ErrForbidden)
+	}
+	obj, err := s.registries[api.PodsResource.Name].get(ctx, ns, b.Name)
+	if err != nil {
+		return err
+	}
+	pod := obj.(*api.Pod)
+	account := pod.Spec.ServiceAccountName
+	if account == "" {
+		account = "default"
+	}
+	if pod.Spec.NodeName != node || account != sa || (b.UID != "" && b.UID != pod.UID) {
+		return fmt.Errorf("serviceaccounts %q is forbidden: pod %q is not a pod of node %q running as this service account: %w",
+			sa, b.Name, node, errdefs.ErrForbidden)
+	}
+	return nil
 }

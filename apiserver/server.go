@@ -51,6 +51,10 @@ type Config struct {
 	DataDir string
 	// EtcdEndpoints of an external etcd cluster; empty starts embedded etcd.
 	EtcdEndpoints []string
+	// EtcdTLS: the CA, client certificate and key for the external etcd
+	// (--etcd-cafile, --etcd-certfile, --etcd-keyfile); the embedded one
+	// gets certificates of the cluster CA.
+	EtcdTLS etcd.TLSFiles
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int64
 	// FuncInstanceTTL is how long call records are kept
@@ -191,18 +195,28 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	endpoints := cfg.EtcdEndpoints
+	endpoints, etcdTLS := cfg.EtcdEndpoints, cfg.EtcdTLS
 	if len(endpoints) == 0 {
 		dir := filepath.Join(cfg.DataDir, "etcd")
 		log.WithField("dir", dir).Info("starting embedded etcd")
-		e, err := etcd.StartEmbedded(ctx, dir)
+		serving, clientFiles, err := embeddedEtcdCerts(&cfg, creds)
+		if err != nil {
+			return err
+		}
+		e, err := etcd.StartEmbedded(ctx, dir, serving)
 		if err != nil {
 			return err
 		}
 		defer e.Close()
-		endpoints = e.Endpoints
+		endpoints, etcdTLS = e.Endpoints, clientFiles
 	}
-	client, err := etcd.NewClient(endpoints)
+	var tlsConfig *tls.Config
+	if etcdTLS != (etcd.TLSFiles{}) {
+		if tlsConfig, err = etcdTLS.Config(); err != nil {
+			return fmt.Errorf("etcd TLS: %w", err)
+		}
+	}
+	client, err := etcd.NewClient(endpoints, tlsConfig)
 	if err != nil {
 		return err
 	}
@@ -435,6 +449,8 @@ func (s *Server) routes() *gin.Engine {
 		case api.PodsResource.Name:
 			r.POST(coll+"/:name/binding", h.bind)
 			r.GET(coll+"/:name/log", s.podLog)
+		case api.ServiceAccountsResource.Name:
+			r.POST(coll+"/:name/token", h.serviceAccountToken)
 		case api.ReplicaSetsResource.Name:
 			r.GET(coll+"/:name/scale", h.getScale)
 			r.PUT(coll+"/:name/scale", h.updateScale)
@@ -444,6 +460,7 @@ func (s *Server) routes() *gin.Engine {
 	r.POST("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.selfAccessReview)
 	r.POST("/apis/authorization.k8s.io/v1/subjectaccessreviews", s.accessReview)
 	r.GET("/cacerts", s.caCerts)
+	r.POST(api.NodeCredentialsPath, s.nodeCredentials)
 
 	funcs := &funcHandlers{handlers: handlers{srv: s, reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
 	r.Any("/api/funcs/*path", funcs.dispatch)

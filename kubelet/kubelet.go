@@ -33,7 +33,10 @@ type Config struct {
 	// APIServer is the apiserver's URL (used when Client is nil).
 	APIServer string
 	Client    *client.Client
-	NodeName  string
+	// Token is the node join token (DATA/node-token of the server): with
+	// it the kubelet gets credentials of its own on its first start.
+	Token    string
+	NodeName string
 	// NodeIP is the node's address: pods listen on it and the kubelet's
 	// HTTP server too. Several kubelets on one machine take 127.0.0.11,
 	// 127.0.0.12, ...
@@ -129,7 +132,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer rt.Close()
 	c := cfg.Client
-	if c == nil {
+	switch {
+	case c == nil && cfg.Token != "":
+		if c, err = joinClient(ctx, &cfg); err != nil {
+			return err
+		}
+	case c == nil:
 		c = client.New(cfg.APIServer)
 	}
 	k := &Kubelet{

@@ -22,6 +22,7 @@ func main() {
 	var level string
 	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
 	var kubeconfig string
+	flag.StringVar(&cfg.Token, "token", os.Getenv("MINIK8S_TOKEN"), "node join token (the server's DATA/node-token; or set MINIK8S_TOKEN): the kubelet gets credentials of its own with it")
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
 	flag.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name, followed by the node address unless it is 127.0.0.1)")
 	flag.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of this node: pods and the kubelet listen on it")

@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // Namespace groups objects; deleting it deletes everything in it.
 type Namespace struct {
 	TypeMeta   `json:",inline"`
@@ -78,4 +80,35 @@ type ServiceAccountList struct {
 	TypeMeta `json:",inline"`
 	ListMeta `json:"metadata,omitempty"`
 	Items    []ServiceAccount `json:"items"`
+}
+
+// TokenRequest is authentication.k8s.io/v1 TokenRequest: a token of a
+// ServiceAccount, asked for at .../serviceaccounts/NAME/token (the
+// kubelet asks one for each pod it runs).
+type TokenRequest struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       TokenRequestSpec   `json:"spec"`
+	Status     TokenRequestStatus `json:"status"`
+}
+
+type TokenRequestSpec struct {
+	Audiences []string `json:"audiences,omitempty"`
+	// ExpirationSeconds is the lifetime asked for (10 minutes to 48 hours;
+	// default one hour).
+	ExpirationSeconds *int64                `json:"expirationSeconds,omitempty"`
+	BoundObjectRef    *BoundObjectReference `json:"boundObjectRef,omitempty"`
+}
+
+// BoundObjectReference names the pod a token is for.
+type BoundObjectReference struct {
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Name       string `json:"name,omitempty"`
+	UID        string `json:"uid,omitempty"`
+}
+
+type TokenRequestStatus struct {
+	Token               string    `json:"token"`
+	ExpirationTimestamp time.Time `json:"expirationTimestamp"`
 }

@@ -73,6 +73,22 @@ func (c *Client) Secrets(ns string) *ResourceClient[api.Secret, *api.Secret] {
 	return newResource[api.Secret](c, api.SecretsResource, ns)
 }
 
+func (c *Client) Roles(ns string) *ResourceClient[api.Role, *api.Role] {
+	return newResource[api.Role](c, api.RolesResource, ns)
+}
+
+func (c *Client) ClusterRoles() *ResourceClient[api.ClusterRole, *api.ClusterRole] {
+	return newResource[api.ClusterRole](c, api.ClusterRolesResource, "")
+}
+
+func (c *Client) RoleBindings(ns string) *ResourceClient[api.RoleBinding, *api.RoleBinding] {
+	return newResource[api.RoleBinding](c, api.RoleBindingsResource, ns)
+}
+
+func (c *Client) ClusterRoleBindings() *ResourceClient[api.ClusterRoleBinding, *api.ClusterRoleBinding] {
+	return newResource[api.ClusterRoleBinding](c, api.ClusterRoleBindingsResource, "")
+}
+
 func (c *Client) ServiceAccounts(ns string) *ResourceClient[api.ServiceAccount, *api.ServiceAccount] {
 	return newResource[api.ServiceAccount](c, api.ServiceAccountsResource, ns)
 }
@@ -191,4 +207,13 @@ func (c *Client) Scale(ctx context.Context, ns, name string, replicas int32) (*a
 		return nil, err
 	}
 	return &out, nil
+}
+
+// CreateToken asks for a token of service account name (TokenRequest).
+func (r *ResourceClient[T, PT]) CreateToken(ctx context.Context, name string, req *api.TokenRequest) (*api.TokenRequest, error) {
+	out := &api.TokenRequest{}
+	if err := r.c.Do(ctx, http.MethodPost, r.path(name)+"/token", req, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

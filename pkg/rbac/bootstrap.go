@@ -28,6 +28,7 @@ const (
 	FunctionInvoker         = "function-invoker"
 	SystemPublicInfoViewer  = "system:public-info-viewer"
 	SystemBasicUser         = "system:basic-user"
+	SystemNodeBootstrapper  = "system:node-bootstrapper"
 )
 
 // API groups of minik8s' resources.
@@ -143,6 +144,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("create", "delete"), groups(coreGroup), "pods"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
 			rule(verbs("get", "create", "update", "patch"), groups(coordinationGroup), "leases"),
+			// The token mounted into each pod (the node restriction keeps
+			// it to pods bound to the node).
+			rule(verbs("create"), groups(coreGroup), "serviceaccounts/token"),
 		),
 		clusterRole(SystemScheduler,
 			rule(read, groups(coreGroup), "pods", "nodes"),
@@ -157,6 +161,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
 				"replicasets", "replicasets/status", "replicasets/scale"),
+			// ReplicaSets' templates were admitted when their authors
+			// wrote them: their pods may be privileged.
+			rule(verbs("create"), groups(coreGroup), "pods/privileged"),
 			rule(verbs("create", "update", "patch", "delete"), groups(coordinationGroup), "leases"),
 			rule(verbs("update", "patch"), funcGroups, "funcs", "funcs/status"),
 			rule(verbs("create", "update", "patch", "delete"), funcGroups, "funcinstances", "funcinstances/status"),
@@ -186,6 +193,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		clusterRole(SystemPublicInfoViewer,
 			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/", "/cacerts"}},
 		),
+		clusterRole(SystemNodeBootstrapper,
+			api.PolicyRule{Verbs: verbs("post"), NonResourceURLs: []string{api.NodeCredentialsPath}},
+		),
 		clusterRole(SystemBasicUser,
 			rule(verbs("create"), groups("authorization.k8s.io"), "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
 		),
@@ -198,6 +208,8 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		clusterRoleBinding(SystemFuncRunner, group(FuncRunnersGroup)),
 		clusterRoleBinding(SystemPublicInfoViewer, group(AllAuthenticated), group(AllUnauthenticated)),
 		clusterRoleBinding(SystemBasicUser, group(AllAuthenticated)),
+		// Nodes renew their credentials as they got them.
+		clusterRoleBinding(SystemNodeBootstrapper, group(BootstrappersGroup), group(NodesGroup)),
 	}
 	return roles, bindings
 }

@@ -28,6 +28,9 @@ const (
 	NodesGroup = "system:nodes"
 	// NodeUserPrefix starts the user name of a kubelet.
 	NodeUserPrefix = "system:node:"
+	// BootstrappersGroup holds the user of the node join token, which may
+	// only fetch a node's credentials.
+	BootstrappersGroup = "system:bootstrappers"
 	// FuncRunnersGroup is the group of function runners.
 	FuncRunnersGroup = "system:funcrunners"
 	// SchedulerUser and ControllerManagerUser are the control plane's users.

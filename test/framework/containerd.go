@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/apiserver"
 	"minik8s/images"
 	"minik8s/kubelet"
 	"minik8s/kubelet/runtime"
@@ -201,7 +202,25 @@ type Kubelet struct {
 // ends. Its root dir lives in a temp dir kept across Restart.
 func StartKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string) *Kubelet {
 	t.Helper()
+	return startKubelet(t, apiURL, "", ctd, name, ip)
+}
+
+// JoinKubelet is StartKubelet for a node that joins the secure port of s
+// with the node join token (DATA/node-token), as bin/kubelet --token does:
+// it runs with credentials of its own, saved in its root dir.
+func JoinKubelet(t testing.TB, s *APIServer, ctd *Containerd, name, ip string) *Kubelet {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(s.DataDir, apiserver.NodeTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startKubelet(t, s.SecureURL, strings.TrimSpace(string(token)), ctd, name, ip)
+}
+
+func startKubelet(t testing.TB, apiURL, token string, ctd *Containerd, name, ip string) *Kubelet {
+	t.Helper()
 	k := &Kubelet{t: t, Config: kubelet.Config{
+		Token:             token,
 		APIServer:         apiURL,
 		NodeName:          name,
 		NodeIP:            ip,

@@ -2,12 +2,14 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -26,9 +28,22 @@ type Embedded struct {
 	Endpoints []string
 }
 
+// TLSFiles name PEM files: a CA that verifies the other side, and a
+// certificate with its key.
+type TLSFiles struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// Config returns a client TLS configuration of the files.
+func (f TLSFiles) Config() (*tls.Config, error) {
+	return transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.CAFile}.ClientConfig()
+}
+
 // StartEmbedded starts a single-member etcd with its data in dir, listening
-// on free loopback ports, and waits until it serves.
-func StartEmbedded(ctx context.Context, dir string) (*Embedded, error) {
+// on free loopback ports, and waits until it serves. With serving set, it
+// speaks TLS to clients and its peer port and takes only clients with a
+// certificate of serving's CA.
+func StartEmbedded(ctx context.Context, dir string, serving ...TLSFiles) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcd data dir: %w", err)
 	}
@@ -41,6 +56,12 @@ func StartEmbedded(ctx context.Context, dir string) (*Embedded, error) {
 		return nil, err
 	}
 	cfg := embed.NewConfig()
+	if len(serving) > 0 {
+		f := serving[0]
+		clientURL.Scheme, peerURL.Scheme = "https", "https"
+		info := transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.CAFile, ClientCertAuth: true}
+		cfg.ClientTLSInfo, cfg.PeerTLSInfo = info, info
+	}
 	cfg.Dir = dir
 	cfg.Name = "minik8s"
 	cfg.ListenClientUrls = []url.URL{*clientURL}
@@ -97,8 +118,13 @@ func freeLoopbackURL() (*url.URL, error) {
 }
 
 // NewClient opens an etcd client on endpoints.
-func NewClient(endpoints []string) (*clientv3.Client, error) {
+func NewClient(endpoints []string, tlsConfig ...*tls.Config) (*clientv3.Client, error) {
+	var tc *tls.Config
+	if len(tlsConfig) > 0 {
+		tc = tlsConfig[0]
+	}
 	c, err := clientv3.New(clientv3.Config{
+		TLS:         tc,
 		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),

@@ -1,0 +1,20 @@
+package api
+
+// NodeCredentialsPath is where a joining node asks for its credentials,
+// with the node join token (or, to renew them, its own certificate).
+const NodeCredentialsPath = "/v1-minik8s/node-credentials"
+
+// NodeCredentialsRequest asks the cluster CA to certify a node's keys.
+// Only the public keys of the requests count: the apiserver decides the
+// identity (user system:node:NAME in group system:nodes).
+type NodeCredentialsRequest struct {
+	NodeName string `json:"nodeName"`
+	// ClientCSR is a PEM certificate request for the node's client key.
+	ClientCSR string `json:"clientCSR"`
+}
+
+// NodeCredentials are the node's client certificate and the cluster CA.
+type NodeCredentials struct {
+	ClientCertificate string `json:"clientCertificate"`
+	CA                string `json:"ca"`
+}

@@ -1,0 +1,101 @@
+package test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/kubelet"
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/errdefs"
+	"minik8s/test/framework"
+)
+
+// TestNodeJoinAndRestriction: kubelets join the secure port with the node
+// token and run pods with credentials of their own; a node's credentials
+// cannot touch another node's Node or pods; a token whose CA hash is not
+// the server's is not sent.
+func TestNodeJoinAndRestriction(t *testing.T) {
+	ctd := framework.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	s := framework.StartSecureAPIServer(t, "")
+	ka := framework.JoinKubelet(t, s, ctd, "join-a", "127.0.0.71")
+	kb := framework.JoinKubelet(t, s, ctd, "join-b", "127.0.0.72")
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for _, n := range []string{"join-a", "join-b"} {
+		for {
+			_, err := s.Client.Nodes().Get(ctx, n)
+			if c := (*api.NodeCondition)(nil); err == nil {
+				if c = nodeReady(t, ctx, s.Client, n); c != nil && c.Status == api.ConditionTrue {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s not ready a minute after joining: %v\n%s", n, err, ka.Config.RootDir)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	pod, err := s.Client.Pods("default").Create(ctx, pythonPod("on-a", "join-a", "import time; time.sleep(600)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, s.Client, pod.Name, 2*time.Minute, "running on join-a", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
+
+	// Node b, with the credentials it saved.
+	cfg, err := client.LoadKubeconfig(filepath.Join(kb.Config.RootDir, kubelet.KubeconfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server != s.SecureURL || len(cfg.CertData) == 0 || cfg.Token != "" {
+		t.Fatalf("node b's kubeconfig: server %q, %d bytes of certificate, token %q", cfg.Server, len(cfg.CertData), cfg.Token)
+	}
+	b, err := client.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onA, err := b.Pods("default").Get(ctx, "on-a")
+	if err != nil {
+		t.Fatalf("node b reading pods: %v", err)
+	}
+	onA.Status.Phase = api.PodFailed
+	if _, err := b.Pods("default").UpdateStatus(ctx, onA); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), `bound to "join-a"`) {
+		t.Errorf("node b updating the status of a pod on join-a: %v, want 403", err)
+	}
+	if _, err := b.Pods("default").Delete(ctx, "on-a", client.DeleteOptions{}); !errdefs.IsForbidden(err) {
+		t.Errorf("node b deleting a pod on join-a: %v, want 403", err)
+	}
+	if _, err := b.Pods("default").Create(ctx, pythonPod("by-b", "join-a", "pass")); !errdefs.IsForbidden(err) {
+		t.Errorf("node b creating a pod bound to join-a: %v, want 403", err)
+	}
+	nodeA, err := b.Nodes().Get(ctx, "join-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Nodes().UpdateStatus(ctx, nodeA); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "its own Node") {
+		t.Errorf("node b updating node join-a: %v, want 403", err)
+	}
+	if _, err := b.Nodes().Delete(ctx, "join-a", client.DeleteOptions{}); !errdefs.IsForbidden(err) {
+		t.Errorf("node b deleting node join-a: %v, want 403", err)
+	}
+	if _, _, err := b.Secrets("default").List(ctx, client.ListOptions{}); err != nil && !errdefs.IsForbidden(err) {
+		t.Errorf("node b listing secrets: %v", err)
+	}
+	if p, err := s.Client.Pods("default").Get(ctx, "on-a"); err != nil || p.Status.Phase != api.PodRunning {
+		t.Errorf("pod on-a after node b's attempts: %v %v", p, err)
+	}
+	_ = ka
+
+	// A token for another CA: the kubelet refuses to send it.
+	bad := kubelet.Config{APIServer: s.SecureURL, Token: "K10" + strings.Repeat("ab", 32) + "::node:secret", NodeName: "join-c",
+		NodeIP: "127.0.0.73", ContainerdAddress: ctd.Address, RootDir: filepath.Join(t.TempDir(), "c")}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := kubelet.Run(rctx, bad); err == nil || !strings.Contains(err.Error(), "refusing to send it the token") {
+		t.Errorf("kubelet with a token of another CA: %v", err)
+	}
+}
