@@ -208,43 +208,40 @@ func checkOwner(ctx context.Context, inst *api.FuncInstance) error {
 
 // accessReview serves SelfSubjectAccessReview (may I?) and
 // SubjectAccessReview (may they?), as kubectl auth can-i asks.
-func (s *Server) selfAccessReview(c *gin.Context) {
-	var req api.SelfSubjectAccessReview
-	h := &handlers{srv: s, maxBody: s.cfg.MaxBodyBytes}
-	if err := h.decodeBody(c, &req); err != nil {
-		fail(c, err)
-		return
+func (s *Server) accessReview(self bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		// A SelfSubjectAccessReview's spec is a SubjectAccessReview's
+		// without the user.
+		var req api.SubjectAccessReview
+		h := &handlers{srv: s, maxBody: s.cfg.MaxBodyBytes}
+		if err := h.decodeBody(c, &req); err != nil {
+			fail(c, err)
+			return
+		}
+		u := rbac.User{Name: req.Spec.User, Groups: req.Spec.Groups}
+		switch {
+		case self:
+			u = userOf(c.Request.Context())
+		case u.Name == "" && len(u.Groups) == 0:
+			fail(c, errdefs.Invalid("spec.user", "at least one of user or groups must be specified"))
+			return
+		}
+		attrs, err := rbac.ReviewAttributes(u, req.Spec.ResourceAttributes, req.Spec.NonResourceAttributes)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		req.Status = s.review(attrs)
+		if self {
+			c.JSON(http.StatusCreated, api.SelfSubjectAccessReview{
+				TypeMeta: api.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SelfSubjectAccessReview"}, ObjectMeta: req.ObjectMeta,
+				Spec:   api.SelfSubjectAccessReviewSpec{ResourceAttributes: req.Spec.ResourceAttributes, NonResourceAttributes: req.Spec.NonResourceAttributes},
+				Status: req.Status})
+			return
+		}
+		req.APIVersion, req.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+		c.JSON(http.StatusCreated, req)
 	}
-	attrs, err := rbac.ReviewAttributes(userOf(c.Request.Context()), req.Spec.ResourceAttributes, req.Spec.NonResourceAttributes)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	req.APIVersion, req.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
-	req.Status = s.review(attrs)
-	c.JSON(http.StatusCreated, req)
-}
-
-func (s *Server) accessReview(c *gin.Context) {
-	var req api.SubjectAccessReview
-	h := &handlers{srv: s, maxBody: s.cfg.MaxBodyBytes}
-	if err := h.decodeBody(c, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	if req.Spec.User == "" && len(req.Spec.Groups) == 0 {
-		fail(c, errdefs.Invalid("spec.user", "at least one of user or groups must be specified"))
-		return
-	}
-	u := rbac.User{Name: req.Spec.User, Groups: req.Spec.Groups}
-	attrs, err := rbac.ReviewAttributes(u, req.Spec.ResourceAttributes, req.Spec.NonResourceAttributes)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	req.APIVersion, req.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
-	req.Status = s.review(attrs)
-	c.JSON(http.StatusCreated, req)
 }
 
 func (s *Server) review(attrs rbac.Attributes) api.SubjectAccessReviewStatus {

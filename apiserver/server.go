@@ -330,6 +330,13 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 		if s.creds == nil {
 			return errors.New("apiserver: the secure port needs the cluster's credentials")
 		}
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			if err := retryUntil(ctx, func(ctx context.Context) error { return s.ensureKubernetesService(ctx, ls.Secure.Addr()) }); err != nil && ctx.Err() == nil {
+				log.WithError(err).Error("the kubernetes Service")
+			}
+		}()
 		hs := s.httpServer(ctx)
 		hs.TLSConfig = s.tlsConfig()
 		serve(tls.NewListener(ls.Secure, hs.TLSConfig), hs, "secure (TLS)")
@@ -457,8 +464,8 @@ func (s *Server) routes() *gin.Engine {
 		}
 	}
 
-	r.POST("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.selfAccessReview)
-	r.POST("/apis/authorization.k8s.io/v1/subjectaccessreviews", s.accessReview)
+	r.POST("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.accessReview(true))
+	r.POST("/apis/authorization.k8s.io/v1/subjectaccessreviews", s.accessReview(false))
 	r.GET("/cacerts", s.caCerts)
 	r.POST(api.NodeCredentialsPath, s.nodeCredentials)
 

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -169,6 +170,22 @@ func TestSecurePortAuthentication(t *testing.T) {
 	}
 	if err := admin.Healthy(ctx); err != nil {
 		t.Errorf("/healthz as the admin: %v", err)
+	}
+
+	// The kubernetes Service points at the secure port.
+	_, port, _ := net.SplitHostPort(addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		svc, err := admin.Services("default").Get(ctx, "kubernetes")
+		ep, eerr := admin.Endpoints("default").Get(ctx, "kubernetes")
+		if err == nil && eerr == nil && len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == 443 && svc.Spec.ClusterIP == s.ServiceIP("0.1") &&
+			len(ep.Subsets) == 1 && len(ep.Subsets[0].Addresses) == 1 && strconv.Itoa(int(ep.Subsets[0].Addresses[0].Port)) == port {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kubernetes Service: %+v %v; endpoints %+v %v", svc, err, ep, eerr)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -392,4 +409,43 @@ func TestFunctionInvokerOwnInstances(t *testing.T) {
 	a.expect("DELETE", "/api/funcs/template/echo", "", http.StatusForbidden, `cannot delete resource \"funcs\"`)
 	a.expect("GET", "/api/v1/namespaces/default/pods", "", http.StatusForbidden, `User \"invoker-a\" cannot list resource \"pods\"`)
 	a.expect("POST", "/api/funcs/echo?namespace=kube-system", "x", http.StatusForbidden, `in the namespace \"kube-system\"`)
+}
+
+// TestPrivilegedPodsAdmission: pods (and ReplicaSet templates) that reach
+// into the node are admitted only for users allowed to create privileged
+// pods, with a 403 that says why; the admin may.
+func TestPrivilegedPodsAdmission(t *testing.T) {
+	s := framework.StartSecureAPIServer(t, secureTokens)
+	rbacObject(t, s, "/namespaces/default/rolebindings", binding("RoleBinding", "default", "team-a-edit", "ClusterRole", "edit",
+		api.Subject{Kind: api.GroupKind, APIGroup: api.RBACGroup, Name: "team-a"}))
+	editor := newCaller(t, s, "editor-token")
+	waitAllowed(t, editor, "GET", "/api/v1/namespaces/default/pods")
+	pods, rss := "/api/v1/namespaces/default/pods", "/apis/apps/v1/namespaces/default/replicasets"
+	cases := []struct{ name, path, body, why string }{
+		{"hostpath", pods, `{"metadata":{"name":"hostpath"},"spec":{"containers":[{"name":"c","image":"i","volumeMounts":[{"name":"root","mountPath":"/host"}]}],` +
+			`"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, `hostPath volume \"root\" (/)`},
+		{"hostport", pods, `{"metadata":{"name":"hostport"},"spec":{"containers":[{"name":"c","image":"i","ports":[{"containerPort":80,"hostPort":80}]}]}}`,
+			`host port 80 of container \"c\"`},
+		{"hostnet", pods, `{"metadata":{"name":"hostnet"},"spec":{"hostNetwork":true,"containers":[{"name":"c","image":"i"}]}}`, "hostNetwork"},
+		{"rs", rss, `{"metadata":{"name":"rs"},"spec":{"replicas":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},` +
+			`"spec":{"containers":[{"name":"c","image":"i"}],"volumes":[{"name":"root","hostPath":{"path":"/etc"}}]}}}}`, `hostPath volume \"root\" (/etc)`},
+	}
+	for _, tc := range cases {
+		editor.expect("POST", tc.path, tc.body, http.StatusForbidden, `User \"editor\" may not create privileged pods (`+tc.why)
+		if code, data := httpDo(t, "GET", s.URL+tc.path+"/"+tc.name, "", nil); code != http.StatusNotFound {
+			t.Errorf("refused %s written: %d %s", tc.name, code, data)
+		}
+		if code, data := httpDo(t, "POST", s.URL+tc.path, "application/json", []byte(tc.body)); code != http.StatusCreated {
+			t.Errorf("the admin creating %s: %d %s", tc.name, code, data)
+		}
+	}
+	// Changing an admitted pod into a privileged one is refused too.
+	editor.expect("POST", pods, `{"metadata":{"name":"plain"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, http.StatusCreated, "plain")
+	var p api.Pod
+	if err := json.Unmarshal(editor.expect("GET", pods+"/plain", "", http.StatusOK, "plain"), &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.HostNetwork = true
+	body, _ := json.Marshal(p)
+	editor.expect("PUT", pods+"/plain", string(body), http.StatusForbidden, "may not create privileged pods (hostNetwork")
 }

@@ -1,0 +1,78 @@
+package apiserver
+
+import (
+	"context"
+	"net"
+	"reflect"
+	"strconv"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// The kubernetes Service in default points at the apiserver's secure
+// port, so that a program in a pod reaches the API as client-go expects
+// (KUBERNETES_SERVICE_HOST/PORT and the mounted service account token).
+// It has no selector: the apiserver keeps its Endpoints, as Kubernetes'
+// does.
+
+const kubernetesService = "kubernetes"
+
+// advertiseIP is the address other nodes and pods reach the secure port
+// at: the bound address, or loopback when it binds every address.
+func advertiseIP(secure net.Addr) string {
+	tcp, ok := secure.(*net.TCPAddr)
+	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return tcp.IP.String()
+}
+
+// ensureKubernetesService creates or repairs the Service and its Endpoints.
+func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) error {
+	port := int32(secure.(*net.TCPAddr).Port)
+	svcs := s.registries[api.ServicesResource.Name]
+	if _, err := svcs.get(ctx, api.DefaultNamespace, kubernetesService); errdefs.IsNotFound(err) {
+		svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: kubernetesService, Namespace: api.DefaultNamespace,
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+			Spec: api.ServiceSpec{Ports: []api.ServicePort{{Name: "https", Protocol: "TCP", Port: 443, TargetPort: strconv.Itoa(int(port))}}}}
+		if ip, err := kubernetesServiceIP(s.cfg.ServiceCIDR); err == nil {
+			svc.Spec.ClusterIP = ip.String()
+		}
+		_, err := svcs.create(ctx, api.DefaultNamespace, svc)
+		if err != nil && !errdefs.IsAlreadyExists(err) {
+			// The first address may be taken by a Service made before
+			// this one existed: any other will do.
+			svc.Spec.ClusterIP = ""
+			if _, err := svcs.create(ctx, api.DefaultNamespace, svc); err != nil && !errdefs.IsAlreadyExists(err) {
+				return err
+			}
+		}
+	} else if err != nil {
+		return err
+	}
+	want := []api.EndpointSubset{{
+		Addresses: []api.EndpointAddress{{IP: advertiseIP(secure), Port: port}},
+		Ports:     []api.EndpointPort{{Name: "https", Port: port, Protocol: "TCP"}},
+	}}
+	eps := s.registries[api.EndpointsResource.Name]
+	cur, err := eps.get(ctx, api.DefaultNamespace, kubernetesService)
+	switch {
+	case errdefs.IsNotFound(err):
+		_, err = eps.create(ctx, api.DefaultNamespace, &api.Endpoints{
+			ObjectMeta: api.ObjectMeta{Name: kubernetesService, Namespace: api.DefaultNamespace}, Subsets: want})
+		if errdefs.IsAlreadyExists(err) {
+			err = nil
+		}
+		return err
+	case err != nil:
+		return err
+	}
+	ep := cur.(*api.Endpoints)
+	if reflect.DeepEqual(ep.Subsets, want) {
+		return nil
+	}
+	ep.Subsets = want
+	_, err = eps.update(ctx, api.DefaultNamespace, kubernetesService, ep)
+	return err
+}
