@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 )
 
 // kubeletTransport reaches kubelets; log streams have no overall timeout.
@@ -20,6 +22,18 @@ var kubeletTransport = &http.Transport{
 	DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 	ResponseHeaderTimeout: 15 * time.Second,
 	MaxIdleConnsPerHost:   8,
+}
+
+// kubeletTLS reaches kubelets that serve TLS: it verifies them against the
+// cluster CA and presents the apiserver's kubelet client certificate.
+func (s *Server) kubeletTLS() *http.Transport {
+	s.kubeletOnce.Do(func() {
+		t := kubeletTransport.Clone()
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: s.creds.ca.Pool(),
+			Certificates: []tls.Certificate{s.creds.kubeletClient}}
+		s.kubeletHTTPS = t
+	})
+	return s.kubeletHTTPS
 }
 
 // podLog serves GET .../pods/:name/log?container=&follow= by asking the
@@ -62,7 +76,15 @@ func (s *Server) podLog(c *gin.Context) {
 	if f := c.Query("follow"); f == "true" || f == "1" {
 		q.Set("follow", "true")
 	}
-	target := fmt.Sprintf("http://%s/containerLogs/%s/%s", net.JoinHostPort(addr, strconv.Itoa(int(port))),
+	scheme, transport := "http", http.RoundTripper(kubeletTransport)
+	if node.Status.DaemonEndpoints.KubeletEndpoint.Scheme == "https" {
+		if s.creds == nil {
+			fail(c, fmt.Errorf("node %s's kubelet serves TLS and this apiserver has no credentials to reach it: %w", node.Name, errdefs.ErrUnavailable))
+			return
+		}
+		scheme, transport = "https", s.kubeletTLS()
+	}
+	target := fmt.Sprintf("%s://%s/containerLogs/%s/%s", scheme, net.JoinHostPort(addr, strconv.Itoa(int(port))),
 		url.PathEscape(ns), url.PathEscape(name))
 	if len(q) > 0 {
 		target += "?" + q.Encode()
@@ -72,12 +94,21 @@ func (s *Server) podLog(c *gin.Context) {
 		fail(c, errdefs.BadRequest("", "log request: %v", err))
 		return
 	}
-	resp, err := kubeletTransport.RoundTrip(req)
+	resp, err := transport.RoundTrip(req)
 	if err != nil {
 		fail(c, fmt.Errorf("kubelet of node %s at %s: %w: %v", node.Name, req.URL.Host, errdefs.ErrUnavailable, err))
 		return
 	}
 	defer resp.Body.Close()
+	if scheme == "https" {
+		// The certificate must be this node's: another node's kubelet at
+		// the address is not the one the pod is bound to.
+		want := rbac.NodeUserPrefix + node.Name
+		if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].Subject.CommonName != want {
+			fail(c, fmt.Errorf("the kubelet at %s is not node %s's (its certificate is not %q): %w", req.URL.Host, node.Name, want, errdefs.ErrUnavailable))
+			return
+		}
+	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		c.Header("Content-Type", ct)
 	}

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -43,5 +44,25 @@ func (s *Server) nodeCredentials(c *gin.Context) {
 		fail(c, errdefs.Invalid("clientCSR", "%v", err))
 		return
 	}
-	c.JSON(http.StatusCreated, api.NodeCredentials{ClientCertificate: string(cert), CA: string(s.creds.ca.CertPEM)})
+	out := api.NodeCredentials{ClientCertificate: string(cert), CA: string(s.creds.ca.CertPEM)}
+	if req.ServingCSR != "" {
+		ip := net.ParseIP(req.NodeIP)
+		if ip == nil {
+			fail(c, errdefs.Invalid("nodeIP", "%q is not an IP address: the kubelet's serving certificate is for its node address", req.NodeIP))
+			return
+		}
+		serving, err := s.creds.ca.SignCSR([]byte(req.ServingCSR), KubeletServingSpec(req.NodeName, ip))
+		if err != nil {
+			fail(c, errdefs.Invalid("servingCSR", "%v", err))
+			return
+		}
+		out.ServingCertificate = string(serving)
+	}
+	c.JSON(http.StatusCreated, out)
+}
+
+// KubeletServingSpec is the serving certificate of node name's kubelet on
+// ip: the apiserver checks the name when it fetches logs.
+func KubeletServingSpec(name string, ip net.IP) pki.CertSpec {
+	return pki.CertSpec{CommonName: rbac.NodeUserPrefix + name, Organization: []string{rbac.NodesGroup}, IPAddresses: []net.IP{ip}, Server: true}
 }

@@ -68,7 +68,7 @@ func loadCredentials(cfg *Config) (*credentials, error) {
 	if creds.serving, err = tls.LoadX509KeyPair(cfg.pkiPath(servingCertFile), cfg.pkiPath(servingKeyFile)); err != nil {
 		return nil, err
 	}
-	kc := pki.CertSpec{CommonName: "minik8s-apiserver-kubelet-client", Organization: []string{rbac.Masters}, Client: true}
+	kc := pki.CertSpec{CommonName: rbac.APIServerKubeletClient, Organization: []string{rbac.Masters}, Client: true}
 	if _, err := ca.EnsureCert(cfg.pkiPath(kubeletClientCert), cfg.pkiPath(kubeletClientKey), kc); err != nil {
 		return nil, fmt.Errorf("apiserver kubelet client certificate: %w", err)
 	}
@@ -230,4 +230,17 @@ func embeddedEtcdCerts(cfg *Config, creds *credentials) (serving, clientFiles et
 		return serving, clientFiles, fmt.Errorf("etcd client certificate: %w", err)
 	}
 	return serving, clientFiles, nil
+}
+
+// KubeletServingFor issues, from the cluster CA in dataDir, the serving
+// certificate of node name's kubelet on ip, and returns it with its key
+// and the CA (which also verifies the apiserver as a client of the
+// kubelet): for the kubelet minik8s up starts beside the apiserver.
+func KubeletServingFor(dataDir, name string, ip net.IP) (cert, key, caPEM []byte, err error) {
+	ca, err := loadCA(dataDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, key, err = ca.Issue(KubeletServingSpec(name, ip))
+	return cert, key, ca.CertPEM, err
 }

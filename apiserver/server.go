@@ -134,6 +134,9 @@ type Server struct {
 	// creds and tokens authenticate the secure port (nil: not serving it).
 	creds  *credentials
 	tokens map[string]rbac.User
+	// kubeletHTTPS reaches kubelets serving TLS, made once.
+	kubeletOnce  sync.Once
+	kubeletHTTPS *http.Transport
 }
 
 // New builds a server over store; Run is the usual entry point.

@@ -196,7 +196,8 @@ func Up(ctx context.Context, cfg Config) error {
 		run("function runner", r.Run)
 	}
 	run("kubelet", func(ctx context.Context) error {
-		return kubelet.Run(ctx, kubelet.Config{Client: clients.kubelet, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
+		return kubelet.Run(ctx, kubelet.Config{Client: clients.kubelet, ServingCert: clients.servingCert, ServingKey: clients.servingKey,
+			ClientCA: clients.ca, CAData: clients.ca, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
 			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName)})
 	})
 	fields := log.Fields{"apiserver": clients.admin.Server(), "node": cfg.NodeName, "nodeIP": cfg.NodeIP}
@@ -215,6 +216,8 @@ func Up(ctx context.Context, cfg Config) error {
 // when the secure one is off.
 type clients struct {
 	admin, controllers, scheduler, runner, kubelet *client.Client
+	// The kubelet's serving certificate and the CA (secure port only).
+	servingCert, servingKey, ca []byte
 }
 
 func componentClients(cfg Config) (*clients, error) {
@@ -232,6 +235,9 @@ func componentClients(cfg Config) (*clients, error) {
 	}
 	var out clients
 	var err error
+	if out.servingCert, out.servingKey, out.ca, err = apiserver.KubeletServingFor(cfg.DataDir, cfg.NodeName, net.ParseIP(cfg.NodeIP)); err != nil {
+		return nil, err
+	}
 	for _, c := range []struct {
 		into   **client.Client
 		user   string

@@ -33,18 +33,32 @@ import (
 // with the secret, sends the secret with a certificate request, and keeps
 // the certificate it gets in ROOT/kubelet.kubeconfig for its next starts.
 
-// KubeconfigFile is the kubelet's own kubeconfig in its root dir.
-const KubeconfigFile = "kubelet.kubeconfig"
+// The kubelet's own kubeconfig and serving certificate in its root dir.
+const (
+	KubeconfigFile  = "kubelet.kubeconfig"
+	ServingCertFile = "kubelet.crt"
+	ServingKeyFile  = "kubelet.key"
+)
 
 // renewBefore: credentials closer than this to their end are asked anew.
 const renewBefore = 30 * 24 * time.Hour
 
-// joinClient returns the client of a node joining with token: its saved
-// credentials while they hold, else new ones asked for with the token.
+// joinClient returns the client of a node joining with token, and sets
+// cfg's serving certificate and CA: its saved credentials while they hold,
+// else new ones asked for with the token.
 func joinClient(ctx context.Context, cfg *Config) (*client.Client, error) {
 	path := filepath.Join(cfg.RootDir, KubeconfigFile)
+	certPath, keyPath := filepath.Join(cfg.RootDir, ServingCertFile), filepath.Join(cfg.RootDir, ServingKeyFile)
 	if saved, err := client.LoadKubeconfig(path); err == nil && saved.Server == cfg.APIServer && stillValid(saved.CertData) {
-		return client.NewForConfig(saved)
+		cert, cerr := os.ReadFile(certPath)
+		key, kerr := os.ReadFile(keyPath)
+		if cerr == nil && kerr == nil && stillValidFor(cert, cfg.NodeIP) {
+			cfg.ServingCert, cfg.ServingKey, cfg.ClientCA = cert, key, saved.CAData
+			if len(cfg.CAData) == 0 {
+				cfg.CAData = saved.CAData
+			}
+			return client.NewForConfig(saved)
+		}
 	}
 	hash, secret := pki.ParseNodeToken(strings.TrimSpace(cfg.Token))
 	if hash == "" || secret == "" {
@@ -59,12 +73,19 @@ func joinClient(ctx context.Context, cfg *Config) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + cfg.NodeName}}, key)
+	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(api.NodeCredentialsRequest{NodeName: cfg.NodeName,
-		ClientCSR: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}))})
+	clientCSR, err := certificateRequest(key, cfg.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	servingCSR, err := certificateRequest(servingKey, cfg.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(api.NodeCredentialsRequest{NodeName: cfg.NodeName, ClientCSR: clientCSR, ServingCSR: servingCSR, NodeIP: cfg.NodeIP})
 	pool, err := pki.CertPool(caPEM)
 	if err != nil {
 		return nil, err
@@ -93,12 +114,26 @@ func joinClient(ctx context.Context, cfg *Config) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	servingKeyPEM, err := pki.MarshalKey(servingKey)
+	if err != nil {
+		return nil, err
+	}
 	cc := client.Config{Server: cfg.APIServer, CAData: caPEM, CertData: []byte(creds.ClientCertificate), KeyData: keyPEM}
 	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(keyPath, servingKeyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(certPath, []byte(creds.ServingCertificate), 0o644); err != nil {
+		return nil, err
+	}
 	if err := client.WriteKubeconfig(path, "minik8s-node", cc); err != nil {
 		return nil, err
+	}
+	cfg.ServingCert, cfg.ServingKey, cfg.ClientCA = []byte(creds.ServingCertificate), servingKeyPEM, caPEM
+	if len(cfg.CAData) == 0 {
+		cfg.CAData = caPEM
 	}
 	log.WithFields(log.Fields{"node": cfg.NodeName, "kubeconfig": path}).Info("joined the cluster: the node's credentials are saved")
 	return client.NewForConfig(cc)
@@ -127,6 +162,22 @@ func fetchCA(ctx context.Context, server, hash string) ([]byte, error) {
 		return nil, fmt.Errorf("the CA of %s has hash %s, not the token's %s: not the cluster the token is for, refusing to send it the token", server, got, hash)
 	}
 	return caPEM, nil
+}
+
+// certificateRequest is a PEM certificate request of key for node name.
+func certificateRequest(key *ecdsa.PrivateKey, name string) (string, error) {
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + name}}, key)
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})), nil
+}
+
+// stillValidFor tells whether a saved serving certificate has life left
+// and is for ip.
+func stillValidFor(certPEM []byte, ip string) bool {
+	certs, err := pki.ParseCertPEM(certPEM)
+	return err == nil && len(certs) > 0 && time.Until(certs[0].NotAfter) > renewBefore && certs[0].VerifyHostname(ip) == nil
 }
 
 // stillValid tells whether a saved client certificate has life left.

@@ -35,7 +35,15 @@ type Config struct {
 	Client    *client.Client
 	// Token is the node join token (DATA/node-token of the server): with
 	// it the kubelet gets credentials of its own on its first start.
-	Token    string
+	Token string
+	// ServingCert and ServingKey (PEM), when set, make the kubelet's
+	// server HTTPS, taking only clients with a certificate of ClientCA
+	// (the apiserver's); a joining kubelet gets them with its credentials.
+	ServingCert, ServingKey, ClientCA []byte
+	// CAData is the cluster CA (PEM) written into every pod's service
+	// account volume as ca.crt; when empty the kubelet asks the apiserver
+	// for it (GET /cacerts).
+	CAData   []byte
 	NodeName string
 	// NodeIP is the node's address: pods listen on it and the kubelet's
 	// HTTP server too. Several kubelets on one machine take 127.0.0.11,
@@ -145,7 +153,7 @@ func Run(ctx context.Context, cfg Config) error {
 		podCfg: &pod.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax},
 		ports:   pod.NewPorts(cfg.NodeIP, cfg.PortMin, cfg.PortMax),
-		apiImpl: &apiAdapter{c: c},
+		apiImpl: &apiAdapter{c: c, caData: cfg.CAData},
 		workers: map[string]*pod.Worker{},
 		byName:  map[string]string{},
 	}
@@ -154,6 +162,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("kubelet listen on %s:%d: %w", cfg.NodeIP, cfg.Port, err)
 	}
 	k.port = l.Addr().(*net.TCPAddr).Port
+	if l, err = k.secure(l); err != nil {
+		return err
+	}
 	srv := &http.Server{Handler: k.handler(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
@@ -372,23 +383,3 @@ func (k *Kubelet) sweep(ctx context.Context) {
 		}
 	}
 }
-
-// apiAdapter gives pod workers the apiserver calls they need.
-type apiAdapter struct{ c *client.Client }
-
-func (a *apiAdapter) GetConfigMap(ctx context.Context, ns, name string) (*api.ConfigMap, error) {
-	return a.c.ConfigMaps(ns).Get(ctx, name)
-}
-
-func (a *apiAdapter) UpdatePodStatus(ctx context.Context, p *api.Pod) error {
-	_, err := a.c.Pods(p.Namespace).UpdateStatus(ctx, p)
-	return err
-}
-
-func (a *apiAdapter) DeletePod(ctx context.Context, ns, name, uid string) error {
-	zero := int64(0)
-	_, err := a.c.Pods(ns).Delete(ctx, name, client.DeleteOptions{GracePeriodSeconds: &zero, UID: uid})
-	return err
-}
-
-var _ pod.API = (*apiAdapter)(nil)

@@ -59,7 +59,7 @@ func (k *Kubelet) nodeStatus(ctx context.Context, prev *api.NodeStatus) api.Node
 			{Type: api.NodeInternalIP, Address: k.cfg.NodeIP},
 			{Type: api.NodeHostName, Address: hostname},
 		},
-		DaemonEndpoints: api.NodeDaemonEndpoints{KubeletEndpoint: api.DaemonEndpoint{Port: int32(k.port)}},
+		DaemonEndpoints: api.NodeDaemonEndpoints{KubeletEndpoint: api.DaemonEndpoint{Port: int32(k.port), Scheme: k.scheme()}},
 		NodeInfo: api.NodeSystemInfo{
 			KernelVersion:           kernelVersion(),
 			OperatingSystem:         goruntime.GOOS,

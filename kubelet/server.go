@@ -1,16 +1,62 @@
 package kubelet
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"slices"
 	"sort"
 
 	"minik8s/kubelet/logs"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 )
+
+// scheme is how the apiserver reaches this kubelet.
+func (k *Kubelet) scheme() string {
+	if len(k.cfg.ServingCert) > 0 {
+		return "https"
+	}
+	return "http"
+}
+
+// secure wraps l in TLS when the kubelet has a serving certificate: it
+// then answers only clients with a certificate of the cluster CA that are
+// the apiserver's (its kubelet client, or system:masters).
+func (k *Kubelet) secure(l net.Listener) (net.Listener, error) {
+	if len(k.cfg.ServingCert) == 0 {
+		return l, nil
+	}
+	pair, err := tls.X509KeyPair(k.cfg.ServingCert, k.cfg.ServingKey)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet serving certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(k.cfg.ClientCA) {
+		return nil, errdefs.Invalid("client-ca", "no certificate in the CA that verifies the apiserver")
+	}
+	return tls.NewListener(l, &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, NextProtos: []string{"http/1.1"}}), nil
+}
+
+// onlyAPIServer refuses TLS clients that are not the apiserver.
+func onlyAPIServer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			cert := r.TLS.PeerCertificates[0]
+			if cert.Subject.CommonName != rbac.APIServerKubeletClient && !slices.Contains(cert.Subject.Organization, rbac.Masters) {
+				writeError(w, fmt.Errorf("%q may not use the kubelet's API: %w", cert.Subject.CommonName, errdefs.ErrForbidden))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // handler serves the kubelet's HTTP API: container logs (which the
 // apiserver proxies for `mkctl logs`), the pods it runs, and health.
@@ -22,7 +68,7 @@ func (k *Kubelet) handler() http.Handler {
 	mux.HandleFunc("GET /pods", k.servePods)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}", k.serveLogs)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
-	return mux
+	return onlyAPIServer(mux)
 }
 
 func writeError(w http.ResponseWriter, err error) {

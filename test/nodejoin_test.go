@@ -2,6 +2,10 @@ package test
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,11 +44,42 @@ func TestNodeJoinAndRestriction(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	pod, err := s.Client.Pods("default").Create(ctx, pythonPod("on-a", "join-a", "import time; time.sleep(600)"))
+	pod, err := s.Client.Pods("default").Create(ctx, pythonPod("on-a", "join-a", "import time; print('hello from a', flush=True); time.sleep(600)"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitPod(t, s.Client, pod.Name, 2*time.Minute, "running on join-a", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
+
+	// Its logs come through the apiserver from the kubelet's TLS port,
+	// which takes no one but the apiserver.
+	nodeA, err := s.Client.Nodes().Get(ctx, "join-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep := nodeA.Status.DaemonEndpoints.KubeletEndpoint; ep.Scheme != "https" || ep.Port == 0 {
+		t.Fatalf("node join-a's kubelet endpoint: %+v, want https", ep)
+	}
+	waitUntil(t, time.Minute, "the pod's log through the apiserver", func() bool {
+		rc, err := s.Client.PodLogs(ctx, "default", "on-a", client.LogOptions{})
+		if err != nil {
+			return false
+		}
+		defer rc.Close()
+		data, _ := io.ReadAll(rc)
+		return strings.Contains(string(data), "hello from a")
+	})
+	kubeletURL := fmt.Sprintf("127.0.0.71:%d", nodeA.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	if resp, err := http.Get("http://" + kubeletURL + "/pods"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("the kubelet answered plain HTTP")
+		}
+	}
+	nobody := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if resp, err := nobody.Get("https://" + kubeletURL + "/pods"); err == nil {
+		resp.Body.Close()
+		t.Errorf("the kubelet answered a client without a certificate: %s", resp.Status)
+	}
 
 	// Node b, with the credentials it saved.
 	cfg, err := client.LoadKubeconfig(filepath.Join(kb.Config.RootDir, kubelet.KubeconfigFile))
@@ -72,7 +107,7 @@ func TestNodeJoinAndRestriction(t *testing.T) {
 	if _, err := b.Pods("default").Create(ctx, pythonPod("by-b", "join-a", "pass")); !errdefs.IsForbidden(err) {
 		t.Errorf("node b creating a pod bound to join-a: %v, want 403", err)
 	}
-	nodeA, err := b.Nodes().Get(ctx, "join-a")
+	nodeA, err = b.Nodes().Get(ctx, "join-a")
 	if err != nil {
 		t.Fatal(err)
 	}

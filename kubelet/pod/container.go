@@ -192,8 +192,12 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 		attempt++
 	}
 	id := newContainerID(p.Name, spec.Name)
-	cs, err := w.containerSpec(p, i, id, attempt)
+	cs, err := w.containerSpec(ctx, p, i, id, attempt)
 	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.WithError(err).WithField("container", c.name).Warn("cannot make the container's config; retrying after back-off")
 		c.state = waiting("CreateContainerConfigError", err.Error())
 		c.retryAt = time.Now().Add(w.backoff(1))
 		return
@@ -305,30 +309,15 @@ func limits(c api.Container, i int) (milliCPU, memory int64, err error) {
 }
 
 // containerSpec turns container i of the pod into a runtime spec.
-func (w *Worker) containerSpec(p *api.Pod, i int, id string, attempt int32) (runtime.ContainerSpec, error) {
+func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string, attempt int32) (runtime.ContainerSpec, error) {
 	c := p.Spec.Containers[i]
 	milliCPU, memory, err := limits(c, i)
 	if err != nil {
 		return runtime.ContainerSpec{}, err
 	}
-	ports := w.assigned[c.Name]
-	env := []string{
-		"HOST=" + w.cfg.NodeIP,
-		"POD_IP=" + w.cfg.NodeIP,
-		"POD_NAME=" + p.Name,
-		"POD_NAMESPACE=" + p.Namespace,
-		"NODE_NAME=" + w.cfg.NodeName,
-	}
-	if len(ports) > 0 {
-		env = append(env, "PORT="+strconv.Itoa(int(ports[0].ContainerPort)))
-	}
-	for _, port := range ports {
-		if port.Name != "" {
-			env = append(env, "PORT_"+envName(port.Name)+"="+strconv.Itoa(int(port.ContainerPort)))
-		}
-	}
-	for _, e := range c.Env {
-		env = append(env, e.Name+"="+e.Value)
+	env, err := w.envFor(ctx, p, i)
+	if err != nil {
+		return runtime.ContainerSpec{}, err
 	}
 	var mounts []runtime.Mount
 	for j, m := range c.VolumeMounts {
@@ -341,6 +330,7 @@ func (w *Worker) containerSpec(p *api.Pod, i int, id string, attempt int32) (run
 		}
 		mounts = append(mounts, runtime.Mount{Source: v.HostPath, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
 	}
+	mounts = append(mounts, w.tokenMount(c)...)
 	return runtime.ContainerSpec{
 		ID:    id,
 		Image: c.Image,

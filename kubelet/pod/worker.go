@@ -37,7 +37,11 @@ var _ Runtime = (*runtime.Runtime)(nil)
 
 // API is what a pod worker needs of the apiserver.
 type API interface {
-	volume.ConfigMapGetter
+	volume.Getter
+	volume.TokenSource
+	// GetService reads a Service: the kubelet reads default/kubernetes for
+	// KUBERNETES_SERVICE_HOST and _PORT.
+	GetService(ctx context.Context, namespace, name string) (*api.Service, error)
 	UpdatePodStatus(ctx context.Context, pod *api.Pod) error
 	// DeletePod removes the pod object for good (grace 0, uid precondition).
 	DeletePod(ctx context.Context, namespace, name, uid string) error
@@ -98,6 +102,7 @@ type Worker struct {
 	adopted    []runtime.Container
 	assigned   map[string][]api.ContainerPort
 	volumes    map[string]volume.Volume
+	token      *volume.Token // nil: the pod runs without a token
 	prepared   bool
 	failure    *podFailure
 	startTime  time.Time
@@ -257,6 +262,7 @@ func (w *Worker) sync(ctx context.Context) bool {
 			cancel()
 		}()
 		w.pullCtx = pullCtx
+		w.refreshToken(ctx, p)
 		for i := range p.Spec.Containers {
 			if ctx.Err() != nil {
 				return false
@@ -361,6 +367,10 @@ func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
 		return
 	}
 	w.volumes = vols
+	if err := w.prepareToken(ctx, p); err != nil {
+		w.setAllWaiting("CreateContainerConfigError", err.Error())
+		return
+	}
 	w.prepared = true
 }
 

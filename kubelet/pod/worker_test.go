@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 type fakeRuntime struct {
 	mu      sync.Mutex
 	created []string
+	specs   []runtime.ContainerSpec
 	status  map[string]runtime.Status
 }
 
@@ -25,6 +27,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, s runtime.ContainerSpec
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.created = append(f.created, s.ID)
+	f.specs = append(f.specs, s)
 	f.status[s.ID] = runtime.Status{ID: s.ID, State: runtime.StateCreated, Labels: s.Labels}
 	return nil
 }
@@ -61,12 +64,53 @@ func (f *fakeRuntime) exit(id string, code int32) {
 	f.status[id] = st
 }
 
+// fakeAPI holds objects by namespace/name; without a ca it plays an
+// apiserver that has no secure port (no tokens).
 type fakeAPI struct {
-	last *api.Pod
+	last       *api.Pod
+	configMaps map[string]*api.ConfigMap
+	secrets    map[string]*api.Secret
+	services   map[string]*api.Service
+	ca         []byte
+	tokenTTL   time.Duration
+	tokenErr   error
+	tokens     int // tokens given
 }
 
-func (f *fakeAPI) GetConfigMap(context.Context, string, string) (*api.ConfigMap, error) {
+func get[T any](m map[string]*T, ns, name string) (*T, error) {
+	if v, ok := m[ns+"/"+name]; ok {
+		return v, nil
+	}
 	return nil, errdefs.ErrNotFound
+}
+
+func (f *fakeAPI) GetConfigMap(_ context.Context, ns, name string) (*api.ConfigMap, error) {
+	return get(f.configMaps, ns, name)
+}
+func (f *fakeAPI) GetSecret(_ context.Context, ns, name string) (*api.Secret, error) {
+	return get(f.secrets, ns, name)
+}
+func (f *fakeAPI) GetService(_ context.Context, ns, name string) (*api.Service, error) {
+	return get(f.services, ns, name)
+}
+func (f *fakeAPI) GetServiceAccount(context.Context, string, string) (*api.ServiceAccount, error) {
+	return nil, errdefs.ErrNotFound
+}
+func (f *fakeAPI) ClusterCA(context.Context) ([]byte, error) {
+	if f.ca == nil {
+		return nil, errdefs.ErrNotFound
+	}
+	return f.ca, nil
+}
+func (f *fakeAPI) CreateToken(_ context.Context, _, sa string, req *api.TokenRequest) (*api.TokenRequest, error) {
+	if f.tokenErr != nil {
+		return nil, f.tokenErr
+	}
+	f.tokens++
+	out := *req
+	out.Status.Token = fmt.Sprintf("%s-token-%d", sa, f.tokens)
+	out.Status.ExpirationTimestamp = time.Now().Add(f.tokenTTL)
+	return &out, nil
 }
 func (f *fakeAPI) UpdatePodStatus(_ context.Context, p *api.Pod) error { f.last = p; return nil }
 func (f *fakeAPI) DeletePod(context.Context, string, string, string) error {

@@ -1,6 +1,6 @@
 // Package volume prepares the volumes of a pod on the node: emptyDir dirs
-// in the pod's dir, hostPath dirs, and configMap files written from the
-// ConfigMap object when the pod starts.
+// in the pod's dir, hostPath dirs, configMap and secret files written from
+// their objects when the pod starts, and the service account token.
 package volume
 
 import (
@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -19,6 +17,21 @@ import (
 type ConfigMapGetter interface {
 	GetConfigMap(ctx context.Context, namespace, name string) (*api.ConfigMap, error)
 }
+
+// SecretGetter reads Secret objects.
+type SecretGetter interface {
+	GetSecret(ctx context.Context, namespace, name string) (*api.Secret, error)
+}
+
+// Getter reads the objects volumes are made from.
+type Getter interface {
+	ConfigMapGetter
+	SecretGetter
+}
+
+// defaultSecretMode is the mode of a Secret volume's files unless it says
+// otherwise, as in Kubernetes.
+const defaultSecretMode os.FileMode = 0o644
 
 // Volume is a prepared volume: the host path to bind and whether it must be
 // mounted read-only whatever the mount says.
@@ -31,8 +44,9 @@ type Volume struct {
 func Dir(podDir string) string { return filepath.Join(podDir, "volumes") }
 
 // Prepare makes every volume of the pod ready on the host. An error names
-// the field at fault (errdefs.Invalid) or the missing ConfigMap (NotFound).
-func Prepare(ctx context.Context, pod *api.Pod, podDir string, cms ConfigMapGetter) (map[string]Volume, error) {
+// the field at fault (errdefs.Invalid) or the missing ConfigMap or Secret
+// (NotFound).
+func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter) (map[string]Volume, error) {
 	out := map[string]Volume{}
 	for i, v := range pod.Spec.Volumes {
 		field := fmt.Sprintf("spec.volumes[%d]", i)
@@ -57,62 +71,64 @@ func Prepare(ctx context.Context, pod *api.Pod, podDir string, cms ConfigMapGett
 			}
 			out[v.Name] = Volume{HostPath: filepath.Clean(v.HostPath.Path)}
 		case v.ConfigMap != nil:
-			cm, err := cms.GetConfigMap(ctx, pod.Namespace, v.ConfigMap.Name)
+			cm, err := src.GetConfigMap(ctx, pod.Namespace, v.ConfigMap.Name)
 			if err != nil {
 				return nil, fmt.Errorf("%s: configMap %q: %w", field, v.ConfigMap.Name, err)
 			}
 			dir := filepath.Join(Dir(podDir), "configmap", v.Name)
-			if err := writeConfigMap(dir, cm); err != nil {
+			if err := WriteFiles(dir, configMapFiles(cm), 0o644); err != nil {
 				return nil, fmt.Errorf("%s: configMap %q: %w", field, v.ConfigMap.Name, err)
 			}
 			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
+		case v.Secret != nil:
+			dir := filepath.Join(Dir(podDir), "secret", v.Name)
+			if err := secretVolume(ctx, pod.Namespace, v.Secret, field, dir, src); err != nil {
+				return nil, err
+			}
+			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
 		default:
-			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath or configMap)", v.Name)
+			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap or secret)", v.Name)
 		}
 	}
 	return out, nil
 }
 
-// writeConfigMap writes one file per key into a fresh dir and swaps it in,
-// so that a container never sees half the files.
-func writeConfigMap(dir string, cm *api.ConfigMap) error {
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
+// configMapFiles are the files of a ConfigMap volume: one per key.
+func configMapFiles(cm *api.ConfigMap) map[string][]byte {
+	files := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, v := range cm.Data {
+		files[k] = []byte(v)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+"-")
-	if err != nil {
-		return err
+	for k, v := range cm.BinaryData {
+		files[k] = v
 	}
-	keys := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	for k := range cm.BinaryData {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k == "" || k == "." || k == ".." || strings.ContainsAny(k, "/\x00") {
-			os.RemoveAll(tmp)
-			return errdefs.Invalid("data", "key %q is not a valid file name", k)
+	return files
+}
+
+// secretVolume writes the files of a Secret volume. A missing Secret is
+// an error unless the volume is optional: then the dir is empty.
+func secretVolume(ctx context.Context, ns string, src *api.SecretVolumeSource, field, dir string, secrets SecretGetter) error {
+	mode := defaultSecretMode
+	if m := src.DefaultMode; m != nil {
+		if *m < 0 || *m > 0o777 {
+			return errdefs.Invalid(field+".secret.defaultMode", "%#o is not a file mode (0 to 0777)", *m)
 		}
-		data := []byte(cm.Data[k])
-		if b, ok := cm.BinaryData[k]; ok {
-			data = b
-		}
-		if err := os.WriteFile(filepath.Join(tmp, k), data, 0o644); err != nil {
-			os.RemoveAll(tmp)
-			return err
-		}
+		mode = os.FileMode(*m)
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		os.RemoveAll(tmp)
-		return err
+	if src.SecretName == "" {
+		return errdefs.Invalid(field+".secret.secretName", "a secret volume names its Secret")
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		os.RemoveAll(tmp)
-		return err
+	files := map[string][]byte{}
+	s, err := secrets.GetSecret(ctx, ns, src.SecretName)
+	switch {
+	case errdefs.IsNotFound(err) && src.Optional != nil && *src.Optional:
+	case err != nil:
+		return fmt.Errorf("%s: secret %q: %w", field, src.SecretName, err)
+	default:
+		files = s.Data
 	}
-	return os.Rename(tmp, dir)
+	if err := WriteFiles(dir, files, mode); err != nil {
+		return fmt.Errorf("%s: secret %q: %w", field, src.SecretName, err)
+	}
+	return nil
 }

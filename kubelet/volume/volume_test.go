@@ -10,11 +10,26 @@ import (
 	"minik8s/pkg/errdefs"
 )
 
+// fakeConfigMaps holds ConfigMaps and Secrets by namespace/name.
 type fakeConfigMaps map[string]*api.ConfigMap
+
+type fakeSecrets map[string]*api.Secret
+
+type fakeGetter struct {
+	fakeConfigMaps
+	fakeSecrets
+}
 
 func (f fakeConfigMaps) GetConfigMap(_ context.Context, ns, name string) (*api.ConfigMap, error) {
 	if cm, ok := f[ns+"/"+name]; ok {
 		return cm, nil
+	}
+	return nil, errdefs.ErrNotFound
+}
+
+func (f fakeSecrets) GetSecret(_ context.Context, ns, name string) (*api.Secret, error) {
+	if s, ok := f[ns+"/"+name]; ok {
+		return s, nil
 	}
 	return nil, errdefs.ErrNotFound
 }
@@ -28,7 +43,7 @@ func TestPrepare(t *testing.T) {
 		{Name: "host", HostPath: &api.HostPathVolumeSource{Path: host}},
 		{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: "code"}},
 	}}}
-	vols, err := Prepare(context.Background(), pod, podDir, cms)
+	vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +64,7 @@ func TestPrepare(t *testing.T) {
 	}
 	// New content reaches the next preparation.
 	cms["ns/code"] = &api.ConfigMap{Data: map[string]string{"main.py": "print(2)"}}
-	vols, err = Prepare(context.Background(), pod, podDir, cms)
+	vols, err = Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +83,17 @@ func TestPrepareErrors(t *testing.T) {
 		check func(error) bool
 	}{
 		{"missing configmap", api.Volume{Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "nope"}}, errdefs.IsNotFound},
+		{"missing secret", api.Volume{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "nope"}}, errdefs.IsNotFound},
+		{"missing secret, optional false", api.Volume{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "nope", Optional: ptr(false)}}, errdefs.IsNotFound},
+		{"secret mode too wide", api.Volume{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "nope", DefaultMode: ptr(int32(0o1777))}}, errdefs.IsInvalid},
+		{"secret without a name", api.Volume{Name: "s", Secret: &api.SecretVolumeSource{}}, errdefs.IsInvalid},
 		{"relative hostPath", api.Volume{Name: "h", HostPath: &api.HostPathVolumeSource{Path: "rel"}}, errdefs.IsInvalid},
 		{"no source", api.Volume{Name: "x"}, errdefs.IsInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: api.PodSpec{Volumes: []api.Volume{tt.vol}}}
-			_, err := Prepare(context.Background(), pod, t.TempDir(), fakeConfigMaps{})
+			_, err := Prepare(context.Background(), pod, t.TempDir(), fakeGetter{fakeConfigMaps{}, fakeSecrets{}})
 			if !tt.check(err) {
 				t.Errorf("err = %v", err)
 			}

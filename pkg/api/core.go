@@ -60,6 +60,10 @@ type NodeDaemonEndpoints struct {
 
 type DaemonEndpoint struct {
 	Port int32 `json:"Port"`
+	// Scheme is "https" for a kubelet serving with a certificate of the
+	// cluster CA (the apiserver then verifies it and presents its own);
+	// empty for a plain one registered through the local port.
+	Scheme string `json:"scheme,omitempty"`
 }
 
 type NodeSystemInfo struct {
@@ -168,7 +172,7 @@ type Volume struct {
 	Secret    *SecretVolumeSource    `json:"secret,omitempty"`
 }
 
-// SecretVolumeSource mounts a Secret's keys as files (mode 0400 unless
+// SecretVolumeSource mounts a Secret's keys as files (mode 0644 unless
 // DefaultMode says otherwise).
 type SecretVolumeSource struct {
 	SecretName  string `json:"secretName"`

@@ -11,10 +11,15 @@ type NodeCredentialsRequest struct {
 	NodeName string `json:"nodeName"`
 	// ClientCSR is a PEM certificate request for the node's client key.
 	ClientCSR string `json:"clientCSR"`
+	// ServingCSR, for the key of the kubelet's HTTPS server on NodeIP.
+	ServingCSR string `json:"servingCSR,omitempty"`
+	NodeIP     string `json:"nodeIP,omitempty"`
 }
 
-// NodeCredentials are the node's client certificate and the cluster CA.
+// NodeCredentials are the node's client and serving certificates and the
+// cluster CA.
 type NodeCredentials struct {
-	ClientCertificate string `json:"clientCertificate"`
-	CA                string `json:"ca"`
+	ClientCertificate  string `json:"clientCertificate"`
+	ServingCertificate string `json:"servingCertificate,omitempty"`
+	CA                 string `json:"ca"`
 }

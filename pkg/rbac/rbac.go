@@ -33,6 +33,8 @@ const (
 	BootstrappersGroup = "system:bootstrappers"
 	// FuncRunnersGroup is the group of function runners.
 	FuncRunnersGroup = "system:funcrunners"
+	// APIServerKubeletClient is the apiserver's user towards kubelets.
+	APIServerKubeletClient = "minik8s-apiserver-kubelet-client"
 	// SchedulerUser and ControllerManagerUser are the control plane's users.
 	SchedulerUser         = "system:kube-scheduler"
 	ControllerManagerUser = "system:kube-controller-manager"

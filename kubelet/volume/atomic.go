@@ -1,0 +1,110 @@
+package volume
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"minik8s/pkg/errdefs"
+)
+
+// dataLink is the symlink, in a volume dir, to the hidden dir that holds
+// the current files; every file name is a symlink through it.
+const dataLink = "..data"
+
+// WriteFiles makes dir hold exactly files (name -> content, each with
+// mode), as Kubernetes' AtomicWriter does: the files go into a fresh hidden
+// dir, the symlink ..data is swapped to it by a rename, and each name is a
+// symlink through ..data. A reader sees the old set or the new, never a
+// mix; and dir itself stays, so a container that has it bind-mounted sees
+// the new files (replacing dir would leave the container the old one).
+func WriteFiles(dir string, files map[string][]byte, mode os.FileMode) error {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		if err := checkFileName(name); err != nil {
+			return err
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := os.MkdirTemp(dir, ".."+time.Now().UTC().Format("2006_01_02_15_04_05")+".")
+	if err != nil {
+		return err
+	}
+	if err := fill(data, names, files, mode); err != nil {
+		os.RemoveAll(data)
+		return err
+	}
+	if err := swapSymlink(filepath.Join(dir, dataLink), filepath.Base(data)); err != nil {
+		os.RemoveAll(data)
+		return err
+	}
+	for _, name := range names {
+		if err := swapSymlink(filepath.Join(dir, name), filepath.Join(dataLink, name)); err != nil {
+			return err
+		}
+	}
+	// What is left of earlier writes: names no longer there, the previous
+	// data dir, and the debris of a write that was interrupted.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if _, keep := files[n]; keep || n == dataLink || n == filepath.Base(data) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fill writes the files into the fresh data dir.
+func fill(data string, names []string, files map[string][]byte, mode os.FileMode) error {
+	for _, name := range names {
+		path := filepath.Join(data, name)
+		if err := os.WriteFile(path, files[name], mode); err != nil {
+			return err
+		}
+		// The umask must not narrow the mode asked for.
+		if err := os.Chmod(path, mode); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(data, 0o755)
+}
+
+// swapSymlink makes path a symlink to target in one rename.
+func swapSymlink(path, target string) error {
+	if cur, err := os.Readlink(path); err == nil && cur == target {
+		return nil
+	}
+	// Names starting with ".." are never file names (checkFileName).
+	tmp := filepath.Join(filepath.Dir(path), "..link-"+filepath.Base(path))
+	_ = os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// checkFileName refuses keys that are no plain file name, and those
+// starting with "..", which Kubernetes keeps for the writer's own files.
+func checkFileName(k string) error {
+	if k == "" || strings.HasPrefix(k, "..") || k == "." || strings.ContainsAny(k, "/\x00") {
+		return errdefs.Invalid("data", "key %q is not a valid file name", k)
+	}
+	return nil
+}
