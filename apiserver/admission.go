@@ -61,7 +61,7 @@ func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
 		}
 		return nil
 	default:
-		return nil
+		return s.noEscalation(ctx, ns, obj)
 	}
 	u := userOf(ctx)
 	if node, ok := nodeName(u); ok && what == "pods" && spec.NodeName != node {

@@ -257,6 +257,22 @@ func TestRBACRoles(t *testing.T) {
 		`{"metadata":{"name":"x"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"}}`,
 		http.StatusForbidden, `cannot create resource \"rolebindings\"`)
 
+	// An admin of the namespace grants only what it holds.
+	rbacObject(t, s, "/namespaces/default/rolebindings", binding("RoleBinding", "default", "team-b-admin", "ClusterRole", "admin",
+		api.Subject{Kind: api.GroupKind, APIGroup: api.RBACGroup, Name: "team-b"}))
+	waitAllowed(t, editor, "GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings")
+	rbs := "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
+	editor.expect("POST", rbs, `{"metadata":{"name":"up"},"subjects":[{"kind":"User","name":"editor"}],`+
+		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"}}`,
+		http.StatusForbidden, `rolebindings \"up\" is forbidden: User \"editor\" may not grant what it does not hold`)
+	editor.expect("POST", rbs, `{"metadata":{"name":"viewers"},"subjects":[{"kind":"User","name":"someone-else"}],`+
+		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"}}`, http.StatusCreated, "viewers")
+	roles := "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles"
+	editor.expect("POST", roles, `{"metadata":{"name":"all"},"rules":[{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}]}`,
+		http.StatusForbidden, "may not grant what it does not hold")
+	editor.expect("POST", roles, `{"metadata":{"name":"cm-reader"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}]}`,
+		http.StatusCreated, "cm-reader")
+
 	// kubectl auth can-i.
 	review := func(c *caller, verb, resource string) bool {
 		body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"namespace":"default","verb":"` +
