@@ -28,6 +28,7 @@ var commands = []func(*Options) *cobra.Command{
 	newFuncCommand,
 	newLogsCommand,
 	newImageCommand,
+	newAuthCommand,
 }
 
 // Options are the settings every command shares.

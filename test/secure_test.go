@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"minik8s/apiserver"
+	"minik8s/mkctl"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/test/framework"
@@ -250,6 +251,7 @@ func TestRBACRoles(t *testing.T) {
 	}
 
 	// edit through a group of the token file, in default only.
+	waitAllowed(t, editor, "GET", "/api/v1/namespaces/default/secrets")
 	editor.expect("POST", cms, `{"metadata":{"name":"edited"}}`, http.StatusCreated, "edited")
 	editor.expect("POST", "/api/v1/namespaces/kube-system/configmaps", `{"metadata":{"name":"edited"}}`, http.StatusForbidden,
 		`in the namespace \"kube-system\"`)
@@ -286,6 +288,29 @@ func TestRBACRoles(t *testing.T) {
 	}
 	if !review(viewer, "list", "pods") || review(viewer, "create", "pods") || review(nobody, "get", "pods") || !review(editor, "create", "pods") {
 		t.Errorf("access reviews: viewer list pods, not create; nobody nothing; editor create")
+	}
+
+	// mkctl auth can-i, with a kubeconfig of the viewer's token.
+	caPEM, err := os.ReadFile(filepath.Join(s.DataDir, apiserver.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(t.TempDir(), "viewer.kubeconfig")
+	if err := client.WriteKubeconfig(kc, "viewer", client.Config{Server: s.SecureURL, CAData: caPEM, Token: "viewer-token"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"list", "pods"}, 0, "yes"}, {[]string{"create", "pods"}, 1, "no"}, {[]string{"get", "secrets", "x"}, 1, "no"},
+	} {
+		var out, errOut bytes.Buffer
+		code := mkctl.Run(context.Background(), append([]string{"--kubeconfig", kc, "auth", "can-i"}, tc.args...), &out, &errOut)
+		if code != tc.code || strings.TrimSpace(out.String()) != tc.out {
+			t.Errorf("mkctl auth can-i %v: %d %q %q, want %d %q", tc.args, code, out.String(), errOut.String(), tc.code, tc.out)
+		}
 	}
 
 	// Taking the binding away takes the access away.

@@ -116,9 +116,15 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		t.Errorf("mkctl --kubeconfig %s get nodes: %v\n%s", kubeconfig, err, out)
 	}
 
-	// An extra node, as the README starts it, on minik8s up's containerd.
+	// An extra node, as the README starts it, on minik8s up's containerd:
+	// it joins the secure port with the node token.
+	token, err := os.ReadFile(filepath.Join(data, "node-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.kubelet = startBinary(t, "kubelet", tmp, filepath.Join(tmp, "kubelet.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "kubelet"), "--apiserver", c.server, "--node-ip", extraIP,
+		filepath.Join(bin, "kubelet"), "--apiserver", "https://127.0.0.1:"+strconv.Itoa(securePort),
+		"--token", strings.TrimSpace(string(token)), "--node-ip", extraIP,
 		"--containerd-address", filepath.Join(data, "containerd", "containerd.sock"))
 	t.Cleanup(func() { c.kubelet.stop(t, 2*time.Minute) })
 	nodes := c.waitNodesReady(2*time.Minute, nodeIP, extraIP)
