@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -62,13 +63,20 @@ type auditEvent struct {
 	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
-// auditLog appends events to a file; nil logs nothing.
+// auditLog appends events to a file through a buffer flushed every
+// auditFlush (as Kubernetes' batching audit backend), so that a function
+// call does not wait on a write; nil logs nothing.
 type auditLog struct {
 	path string
 	mu   sync.Mutex
 	f    *os.File
+	w    *bufio.Writer
 	size int64
+	done chan struct{}
 }
+
+// auditFlush bounds how long an event stays in memory.
+const auditFlush = 200 * time.Millisecond
 
 func openAuditLog(path string) (*auditLog, error) {
 	if path == "-" {
@@ -86,15 +94,39 @@ func openAuditLog(path string) (*auditLog, error) {
 		f.Close()
 		return nil, err
 	}
-	return &auditLog{path: path, f: f, size: st.Size()}, nil
+	l := &auditLog{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10), size: st.Size(), done: make(chan struct{})}
+	go l.flushEvery(auditFlush)
+	return l, nil
+}
+
+func (l *auditLog) flushEvery(d time.Duration) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			if err := l.w.Flush(); err != nil {
+				log.WithError(err).Warn("audit log: write failed")
+			}
+			l.mu.Unlock()
+		}
+	}
 }
 
 func (l *auditLog) Close() error {
 	if l == nil {
 		return nil
 	}
+	close(l.done)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.w.Flush(); err != nil {
+		l.f.Close()
+		return err
+	}
 	return l.f.Close()
 }
 
@@ -109,15 +141,13 @@ func (l *auditLog) write(ev *auditEvent) {
 	if l.size+int64(len(line)) > maxAuditBytes {
 		l.rotate()
 	}
-	n, err := l.f.Write(line)
+	n, _ := l.w.Write(line) // errors surface at the flush
 	l.size += int64(n)
-	if err != nil {
-		log.WithError(err).Warn("audit log: write failed")
-	}
 }
 
 // rotate moves the log to PATH.1 and starts a new one.
 func (l *auditLog) rotate() {
+	_ = l.w.Flush()
 	l.f.Close()
 	if err := os.Rename(l.path, l.path+".1"); err != nil {
 		log.WithError(err).Warn("audit log: rotating failed")
@@ -128,6 +158,7 @@ func (l *auditLog) rotate() {
 		f, _ = os.Open(os.DevNull)
 	}
 	l.f, l.size = f, 0
+	l.w.Reset(f)
 }
 
 // isWrite tells whether a request changes something.

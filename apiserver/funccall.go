@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +41,10 @@ type calls struct {
 	maxPending       int
 	records          *recordWriter
 	http             *http.Client
+	// creds are the server's (nil without a secure port), for runners
+	// that serve TLS; pinned holds a client per runner certificate.
+	creds  func() *credentials
+	pinned sync.Map // certificate hash → *http.Client
 }
 
 const (
@@ -72,6 +77,7 @@ func newCalls(s *Server) *calls {
 		local:      s.cfg.LocalRunner,
 		records:    newRecordWriter(s.registries[api.FuncInstancesResource.Name], 2),
 		http:       &http.Client{Transport: transport},
+		creds:      func() *credentials { return s.creds },
 	}
 }
 
@@ -203,7 +209,11 @@ func (c *calls) handOff(ctx context.Context, r runner, ns, fn, id string, arg []
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := c.http.Do(req)
+	hc, err := c.clientFor(r)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -2,13 +2,21 @@ package apiserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/storage"
@@ -87,6 +95,8 @@ func (d *runnerDirectory) broadcastLocked() {
 // runner is a live runner a call can be handed to.
 type runner struct {
 	identity, url string
+	// certSum pins the certificate an https runner serves.
+	certSum string
 }
 
 // pick returns a live runner that serves calls, in turn; ok is false when
@@ -128,8 +138,43 @@ func (d *runnerDirectory) live(now time.Time) []runner {
 		if url == "" || !function.LeaseLive(l, now) {
 			continue
 		}
-		out = append(out, runner{identity: *l.Spec.HolderIdentity, url: url})
+		out = append(out, runner{identity: *l.Spec.HolderIdentity, url: url, certSum: l.Annotations[function.AnnotationRunnerCert]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].identity < out[j].identity })
 	return out
+}
+
+// clientFor is the HTTP client that reaches runner r: for an https runner,
+// TLS with the apiserver's client certificate, trusting only the
+// certificate r published on its Lease.
+func (c *calls) clientFor(r runner) (*http.Client, error) {
+	if !strings.HasPrefix(r.url, "https://") {
+		return c.http, nil
+	}
+	creds := c.creds()
+	if creds == nil || r.certSum == "" {
+		return nil, fmt.Errorf("function runner %s serves TLS and this apiserver cannot reach it (no credentials, or no certificate on its Lease): %w",
+			r.identity, errdefs.ErrUnavailable)
+	}
+	if hc, ok := c.pinned.Load(r.certSum); ok {
+		return hc.(*http.Client), nil
+	}
+	want := r.certSum
+	t := c.http.Transport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{creds.kubeletClient},
+		// The runner's certificate is its own, made at its start: it is
+		// checked against the hash on its Lease instead of a CA.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the function runner showed no certificate")
+			}
+			sum := sha256.Sum256(cs.PeerCertificates[0].Raw)
+			if hex.EncodeToString(sum[:]) != want {
+				return errors.New("the function runner's certificate is not the one on its Lease")
+			}
+			return nil
+		}}
+	hc, _ := c.pinned.LoadOrStore(want, &http.Client{Transport: t})
+	return hc.(*http.Client), nil
 }

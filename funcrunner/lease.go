@@ -22,6 +22,8 @@ type leaseKeeper struct {
 	client   *client.Client
 	identity string
 	url      string
+	// certSum pins the certificate of an https runner (else "").
+	certSum  string
 	demand   *demand
 	interval time.Duration // how often changed demand is reported
 	// backlog counts the unfinished instances the runner sees.
@@ -31,8 +33,16 @@ type leaseKeeper struct {
 	lastDemand string
 }
 
-func newLeaseKeeper(c *client.Client, identity, url string, d *demand, interval time.Duration, backlog func() int) *leaseKeeper {
-	return &leaseKeeper{client: c, identity: identity, url: url, demand: d, interval: interval, backlog: backlog}
+func newLeaseKeeper(c *client.Client, identity, url, certSum string, d *demand, interval time.Duration, backlog func() int) *leaseKeeper {
+	return &leaseKeeper{client: c, identity: identity, url: url, certSum: certSum, demand: d, interval: interval, backlog: backlog}
+}
+
+// annotate puts what the apiserver reaches the runner by on a Lease.
+func (k *leaseKeeper) annotate(l *api.Lease) {
+	l.Annotations[function.AnnotationRunnerURL] = k.url
+	if k.certSum != "" {
+		l.Annotations[function.AnnotationRunnerCert] = k.certSum
+	}
 }
 
 // acquire creates the Lease; a Lease left by an earlier runner of the same
@@ -44,9 +54,10 @@ func (k *leaseKeeper) acquire(ctx context.Context) error {
 	l := &api.Lease{
 		ObjectMeta: api.ObjectMeta{Name: function.RunnerLeaseName(id), Namespace: function.RunnerNamespace,
 			Labels:      map[string]string{function.LabelComponent: function.ComponentRunner},
-			Annotations: map[string]string{function.AnnotationRunnerURL: k.url, function.AnnotationDemand: "{}"}},
+			Annotations: map[string]string{function.AnnotationDemand: "{}"}},
 		Spec: api.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 	}
+	k.annotate(l)
 	leases := k.client.Leases(function.RunnerNamespace)
 	created, err := leases.Create(ctx, l)
 	if errdefs.IsAlreadyExists(err) {
@@ -109,7 +120,7 @@ func (k *leaseKeeper) update(ctx context.Context, force bool) error {
 	now := time.Now().UTC()
 	next.Spec.RenewTime = &now
 	next.Annotations[function.AnnotationDemand] = d
-	next.Annotations[function.AnnotationRunnerURL] = k.url
+	k.annotate(next)
 	leases := k.client.Leases(function.RunnerNamespace)
 	updated, err := leases.Update(ctx, next)
 	if errdefs.IsConflict(err) || errdefs.IsNotFound(err) {

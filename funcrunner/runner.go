@@ -85,11 +85,18 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("funcrunner: listen on %s: %w", cfg.Address, err)
 	}
 	defer ln.Close()
+	c := cfg.Client
+	scheme, certSum := "http", ""
+	if ca := c.CA(); len(ca) > 0 {
+		if ln, certSum, err = secureListener(ln, ca); err != nil {
+			return err
+		}
+		scheme = "https"
+	}
 	url := cfg.AdvertiseURL
 	if url == "" {
-		url = "http://" + ln.Addr().String()
+		url = scheme + "://" + ln.Addr().String()
 	}
-	c := cfg.Client
 
 	f := cache.NewFactory(c)
 	funcs, pods, eps, leases := f.Funcs(), f.Pods(), f.Endpoints(), f.Leases()
@@ -98,7 +105,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	d := newDemand()
 	st := newStepper(cfg, c, funcs, pods, eps, d)
 	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, newCallbacks())
-	keeper := newLeaseKeeper(c, cfg.Identity, url, d, cfg.DemandInterval, instInf.Lister().Len)
+	keeper := newLeaseKeeper(c, cfg.Identity, url, certSum, d, cfg.DemandInterval, instInf.Lister().Len)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -126,7 +133,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(function.RunnerCallPath+"/", sc)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: onlyAPIServer(mux), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 

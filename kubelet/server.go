@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"sort"
 
 	"minik8s/kubelet/logs"
@@ -49,7 +48,7 @@ func onlyAPIServer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS != nil {
 			cert := r.TLS.PeerCertificates[0]
-			if cert.Subject.CommonName != rbac.APIServerKubeletClient && !slices.Contains(cert.Subject.Organization, rbac.Masters) {
+			if !rbac.IsAPIServer(cert.Subject.CommonName, cert.Subject.Organization) {
 				writeError(w, fmt.Errorf("%q may not use the kubelet's API: %w", cert.Subject.CommonName, errdefs.ErrForbidden))
 				return
 			}

@@ -18,9 +18,11 @@ import (
 	"time"
 
 	"minik8s/apiserver"
+	"minik8s/funcrunner"
 	"minik8s/mkctl"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/function"
 	"minik8s/test/framework"
 )
 
@@ -329,10 +331,24 @@ func TestRBACRoles(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// The audit log has the writes, refused ones too, with user and outcome.
-	want := map[string]bool{"viewer create configmaps 403": false, "editor create configmaps 201": false,
-		"system:admin delete clusterrolebindings 200": false}
-	f, err := os.Open(filepath.Join(s.DataDir, apiserver.AuditLogFile))
+	// The audit log has the writes, refused ones too, with user and
+	// outcome (within its flush interval).
+	waitUntil(t, 10*time.Second, "the writes in the audit log", func() bool {
+		missing := auditMissing(t, filepath.Join(s.DataDir, apiserver.AuditLogFile),
+			"viewer create configmaps 403", "editor create configmaps 201", "system:admin delete clusterrolebindings 200")
+		if len(missing) > 0 {
+			t.Logf("audit log has no %q yet", missing)
+		}
+		return len(missing) == 0
+	})
+}
+
+// auditMissing lists the "user verb resource code" events path lacks; a
+// read in it fails the test.
+func auditMissing(t *testing.T, path string, want ...string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,18 +365,17 @@ func TestRBACRoles(t *testing.T) {
 			t.Fatalf("audit line %s: %v", sc.Text(), err)
 		}
 		if ev.Verb == "get" || ev.Verb == "list" {
-			t.Errorf("a read in the audit log: %s", sc.Text())
+			t.Fatalf("a read in the audit log: %s", sc.Text())
 		}
-		key := strings.Join([]string{ev.User.Username, ev.Verb, ev.ObjectRef.Resource, strconv.Itoa(ev.Response.Code)}, " ")
-		if _, ok := want[key]; ok {
-			want[key] = true
+		seen[strings.Join([]string{ev.User.Username, ev.Verb, ev.ObjectRef.Resource, strconv.Itoa(ev.Response.Code)}, " ")] = true
+	}
+	var missing []string
+	for _, w := range want {
+		if !seen[w] {
+			missing = append(missing, w)
 		}
 	}
-	for k, seen := range want {
-		if !seen {
-			t.Errorf("audit log has no %q", k)
-		}
-	}
+	return missing
 }
 
 // waitAllowed waits for a new binding to reach the authorizer.
@@ -489,4 +504,52 @@ func TestPrivilegedPodsAdmission(t *testing.T) {
 	p.Spec.HostNetwork = true
 	body, _ := json.Marshal(p)
 	editor.expect("PUT", pods+"/plain", string(body), http.StatusForbidden, "may not create privileged pods (hostNetwork")
+}
+
+// TestFuncRunnerOverTLS: a runner that reaches the secure port serves the
+// calls handed to it over TLS, pinned by the apiserver through its Lease,
+// and answers no one but the apiserver.
+func TestFuncRunnerOverTLS(t *testing.T) {
+	s := framework.StartSecureAPIServer(t, secureTokens+"runner-token,system:funcrunner:tls,u9,\"system:funcrunners\"\n")
+	rc := s.SecureClient(t, client.Config{Token: "runner-token"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- funcrunner.Run(ctx, funcrunner.Config{Client: rc, Identity: "tls-runner"}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && ctx.Err() == nil {
+			t.Errorf("runner: %v", err)
+		}
+	})
+	var lease *api.Lease
+	waitUntil(t, 30*time.Second, "the runner's lease", func() bool {
+		l, err := s.Client.Leases(function.RunnerNamespace).Get(context.Background(), function.RunnerLeaseName("tls-runner"))
+		lease = l
+		return err == nil
+	})
+	url := lease.Annotations[function.AnnotationRunnerURL]
+	if !strings.HasPrefix(url, "https://") || len(lease.Annotations[function.AnnotationRunnerCert]) != 64 {
+		t.Fatalf("the runner's lease: url %q, certificate hash %q", url, lease.Annotations[function.AnnotationRunnerCert])
+	}
+	code := "def run(arg):\n    return 'tls:' + arg\n"
+	funcTemplate(t, s, "viatls", code, "RETURN", "RETURN", nil)
+	publish(t, s, "viatls", runtime(t, code))
+	if status, data := httpDo(t, "POST", s.URL+"/api/funcs/viatls?wait=30s", "text/plain", []byte("x")); status != http.StatusOK ||
+		!strings.Contains(string(data), "tls:x") {
+		t.Fatalf("a synchronous call handed to the TLS runner: %d %s", status, data)
+	}
+	// Straight to the runner: plain HTTP and TLS without the apiserver's
+	// certificate get nothing.
+	target := url + function.RunnerCallPath + "/default/viatls?id=forged&wait=5s"
+	if resp, err := http.Post("http"+strings.TrimPrefix(target, "https"), "text/plain", strings.NewReader("x")); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("the runner ran a call sent over plain HTTP")
+		}
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if resp, err := insecure.Post(target, "text/plain", strings.NewReader("x")); err == nil {
+		resp.Body.Close()
+		t.Errorf("the runner answered a client without a certificate: %s", resp.Status)
+	}
 }

@@ -41,7 +41,13 @@ type Client struct {
 	// watches and followed logs.
 	http   *http.Client
 	stream *http.Client
+	// ca is the cluster CA the client trusts (nil for plain HTTP).
+	ca []byte
 }
+
+// CA is the CA (PEM) the client verifies the apiserver with, nil when it
+// talks plain HTTP: components that serve the apiserver verify it with it.
+func (c *Client) CA() []byte { return c.ca }
 
 // New returns a client of the apiserver at server ("http://host:port";
 // a bare "host:port" is taken as http), without credentials: for the
@@ -108,6 +114,7 @@ func NewForConfig(cfg Config) (*Client, error) {
 		base:   strings.TrimRight(server, "/"),
 		http:   &http.Client{Transport: rt, Timeout: 60 * time.Second},
 		stream: &http.Client{Transport: rt},
+		ca:     cfg.CAData,
 	}, nil
 }
 

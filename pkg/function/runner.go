@@ -20,6 +20,9 @@ const (
 	ComponentRunner = "funcrunner"
 	// AnnotationRunnerURL is the base URL of the runner's call endpoint.
 	AnnotationRunnerURL = "funcrunner.minik8s.io/url"
+	// AnnotationRunnerCert is the SHA-256 (hex) of the certificate an
+	// https runner serves: the apiserver pins it.
+	AnnotationRunnerCert = "funcrunner.minik8s.io/cert-sha256"
 	// AnnotationDemand holds the runner's Demand as JSON.
 	AnnotationDemand = "funcrunner.minik8s.io/demand"
 

@@ -45,6 +45,13 @@ const (
 	ServiceAccountsGroup = "system:serviceaccounts"
 )
 
+// IsAPIServer tells whether a client certificate's subject (CommonName
+// name, Organization groups) is the apiserver's towards kubelets and
+// runners, or an admin's.
+func IsAPIServer(name string, groups []string) bool {
+	return name == APIServerKubeletClient || slices.Contains(groups, Masters)
+}
+
 // ServiceAccountUsername is the user name of ServiceAccount ns/name.
 func ServiceAccountUsername(ns, name string) string {
 	return ServiceAccountUserPrefix + ns + ":" + name
