@@ -19,6 +19,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/function"
+	"minik8s/pkg/pki"
 )
 
 // instanceWorkers is how many instances are synced (claimed) at once;
@@ -133,7 +134,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(function.RunnerCallPath+"/", sc)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	hs := &http.Server{Handler: onlyAPIServer(mux), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: pki.OnlyAPIServer("a function runner", mux), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 

@@ -12,11 +12,9 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
 	"time"
 
-	"minik8s/pkg/errdefs"
-	"minik8s/pkg/rbac"
+	"minik8s/pkg/pki"
 )
 
 // A runner whose client trusts a cluster CA (it reaches the secure port)
@@ -28,16 +26,14 @@ import (
 
 // secureListener wraps ln in TLS; it returns the certificate's hash.
 func secureListener(ln net.Listener, caPEM []byte) (net.Listener, string, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, "", fmt.Errorf("funcrunner: no certificate in the cluster CA")
-	}
 	cert, sum, err := selfSigned(ln.Addr())
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, NextProtos: []string{"http/1.1"}}
+	cfg, err := pki.ServerTLS(cert, caPEM)
+	if err != nil {
+		return nil, "", fmt.Errorf("funcrunner: the cluster CA: %w", err)
+	}
 	return tls.NewListener(ln, cfg), sum, nil
 }
 
@@ -62,18 +58,4 @@ func selfSigned(addr net.Addr) (tls.Certificate, string, error) {
 	}
 	sum := sha256.Sum256(der)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, hex.EncodeToString(sum[:]), nil
-}
-
-// onlyAPIServer refuses TLS clients that are not the apiserver.
-func onlyAPIServer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil {
-			cert := r.TLS.PeerCertificates[0]
-			if !rbac.IsAPIServer(cert.Subject.CommonName, cert.Subject.Organization) {
-				writeClassed(w, fmt.Errorf("%q may not hand calls to a function runner: %w", cert.Subject.CommonName, errdefs.ErrForbidden))
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
 }

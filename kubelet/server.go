@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,7 @@ import (
 	"minik8s/kubelet/logs"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
-	"minik8s/pkg/rbac"
+	"minik8s/pkg/pki"
 )
 
 // scheme is how the apiserver reaches this kubelet.
@@ -25,8 +24,7 @@ func (k *Kubelet) scheme() string {
 }
 
 // secure wraps l in TLS when the kubelet has a serving certificate: it
-// then answers only clients with a certificate of the cluster CA that are
-// the apiserver's (its kubelet client, or system:masters).
+// then answers only the apiserver (see pki.OnlyAPIServer).
 func (k *Kubelet) secure(l net.Listener) (net.Listener, error) {
 	if len(k.cfg.ServingCert) == 0 {
 		return l, nil
@@ -35,26 +33,11 @@ func (k *Kubelet) secure(l net.Listener) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(k.cfg.ClientCA) {
-		return nil, errdefs.Invalid("client-ca", "no certificate in the CA that verifies the apiserver")
+	cfg, err := pki.ServerTLS(pair, k.cfg.ClientCA)
+	if err != nil {
+		return nil, fmt.Errorf("the CA that verifies the apiserver: %w", err)
 	}
-	return tls.NewListener(l, &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, NextProtos: []string{"http/1.1"}}), nil
-}
-
-// onlyAPIServer refuses TLS clients that are not the apiserver.
-func onlyAPIServer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil {
-			cert := r.TLS.PeerCertificates[0]
-			if !rbac.IsAPIServer(cert.Subject.CommonName, cert.Subject.Organization) {
-				writeError(w, fmt.Errorf("%q may not use the kubelet's API: %w", cert.Subject.CommonName, errdefs.ErrForbidden))
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	return tls.NewListener(l, cfg), nil
 }
 
 // handler serves the kubelet's HTTP API: container logs (which the
@@ -67,7 +50,7 @@ func (k *Kubelet) handler() http.Handler {
 	mux.HandleFunc("GET /pods", k.servePods)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}", k.serveLogs)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
-	return onlyAPIServer(mux)
+	return pki.OnlyAPIServer("the kubelet's API", mux)
 }
 
 func writeError(w http.ResponseWriter, err error) {
