@@ -55,6 +55,8 @@ func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
 		spec, what = &o.Spec, "pods"
 	case *api.ReplicaSet:
 		spec, what = &o.Spec.Template.Spec, "replicasets"
+	case *api.Trigger:
+		return s.admitTrigger(ctx, ns, o)
 	case *api.Node:
 		if node, ok := nodeName(userOf(ctx)); ok && o.Name != node {
 			return fmt.Errorf("nodes %q is forbidden: node %q may only register and change its own Node: %w", o.Name, node, errdefs.ErrForbidden)

@@ -127,6 +127,36 @@ var tables = map[string]columns{
 				[]string{strconv.Itoa(len(fi.Status.Steps)), orNone(truncate(oneLine(fi.Status.Result), 40))}
 		},
 	},
+	api.TriggersResource.Name: {
+		headers: []string{"NAME", "FUNCTION", "TYPE", "SOURCE", "READY", "AGE"},
+		wide:    []string{"SERVED-BY", "MESSAGE"},
+		row: func(o api.Object, now time.Time) ([]string, []string) {
+			t := o.(*api.Trigger)
+			kind, source := triggerSource(t)
+			return []string{t.Name, t.Spec.Function, kind, source, strconv.FormatBool(t.Status.Ready), Age(t.CreationTimestamp, now)},
+				[]string{orNone(t.Status.ServedBy), orNone(t.Status.Message)}
+		},
+	},
+}
+
+// triggerSource says what a trigger listens to.
+func triggerSource(t *api.Trigger) (kind, source string) {
+	switch s := t.Spec; {
+	case s.HTTP != nil:
+		methods := "*"
+		if len(s.HTTP.Methods) > 0 {
+			methods = strings.Join(s.HTTP.Methods, ",")
+		}
+		return api.TriggerHTTP, methods + " " + s.HTTP.Path
+	case s.Schedule != nil:
+		if s.Schedule.TimeZone != "" {
+			return api.TriggerSchedule, s.Schedule.Cron + " (" + s.Schedule.TimeZone + ")"
+		}
+		return api.TriggerSchedule, s.Schedule.Cron
+	case s.Queue != nil:
+		return api.TriggerQueue, s.Queue.Subject
+	}
+	return "<none>", "<none>"
 }
 
 var defaultColumns = columns{

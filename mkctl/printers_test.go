@@ -254,6 +254,22 @@ func TestTables(t *testing.T) {
 				"NAME   FUNCTION   STATUS      AGE\n" +
 				"3f2a   hello      Succeeded   2s\n",
 		},
+		{
+			name: "triggers", res: api.TriggersResource,
+			objs: []api.Object{
+				&api.Trigger{ObjectMeta: meta("web", time.Minute), Spec: api.TriggerSpec{Function: "hello", HTTP: &api.HTTPTrigger{Path: "/hello"}},
+					Status: api.TriggerStatus{Ready: true}},
+				&api.Trigger{ObjectMeta: meta("tick", time.Minute), Spec: api.TriggerSpec{Function: "hello",
+					Schedule: &api.ScheduleTrigger{Cron: "@every 1s", TimeZone: "UTC"}}},
+				&api.Trigger{ObjectMeta: meta("orders", time.Minute), Spec: api.TriggerSpec{Function: "hello",
+					Queue: &api.QueueTrigger{Subject: "orders.created"}}},
+			},
+			want: "" +
+				"NAME     FUNCTION   TYPE       SOURCE            READY   AGE\n" +
+				"web      hello      http       * /hello          true    60s\n" +
+				"tick     hello      schedule   @every 1s (UTC)   false   60s\n" +
+				"orders   hello      queue      orders.created    false   60s\n",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

@@ -71,6 +71,8 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &Func{} }}
 	FuncInstancesResource = Resource{Name: "funcinstances", Kind: "FuncInstance", ShortNames: []string{"fi", "funcinstance"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &FuncInstance{} }}
+	TriggersResource = Resource{Name: "triggers", Kind: "Trigger", ShortNames: []string{"trigger", "tr"}, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &Trigger{} }}
 	NamespacesResource = Resource{Name: "namespaces", Kind: "Namespace", ShortNames: []string{"ns", "namespace"}, Version: "v1",
 		HasStatus: true, New: func() Object { return &Namespace{} }}
 	SecretsResource = Resource{Name: "secrets", Kind: "Secret", ShortNames: []string{"secret"}, Version: "v1",
@@ -92,7 +94,7 @@ var (
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
-	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, LeasesResource,
+	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, TriggersResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }

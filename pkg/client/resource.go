@@ -57,6 +57,10 @@ func (c *Client) Funcs(ns string) *ResourceClient[api.Func, *api.Func] {
 	return newResource[api.Func](c, api.FuncsResource, ns)
 }
 
+func (c *Client) Triggers(ns string) *ResourceClient[api.Trigger, *api.Trigger] {
+	return newResource[api.Trigger](c, api.TriggersResource, ns)
+}
+
 func (c *Client) FuncInstances(ns string) *ResourceClient[api.FuncInstance, *api.FuncInstance] {
 	return newResource[api.FuncInstance](c, api.FuncInstancesResource, ns)
 }

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"strconv"
+	"strings"
 
 	"minik8s/pkg/api"
 )
@@ -49,6 +50,20 @@ func Default(res api.Resource, obj api.Object) {
 	case *api.Namespace:
 		if o.Status.Phase == "" {
 			o.Status.Phase = api.NamespaceActive
+		}
+	case *api.Trigger:
+		if h := o.Spec.HTTP; h != nil {
+			for i, m := range h.Methods {
+				h.Methods[i] = strings.ToUpper(m)
+			}
+		}
+		if q := o.Spec.Queue; q != nil {
+			if q.MaxDeliver == 0 {
+				q.MaxDeliver = api.DefaultMaxDeliver
+			}
+			if q.DeadLetterSubject == "" {
+				q.DeadLetterSubject = "deadletter." + q.Subject
+			}
 		}
 	case *api.Secret:
 		if o.Type == "" {

@@ -102,6 +102,8 @@ func Object(res api.Resource, obj api.Object) error {
 		return Func(o)
 	case *api.FuncInstance:
 		return FuncName("spec.function", o.Spec.Function)
+	case *api.Trigger:
+		return trigger(o)
 	case *api.Node:
 		return resourceList("status.capacity", o.Status.Capacity)
 	case *api.Namespace:

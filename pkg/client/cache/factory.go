@@ -73,6 +73,10 @@ func (f *Factory) Funcs() *Informer[api.Func, *api.Func] {
 	return shared[api.Func](f, api.FuncsResource, f.c.Funcs("").AllNamespaces())
 }
 
+func (f *Factory) Triggers() *Informer[api.Trigger, *api.Trigger] {
+	return shared[api.Trigger](f, api.TriggersResource, f.c.Triggers("").AllNamespaces())
+}
+
 func (f *Factory) Leases() *Informer[api.Lease, *api.Lease] {
 	return shared[api.Lease](f, api.LeasesResource, f.c.Leases("").AllNamespaces())
 }

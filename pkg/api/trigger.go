@@ -1,0 +1,79 @@
+package api
+
+import "time"
+
+// Trigger starts calls of a function (seeds 001 and 002): a route on the
+// function gateway, a cron schedule, or a subject of a NATS queue. A
+// function has any number of triggers, added and removed while it runs;
+// each call a trigger makes is a FuncInstance recording the trigger.
+type Trigger struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       TriggerSpec   `json:"spec"`
+	Status     TriggerStatus `json:"status,omitempty"`
+}
+
+// TriggerSpec names the function and exactly one kind of trigger.
+type TriggerSpec struct {
+	// Function is the Func (in the trigger's namespace) each event calls.
+	Function string `json:"function"`
+	// App groups triggers; its config is merged into the events they make.
+	App      string           `json:"app,omitempty"`
+	HTTP     *HTTPTrigger     `json:"http,omitempty"`
+	Schedule *ScheduleTrigger `json:"schedule,omitempty"`
+	Queue    *QueueTrigger    `json:"queue,omitempty"`
+}
+
+// HTTPTrigger is a path on the function gateway; a request to it calls
+// the function synchronously and answers with its result.
+type HTTPTrigger struct {
+	Path string `json:"path"`
+	// Methods the route takes (upper case); empty: every method.
+	Methods []string `json:"methods,omitempty"`
+}
+
+// ScheduleTrigger calls the function at each tick of a cron expression
+// (seconds optional; descriptors such as @every 1s and @hourly).
+type ScheduleTrigger struct {
+	Cron string `json:"cron"`
+	// TimeZone is an IANA name (default UTC).
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// QueueTrigger calls the function for each message of a NATS subject; a
+// message is acknowledged when its call has ended, redelivered when the
+// call failed, up to MaxDeliver times, then published to
+// DeadLetterSubject.
+type QueueTrigger struct {
+	Subject           string `json:"subject"`
+	MaxDeliver        int32  `json:"maxDeliver,omitempty"`
+	DeadLetterSubject string `json:"deadLetterSubject,omitempty"`
+}
+
+// Trigger types, as a FuncInstance records them.
+const (
+	TriggerHTTP     = "http"
+	TriggerSchedule = "schedule"
+	TriggerQueue    = "queue"
+)
+
+// DefaultMaxDeliver is how often a queue message is tried by default.
+const DefaultMaxDeliver = 5
+
+// TriggerStatus is written by the component that serves the trigger.
+type TriggerStatus struct {
+	// Ready: the trigger takes events (the route is served, the schedule
+	// held, the stream and consumer exist).
+	Ready   bool   `json:"ready,omitempty"`
+	Message string `json:"message,omitempty"`
+	// ServedBy is the runner serving it.
+	ServedBy string `json:"servedBy,omitempty"`
+	// LastFired is the last tick or event it turned into a call.
+	LastFired *time.Time `json:"lastFired,omitempty"`
+}
+
+type TriggerList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []Trigger `json:"items"`
+}

@@ -1,0 +1,79 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+func TestTriggerValidation(t *testing.T) {
+	base := func(mut func(*api.Trigger)) *api.Trigger {
+		tr := &api.Trigger{ObjectMeta: api.ObjectMeta{Name: "t", Namespace: "default"}, Spec: api.TriggerSpec{Function: "f"}}
+		mut(tr)
+		Default(api.TriggersResource, tr)
+		return tr
+	}
+	cases := []struct {
+		name  string
+		mut   func(*api.Trigger)
+		field string // "" for valid
+	}{
+		{"http", func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "/hello", Methods: []string{"get", "POST"}} }, ""},
+		{"schedule every", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "@every 1s"} }, ""},
+		{"schedule seconds", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "*/5 * * * * *"} }, ""},
+		{"schedule minutes", func(t *api.Trigger) {
+			t.Spec.Schedule = &api.ScheduleTrigger{Cron: "0 9 * * MON-FRI", TimeZone: "Europe/Paris"}
+		}, ""},
+		{"schedule hourly", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "@hourly"} }, ""},
+		{"queue", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.created"} }, ""},
+		{"no function", func(t *api.Trigger) { t.Spec.Function = ""; t.Spec.HTTP = &api.HTTPTrigger{Path: "/a"} }, "spec.function"},
+		{"bad function", func(t *api.Trigger) { t.Spec.Function = "RETURN"; t.Spec.HTTP = &api.HTTPTrigger{Path: "/a"} }, "spec.function"},
+		{"no kind", func(*api.Trigger) {}, "spec"},
+		{"two kinds", func(t *api.Trigger) {
+			t.Spec.HTTP = &api.HTTPTrigger{Path: "/a"}
+			t.Spec.Queue = &api.QueueTrigger{Subject: "a"}
+		}, "spec"},
+		{"relative path", func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "hello"} }, "spec.http.path"},
+		{"path with query", func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "/a?b=c"} }, "spec.http.path"},
+		{"path with dots", func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "/a/../b"} }, "spec.http.path"},
+		{"bad method", func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "/a", Methods: []string{"FETCH"}} }, "spec.http.methods[0]"},
+		{"method twice", func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "/a", Methods: []string{"GET", "get"}} }, "spec.http.methods[1]"},
+		{"cron does not parse", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "every minute"} }, "spec.schedule.cron"},
+		{"cron out of range", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "0 61 * * *"} }, "spec.schedule.cron"},
+		{"bad zone", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "@hourly", TimeZone: "Mars/Base"} }, "spec.schedule.timeZone"},
+		{"zone in expression", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "CRON_TZ=UTC @hourly"} }, "spec.schedule.cron"},
+		{"wildcard subject", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.*"} }, "spec.queue.subject"},
+		{"tail wildcard", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.>"} }, "spec.queue.subject"},
+		{"empty token", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders..x"} }, "spec.queue.subject"},
+		{"dead letter is the subject", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "a", DeadLetterSubject: "a"}
+		}, "spec.queue.deadLetterSubject"},
+		{"max deliver", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "a", MaxDeliver: -1} }, "spec.queue.maxDeliver"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := base(tc.mut)
+			err := Object(api.TriggersResource, tr)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("valid trigger refused: %v", err)
+				}
+				return
+			}
+			if !errdefs.IsInvalid(err) || errdefs.Field(err) != tc.field {
+				t.Fatalf("got %v (field %q), want invalid %s", err, errdefs.Field(err), tc.field)
+			}
+		})
+	}
+	// Defaults: methods in upper case, five deliveries, a dead-letter subject.
+	tr := base(func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders"} })
+	if tr.Spec.Queue.MaxDeliver != api.DefaultMaxDeliver || tr.Spec.Queue.DeadLetterSubject != "deadletter.orders" {
+		t.Errorf("queue defaults: %+v", tr.Spec.Queue)
+	}
+	tr = base(func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "/a", Methods: []string{"get"}} })
+	if strings.Join(tr.Spec.HTTP.Methods, ",") != "GET" {
+		t.Errorf("methods: %v", tr.Spec.HTTP.Methods)
+	}
+}
