@@ -170,6 +170,8 @@ func prepareForCreate(obj api.Object) {
 		o.Status = api.ReplicaSetStatus{}
 	case *api.Func:
 		o.Status = api.FuncStatus{}
+	case *api.Trigger:
+		o.Status = api.TriggerStatus{}
 	}
 }
 

@@ -436,7 +436,7 @@ func (s *Server) routes() *gin.Engine {
 		if res.Name == api.FuncInstancesResource.Name {
 			// Instances are made only by calling a function; runners
 			// advance them through the status subresource.
-			create, update, updateStatus = refuseInstanceWrite, refuseInstanceWrite, h.updateInstanceStatus
+			create, update, updateStatus = h.createTriggerRecord, refuseInstanceWrite, h.updateInstanceStatus
 		}
 		r.GET(coll, h.list)
 		r.POST(coll, create)

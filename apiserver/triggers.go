@@ -2,9 +2,14 @@ package apiserver
 
 import (
 	"context"
+	"net/http"
+	"slices"
+
+	"github.com/gin-gonic/gin"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 )
 
 // admitTrigger checks what a trigger's validation cannot see alone: its
@@ -34,4 +39,32 @@ func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) er
 		}
 	}
 	return nil
+}
+
+// createTriggerRecord serves a REST create of a FuncInstance, which only
+// the record of a call a trigger started may be: a function runner (or
+// the admin) stores it, naming the trigger, once it ran the call itself
+// (the gateway's calls do not pass through the apiserver). Anything else
+// would claim a call that never ran: 405, as before.
+func (h *handlers) createTriggerRecord(c *gin.Context) {
+	u := userOf(c.Request.Context())
+	if !slices.Contains(u.Groups, rbac.FuncRunnersGroup) && !slices.Contains(u.Groups, rbac.Masters) {
+		refuseInstanceWrite(c)
+		return
+	}
+	inst := &api.FuncInstance{}
+	if err := h.decodeBody(c, inst); err != nil {
+		fail(c, err)
+		return
+	}
+	if inst.Spec.Trigger == nil || inst.Spec.Trigger.Name == "" {
+		refuseInstanceWrite(c)
+		return
+	}
+	out, err := h.reg.create(c.Request.Context(), h.ns(c), inst)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, out)
 }

@@ -44,6 +44,10 @@ type Config struct {
 	// 0.0.0.0); 0 turns it off.
 	SecurePort  int
 	BindAddress string
+	// GatewayPort (0: none) is the function gateway's, on GatewayAddress
+	// (default 127.0.0.1), served by the first function runner.
+	GatewayPort    int
+	GatewayAddress string
 	// TLSSANs and TokenAuthFile: see apiserver.Config.
 	TLSSANs       []string
 	TokenAuthFile string
@@ -81,6 +85,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.BindAddress == "" {
 		c.BindAddress = "0.0.0.0"
+	}
+	if c.GatewayAddress == "" {
+		c.GatewayAddress = "127.0.0.1"
 	}
 	if c.Port == 0 && c.SecurePort == 0 {
 		return errdefs.Invalid("secure-port", "the secure port and the local port are both off: nothing could reach the cluster")
@@ -172,7 +179,12 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 	var runners []*funcrunner.Runner
 	for i := range cfg.FuncRunners {
-		runners = append(runners, funcrunner.New(funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)}))
+		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)}
+		if i == 0 && cfg.GatewayPort != 0 {
+			// The first runner serves the HTTP triggers.
+			rc.GatewayAddress = net.JoinHostPort(cfg.GatewayAddress, strconv.Itoa(cfg.GatewayPort))
+		}
+		runners = append(runners, funcrunner.New(rc))
 	}
 	if len(runners) > 0 {
 		// The apiserver hands its synchronous calls to the runner next to

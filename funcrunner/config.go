@@ -31,6 +31,9 @@ type Config struct {
 	ColdStartTimeout time.Duration
 	// DemandInterval is how often changed demand is reported.
 	DemandInterval time.Duration
+	// GatewayAddress, when set, is where the runner serves the HTTP
+	// triggers (the function gateway), e.g. "127.0.0.1:8081".
+	GatewayAddress string
 }
 
 const (

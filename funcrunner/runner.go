@@ -101,6 +101,15 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	f := cache.NewFactory(c)
 	funcs, pods, eps, leases := f.Funcs(), f.Pods(), f.Endpoints(), f.Leases()
+	var gw *gateway
+	var gwListener net.Listener
+	if cfg.GatewayAddress != "" {
+		if gwListener, err = net.Listen("tcp", cfg.GatewayAddress); err != nil {
+			return fmt.Errorf("funcrunner: the function gateway on %s: %w", cfg.GatewayAddress, err)
+		}
+		defer gwListener.Close()
+		gw = newGateway(cfg.Identity, c, f.Triggers(), r.Call)
+	}
 	instInf := cache.NewInformer[api.FuncInstance](c.FuncInstances("").AllNamespaces(),
 		cache.WithListOptions(client.ListOptions{FieldSelector: unfinished}))
 	d := newDemand()
@@ -135,9 +144,16 @@ func (r *Runner) Run(ctx context.Context) error {
 	mux.Handle(function.RunnerCallPath+"/", sc)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	hs := &http.Server{Handler: pki.OnlyAPIServer("a function runner", mux), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 
+	if gw != nil {
+		go func() {
+			if err := gw.serve(ctx, gwListener); err != nil {
+				errc <- fmt.Errorf("function gateway: %w", err)
+			}
+		}()
+	}
 	done := make(chan struct{}, 2)
 	go func() { keeper.run(ctx); done <- struct{}{} }()
 	go func() { in.run(ctx, instanceWorkers); done <- struct{}{} }()

@@ -29,6 +29,7 @@ var commands = []func(*Options) *cobra.Command{
 	newLogsCommand,
 	newImageCommand,
 	newAuthCommand,
+	newTriggerCommand,
 }
 
 // Options are the settings every command shares.

@@ -1,11 +1,19 @@
 package test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"minik8s/funcrunner"
+	"minik8s/mkctl"
+	"minik8s/pkg/client"
 	"minik8s/test/framework"
 )
 
@@ -89,4 +97,83 @@ func funcTemplateNS(t *testing.T, s *framework.APIServer, ns, name string) {
 	if code, data := httpDo(t, "POST", s.URL+"/api/v1/namespaces/"+ns+"/funcs", "application/json", []byte(body)); code != http.StatusCreated {
 		t.Fatalf("create func %s/%s: %d %s", ns, name, code, data)
 	}
+}
+
+// TestHTTPTrigger: a runner with a gateway serves a trigger's path once
+// it is added, marks it ready, calls the function with the request body
+// and answers with the result; the call's record names the trigger;
+// methods are enforced, and a removed trigger's path is gone.
+func TestHTTPTrigger(t *testing.T) {
+	s := framework.StartSecureAPIServer(t, "runner-token,system:funcrunner:gw,u1,\"system:funcrunners\"\n")
+	gw := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	rc := s.SecureClient(t, client.Config{Token: "runner-token"})
+	go func() { done <- funcrunner.Run(ctx, funcrunner.Config{Client: rc, Identity: "gw-runner", GatewayAddress: gw}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runner: %v", err)
+		}
+	})
+	code := "def run(arg):\n    return 'hi ' + arg\n"
+	funcTemplate(t, s, "greet", code, "RETURN", "RETURN", nil)
+	publish(t, s, "greet", runtime(t, code))
+	mk := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := mkctl.Run(context.Background(), append([]string{"--server", s.URL}, args...), &out, &errOut); code != 0 {
+			t.Fatalf("mkctl %v: %d %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	// mkctl trigger add returns once the gateway serves the route.
+	mk("trigger", "add", "http", "greet-web", "--function", "greet", "--path", "/greet", "--method", "POST")
+	if tr, err := s.Client.Triggers("default").Get(context.Background(), "greet-web"); err != nil || !tr.Status.Ready || tr.Status.ServedBy != "gw-runner" {
+		t.Fatalf("the trigger after mkctl trigger add: %+v %v", tr, err)
+	}
+	if ls := mk("trigger", "ls"); !strings.Contains(ls, "greet-web") || !strings.Contains(ls, "POST /greet") || !strings.Contains(ls, "true") {
+		t.Errorf("mkctl trigger ls:\n%s", ls)
+	}
+	resp, err := http.Post("http://"+gw+"/greet", "text/plain", strings.NewReader("there"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	id := resp.Header.Get(funcrunner.HeaderInstanceID)
+	if resp.StatusCode != http.StatusOK || string(data) != "hi there" || id == "" {
+		t.Fatalf("POST /greet on the gateway: %s %q (instance %q)", resp.Status, data, id)
+	}
+	waitUntil(t, 30*time.Second, "the call's record", func() bool {
+		inst, err := s.Client.FuncInstances("default").Get(context.Background(), id)
+		return err == nil && inst.Status.Phase == "Succeeded" && inst.Spec.Trigger != nil &&
+			inst.Spec.Trigger.Name == "greet-web" && inst.Spec.Trigger.Type == "http"
+	})
+	if status, data := httpDo(t, "GET", "http://"+gw+"/greet", "", nil); status != http.StatusMethodNotAllowed {
+		t.Errorf("GET on a POST route: %d %s", status, data)
+	}
+	if status, data := httpDo(t, "POST", "http://"+gw+"/nope", "text/plain", nil); status != http.StatusNotFound {
+		t.Errorf("a path no trigger serves: %d %s", status, data)
+	}
+	// A forged record through the API is still refused.
+	forged := `{"metadata":{"name":"forged"},"spec":{"function":"greet"},"status":{"phase":"Succeeded","result":"x"}}`
+	if status, _ := httpDo(t, "POST", s.URL+"/api/v1/namespaces/default/funcinstances", "application/json", []byte(forged)); status != http.StatusMethodNotAllowed {
+		t.Errorf("a REST create of an instance naming no trigger: %d, want 405", status)
+	}
+	mk("trigger", "rm", "greet-web")
+	waitUntil(t, 30*time.Second, "the path gone", func() bool {
+		status, _ := httpDo(t, "POST", "http://"+gw+"/greet", "text/plain", nil)
+		return status == http.StatusNotFound
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -66,7 +67,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(tmp, "data")
-	port, securePort := freePort(t), freePort(t)
+	port, securePort, gatewayPort := freePort(t), freePort(t), freePort(t)
 	const (
 		nodeIP  = "127.0.0.41"
 		extraIP = "127.0.0.42"
@@ -98,7 +99,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	// does its Ctrl-C cleanup (SIGKILL would leave its containerd, which
 	// runs in its own process group, and the containers).
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--secure-port", strconv.Itoa(securePort), "--data-dir", data,
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--secure-port", strconv.Itoa(securePort), "--gateway-port", strconv.Itoa(gatewayPort), "--data-dir", data,
 		"--node-ip", nodeIP, "--service-cidr", serviceCIDR)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)
@@ -185,6 +186,18 @@ func TestMinik8sUpBinaries(t *testing.T) {
 			t.Errorf("mkctl func invoke classify -d %q = %q, want %q", call.arg, got, call.want)
 		}
 	}
+
+	// yaml/trigger-demo.yaml: the same chain through the function gateway.
+	gw := "http://127.0.0.1:" + strconv.Itoa(gatewayPort) + "/classify"
+	c.waitFor(2*time.Minute, "POST "+gw, func() (bool, string) {
+		resp, err := http.Post(gw, "text/plain", strings.NewReader("21"))
+		if err != nil {
+			return false, err.Error()
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && string(body) == "42", resp.Status + " " + string(body)
+	})
 
 	// Ctrl-C. Everything of the cluster, the extra kubelet's containers
 	// included (they live in minik8s up's containerd), must go.

@@ -7,8 +7,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	log "github.com/sirupsen/logrus"
@@ -28,6 +30,10 @@ func main() {
 	flag.StringVar(&cfg.AdvertiseURL, "advertise-url", "", "URL the apiserver reaches this runner at (default: http:// and the bound address)")
 	flag.IntVar(&cfg.HopLimit, "hop-limit", funcrunner.DefaultHopLimit, "most steps of one chain")
 	flag.DurationVar(&cfg.ColdStartTimeout, "cold-start-timeout", funcrunner.DefaultColdStartTimeout, "how long a step waits for a pod")
+	var gatewayPort int
+	var gatewayHost string
+	flag.IntVar(&gatewayPort, "gateway-port", 0, "port of the function gateway serving the HTTP triggers (0: none)")
+	flag.StringVar(&gatewayHost, "gateway-address", "127.0.0.1", "address the function gateway binds")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
 
@@ -43,6 +49,9 @@ func main() {
 		os.Exit(1)
 	}
 	cfg.Client = c
+	if gatewayPort != 0 {
+		cfg.GatewayAddress = net.JoinHostPort(gatewayHost, strconv.Itoa(gatewayPort))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := funcrunner.Run(ctx, cfg); err != nil {

@@ -50,6 +50,8 @@ func main() {
 	fs.IntVar(&cfg.FuncInstanceBudget, "funcinstance-budget", funcinstancegc.DefaultBudget, "how many finished function instances are kept across the cluster; older ones are deleted")
 	fs.IntVar(&cfg.MaxPendingCalls, "max-pending-calls", apiserver.DefaultMaxPendingCalls, "asynchronous calls waiting to run beyond which new ones get 429 (-1: no bound)")
 	fs.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", apiserver.DefaultFuncInstanceTTL, "how long function call records are kept")
+	fs.IntVar(&cfg.GatewayPort, "gateway-port", 8081, "port of the function gateway serving the HTTP triggers, in the first function runner (0: none)")
+	fs.StringVar(&cfg.GatewayAddress, "gateway-address", "127.0.0.1", "address the function gateway binds")
 	fs.IntVar(&cfg.FuncRunners, "funcrunners", 1, "function runners to start in this process (0: none; run bin/funcrunner instead)")
 	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
 	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")

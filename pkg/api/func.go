@@ -88,6 +88,15 @@ type FuncInstanceSpec struct {
 	// User is who made the call, as the apiserver authenticated it; a
 	// function-invoker reads only the instances with its name here.
 	User string `json:"user,omitempty"`
+	// Trigger is the trigger that started the call (none for a call of
+	// the function API).
+	Trigger *FuncTriggerRef `json:"trigger,omitempty"`
+}
+
+// FuncTriggerRef names the trigger that started a call and its type.
+type FuncTriggerRef struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
 }
 
 const (

@@ -179,6 +179,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(read, groups(appsGroup), "replicasets"),
 			rule(read, groups(coordinationGroup), "leases"),
 			rule(verbs("create", "update", "patch"), funcGroups, "funcinstances", "funcinstances/status"),
+			rule(verbs("update", "patch"), funcGroups, "triggers/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(coordinationGroup), "leases"),
 			// A v1 function runs each step in a pod of its own.
 			rule(verbs("create", "delete"), groups(coreGroup), "pods"),

@@ -1,0 +1,169 @@
+package funcrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/errdefs"
+)
+
+// The function gateway serves the HTTP triggers: a request to a trigger's
+// path runs the function synchronously in this runner and answers with
+// its result as the body (200; 500 with the error when the call failed;
+// 202 with the instance id when it outlives the gateway's wait). The
+// record of the call, naming the trigger, is stored after the answer, as
+// the apiserver stores a synchronous call's.
+
+// HeaderInstanceID names, in a gateway answer, the call's instance (GET
+// /api/funcs/ID reads it).
+const HeaderInstanceID = "X-Minik8s-Instance-Id"
+
+// gatewayWait bounds a gateway call; a longer one goes on asynchronously.
+const gatewayWait = 60 * time.Second
+
+// pathIndex finds the HTTP trigger of a path.
+const pathIndex = "http-path"
+
+type gateway struct {
+	self     string
+	client   *client.Client
+	triggers *cache.Informer[api.Trigger, *api.Trigger]
+	call     func(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error)
+	records  chan *api.FuncInstance
+}
+
+func newGateway(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger],
+	call func(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error)) *gateway {
+	triggers.AddIndexer(pathIndex, func(t *api.Trigger) []string {
+		if t.Spec.HTTP == nil {
+			return nil
+		}
+		return []string{t.Spec.HTTP.Path}
+	})
+	return &gateway{self: self, client: c, triggers: triggers, call: call, records: make(chan *api.FuncInstance, 1024)}
+}
+
+// serve serves the gateway on ln until ctx ends, storing records and
+// marking the HTTP triggers it serves ready.
+func (g *gateway) serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	go g.storeRecords(ctx)
+	go g.markReady(ctx)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	log.WithField("address", ln.Addr().String()).Info("function gateway serving")
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	found := g.triggers.Lister().ByIndex(pathIndex, r.URL.Path)
+	if len(found) == 0 {
+		writeClassed(w, fmt.Errorf("no trigger serves path %s: %w", r.URL.Path, errdefs.ErrNotFound))
+		return
+	}
+	t := found[0]
+	if m := t.Spec.HTTP.Methods; len(m) > 0 && !slices.Contains(m, r.Method) {
+		w.Header().Set("Allow", fmt.Sprint(m))
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("trigger %s/%s takes %v, not %s", t.Namespace, t.Name, m, r.Method))
+		return
+	}
+	arg, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxArgBytes))
+	if err != nil {
+		writeClassed(w, fmt.Errorf("the request body: %v: %w", err, errdefs.ErrTooLarge))
+		return
+	}
+	inst, err := g.call(r.Context(), t.Namespace, t.Spec.Function, uuid.NewString(), arg, gatewayWait)
+	if err != nil {
+		writeClassed(w, err)
+		return
+	}
+	inst.Namespace = t.Namespace
+	inst.Spec.Trigger = &api.FuncTriggerRef{Name: t.Name, Type: api.TriggerHTTP}
+	inst.Spec.User = g.self
+	w.Header().Set(HeaderInstanceID, inst.Name)
+	switch inst.Status.Phase {
+	case api.InstanceSucceeded:
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, inst.Status.Result)
+	case api.InstanceFailed:
+		writeError(w, http.StatusInternalServerError, "FunctionFailed", inst.Status.Error)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(map[string]string{"instanceId": inst.Name, "status": inst.Status.Phase})
+	}
+	select {
+	case g.records <- inst:
+	default:
+		log.WithField("instance", inst.Name).Warn("function gateway: record queue full, the call's record is dropped")
+	}
+}
+
+// storeRecords writes the records of the gateway's calls, retrying a while.
+func (g *gateway) storeRecords(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case inst := <-g.records:
+			inst.ResourceVersion, inst.UID = "", ""
+			for attempt := 0; attempt < recordAttempts; attempt++ {
+				_, err := g.client.FuncInstances(inst.Namespace).Create(ctx, inst)
+				if err == nil || errdefs.IsAlreadyExists(err) {
+					break
+				}
+				log.WithError(err).WithField("instance", inst.Name).Warn("function gateway: storing the record failed")
+				if errdefs.IsInvalid(err) || errdefs.IsForbidden(err) || ctx.Err() != nil {
+					break
+				}
+				sleep(ctx, time.Second)
+			}
+		}
+	}
+}
+
+const recordAttempts = 5
+
+// markReady marks the HTTP triggers ready once this gateway serves them.
+func (g *gateway) markReady(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		for _, t := range g.triggers.Lister().List(nil) {
+			if t.Spec.HTTP == nil || t.Status.Ready {
+				continue
+			}
+			next := cache.DeepCopy(t)
+			next.Status = api.TriggerStatus{Ready: true, ServedBy: g.self, Message: "served on the function gateway"}
+			if _, err := g.client.Triggers(t.Namespace).UpdateStatus(ctx, next); err != nil && !errdefs.IsConflict(err) && ctx.Err() == nil {
+				log.WithError(err).WithField("trigger", t.Namespace+"/"+t.Name).Warn("function gateway: marking the trigger ready failed")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
