@@ -109,7 +109,9 @@ func TestHTTPTrigger(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	rc := s.SecureClient(t, client.Config{Token: "runner-token"})
-	go func() { done <- funcrunner.Run(ctx, funcrunner.Config{Client: rc, Identity: "gw-runner", GatewayAddress: gw}) }()
+	go func() {
+		done <- funcrunner.Run(ctx, funcrunner.Config{Client: rc, Identity: "gw-runner", GatewayAddress: gw})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
