@@ -101,6 +101,8 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	f := cache.NewFactory(c)
 	funcs, pods, eps, leases := f.Funcs(), f.Pods(), f.Endpoints(), f.Leases()
+	triggers := f.Triggers()
+	firer := newScheduleFirer(cfg.Identity, c, triggers)
 	var gw *gateway
 	var gwListener net.Listener
 	if cfg.GatewayAddress != "" {
@@ -108,7 +110,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			return fmt.Errorf("funcrunner: the function gateway on %s: %w", cfg.GatewayAddress, err)
 		}
 		defer gwListener.Close()
-		gw = newGateway(cfg.Identity, c, f.Triggers(), r.Call)
+		gw = newGateway(cfg.Identity, c, triggers, r.Call)
 	}
 	instInf := cache.NewInformer[api.FuncInstance](c.FuncInstances("").AllNamespaces(),
 		cache.WithListOptions(client.ListOptions{FieldSelector: unfinished}))
@@ -154,9 +156,10 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() { keeper.run(ctx); done <- struct{}{} }()
 	go func() { in.run(ctx, instanceWorkers); done <- struct{}{} }()
+	go func() { firer.run(ctx); done <- struct{}{} }()
 	log.WithFields(log.Fields{"identity": cfg.Identity, "url": url}).Info("function runner serving")
 
 	var serveErr error
@@ -168,6 +171,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	_ = hs.Shutdown(sctx)
+	<-done
 	<-done
 	<-done
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,80 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestScheduleTrigger: a one-second schedule is fired by one runner at a
+// time; when that runner dies the other takes over and fires the ticks it
+// missed late: every tick between the trigger's creation and its last
+// fire is called exactly once.
+func TestScheduleTrigger(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	runners := []*framework.FuncRunner{framework.StartFuncRunner(t, s), framework.StartFuncRunner(t, s)}
+	code := "def run(arg):\n    return 'tick ' + arg\n"
+	funcTemplate(t, s, "ticker", code, "RETURN", "RETURN", nil)
+	publish(t, s, "ticker", runtime(t, code))
+	ctx := context.Background()
+	body := `{"metadata":{"name":"every-second"},"spec":{"function":"ticker","schedule":{"cron":"@every 1s"}}}`
+	if status, data := httpDo(t, "POST", s.URL+"/api/v1/namespaces/default/triggers", "application/json", []byte(body)); status != http.StatusCreated {
+		t.Fatalf("create trigger: %d %s", status, data)
+	}
+	var holder string
+	waitUntil(t, 30*time.Second, "the schedule ready", func() bool {
+		tr, err := s.Client.Triggers("default").Get(ctx, "every-second")
+		holder = tr.Status.ServedBy
+		return err == nil && tr.Status.Ready
+	})
+	time.Sleep(4 * time.Second)
+	for _, r := range runners {
+		if r.Identity == holder {
+			r.Kill(t) // as SIGKILL: its Lease lapses, nobody lets it go
+		}
+	}
+	waitUntil(t, 30*time.Second, "another runner firing", func() bool {
+		tr, err := s.Client.Triggers("default").Get(ctx, "every-second")
+		return err == nil && tr.Status.ServedBy != holder && tr.Status.ServedBy != ""
+	})
+	time.Sleep(3 * time.Second)
+	if status, data := httpDo(t, "DELETE", s.URL+"/api/v1/namespaces/default/triggers/every-second", "", nil); status != http.StatusOK {
+		t.Fatalf("delete trigger: %d %s", status, data)
+	}
+	time.Sleep(time.Second) // a tick in flight lands
+	list, _, err := s.Client.FuncInstances("default").List(ctx, client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticks []time.Time
+	for _, inst := range list {
+		if inst.Spec.Trigger == nil || inst.Spec.Trigger.Name != "every-second" || inst.Spec.Trigger.Type != "schedule" {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, inst.Spec.Arg)
+		if err != nil {
+			t.Fatalf("tick argument %q: %v", inst.Spec.Arg, err)
+		}
+		ticks = append(ticks, at)
+	}
+	slices.SortFunc(ticks, func(a, b time.Time) int { return a.Compare(b) })
+	if len(ticks) < 8 {
+		t.Fatalf("%d ticks in over 8 s: %v", len(ticks), ticks)
+	}
+	for i := 1; i < len(ticks); i++ {
+		if d := ticks[i].Sub(ticks[i-1]); d != time.Second {
+			t.Errorf("ticks %s and %s are %s apart: a tick doubled or dropped", ticks[i-1].Format(time.RFC3339), ticks[i].Format(time.RFC3339), d)
+		}
+	}
+	// Every tick's call ran (the function wrote its result).
+	waitUntil(t, 30*time.Second, "every tick's call ended", func() bool {
+		list, _, err := s.Client.FuncInstances("default").List(ctx, client.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, inst := range list {
+			if inst.Spec.Trigger != nil && inst.Spec.Trigger.Name == "every-second" &&
+				(inst.Status.Phase != "Succeeded" || inst.Status.Result != "tick "+inst.Spec.Arg) {
+				return false
+			}
+		}
+		return true
+	})
 }
