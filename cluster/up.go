@@ -30,6 +30,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/queue"
 	"minik8s/pkg/rbac"
 	"minik8s/scheduler"
 )
@@ -48,6 +49,12 @@ type Config struct {
 	// (default 127.0.0.1), served by the first function runner.
 	GatewayPort    int
 	GatewayAddress string
+	// NATSPort (0: none) is the embedded NATS server's (with JetStream,
+	// its streams under DataDir/nats), on NATSAddress (default
+	// 127.0.0.1); NATSURL names an existing NATS instead.
+	NATSPort    int
+	NATSAddress string
+	NATSURL     string
 	// TLSSANs and TokenAuthFile: see apiserver.Config.
 	TLSSANs       []string
 	TokenAuthFile string
@@ -88,6 +95,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.GatewayAddress == "" {
 		c.GatewayAddress = "127.0.0.1"
+	}
+	if c.NATSAddress == "" {
+		c.NATSAddress = "127.0.0.1"
 	}
 	if c.Port == 0 && c.SecurePort == 0 {
 		return errdefs.Invalid("secure-port", "the secure port and the local port are both off: nothing could reach the cluster")
@@ -177,9 +187,19 @@ func Up(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
+	natsURL := cfg.NATSURL
+	if natsURL == "" && cfg.NATSPort != 0 {
+		ns, err := queue.Start(cfg.NATSAddress, cfg.NATSPort, filepath.Join(cfg.DataDir, "nats"))
+		if err != nil {
+			return err
+		}
+		defer ns.Close()
+		natsURL = ns.URL
+		log.WithField("url", natsURL).Info("nats serving the queue triggers")
+	}
 	var runners []*funcrunner.Runner
 	for i := range cfg.FuncRunners {
-		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1)}
+		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1), NATSURL: natsURL}
 		if i == 0 && cfg.GatewayPort != 0 {
 			// The first runner serves the HTTP triggers.
 			rc.GatewayAddress = net.JoinHostPort(cfg.GatewayAddress, strconv.Itoa(cfg.GatewayPort))

@@ -34,6 +34,9 @@ type Config struct {
 	// GatewayAddress, when set, is where the runner serves the HTTP
 	// triggers (the function gateway), e.g. "127.0.0.1:8081".
 	GatewayAddress string
+	// NATSURL, when set, is the NATS server (with JetStream) whose
+	// subjects the queue triggers consume.
+	NATSURL string
 }
 
 const (

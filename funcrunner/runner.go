@@ -103,6 +103,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	funcs, pods, eps, leases := f.Funcs(), f.Pods(), f.Endpoints(), f.Leases()
 	triggers := f.Triggers()
 	firer := newScheduleFirer(cfg.Identity, c, triggers)
+	workers := []func(context.Context){firer.run}
+	if cfg.NATSURL != "" {
+		q, err := newQueueConsumer(cfg.Identity, c, triggers, cfg.NATSURL)
+		if err != nil {
+			return err
+		}
+		workers = append(workers, q.run)
+	}
 	var gw *gateway
 	var gwListener net.Listener
 	if cfg.GatewayAddress != "" {
@@ -156,10 +164,11 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	done := make(chan struct{}, 3)
-	go func() { keeper.run(ctx); done <- struct{}{} }()
-	go func() { in.run(ctx, instanceWorkers); done <- struct{}{} }()
-	go func() { firer.run(ctx); done <- struct{}{} }()
+	workers = append(workers, keeper.run, func(ctx context.Context) { in.run(ctx, instanceWorkers) })
+	done := make(chan struct{}, len(workers))
+	for _, w := range workers {
+		go func() { w(ctx); done <- struct{}{} }()
+	}
 	log.WithFields(log.Fields{"identity": cfg.Identity, "url": url}).Info("function runner serving")
 
 	var serveErr error
@@ -171,9 +180,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	_ = hs.Shutdown(sctx)
-	<-done
-	<-done
-	<-done
+	for range workers {
+		<-done
+	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("funcrunner: %w", serveErr)
 	}

@@ -54,15 +54,23 @@ func (s *scheduleFirer) run(ctx context.Context) {
 	lastRenew := time.Time{}
 	for {
 		now := time.Now()
-		if now.Sub(lastRenew) >= function.RunnerRenewInterval || s.lease == nil {
+		var schedules []*api.Trigger
+		for _, t := range s.triggers.Lister().List(nil) {
+			if t.Spec.Schedule != nil {
+				schedules = append(schedules, t)
+			}
+		}
+		switch {
+		case len(schedules) == 0:
+			// Nothing to fire: no Lease to hold and renew.
+			s.release()
+		case now.Sub(lastRenew) >= function.RunnerRenewInterval || s.lease == nil:
 			s.hold(ctx, now)
 			lastRenew = now
 		}
 		if s.lease != nil {
-			for _, t := range s.triggers.Lister().List(nil) {
-				if t.Spec.Schedule != nil {
-					s.fireDue(ctx, t, now)
-				}
+			for _, t := range schedules {
+				s.fireDue(ctx, t, now)
 			}
 		}
 		select {

@@ -68,7 +68,7 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 	})
 
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--secure-port", strconv.Itoa(freePort(t)), "--data-dir", data,
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(freePort(t)), "--secure-port", strconv.Itoa(freePort(t)), "--data-dir", data,
 		"--node-ip", nodeIP, "--service-cidr", serviceCIDR, "--funcrunners", "0", "--token-auth-file", tokenFile)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)
@@ -181,7 +181,9 @@ func ctrlC(c *upCluster, runner *binProc, dir, nodeIP string) []framework.Proc {
 func waitRunnerLeases(c *upCluster, cl *client.Client, n int) {
 	c.t.Helper()
 	c.waitFor(time.Minute, fmt.Sprintf("%d runners' leases", n), func() (bool, string) {
-		leases, _, err := cl.Leases(function.RunnerNamespace).List(context.Background(), client.ListOptions{})
+		// The runners' own leases (the schedules' Lease is not one).
+		leases, _, err := cl.Leases(function.RunnerNamespace).List(context.Background(),
+			client.ListOptions{LabelSelector: function.LabelComponent + "=" + function.ComponentRunner})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -99,7 +99,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	// does its Ctrl-C cleanup (SIGKILL would leave its containerd, which
 	// runs in its own process group, and the containers).
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--secure-port", strconv.Itoa(securePort), "--gateway-port", strconv.Itoa(gatewayPort), "--data-dir", data,
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(freePort(t)), "--secure-port", strconv.Itoa(securePort), "--gateway-port", strconv.Itoa(gatewayPort), "--data-dir", data,
 		"--node-ip", nodeIP, "--service-cidr", serviceCIDR)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)

@@ -34,6 +34,7 @@ func main() {
 	var gatewayHost string
 	flag.IntVar(&gatewayPort, "gateway-port", 0, "port of the function gateway serving the HTTP triggers (0: none)")
 	flag.StringVar(&gatewayHost, "gateway-address", "127.0.0.1", "address the function gateway binds")
+	flag.StringVar(&cfg.NATSURL, "nats-url", "", "NATS server (with JetStream) whose subjects the queue triggers consume (default: none)")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
 

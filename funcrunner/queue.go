@@ -1,0 +1,228 @@
+package funcrunner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
+)
+
+// Queue triggers consume a NATS subject through JetStream: a stream per
+// subject and a durable consumer per trigger, shared by every runner (the
+// server spreads the messages among them). Each message is one call,
+// stored as a FuncInstance named after the trigger, the message's stream
+// sequence and the attempt, so a redelivered message whose call already
+// ran is not run again; the message is acknowledged once its call has
+// ended. A failed call is tried again, up to maxDeliver attempts, and the
+// message is then published to the dead-letter subject.
+
+// queueAckWait is how long a message may go unacknowledged before the
+// server hands it to another runner; a runner working on it keeps it.
+const queueAckWait = 30 * time.Second
+
+type queueConsumer struct {
+	self     string
+	client   *client.Client
+	triggers *cache.Informer[api.Trigger, *api.Trigger]
+	nc       *nats.Conn
+	js       jetstream.JetStream
+
+	mu       sync.Mutex
+	running  map[string]jetstream.ConsumeContext // by trigger UID
+	inflight chan struct{}
+}
+
+func newQueueConsumer(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], url string) (*queueConsumer, error) {
+	nc, err := nats.Connect(url, nats.Name("minik8s-funcrunner-"+self), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("funcrunner: connecting to NATS at %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &queueConsumer{self: self, client: c, triggers: triggers, nc: nc, js: js,
+		running: map[string]jetstream.ConsumeContext{}, inflight: make(chan struct{}, 64)}, nil
+}
+
+// run keeps a consumer for each queue trigger until ctx ends.
+func (q *queueConsumer) run(ctx context.Context) {
+	defer q.nc.Close()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		q.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			q.mu.Lock()
+			for _, cc := range q.running {
+				cc.Stop()
+			}
+			q.mu.Unlock()
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (q *queueConsumer) reconcile(ctx context.Context) {
+	want := map[string]*api.Trigger{}
+	for _, t := range q.triggers.Lister().List(nil) {
+		if t.Spec.Queue != nil {
+			want[t.UID] = t
+		}
+	}
+	q.mu.Lock()
+	for uid, cc := range q.running {
+		if want[uid] == nil {
+			cc.Stop()
+			delete(q.running, uid)
+		}
+	}
+	q.mu.Unlock()
+	for uid, t := range want {
+		q.mu.Lock()
+		_, ok := q.running[uid]
+		q.mu.Unlock()
+		if ok {
+			continue
+		}
+		if err := q.start(ctx, t); err != nil {
+			if ctx.Err() == nil {
+				log.WithError(err).WithField("trigger", t.Namespace+"/"+t.Name).Warn("funcrunner: consuming a queue failed")
+			}
+		}
+	}
+}
+
+// streamName is the stream of a subject (one per subject, whatever the
+// triggers on it).
+func streamName(subject string) string {
+	sum := sha256.Sum256([]byte(subject))
+	return "MINIK8S_" + hex.EncodeToString(sum[:8])
+}
+
+// start makes the trigger's stream and durable consumer, consumes, and
+// marks the trigger ready.
+func (q *queueConsumer) start(ctx context.Context, t *api.Trigger) error {
+	qt := t.Spec.Queue
+	if _, err := q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: streamName(qt.Subject), Subjects: []string{qt.Subject},
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}); err != nil {
+		return fmt.Errorf("the stream of %q: %w", qt.Subject, err)
+	}
+	cons, err := q.js.CreateOrUpdateConsumer(ctx, streamName(qt.Subject), jetstream.ConsumerConfig{
+		Durable: "trigger-" + t.UID, FilterSubject: qt.Subject, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: queueAckWait, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		return fmt.Errorf("the consumer of trigger %s: %w", t.Name, err)
+	}
+	trigger := cache.DeepCopy(t)
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		q.inflight <- struct{}{}
+		go func() {
+			defer func() { <-q.inflight }()
+			q.handle(ctx, trigger, msg)
+		}()
+	})
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	q.running[t.UID] = cc
+	q.mu.Unlock()
+	if !t.Status.Ready {
+		next := cache.DeepCopy(t)
+		next.Status = api.TriggerStatus{Ready: true, ServedBy: q.self, Message: "stream " + streamName(qt.Subject) + ", consumer trigger-" + t.UID}
+		if _, err := q.client.Triggers(t.Namespace).UpdateStatus(ctx, next); err != nil && !errdefs.IsConflict(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// handle runs one message's call to its end and settles the message.
+func (q *queueConsumer) handle(ctx context.Context, t *api.Trigger, msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Nak()
+		return
+	}
+	maxTries := int(t.Spec.Queue.MaxDeliver)
+	if maxTries <= 0 {
+		maxTries = api.DefaultMaxDeliver
+	}
+	keep := time.NewTicker(queueAckWait / 3)
+	defer keep.Stop()
+	var last *api.FuncInstance
+	for attempt := 1; attempt <= maxTries; attempt++ {
+		inst, err := q.attempt(ctx, t, md.Sequence.Stream, attempt, msg.Data(), keep, msg)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WithError(err).WithField("trigger", t.Name).Warn("funcrunner: a queue message's call failed to run")
+				_ = msg.NakWithDelay(time.Second)
+			}
+			return // unsettled: the server hands it out again
+		}
+		if inst.Status.Phase == api.InstanceSucceeded {
+			_ = msg.Ack()
+			return
+		}
+		last = inst
+	}
+	dead := nats.NewMsg(t.Spec.Queue.DeadLetterSubject)
+	dead.Data = msg.Data()
+	dead.Header.Set("Minik8s-Trigger", t.Namespace+"/"+t.Name)
+	dead.Header.Set("Minik8s-Instance-Id", last.Name)
+	dead.Header.Set("Minik8s-Error", last.Status.Error)
+	dead.Header.Set("Minik8s-Attempts", strconv.Itoa(maxTries))
+	if err := q.nc.PublishMsg(dead); err != nil {
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Term()
+}
+
+// attempt runs (or finds) attempt n of a message's call and waits for its end.
+func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64, n int, data []byte, keep *time.Ticker, msg jetstream.Msg) (*api.FuncInstance, error) {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", t.UID, seq, n)))
+	name := "msg-" + hex.EncodeToString(sum[:12])
+	instances := q.client.FuncInstances(t.Namespace)
+	inst := &api.FuncInstance{
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
+		Spec: api.FuncInstanceSpec{Function: t.Spec.Function, Arg: string(data), User: q.self,
+			Trigger: &api.FuncTriggerRef{Name: t.Name, Type: api.TriggerQueue}},
+		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: t.Spec.Function, Arg: string(data)}},
+	}
+	if _, err := instances.Create(ctx, inst); err != nil && !errdefs.IsAlreadyExists(err) {
+		return nil, err
+	}
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		cur, err := instances.Get(ctx, name)
+		if err == nil && (cur.Status.Phase == api.InstanceSucceeded || cur.Status.Phase == api.InstanceFailed) {
+			return cur, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-keep.C:
+			_ = msg.InProgress()
+		case <-poll.C:
+		}
+	}
+}
