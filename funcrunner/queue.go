@@ -17,7 +17,6 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
-	"minik8s/pkg/function"
 )
 
 // Queue triggers consume a NATS subject through JetStream: a stream per
@@ -201,12 +200,7 @@ func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64,
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", t.UID, seq, n)))
 	name := "msg-" + hex.EncodeToString(sum[:12])
 	instances := q.client.FuncInstances(t.Namespace)
-	inst := &api.FuncInstance{
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
-		Spec: api.FuncInstanceSpec{Function: t.Spec.Function, Arg: string(data), User: q.self,
-			Trigger: &api.FuncTriggerRef{Name: t.Name, Type: api.TriggerQueue}},
-		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: t.Spec.Function, Arg: string(data)}},
-	}
+	inst := triggerCall(t, name, api.TriggerQueue, q.self, string(data))
 	if _, err := instances.Create(ctx, inst); err != nil && !errdefs.IsAlreadyExists(err) {
 		return nil, err
 	}

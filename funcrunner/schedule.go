@@ -175,17 +175,22 @@ func (s *scheduleFirer) fireDue(ctx context.Context, t *api.Trigger, now time.Ti
 func (s *scheduleFirer) fire(ctx context.Context, t *api.Trigger, tick time.Time) error {
 	stamp := tick.UTC().Format(time.RFC3339Nano)
 	sum := sha256.Sum256([]byte(string(t.UID) + "/" + stamp))
-	arg := stamp
-	inst := &api.FuncInstance{
-		ObjectMeta: api.ObjectMeta{Name: "tick-" + hex.EncodeToString(sum[:12]), Namespace: t.Namespace,
-			Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
-		Spec: api.FuncInstanceSpec{Function: t.Spec.Function, Arg: arg, User: s.self,
-			Trigger: &api.FuncTriggerRef{Name: t.Name, Type: api.TriggerSchedule}},
-		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: t.Spec.Function, Arg: arg}},
-	}
+	inst := triggerCall(t, "tick-"+hex.EncodeToString(sum[:12]), api.TriggerSchedule, s.self, stamp)
 	_, err := s.client.FuncInstances(t.Namespace).Create(ctx, inst)
 	if errdefs.IsAlreadyExists(err) {
 		return nil
 	}
 	return err
+}
+
+// triggerCall is the asynchronous call a trigger makes: an instance any
+// runner claims, as the apiserver stores an asynchronous call, recording
+// the trigger and the runner that made it.
+func triggerCall(t *api.Trigger, name, kind, runner, arg string) *api.FuncInstance {
+	return &api.FuncInstance{
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
+		Spec: api.FuncInstanceSpec{Function: t.Spec.Function, Arg: arg, User: runner,
+			Trigger: &api.FuncTriggerRef{Name: t.Name, Type: kind}},
+		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: t.Spec.Function, Arg: arg}},
+	}
 }
