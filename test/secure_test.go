@@ -195,7 +195,7 @@ func TestSecurePortAuthentication(t *testing.T) {
 // TestLocalPortLoopbackOnly: the local port acts as the admin, so it may
 // bind only a loopback address.
 func TestLocalPortLoopbackOnly(t *testing.T) {
-	for _, addr := range []string{"0.0.0.0:0", ":0", "10.1.2.3:8080"} {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
 		err := apiserver.Run(context.Background(), apiserver.Config{Address: addr, DataDir: t.TempDir()})
 		if err == nil || !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("local port on %q: %v, want a refusal naming loopback", addr, err)

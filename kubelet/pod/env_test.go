@@ -30,7 +30,7 @@ func envAPI(svc bool) *fakeAPI {
 		services:   map[string]*api.Service{},
 	}
 	if svc {
-		f.services["default/kubernetes"] = &api.Service{Spec: api.ServiceSpec{ClusterIP: "10.0.0.1",
+		f.services["default/kubernetes"] = &api.Service{Spec: api.ServiceSpec{ClusterIP: "127.1.0.1",
 			Ports: []api.ServicePort{{Name: "metrics", Port: 9090}, {Name: "https", Port: 443}}}}
 	}
 	return f
@@ -69,9 +69,9 @@ func TestContainerEnv(t *testing.T) {
 		{name: "valueFrom naming nothing", env: []api.EnvVar{{Name: "X", ValueFrom: &api.EnvVarSource{}}},
 			errMsg: []string{"spec.containers[0].env[0].valueFrom", "X"}, errType: errdefs.ErrInvalid},
 		{name: "kubernetes service: the https port", svc: true,
-			want: []string{"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443"}},
+			want: []string{"KUBERNETES_SERVICE_HOST=127.1.0.1", "KUBERNETES_SERVICE_PORT=443"}},
 		{name: "explicit env wins", svc: true, env: []api.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: "elsewhere"}},
-			want: []string{"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_HOST=elsewhere"}},
+			want: []string{"KUBERNETES_SERVICE_HOST=127.1.0.1", "KUBERNETES_SERVICE_HOST=elsewhere"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -179,7 +179,7 @@ func TestIssuedCertVerifies(t *testing.T) {
 	serverPEM, serverKeyPEM, err := ca.Issue(CertSpec{
 		CommonName:  "kube-apiserver",
 		DNSNames:    []string{"localhost", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.96.0.1")},
 		Server:      true,
 	})
 	if err != nil {
@@ -213,9 +213,9 @@ func TestIssuedCertVerifies(t *testing.T) {
 		ok    bool
 	}{
 		{"server dns name", server, "kubernetes.default.svc", x509.ExtKeyUsageServerAuth, true},
-		{"server ip", server, "10.96.0.1", x509.ExtKeyUsageServerAuth, true},
+		{"server ip", server, "127.96.0.1", x509.ExtKeyUsageServerAuth, true},
 		{"server other name", server, "evil.example", x509.ExtKeyUsageServerAuth, false},
-		{"server other ip", server, "10.96.0.2", x509.ExtKeyUsageServerAuth, false},
+		{"server other ip", server, "127.96.0.2", x509.ExtKeyUsageServerAuth, false},
 		{"server as client", server, "", x509.ExtKeyUsageClientAuth, false},
 		{"client", client, "", x509.ExtKeyUsageClientAuth, true},
 		{"client as server", client, "", x509.ExtKeyUsageServerAuth, false},
@@ -296,13 +296,13 @@ func TestEnsureCert(t *testing.T) {
 		{"fitting cert kept", issued(ca, spec, now), spec, false},
 		{"extra sans kept", issued(ca, with(func(s *CertSpec) {
 			s.DNSNames = append(s.DNSNames, "n1.cluster.local")
-			s.IPAddresses = append(s.IPAddresses, net.ParseIP("10.0.0.1"))
+			s.IPAddresses = append(s.IPAddresses, net.ParseIP("127.0.0.201"))
 		}), now), spec, false},
 		{"dns name case kept", issued(ca, with(func(s *CertSpec) { s.DNSNames = []string{"N1", "LOCALHOST"} }), now), spec, false},
 		{"organization order kept", issued(ca, with(func(s *CertSpec) { s.Organization = []string{"b", "a"} }), now),
 			with(func(s *CertSpec) { s.Organization = []string{"a", "b"} }), false},
 		{"dns name added", issued(ca, spec, now), with(func(s *CertSpec) { s.DNSNames = append(s.DNSNames, "n1.example") }), true},
-		{"ip added", issued(ca, spec, now), with(func(s *CertSpec) { s.IPAddresses = append(s.IPAddresses, net.ParseIP("10.0.0.7")) }), true},
+		{"ip added", issued(ca, spec, now), with(func(s *CertSpec) { s.IPAddresses = append(s.IPAddresses, net.ParseIP("127.0.0.207")) }), true},
 		{"common name changed", issued(ca, spec, now), with(func(s *CertSpec) { s.CommonName = "system:node:n2" }), true},
 		{"organization added", issued(ca, spec, now), with(func(s *CertSpec) { s.Organization = append(s.Organization, "system:masters") }), true},
 		{"organization dropped", issued(ca, spec, now), with(func(s *CertSpec) { s.Organization = nil }), true},
