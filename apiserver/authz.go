@@ -130,6 +130,9 @@ func samePolicy(a, b api.Object) bool {
 	return false
 }
 
+// attrsKey holds a request's rbac.Attributes in its gin context.
+const attrsKey = "minik8s.attributes"
+
 // ownOnlyKey marks a request allowed only on the function instances its
 // user started (funcinstances/own).
 type ownOnlyKey struct{}
@@ -150,6 +153,7 @@ func (s *Server) authorize() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx := c.Request.Context()
 		attrs := requestAttributes(c.Request)
+		c.Set(attrsKey, attrs) // the audit log reads them back
 		attrs.User = userOf(ctx)
 		if s.authz.allows(attrs) {
 			if err := s.restrictNode(ctx, attrs); err != nil {
