@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -25,7 +24,7 @@ type CallRunner interface {
 	// Call runs fn as instance id within wait and returns the instance,
 	// ended unless wait ran out first; function.ErrNotServing says it did
 	// not take the call.
-	Call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error)
+	Call(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)
 }
 
 // calls is the apiserver's side of the function API: it stores calls and
@@ -123,16 +122,19 @@ func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 // newInstance is a call of fn not yet claimed by any runner. It reads as
 // Running from the start, as the reference design's calls do: it is
 // accepted and will run; status.runner tells whether a runner has it yet.
-func newInstance(ctx context.Context, ns, id, fn string, arg []byte, callbackURL string) *api.FuncInstance {
+func newInstance(ctx context.Context, req function.CallRequest, callbackURL string) *api.FuncInstance {
+	fn, arg := req.Function, string(req.Arg)
 	return &api.FuncInstance{
-		ObjectMeta: api.ObjectMeta{Name: id, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn}},
-		Spec:       api.FuncInstanceSpec{Function: fn, Arg: string(arg), CallbackURL: callbackURL, User: userOf(ctx).Name},
-		Status:     api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
+		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: req.Namespace, Labels: map[string]string{function.LabelFunc: fn}},
+		Spec: api.FuncInstanceSpec{Function: fn, Arg: arg, CallbackURL: callbackURL, User: userOf(ctx).Name,
+			Event: req.Event, Trigger: req.Trigger},
+		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: fn, Arg: arg}},
 	}
 }
 
 // start stores an asynchronous call for a runner to claim.
-func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackURL string) (*api.FuncInstance, error) {
+func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL string) (*api.FuncInstance, error) {
+	ns, fn, arg := req.Namespace, req.Function, req.Arg
 	if err := c.checkCall(ctx, ns, fn, arg, callbackURL, true); err != nil {
 		return nil, err
 	}
@@ -140,7 +142,7 @@ func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackUR
 		return nil, fmt.Errorf("%d asynchronous calls are waiting to run, the most this cluster takes (--max-pending-calls %d); try again shortly: %w",
 			n, c.maxPending, errdefs.ErrTooManyRequests)
 	}
-	created, err := c.instances.create(ctx, ns, newInstance(ctx, ns, uuid.NewString(), fn, arg, callbackURL))
+	created, err := c.instances.create(ctx, ns, newInstance(ctx, req, callbackURL))
 	if err != nil {
 		return nil, err
 	}
@@ -150,22 +152,22 @@ func (c *calls) start(ctx context.Context, ns, fn string, arg []byte, callbackUR
 // runSync runs a call within wait: handed to a live runner, or, with none
 // running, stored like an asynchronous call and waited for. The instance
 // returned has ended unless wait ran out first.
-func (c *calls) runSync(ctx context.Context, ns, fn string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
-	id := uuid.NewString()
-	inst, err := c.handOffLocal(ctx, ns, fn, id, arg, wait)
+func (c *calls) runSync(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
+	ns, fn, id, arg, wait := req.Namespace, req.Function, req.ID, req.Arg, req.Wait
+	inst, err := c.handOffLocal(ctx, req)
 	if errors.Is(err, function.ErrNotServing) {
 		r, ok := c.runners.pick()
 		if err := c.checkCall(ctx, ns, fn, arg, "", !ok); err != nil {
 			return nil, err
 		}
 		if !ok {
-			created, err := c.instances.create(ctx, ns, newInstance(ctx, ns, id, fn, arg, ""))
+			created, err := c.instances.create(ctx, ns, newInstance(ctx, req, ""))
 			if err != nil {
 				return nil, err
 			}
 			return c.waitEnded(ctx, created.(*api.FuncInstance), wait)
 		}
-		inst, err = c.handOff(ctx, r, ns, fn, id, arg, wait)
+		inst, err = c.handOff(ctx, r, req)
 	}
 	if err != nil {
 		return nil, err
@@ -187,28 +189,29 @@ func (c *calls) runSync(ctx context.Context, ns, fn string, arg []byte, wait tim
 
 // handOffLocal runs a synchronous call on the runner in this process;
 // function.ErrNotServing when there is none serving.
-func (c *calls) handOffLocal(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+func (c *calls) handOffLocal(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
 	if c.local == nil {
 		return nil, function.ErrNotServing
 	}
-	if len(arg) > maxArgBytes {
-		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
+	if len(req.Arg) > maxArgBytes {
+		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(req.Arg), maxArgBytes, errdefs.ErrTooLarge)
 	}
 	// The runner changes the instance no more once it answered it.
-	return c.local.Call(ctx, ns, fn, id, arg, wait)
+	return c.local.Call(ctx, req)
 }
 
 // handOff sends a synchronous call to a runner and reads back the instance.
-func (c *calls) handOff(ctx context.Context, r runner, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
-	rctx, cancel := context.WithTimeout(ctx, wait+handoffMargin)
+func (c *calls) handOff(ctx context.Context, r runner, call function.CallRequest) (*api.FuncInstance, error) {
+	rctx, cancel := context.WithTimeout(ctx, call.Wait+handoffMargin)
 	defer cancel()
-	q := url.Values{"id": {id}, "wait": {wait.String()}}
-	u := r.url + function.RunnerCallPath + "/" + url.PathEscape(ns) + "/" + url.PathEscape(fn) + "?" + q.Encode()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(arg))
+	q := url.Values{"id": {call.ID}, "wait": {call.Wait.String()}}
+	u := r.url + function.RunnerCallPath + "/" + url.PathEscape(call.Namespace) + "/" + url.PathEscape(call.Function) + "?" + q.Encode()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(call.Arg))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	function.SetHandoffEvent(req.Header, call.Event)
 	hc, err := c.clientFor(r)
 	if err != nil {
 		return nil, err

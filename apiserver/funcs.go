@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
 )
 
 // funcHandlers serves the function API of the reference design under
@@ -105,18 +107,24 @@ func (h *funcHandlers) call(c *gin.Context, name string) {
 		fail(c, err)
 		return
 	}
-	arg, err := readBody(c, h.maxBody)
+	body, err := readBody(c, h.maxBody)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	ctx, ns := c.Request.Context(), funcNamespace(c)
+	req, err := callRequest(c.Request, ns, name, body)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	req.Wait = wait
 	callback := c.GetHeader(callbackHeader)
 	var inst *api.FuncInstance
 	if wait > 0 && callback == "" {
-		inst, err = h.calls.runSync(ctx, ns, name, arg, wait)
+		inst, err = h.calls.runSync(ctx, req)
 	} else {
-		inst, err = h.calls.start(ctx, ns, name, arg, callback)
+		inst, err = h.calls.start(ctx, req, callback)
 		if err == nil && wait > 0 {
 			inst, err = h.calls.waitEnded(ctx, inst, wait)
 		}
@@ -128,12 +136,35 @@ func (h *funcHandlers) call(c *gin.Context, name string) {
 	h.answer(c, inst)
 }
 
+// callRequest reads the call a request makes: a CloudEvent (binary or
+// structured mode) whose data is the argument, or a plain body made into
+// an event of the function API.
+func callRequest(r *http.Request, ns, fn string, body []byte) (function.CallRequest, error) {
+	id := uuid.NewString()
+	ev, arg, err := function.ReadEvent(r.Header, body, api.FuncEvent{ID: id, Source: "/api/funcs/" + fn,
+		Type: function.EventTypeCall, Subject: fn, Time: time.Now().UTC().Format(time.RFC3339Nano)})
+	if err != nil {
+		return function.CallRequest{}, err
+	}
+	function.RecordRequest(ev, r)
+	return function.CallRequest{Namespace: ns, Function: fn, ID: id, Arg: arg, Event: ev}, nil
+}
+
 // callbackHeader names where an asynchronous call's result is POSTed, as
 // OpenFaaS has it.
 const callbackHeader = "X-Callback-Url"
 
 // answer replies with the finished instance, or 202 with its id while it runs.
 func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
+	if terminal(inst) && function.AcceptsEvent(c.Request) {
+		b, err := function.OutcomeEvent(inst, "/api/funcs/"+inst.Spec.Function)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		c.Data(http.StatusOK, function.ContentTypeCloudEvent, b)
+		return
+	}
 	if terminal(inst) {
 		c.JSON(http.StatusOK, view(inst))
 		return

@@ -22,6 +22,14 @@ func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) er
 		}
 		return err
 	}
+	if t.Spec.App != "" {
+		if _, err := s.registries[api.AppsResource.Name].get(ctx, ns, t.Spec.App); err != nil {
+			if errdefs.IsNotFound(err) {
+				return errdefs.Invalid("spec.app", "app %q does not exist in namespace %q", t.Spec.App, ns)
+			}
+			return err
+		}
+	}
 	if t.Spec.HTTP == nil {
 		return nil
 	}

@@ -51,7 +51,7 @@ func (s *stepper) invokeInFreshPod(ctx context.Context, f *api.Func, inst *api.F
 	if port == 0 {
 		return nil, tgt, fmt.Errorf("pod %s reports no %q port", name, function.PortName)
 	}
-	res, err := postStep(ctx, s.http, ready.Status.PodIP, port, f, arg)
+	res, err := postStep(ctx, s.http, ready.Status.PodIP, port, f, newStepCall(inst, f, arg))
 	return res, tgt, err
 }
 

@@ -18,6 +18,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
 )
 
 // The function gateway serves the HTTP triggers: a request to a trigger's
@@ -41,19 +42,20 @@ type gateway struct {
 	self     string
 	client   *client.Client
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
-	call     func(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error)
+	refs     triggerRefs
+	call     func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)
 	records  chan *api.FuncInstance
 }
 
-func newGateway(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger],
-	call func(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error)) *gateway {
+func newGateway(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs triggerRefs,
+	call func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)) *gateway {
 	triggers.AddIndexer(pathIndex, func(t *api.Trigger) []string {
 		if t.Spec.HTTP == nil {
 			return nil
 		}
 		return []string{t.Spec.HTTP.Path}
 	})
-	return &gateway{self: self, client: c, triggers: triggers, call: call, records: make(chan *api.FuncInstance, 1024)}
+	return &gateway{self: self, client: c, triggers: triggers, refs: refs, call: call, records: make(chan *api.FuncInstance, 1024)}
 }
 
 // serve serves the gateway on ln until ctx ends, storing records and
@@ -88,20 +90,43 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("trigger %s/%s takes %v, not %s", t.Namespace, t.Name, m, r.Method))
 		return
 	}
-	arg, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxArgBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBytes))
 	if err != nil {
 		writeClassed(w, fmt.Errorf("the request body: %v: %w", err, errdefs.ErrTooLarge))
 		return
 	}
-	inst, err := g.call(r.Context(), t.Namespace, t.Spec.Function, uuid.NewString(), arg, gatewayWait)
+	id := uuid.NewString()
+	ev, arg, err := function.ReadEvent(r.Header, body, api.FuncEvent{ID: id, Source: r.URL.Path, Type: function.EventTypeHTTP,
+		Time: time.Now().UTC().Format(time.RFC3339Nano)})
+	if err != nil {
+		writeClassed(w, err)
+		return
+	}
+	function.RecordRequest(ev, r)
+	inst, err := g.call(r.Context(), function.CallRequest{Namespace: t.Namespace, Function: t.Spec.Function, ID: id,
+		Arg: arg, Event: ev, Trigger: g.refs.ref(t), Wait: gatewayWait})
 	if err != nil {
 		writeClassed(w, err)
 		return
 	}
 	inst.Namespace = t.Namespace
-	inst.Spec.Trigger = &api.FuncTriggerRef{Name: t.Name, Type: api.TriggerHTTP}
 	inst.Spec.User = g.self
 	w.Header().Set(HeaderInstanceID, inst.Name)
+	if terminal(inst) && function.AcceptsEvent(r) {
+		writeOutcomeEvent(w, inst, r.URL.Path)
+	} else {
+		writeOutcome(w, inst)
+	}
+	select {
+	case g.records <- inst:
+	default:
+		log.WithField("instance", inst.Name).Warn("function gateway: record queue full, the call's record is dropped")
+	}
+}
+
+// writeOutcome answers with the result as the body (200), the error (500),
+// or the instance id of a call still running (202).
+func writeOutcome(w http.ResponseWriter, inst *api.FuncInstance) {
 	switch inst.Status.Phase {
 	case api.InstanceSucceeded:
 		w.WriteHeader(http.StatusOK)
@@ -113,12 +138,26 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		_ = json.NewEncoder(w).Encode(map[string]string{"instanceId": inst.Name, "status": inst.Status.Phase})
 	}
-	select {
-	case g.records <- inst:
-	default:
-		log.WithField("instance", inst.Name).Warn("function gateway: record queue full, the call's record is dropped")
-	}
 }
+
+// writeOutcomeEvent answers an ended call as a CloudEvent: a result event
+// (200) or an error event (500).
+func writeOutcomeEvent(w http.ResponseWriter, inst *api.FuncInstance, source string) {
+	b, err := function.OutcomeEvent(inst, source)
+	if err != nil {
+		writeClassed(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", function.ContentTypeCloudEvent)
+	if inst.Status.Phase == api.InstanceFailed {
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+	_, _ = w.Write(b)
+}
+
+// maxEventBytes bounds a request: an argument at its limit, in a
+// structured event where JSON escapes may take six bytes a byte.
+const maxEventBytes = 6*maxArgBytes + 64<<10
 
 // storeRecords writes the records of the gateway's calls, retrying a while.
 func (g *gateway) storeRecords(ctx context.Context) {

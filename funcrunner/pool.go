@@ -88,7 +88,7 @@ func newPool(s *stepper, eps *cache.Lister[api.Endpoints, *api.Endpoints]) *pool
 // with a free slot, the step counts as waiting, which makes the runner
 // report at once so the pool grows, and waits for a change up to the cold
 // start timeout.
-func (p *pool) invoke(ctx context.Context, f *api.Func, arg string) (*function.Result, stepTarget, error) {
+func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*function.Result, stepTarget, error) {
 	ns := funcNamespace(f)
 	key := ns + "/" + function.ObjectName(f.Name)
 	fnKey := ns + "/" + f.Name
@@ -165,7 +165,7 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, arg string) (*function.R
 		if addr.TargetRef != nil {
 			tgt.pod = addr.TargetRef.Name
 		}
-		res, err := postStep(ctx, p.s.http, addr.IP, addr.Port, f, arg)
+		res, err := postStep(ctx, p.s.http, addr.IP, addr.Port, f, call)
 		p.release(key, addr)
 		if errors.Is(err, errNotServed) && ctx.Err() == nil {
 			// The pod went away or is draining: the call did not run there.

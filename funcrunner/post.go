@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"minik8s/pkg/api"
@@ -47,16 +48,19 @@ func newPodClient() *http.Client {
 
 // postStep sends one call to a runtime. An error wrapping errNotServed means
 // the call did not run there.
-func postStep(ctx context.Context, hc *http.Client, ip string, port int32, f *api.Func, arg string) (*function.Result, error) {
+func postStep(ctx context.Context, hc *http.Client, ip string, port int32, f *api.Func, call stepCall) (*function.Result, error) {
 	timeout := function.TimeoutSeconds(&f.Spec)
 	rctx, cancel := context.WithTimeout(ctx, time.Duration(timeout+10)*time.Second)
 	defer cancel()
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(int(port))) + function.InvokePath
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader([]byte(arg)))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, strings.NewReader(call.arg))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	for k, v := range call.header {
+		req.Header[k] = v
+	}
 	req.Header.Set(function.TimeoutHeader, strconv.Itoa(timeout))
 	resp, err := hc.Do(req)
 	if err != nil {

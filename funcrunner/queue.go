@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
 )
 
 // Queue triggers consume a NATS subject through JetStream: a stream per
@@ -36,6 +38,7 @@ type queueConsumer struct {
 	self     string
 	client   *client.Client
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
+	refs     triggerRefs
 	nc       *nats.Conn
 	js       jetstream.JetStream
 
@@ -44,7 +47,7 @@ type queueConsumer struct {
 	inflight chan struct{}
 }
 
-func newQueueConsumer(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], url string) (*queueConsumer, error) {
+func newQueueConsumer(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs triggerRefs, url string) (*queueConsumer, error) {
 	nc, err := nats.Connect(url, nats.Name("minik8s-funcrunner-"+self), nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, fmt.Errorf("funcrunner: connecting to NATS at %s: %w", url, err)
@@ -54,7 +57,7 @@ func newQueueConsumer(self string, c *client.Client, triggers *cache.Informer[ap
 		nc.Close()
 		return nil, err
 	}
-	return &queueConsumer{self: self, client: c, triggers: triggers, nc: nc, js: js,
+	return &queueConsumer{self: self, client: c, triggers: triggers, refs: refs, nc: nc, js: js,
 		running: map[string]jetstream.ConsumeContext{}, inflight: make(chan struct{}, 64)}, nil
 }
 
@@ -166,9 +169,10 @@ func (q *queueConsumer) handle(ctx context.Context, t *api.Trigger, msg jetstrea
 	}
 	keep := time.NewTicker(queueAckWait / 3)
 	defer keep.Stop()
+	ev, data := queueEvent(t, md, msg)
 	var last *api.FuncInstance
 	for attempt := 1; attempt <= maxTries; attempt++ {
-		inst, err := q.attempt(ctx, t, md.Sequence.Stream, attempt, msg.Data(), keep, msg)
+		inst, err := q.attempt(ctx, t, md.Sequence.Stream, attempt, data, ev, keep, msg)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.WithError(err).WithField("trigger", t.Name).Warn("funcrunner: a queue message's call failed to run")
@@ -188,6 +192,9 @@ func (q *queueConsumer) handle(ctx context.Context, t *api.Trigger, msg jetstrea
 	dead.Header.Set("Minik8s-Instance-Id", last.Name)
 	dead.Header.Set("Minik8s-Error", last.Status.Error)
 	dead.Header.Set("Minik8s-Attempts", strconv.Itoa(maxTries))
+	if last.Status.Failure != nil {
+		dead.Header.Set("Minik8s-Error-Type", last.Status.Failure.Type)
+	}
 	if err := q.nc.PublishMsg(dead); err != nil {
 		_ = msg.NakWithDelay(time.Second)
 		return
@@ -196,11 +203,11 @@ func (q *queueConsumer) handle(ctx context.Context, t *api.Trigger, msg jetstrea
 }
 
 // attempt runs (or finds) attempt n of a message's call and waits for its end.
-func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64, n int, data []byte, keep *time.Ticker, msg jetstream.Msg) (*api.FuncInstance, error) {
+func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64, n int, data []byte, ev *api.FuncEvent, keep *time.Ticker, msg jetstream.Msg) (*api.FuncInstance, error) {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", t.UID, seq, n)))
 	name := "msg-" + hex.EncodeToString(sum[:12])
 	instances := q.client.FuncInstances(t.Namespace)
-	inst := triggerCall(t, name, api.TriggerQueue, q.self, string(data))
+	inst := triggerCall(t, q.refs.ref(t), name, q.self, string(data), ev)
 	if _, err := instances.Create(ctx, inst); err != nil && !errdefs.IsAlreadyExists(err) {
 		return nil, err
 	}
@@ -219,4 +226,24 @@ func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64,
 		case <-poll.C:
 		}
 	}
+}
+
+// queueEvent is the event a message is: the CloudEvent it carries (binary
+// mode in its headers, or structured), or one made of its data.
+func queueEvent(t *api.Trigger, md *jetstream.MsgMetadata, msg jetstream.Msg) (*api.FuncEvent, []byte) {
+	h := http.Header{}
+	for k, vs := range msg.Headers() {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	plain := api.FuncEvent{ID: fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream), Source: triggerSource(t),
+		Type: function.EventTypeQueue, Subject: msg.Subject(), Time: md.Timestamp.UTC().Format(time.RFC3339Nano)}
+	ev, data, err := function.ReadEvent(h, msg.Data(), plain)
+	if err != nil {
+		// Not a valid CloudEvent after all: the message is data.
+		ev, data, _ = function.ReadEvent(http.Header{}, msg.Data(), plain)
+	}
+	ev.Topic = msg.Subject()
+	return ev, data
 }

@@ -61,12 +61,12 @@ func (r *Runner) Identity() string { return r.cfg.Identity }
 // calls to the runner next to it this way, saving a hop. The instance
 // returned has ended unless wait ran out first; function.ErrNotServing
 // while the runner does not serve.
-func (r *Runner) Call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+func (r *Runner) Call(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
 	sc := r.calls.Load()
 	if sc == nil {
 		return nil, fmt.Errorf("function runner %s: %w", r.cfg.Identity, function.ErrNotServing)
 	}
-	return sc.call(ctx, ns, fn, id, arg, wait)
+	return sc.call(ctx, req)
 }
 
 // Run runs a runner until ctx ends: it holds its Lease, drives the
@@ -102,10 +102,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	f := cache.NewFactory(c)
 	funcs, pods, eps, leases := f.Funcs(), f.Pods(), f.Endpoints(), f.Leases()
 	triggers := f.Triggers()
-	firer := newScheduleFirer(cfg.Identity, c, triggers)
+	refs := triggerRefs{apps: f.Apps().Lister()}
+	firer := newScheduleFirer(cfg.Identity, c, triggers, refs)
 	workers := []func(context.Context){firer.run}
 	if cfg.NATSURL != "" {
-		q, err := newQueueConsumer(cfg.Identity, c, triggers, cfg.NATSURL)
+		q, err := newQueueConsumer(cfg.Identity, c, triggers, refs, cfg.NATSURL)
 		if err != nil {
 			return err
 		}
@@ -118,7 +119,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			return fmt.Errorf("funcrunner: the function gateway on %s: %w", cfg.GatewayAddress, err)
 		}
 		defer gwListener.Close()
-		gw = newGateway(cfg.Identity, c, triggers, r.Call)
+		gw = newGateway(cfg.Identity, c, triggers, refs, r.Call)
 	}
 	instInf := cache.NewInformer[api.FuncInstance](c.FuncInstances("").AllNamespaces(),
 		cache.WithListOptions(client.ListOptions{FieldSelector: unfinished}))

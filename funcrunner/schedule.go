@@ -36,14 +36,15 @@ type scheduleFirer struct {
 	self     string
 	client   *client.Client
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
+	refs     triggerRefs
 	lease    *api.Lease // held, or nil
 	// fired is the last tick fired per trigger UID, ahead of the
 	// informer's copy of status.lastFired.
 	fired map[string]time.Time
 }
 
-func newScheduleFirer(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger]) *scheduleFirer {
-	return &scheduleFirer{self: self, client: c, triggers: triggers, fired: map[string]time.Time{}}
+func newScheduleFirer(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs triggerRefs) *scheduleFirer {
+	return &scheduleFirer{self: self, client: c, triggers: triggers, refs: refs, fired: map[string]time.Time{}}
 }
 
 // run fires the schedules while this runner holds their Lease, until ctx
@@ -175,22 +176,13 @@ func (s *scheduleFirer) fireDue(ctx context.Context, t *api.Trigger, now time.Ti
 func (s *scheduleFirer) fire(ctx context.Context, t *api.Trigger, tick time.Time) error {
 	stamp := tick.UTC().Format(time.RFC3339Nano)
 	sum := sha256.Sum256([]byte(string(t.UID) + "/" + stamp))
-	inst := triggerCall(t, "tick-"+hex.EncodeToString(sum[:12]), api.TriggerSchedule, s.self, stamp)
+	name := "tick-" + hex.EncodeToString(sum[:12])
+	ev := &api.FuncEvent{SpecVersion: "1.0", ID: name, Source: triggerSource(t), Type: function.EventTypeSchedule,
+		Time: stamp, Subject: stamp, DataContentType: "text/plain"}
+	inst := triggerCall(t, s.refs.ref(t), name, s.self, stamp, ev)
 	_, err := s.client.FuncInstances(t.Namespace).Create(ctx, inst)
 	if errdefs.IsAlreadyExists(err) {
 		return nil
 	}
 	return err
-}
-
-// triggerCall is the asynchronous call a trigger makes: an instance any
-// runner claims, as the apiserver stores an asynchronous call, recording
-// the trigger and the runner that made it.
-func triggerCall(t *api.Trigger, name, kind, runner, arg string) *api.FuncInstance {
-	return &api.FuncInstance{
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
-		Spec: api.FuncInstanceSpec{Function: t.Spec.Function, Arg: arg, User: runner,
-			Trigger: &api.FuncTriggerRef{Name: t.Name, Type: kind}},
-		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: t.Spec.Function, Arg: arg}},
-	}
 }

@@ -122,7 +122,7 @@ func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.Fun
 	if f.APIVersion == api.FuncAPIVersionV1 {
 		res, tgt, err = s.invokeInFreshPod(ctx, f, inst, cur.Arg)
 	} else {
-		res, tgt, err = s.pool.invoke(ctx, f, cur.Arg)
+		res, tgt, err = s.pool.invoke(ctx, f, newStepCall(inst, f, cur.Arg))
 	}
 	rec.DurationMs = time.Since(start).Milliseconds()
 	rec.Pod, rec.Node = tgt.pod, tgt.node
@@ -148,7 +148,9 @@ func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStep
 		if res.Error.Trace != "" {
 			rec.Error += "\n" + truncate(res.Error.Trace)
 		}
-		return ended(inst, rec, "", fmt.Sprintf("function %q failed: %s", f.Name, res.Error.String()))
+		out := ended(inst, rec, "", fmt.Sprintf("function %q failed: %s", f.Name, res.Error.String()))
+		out.Status.Failure = &api.FuncError{Message: out.Status.Error, Type: res.Error.Type, Trace: truncate(res.Error.Trace)}
+		return out
 	}
 	rec.Result = truncate(res.Result)
 	if res.HasCheck {
@@ -220,10 +222,12 @@ func ended(inst *api.FuncInstance, rec *api.FuncStepRecord, result, errMsg strin
 		out.Status.Phase = api.InstanceFailed
 		out.Status.Result = ""
 		out.Status.Error = errMsg
+		out.Status.Failure = &api.FuncError{Message: errMsg, Type: function.FailureCall}
 	} else {
 		out.Status.Phase = api.InstanceSucceeded
 		out.Status.Result = result
 		out.Status.Error = ""
+		out.Status.Failure = nil
 	}
 	return out
 }

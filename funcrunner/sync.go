@@ -57,7 +57,12 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			fmt.Sprintf("argument of more than %d bytes is larger than the limit of %d", maxArgBytes, maxArgBytes))
 		return
 	}
-	out, err := sc.call(req.Context(), parts[0], parts[1], id, arg, wait)
+	ev, err := function.ReadHandoffEvent(req.Header)
+	if err != nil {
+		writeClassed(w, err)
+		return
+	}
+	out, err := sc.call(req.Context(), function.CallRequest{Namespace: parts[0], Function: parts[1], ID: id, Arg: arg, Event: ev, Wait: wait})
 	if errors.Is(err, ErrAbandoned) {
 		// Stand for the crash it is: the connection drops, no answer.
 		panic(http.ErrAbortHandler)
@@ -72,8 +77,9 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// call runs a synchronous call of fn as instance id within wait.
-func (sc *syncCalls) call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+// call runs a synchronous call within its wait.
+func (sc *syncCalls) call(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
+	ns, fn, arg := req.Namespace, req.Function, req.Arg
 	if len(arg) > maxArgBytes {
 		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
 	}
@@ -89,12 +95,12 @@ func (sc *syncCalls) call(ctx context.Context, ns, fn, id string, arg []byte, wa
 	now := time.Now().UTC().Truncate(time.Second)
 	inst := &api.FuncInstance{
 		TypeMeta: api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
-		ObjectMeta: api.ObjectMeta{Name: id, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn},
+		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn},
 			CreationTimestamp: &now},
-		Spec:   api.FuncInstanceSpec{Function: fn, Arg: string(arg), Sync: true},
+		Spec:   api.FuncInstanceSpec{Function: fn, Arg: string(arg), Sync: true, Event: req.Event, Trigger: req.Trigger},
 		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: sc.self, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
 	}
-	return sc.run(ctx, inst, wait)
+	return sc.run(ctx, inst, req.Wait)
 }
 
 // syncChain is one chain driven in memory.

@@ -8,6 +8,7 @@
 //
 //	POST /invoke, POST /   body: the argument, raw bytes taken as UTF-8.
 //	    Header X-Func-Timeout-Seconds: overrides the call timeout.
+//	    Headers X-Func-Event, X-Func-Context: the call's event and context.
 //	    200 {"result","check","hasCheck","output","error","durationMs","queueMs","pod"}
 //	        (see Response); a function that raised, timed out or killed its
 //	        worker is still 200, with error {"message","type","trace"}.
@@ -19,7 +20,12 @@
 //	               draining and a reason.
 //	GET /stats     counters (see Stats); GET /metrics the same for Prometheus.
 //
-// A call is ret = run(arg), then check(ret) if defined. ret travels as a
+// A call is ret = run(arg), then check(ret) if defined; a run that takes two
+// positional parameters is called run(event, context) instead (seed 002):
+// event = {"data": the argument, JSON-decoded when it parses and its
+// content type is not text/*, "metadata": the X-Func-Event header},
+// context = the X-Func-Context header, its memory-limit filled from the
+// pod's cgroup (see pkg/function's contract). ret travels as a
 // string: str as is, None as "", other values json.dumps, values JSON cannot
 // encode str(); check gets that same string. What the call writes to
 // sys.stdout and sys.stderr (print, logging handlers included) is its output,

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -756,5 +757,67 @@ func touch(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEventAndContext: a run(event, context) gets the argument as data
+// (JSON-decoded unless its content type is text), the event metadata and
+// the context from the headers, the memory limit filled in; check still
+// gets the result string.
+func TestEventAndContext(t *testing.T) {
+	s := startReady(t, "event", nil)
+	meta := `{"specversion":"1.0","id":"e-1","source":"/s","type":"t","topic":"orders","headers":{"X-A":"\u00e9"}}`
+	ctxJSON := `{"function-name":"f","namespace":"default","runtime":"r","timeout":7,"memory-limit":"","instance-id":"i-1","trigger":"queue/q","config":{"k":"v"}}`
+	for _, tc := range []struct {
+		name, arg, meta string
+		wantData        any
+		wantCheck       bool
+	}{
+		{"json data", `{"n":1}`, meta, map[string]any{"n": float64(1)}, true},
+		{"text data", `right`, meta, "right", false},
+		{"text content type keeps JSON-looking text", `"q"`, `{"id":"e-2","datacontenttype":"text/plain"}`, `"q"`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := s.invoke(tc.arg, map[string]string{"X-Func-Event": tc.meta, "X-Func-Context": ctxJSON})
+			if resp.Error != nil {
+				t.Fatalf("error %+v", resp.Error)
+			}
+			var got struct {
+				Data     any            `json:"data"`
+				Metadata map[string]any `json:"metadata"`
+				Context  map[string]any `json:"context"`
+			}
+			if err := json.Unmarshal([]byte(resp.Result), &got); err != nil {
+				t.Fatalf("result %q: %v", resp.Result, err)
+			}
+			if !reflect.DeepEqual(got.Data, tc.wantData) {
+				t.Errorf("data %#v, want %#v", got.Data, tc.wantData)
+			}
+			var wantMeta map[string]any
+			_ = json.Unmarshal([]byte(tc.meta), &wantMeta)
+			if !reflect.DeepEqual(got.Metadata, wantMeta) {
+				t.Errorf("metadata %v, want %v", got.Metadata, wantMeta)
+			}
+			c := got.Context
+			if c["function-name"] != "f" || c["instance-id"] != "i-1" || c["trigger"] != "queue/q" || c["timeout"] != float64(7) ||
+				c["config"].(map[string]any)["k"] != "v" {
+				t.Errorf("context %v", c)
+			}
+			if _, ok := c["memory-limit"].(string); !ok {
+				t.Errorf("context memory-limit %v", c["memory-limit"])
+			}
+			if resp.Check == nil || *resp.Check != tc.wantCheck {
+				t.Errorf("check %v, want %v", resp.Check, tc.wantCheck)
+			}
+		})
+	}
+	// Without the headers (a caller of the old contract), the event and
+	// context still come, empty but well-formed.
+	resp := s.invoke(`[1]`, nil)
+	if resp.Error != nil || !strings.Contains(resp.Result, `"data": [1]`) || !strings.Contains(resp.Result, `"config": {}`) {
+		t.Errorf("without headers: %+v", resp)
+	}
+	if code, resp, _ := s.post("/invoke", "x", map[string]string{"X-Func-Event": "[not json"}); code != http.StatusBadRequest || resp.Error == nil {
+		t.Errorf("a broken event header: %d %+v", code, resp)
 	}
 }

@@ -42,8 +42,9 @@ const (
 const shutdownGrace = time.Second
 
 type server struct {
-	cfg  Config
-	pool *pool
+	cfg         Config
+	pool        *pool
+	memoryLimit string
 
 	mu       sync.Mutex
 	status   string
@@ -96,6 +97,8 @@ func Run(ctx context.Context, cfg Config) error {
 		pool:   newPool(workerSpec{python: cfg.Python, script: script, codeDir: codeDir}, cfg.Workers),
 		status: statusStarting,
 		idle:   make(chan struct{}),
+		// Read once: a pod's limit does not change while it runs.
+		memoryLimit: memoryLimit(),
 	}
 	hs := &http.Server{
 		Handler:           s.routes(),
@@ -281,7 +284,12 @@ func (s *server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	resp := s.call(r.Context(), string(body), arrived, timeout)
+	in, err := s.callInput(r, body)
+	if err != nil {
+		refuse(http.StatusBadRequest, ErrorBadRequest, err.Error())
+		return
+	}
+	resp := s.call(r.Context(), in, arrived, timeout)
 	resp.DurationMs = time.Since(arrived).Milliseconds()
 	resp.Pod = s.cfg.PodName
 	s.calls.Add(1)
@@ -306,7 +314,7 @@ func (s *server) callTimeout(r *http.Request) (time.Duration, error) {
 }
 
 // call runs one call on a free worker; the timeout counts from arrival.
-func (s *server) call(ctx context.Context, arg string, arrived time.Time, timeout time.Duration) Response {
+func (s *server) call(ctx context.Context, in callInput, arrived time.Time, timeout time.Duration) Response {
 	deadline := arrived.Add(timeout)
 	qctx, cancel := context.WithDeadline(ctx, deadline)
 	s.queued.Add(1)
@@ -325,7 +333,7 @@ func (s *server) call(ctx context.Context, arg string, arrived time.Time, timeou
 	}
 	// Past this point the call runs to its answer or its deadline even if
 	// the caller goes away: killing the worker would cost a re-import.
-	rep, err := w.call(arg, deadline)
+	rep, err := w.call(in, deadline)
 	defer s.pool.release(w)
 	resp := Response{HasCheck: w.hasCheck, QueueMs: queueMs}
 	var ce *callError

@@ -60,6 +60,10 @@ type hello struct {
 type request struct {
 	ID  uint64 `json:"id"`
 	Arg string `json:"arg"`
+	// Event and Context are the call's event metadata and context, as JSON
+	// objects, for a function taking run(event, context).
+	Event   json.RawMessage `json:"event,omitempty"`
+	Context json.RawMessage `json:"context,omitempty"`
 }
 
 type reply struct {
@@ -208,10 +212,10 @@ var errCallTimeout = errors.New("call timed out")
 
 // call sends one call and waits until deadline for its answer. On
 // errCallTimeout or a callError the worker is dead afterwards.
-func (w *worker) call(arg string, deadline time.Time) (*reply, error) {
+func (w *worker) call(in callInput, deadline time.Time) (*reply, error) {
 	w.seq++
 	id := w.seq
-	msg, err := json.Marshal(request{ID: id, Arg: arg})
+	msg, err := json.Marshal(request{ID: id, Arg: in.arg, Event: in.event, Context: in.context})
 	if err != nil {
 		return nil, fmt.Errorf("encode call: %w", err)
 	}

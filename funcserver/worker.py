@@ -5,7 +5,7 @@ object per line in each direction.
 
   worker -> server, once:  {"type": "ready", "hasCheck": bool, "pid": int}
                        or  {"type": "importError", "error": ERROR}
-  server -> worker:        {"id": int, "arg": str}
+  server -> worker:        {"id": int, "arg": str, "event": dict, "context": dict}
   worker -> server:        {"type": "result", "id": int, "result": str,
                             "check": bool or null, "output": str,
                             "error": null or ERROR}
@@ -160,12 +160,42 @@ def captured(out, routers):
             r.target = None
 
 
-def call(run, check, req, routers):
+def takes_event(run):
+    """Whether run is run(event, context) (seed 002) rather than run(arg):
+    it takes two positional parameters without defaults."""
+    try:
+        params = inspect.signature(run).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in params if p.kind in positional and p.default is inspect.Parameter.empty]
+    return len(required) >= 2
+
+
+def event_of(req):
+    """The event a run(event, context) gets: data, the argument decoded as
+    JSON when it parses (unless its content type says text), and metadata."""
+    metadata = req.get("event") or {}
+    arg = req["arg"]
+    data = arg
+    ctype = (metadata.get("datacontenttype") or "").lower()
+    if not ctype.startswith("text/"):
+        try:
+            data = json.loads(arg)
+        except ValueError:
+            pass
+    return {"data": data, "metadata": metadata}
+
+
+def call(run, check, req, routers, with_event=False):
     out = CappedOutput(MAX_OUTPUT_CHARS)
     reply = {"type": "result", "id": req["id"], "result": "", "check": None, "error": None}
     with captured(out, routers):
         try:
-            ret = run(req["arg"])
+            if with_event:
+                ret = run(event_of(req), req.get("context") or {})
+            else:
+                ret = run(req["arg"])
             if inspect.iscoroutine(ret):
                 ret = asyncio.run(ret)
             reply["result"] = to_str(ret)
@@ -219,8 +249,9 @@ def main():
         return 1
     send({"type": "ready", "hasCheck": check is not None, "pid": os.getpid()})
 
+    with_event = takes_event(run)
     for line in proto_in:
-        send(call(run, check, json.loads(line), routers))
+        send(call(run, check, json.loads(line), routers, with_event))
     return 0
 
 

@@ -35,6 +35,10 @@ type FuncSpec struct {
 	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
 	// Runtime names the image function pods run (default minik8s/python-runtime:latest).
 	Runtime string `json:"runtime,omitempty"`
+	// Image, instead of Python source in Function, names an image whose
+	// own entrypoint serves the runtime's HTTP contract (pkg/function) on
+	// $PORT: a function in any language.
+	Image string `json:"image,omitempty"`
 	// ContainerConcurrency is the most calls one pod serves at once (default:
 	// the runtime's worker count). Runners never send a pod more; N calls in
 	// flight ask for ceil(N / containerConcurrency) pods, up to the maximum.
@@ -91,12 +95,45 @@ type FuncInstanceSpec struct {
 	// Trigger is the trigger that started the call (none for a call of
 	// the function API).
 	Trigger *FuncTriggerRef `json:"trigger,omitempty"`
+	// Event is the CloudEvent the call came as, or was made into by its
+	// trigger: its attributes and how it arrived. The argument is its data.
+	Event *FuncEvent `json:"event,omitempty"`
 }
 
 // FuncTriggerRef names the trigger that started a call and its type.
 type FuncTriggerRef struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
+	// App is the trigger's app, Config the app's config merged with the
+	// trigger's own, as the call was made.
+	App    string            `json:"app,omitempty"`
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// FuncEvent is the CloudEvent (1.0) a call came as: its attributes, and
+// how it arrived. A function taking run(event, context) reads it as
+// event["metadata"].
+type FuncEvent struct {
+	SpecVersion string `json:"specversion"`
+	ID          string `json:"id"`
+	Source      string `json:"source"`
+	Type        string `json:"type"`
+	// Time is RFC 3339.
+	Time    string `json:"time,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	// DataContentType is the media type of the data (the argument).
+	DataContentType string `json:"datacontenttype,omitempty"`
+	// Extensions are the event's extension attributes.
+	Extensions map[string]string `json:"extensions,omitempty"`
+	// Method, Path, Query and Headers describe the HTTP request of a call
+	// that came by HTTP (the function API or an http trigger); credentials
+	// (Authorization, Cookie) are left out.
+	Method  string              `json:"method,omitempty"`
+	Path    string              `json:"path,omitempty"`
+	Query   map[string][]string `json:"query,omitempty"`
+	Headers map[string]string   `json:"headers,omitempty"`
+	// Topic is the subject a queue trigger's message came on.
+	Topic string `json:"topic,omitempty"`
 }
 
 const (
@@ -118,12 +155,22 @@ type FuncInstanceStatus struct {
 	Callback *FuncCallbackStatus `json:"callback,omitempty"`
 	Result   string              `json:"result,omitempty"`
 	Error    string              `json:"error,omitempty"`
+	// Failure is the error of a Failed instance as an error event carries
+	// it: the exception's message, type and trace, or the platform's.
+	Failure *FuncError `json:"failure,omitempty"`
 	// Next is the step still to run: the durable cursor a restarted
 	// apiserver resumes from.
 	Next           *FuncStep        `json:"next,omitempty"`
 	Hops           int              `json:"hops,omitempty"`
 	Steps          []FuncStepRecord `json:"steps,omitempty"`
 	CompletionTime *time.Time       `json:"completionTime,omitempty"`
+}
+
+// FuncError is a failed call's error: message, type and trace (seed 001).
+type FuncError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Trace   string `json:"trace"`
 }
 
 // FuncCallbackStatus records the POST of a finished instance's result to

@@ -73,6 +73,8 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &FuncInstance{} }}
 	TriggersResource = Resource{Name: "triggers", Kind: "Trigger", ShortNames: []string{"trigger", "tr"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &Trigger{} }}
+	AppsResource = Resource{Name: "apps", Kind: "App", ShortNames: []string{"app"}, Version: "v1",
+		Namespaced: true, New: func() Object { return &App{} }}
 	NamespacesResource = Resource{Name: "namespaces", Kind: "Namespace", ShortNames: []string{"ns", "namespace"}, Version: "v1",
 		HasStatus: true, New: func() Object { return &Namespace{} }}
 	SecretsResource = Resource{Name: "secrets", Kind: "Secret", ShortNames: []string{"secret"}, Version: "v1",
@@ -94,7 +96,7 @@ var (
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
-	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, TriggersResource, LeasesResource,
+	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }

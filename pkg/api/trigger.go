@@ -17,8 +17,11 @@ type Trigger struct {
 type TriggerSpec struct {
 	// Function is the Func (in the trigger's namespace) each event calls.
 	Function string `json:"function"`
-	// App groups triggers; its config is merged into the events they make.
-	App      string           `json:"app,omitempty"`
+	// App (in the trigger's namespace) groups triggers; its config is
+	// merged with the trigger's own into the events they make.
+	App string `json:"app,omitempty"`
+	// Config is the trigger's own config: it wins over the app's.
+	Config   map[string]string `json:"config,omitempty"`
 	HTTP     *HTTPTrigger     `json:"http,omitempty"`
 	Schedule *ScheduleTrigger `json:"schedule,omitempty"`
 	Queue    *QueueTrigger    `json:"queue,omitempty"`
@@ -76,4 +79,22 @@ type TriggerList struct {
 	TypeMeta `json:",inline"`
 	ListMeta `json:"metadata,omitempty"`
 	Items    []Trigger `json:"items"`
+}
+
+// App groups triggers (seed 001): its config is merged into the event each
+// of its triggers makes, where a function reads it as context["config"].
+type App struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       AppSpec `json:"spec"`
+}
+
+type AppSpec struct {
+	Config map[string]string `json:"config,omitempty"`
+}
+
+type AppList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []App `json:"items"`
 }

@@ -57,6 +57,10 @@ func (c *Client) Funcs(ns string) *ResourceClient[api.Func, *api.Func] {
 	return newResource[api.Func](c, api.FuncsResource, ns)
 }
 
+func (c *Client) Apps(ns string) *ResourceClient[api.App, *api.App] {
+	return newResource[api.App](c, api.AppsResource, ns)
+}
+
 func (c *Client) Triggers(ns string) *ResourceClient[api.Trigger, *api.Trigger] {
 	return newResource[api.Trigger](c, api.TriggersResource, ns)
 }

@@ -66,7 +66,7 @@ func viewRules() []api.PolicyRule {
 		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale"),
 		rule(read, groups(coordinationGroup), "leases"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
-			"triggers", "triggers/status"),
+			"triggers", "triggers/status", "apps"),
 	}
 }
 
@@ -79,7 +79,7 @@ func editRules() []api.PolicyRule {
 			"serviceaccounts"),
 		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
-		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers"),
+		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 		rule(verbs("create"), funcGroups, "funcs/invoke"),
 	)
 }
@@ -174,7 +174,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("delete", "deletecollection"), groups(api.APIGroupAll), api.ResourceAll),
 		),
 		clusterRole(SystemFuncRunner,
-			rule(read, funcGroups, "funcs", "funcinstances", "triggers"),
+			rule(read, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 			rule(read, groups(coreGroup), "pods", "endpoints"),
 			rule(read, groups(appsGroup), "replicasets"),
 			rule(read, groups(coordinationGroup), "leases"),

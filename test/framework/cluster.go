@@ -202,12 +202,12 @@ func (l *localRunner) set(r *funcrunner.Runner) { l.p.Store(r) }
 
 func (l *localRunner) clear(r *funcrunner.Runner) { l.p.CompareAndSwap(r, nil) }
 
-func (l *localRunner) Call(ctx context.Context, ns, fn, id string, arg []byte, wait time.Duration) (*api.FuncInstance, error) {
+func (l *localRunner) Call(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
 	r := l.p.Load()
 	if r == nil {
 		return nil, function.ErrNotServing
 	}
-	return r.Call(ctx, ns, fn, id, arg, wait)
+	return r.Call(ctx, req)
 }
 
 var runnerSeq atomic.Int32

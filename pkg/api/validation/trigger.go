@@ -45,6 +45,14 @@ func trigger(t *api.Trigger) error {
 	if err := FuncName("spec.function", s.Function); err != nil {
 		return err
 	}
+	if s.App != "" {
+		if len(s.App) > 253 || !dnsSubdomain.MatchString(s.App) {
+			return errdefs.Invalid("spec.app", "%q must be a DNS subdomain: lower case letters, digits, '-' and '.'", s.App)
+		}
+	}
+	if err := configKeys("spec.config", s.Config); err != nil {
+		return err
+	}
 	kinds := 0
 	for _, set := range []bool{s.HTTP != nil, s.Schedule != nil, s.Queue != nil} {
 		if set {
@@ -125,6 +133,17 @@ func natsSubject(field, s string) error {
 			return errdefs.Invalid(field, "%q has a wildcard: a trigger takes the messages of one subject", s)
 		case strings.ContainsAny(tok, " \t\r\n"):
 			return errdefs.Invalid(field, "%q holds white space", s)
+		}
+	}
+	return nil
+}
+
+// configKeys checks the keys of an app's or a trigger's config, which a
+// function reads as context["config"].
+func configKeys(field string, cfg map[string]string) error {
+	for k := range cfg {
+		if !configMapKey.MatchString(k) || k == "." || k == ".." {
+			return errdefs.Invalid(field+"."+k, "key %q must consist of letters, digits, '-', '_' and '.'", k)
 		}
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	imageref "github.com/google/go-containerregistry/pkg/name"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
@@ -104,6 +106,8 @@ func Object(res api.Resource, obj api.Object) error {
 		return FuncName("spec.function", o.Spec.Function)
 	case *api.Trigger:
 		return trigger(o)
+	case *api.App:
+		return configKeys("spec.config", o.Spec.Config)
 	case *api.Node:
 		return resourceList("status.capacity", o.Status.Capacity)
 	case *api.Namespace:
@@ -457,14 +461,8 @@ func Func(f *api.Func) error {
 	if f.Spec.Name != f.Name {
 		return errdefs.Invalid("spec.name", "%q must equal metadata.name %q", f.Spec.Name, f.Name)
 	}
-	if f.Spec.Function == "" {
-		return errdefs.Invalid("spec.function", "the function's Python source (base64) is required")
-	}
-	if _, err := base64.StdEncoding.DecodeString(f.Spec.Function); err != nil {
-		return errdefs.Invalid("spec.function", "not valid base64: %v", err)
-	}
-	if _, err := base64.StdEncoding.DecodeString(f.Spec.PreRun); err != nil {
-		return errdefs.Invalid("spec.preRun", "not valid base64: %v", err)
+	if err := funcCode(&f.Spec); err != nil {
+		return err
 	}
 	for _, b := range []struct{ field, name string }{{"spec.left", f.Spec.Left}, {"spec.right", f.Spec.Right}} {
 		if b.name == "" || b.name == api.FuncReturn {
@@ -507,6 +505,37 @@ func Func(f *api.Func) error {
 	}
 	if c := f.Spec.ContainerConcurrency; c != nil && (*c < 1 || *c > MaxContainerConcurrency) {
 		return errdefs.Invalid("spec.containerConcurrency", "%d is not in 1..%d", *c, MaxContainerConcurrency)
+	}
+	return nil
+}
+
+// funcCode checks what a function runs: Python source (spec.function, with
+// spec.preRun and spec.runtime around it), or an image of its own
+// (spec.image) that serves the runtime's HTTP contract. The Python fields
+// mean nothing to an image, so they are refused rather than ignored.
+func funcCode(s *api.FuncSpec) error {
+	if s.Image != "" {
+		switch {
+		case s.Function != "":
+			return errdefs.Invalid("spec.image", "give either spec.function (Python source) or spec.image, not both")
+		case s.PreRun != "":
+			return errdefs.Invalid("spec.preRun", "an image function has no preRun: its image sets itself up")
+		case s.Runtime != "":
+			return errdefs.Invalid("spec.runtime", "an image function runs its own image, not a runtime")
+		}
+		if _, err := imageref.ParseReference(s.Image); err != nil {
+			return errdefs.Invalid("spec.image", "%q is not an image reference: %v", s.Image, err)
+		}
+		return nil
+	}
+	if s.Function == "" {
+		return errdefs.Invalid("spec.function", "the function's Python source (base64) or spec.image is required")
+	}
+	if _, err := base64.StdEncoding.DecodeString(s.Function); err != nil {
+		return errdefs.Invalid("spec.function", "not valid base64: %v", err)
+	}
+	if _, err := base64.StdEncoding.DecodeString(s.PreRun); err != nil {
+		return errdefs.Invalid("spec.preRun", "not valid base64: %v", err)
 	}
 	return nil
 }

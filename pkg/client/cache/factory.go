@@ -77,6 +77,10 @@ func (f *Factory) Triggers() *Informer[api.Trigger, *api.Trigger] {
 	return shared[api.Trigger](f, api.TriggersResource, f.c.Triggers("").AllNamespaces())
 }
 
+func (f *Factory) Apps() *Informer[api.App, *api.App] {
+	return shared[api.App](f, api.AppsResource, f.c.Apps("").AllNamespaces())
+}
+
 func (f *Factory) Leases() *Informer[api.Lease, *api.Lease] {
 	return shared[api.Lease](f, api.LeasesResource, f.c.Leases("").AllNamespaces())
 }

@@ -1,0 +1,45 @@
+package funcrunner
+
+import (
+	"net/http"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/function"
+)
+
+// stepCall is what one step sends a pod: the argument, and the call's
+// event and context in headers (pkg/function's contract).
+type stepCall struct {
+	arg    string
+	header http.Header
+}
+
+// newStepCall is the call of f, a step of inst, with arg. Every step of a
+// chain carries the event that started the chain.
+func newStepCall(inst *api.FuncInstance, f *api.Func, arg string) stepCall {
+	ev := inst.Spec.Event
+	if ev == nil {
+		// Calls recorded before events were: a plain call of the API.
+		ev = &api.FuncEvent{SpecVersion: "1.0", ID: inst.Name, Source: "/api/funcs/" + inst.Spec.Function, Type: function.EventTypeCall}
+	}
+	cc := &function.CallContext{
+		FunctionName: f.Name,
+		Namespace:    funcNamespace(f),
+		Runtime:      function.Runtime(&f.Spec),
+		Timeout:      function.TimeoutSeconds(&f.Spec),
+		InstanceID:   inst.Name,
+		Config:       map[string]string{},
+	}
+	if f.Spec.Image != "" {
+		cc.Runtime = f.Spec.Image
+	}
+	if t := inst.Spec.Trigger; t != nil {
+		cc.Trigger = t.Type + "/" + t.Name
+		if t.Config != nil {
+			cc.Config = t.Config
+		}
+	}
+	h := http.Header{}
+	function.SetEventHeaders(h, ev, cc)
+	return stepCall{arg: arg, header: h}
+}

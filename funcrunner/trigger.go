@@ -1,0 +1,60 @@
+package funcrunner
+
+import (
+	"maps"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/function"
+)
+
+// triggerRefs makes the reference a call records to the trigger that made
+// it, with the config of the trigger's app merged with the trigger's own.
+type triggerRefs struct {
+	apps *cache.Lister[api.App, *api.App]
+}
+
+func (r triggerRefs) ref(t *api.Trigger) *api.FuncTriggerRef {
+	ref := &api.FuncTriggerRef{Name: t.Name, Type: triggerType(t), App: t.Spec.App}
+	var cfg map[string]string
+	if t.Spec.App != "" && r.apps != nil {
+		if app, ok := r.apps.Get(t.Namespace, t.Spec.App); ok {
+			cfg = maps.Clone(app.Spec.Config)
+		}
+	}
+	if len(t.Spec.Config) > 0 {
+		if cfg == nil {
+			cfg = map[string]string{}
+		}
+		maps.Copy(cfg, t.Spec.Config)
+	}
+	ref.Config = cfg
+	return ref
+}
+
+func triggerType(t *api.Trigger) string {
+	switch {
+	case t.Spec.HTTP != nil:
+		return api.TriggerHTTP
+	case t.Spec.Schedule != nil:
+		return api.TriggerSchedule
+	}
+	return api.TriggerQueue
+}
+
+// triggerSource is the CloudEvents source of the events a trigger makes:
+// the trigger's path in the API.
+func triggerSource(t *api.Trigger) string {
+	return "/api/v1/namespaces/" + t.Namespace + "/triggers/" + t.Name
+}
+
+// triggerCall is the asynchronous call a trigger makes: an instance any
+// runner claims, as the apiserver stores an asynchronous call, recording
+// the trigger, its event and the runner that made it.
+func triggerCall(t *api.Trigger, ref *api.FuncTriggerRef, name, runner, arg string, ev *api.FuncEvent) *api.FuncInstance {
+	return &api.FuncInstance{
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
+		Spec:       api.FuncInstanceSpec{Function: t.Spec.Function, Arg: arg, User: runner, Trigger: ref, Event: ev},
+		Status:     api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: t.Spec.Function, Arg: arg}},
+	}
+}

@@ -1,0 +1,69 @@
+package funcserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"minik8s/pkg/function"
+)
+
+// callInput is what a worker gets for one call: the argument, and for a
+// function taking run(event, context) the event's metadata and the
+// call's context, from the request's headers (pkg/function's contract).
+type callInput struct {
+	arg            string
+	event, context json.RawMessage
+}
+
+func (s *server) callInput(r *http.Request, body []byte) (callInput, error) {
+	in := callInput{arg: string(body)}
+	if v := r.Header.Get(function.HeaderEvent); v != "" {
+		if !json.Valid([]byte(v)) || !strings.HasPrefix(v, "{") {
+			return in, fmt.Errorf("header %s: not a JSON object", function.HeaderEvent)
+		}
+		in.event = json.RawMessage(v)
+	}
+	cc := function.CallContext{FunctionName: os.Getenv("FUNC_NAME"), Timeout: int(s.cfg.Timeout.Seconds())}
+	if v := r.Header.Get(function.HeaderContext); v != "" {
+		if err := json.Unmarshal([]byte(v), &cc); err != nil {
+			return in, fmt.Errorf("header %s: %v", function.HeaderContext, err)
+		}
+	}
+	if cc.MemoryLimit == "" {
+		cc.MemoryLimit = s.memoryLimit
+	}
+	if cc.Config == nil {
+		cc.Config = map[string]string{}
+	}
+	b, err := json.Marshal(cc)
+	if err != nil {
+		return in, err
+	}
+	in.context = b
+	return in, nil
+}
+
+// memoryLimit is the memory limit of the pod's cgroup in bytes, "" when
+// there is none (cgroup v2's memory.max, or v1's limit_in_bytes).
+func memoryLimit() string {
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if v := strings.TrimSpace(string(b)); v != "max" {
+			return v
+		}
+		return ""
+	}
+	b, err := os.ReadFile("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+	if err != nil {
+		return ""
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	// v1 says "no limit" with a number near the largest page-aligned int64.
+	if err != nil || n >= 1<<62 {
+		return ""
+	}
+	return strconv.FormatUint(n, 10)
+}
