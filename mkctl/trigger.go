@@ -30,14 +30,15 @@ func newTriggerCommand(o *Options) *cobra.Command {
 
 // triggerFlags are what `trigger add` takes for each type.
 type triggerFlags struct {
-	function, path, cron, timeZone, subject, deadLetter string
-	methods                                             []string
-	maxDeliver                                          int32
-	wait                                                time.Duration
+	function, path, cron, timeZone, subject, deadLetter, app string
+	methods                                                  []string
+	config                                                   map[string]string
+	maxDeliver                                               int32
+	wait                                                     time.Duration
 }
 
 func (f *triggerFlags) spec(kind string) api.TriggerSpec {
-	s := api.TriggerSpec{Function: f.function}
+	s := api.TriggerSpec{Function: f.function, App: f.app, Config: f.config}
 	switch kind {
 	case api.TriggerHTTP:
 		s.HTTP = &api.HTTPTrigger{Path: f.path, Methods: f.methods}
@@ -79,6 +80,8 @@ func newTriggerAddCommand(o *Options, kind string) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.function, "function", "", "the function to call")
 	fl.DurationVar(&f.wait, "wait", time.Minute, "how long to wait for the trigger to be ready (0: do not wait)")
+	fl.StringVar(&f.app, "app", "", "the app the trigger belongs to: its config reaches the function as context[\"config\"]")
+	fl.StringToStringVar(&f.config, "config", nil, "config of this trigger, KEY=VALUE (repeat or comma-separate; wins over the app's)")
 	switch kind {
 	case api.TriggerHTTP:
 		fl.StringVar(&f.path, "path", "", "path on the function gateway, e.g. /hello")
