@@ -150,22 +150,33 @@ type FuncRunner struct {
 // the apiserver hands it synchronous calls over HTTP, as to a bin/funcrunner.
 func StartFuncRunner(t testing.TB, s *APIServer) *FuncRunner {
 	t.Helper()
-	return startFuncRunner(t, s, false)
+	return startFuncRunner(t, s, false, nil)
+}
+
+// StartFuncRunnerWith starts a runner as StartFuncRunner does, its config
+// changed by configure first (a gateway, a NATS URL).
+func StartFuncRunnerWith(t testing.TB, s *APIServer, configure func(*funcrunner.Config)) *FuncRunner {
+	t.Helper()
+	return startFuncRunner(t, s, false, configure)
 }
 
 // StartLocalFuncRunner runs a function runner that s hands synchronous
 // calls to in process, as minik8s up wires its first runner.
 func StartLocalFuncRunner(t testing.TB, s *APIServer) *FuncRunner {
 	t.Helper()
-	return startFuncRunner(t, s, true)
+	return startFuncRunner(t, s, true, nil)
 }
 
-func startFuncRunner(t testing.TB, s *APIServer, local bool) *FuncRunner {
+func startFuncRunner(t testing.TB, s *APIServer, local bool, configure func(*funcrunner.Config)) *FuncRunner {
 	t.Helper()
 	r := &FuncRunner{Identity: "runner-" + RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
-	fr := funcrunner.New(funcrunner.Config{Client: s.Client, Identity: r.Identity})
+	cfg := funcrunner.Config{Client: s.Client, Identity: r.Identity}
+	if configure != nil {
+		configure(&cfg)
+	}
+	fr := funcrunner.New(cfg)
 	if local {
 		s.local.set(fr)
 		r.unlocal = func() { s.local.clear(fr) }
