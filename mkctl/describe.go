@@ -579,13 +579,21 @@ func describeFunc(w *describeWriter, f *api.Func) {
 		timeout = *f.Spec.TimeoutSeconds
 	}
 	w.kv(0, "Timeout", fmt.Sprintf("%ds", timeout))
-	w.kv(0, "Runtime", orDefault(f.Spec.Runtime, validation.DefaultFuncRuntime))
+	if f.Spec.Image != "" {
+		w.kv(0, "Image", f.Spec.Image)
+	} else {
+		w.kv(0, "Runtime", orDefault(f.Spec.Runtime, validation.DefaultFuncRuntime))
+	}
 	w.kv(0, "Service Address", f.Spec.ServiceAddress)
 	w.line(0, "Status:")
 	w.kv(1, "Counter", f.Status.Counter)
 	w.kv(1, "Last Call", timestamp(f.Status.TimeStamp))
 	w.kv(1, "Service ID", f.Status.ServiceUID)
 	w.kv(1, "ReplicaSet ID", f.Status.ReplicaSetUID)
+	if f.Spec.Image != "" {
+		// The image is the code: its entrypoint serves the calls.
+		return
+	}
 	w.line(0, "PreRun:")
 	w.text(1, decodedSource(f.Spec.PreRun))
 	w.line(0, "Function:")

@@ -27,7 +27,8 @@ func newFuncCommand(o *Options) *cobra.Command {
 		Long: "Create, update and delete function templates, call them and read what a call did.\n" +
 			"A function is Python source defining run(arg) and maybe check(ret): after run, the\n" +
 			"chain goes on to --left if check(ret) is true (or there is no check), else to --right;\n" +
-			"RETURN ends it. 'mkctl get funcs' lists functions; 'mkctl apply -f' takes manifests.",
+			"RETURN ends it. Or it is an image in any language (--image) serving the same contract\n" +
+			"over HTTP. 'mkctl get funcs' lists functions; 'mkctl apply -f' takes manifests.",
 		Example: "  mkctl func create hello -f hello.py\n" +
 			"  mkctl func invoke hello -d world --wait\n" +
 			"  ID=$(mkctl func invoke hello -d world) && mkctl func result $ID && mkctl func logs $ID",
@@ -53,15 +54,16 @@ func oneArg(what string) cobra.PositionalArgs {
 // templateFlags are the settings of a function template on the command
 // line; only those given change a template.
 type templateFlags struct {
-	code, preRun, left, right string
-	min, max, init, timeout   int
-	v1                        bool
-	fs                        *pflag.FlagSet
+	code, image, preRun, left, right string
+	min, max, init, timeout          int
+	v1                               bool
+	fs                               *pflag.FlagSet
 }
 
 func (t *templateFlags) register(fs *pflag.FlagSet) {
 	t.fs = fs
 	fs.StringVarP(&t.code, "filename", "f", "", "file with the Python source (defines run(arg), maybe check(ret))")
+	fs.StringVar(&t.image, "image", "", "instead of -f: an image whose entrypoint serves the function's HTTP contract on $PORT (any language)")
 	fs.StringVar(&t.preRun, "pre-run", "", "shell script run once when a pod of the function starts")
 	fs.StringVar(&t.left, "left", "", "function called with run's result when check is true or absent (RETURN ends the chain)")
 	fs.StringVar(&t.right, "right", "", "function called when check is false (RETURN ends the chain)")
@@ -74,7 +76,7 @@ func (t *templateFlags) register(fs *pflag.FlagSet) {
 
 // given reports whether any template setting is on the command line.
 func (t *templateFlags) given() bool {
-	for _, n := range []string{"filename", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1"} {
+	for _, n := range []string{"filename", "image", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1"} {
 		if t.fs.Changed(n) {
 			return true
 		}
@@ -83,13 +85,24 @@ func (t *templateFlags) given() bool {
 }
 
 // apply writes the given settings into f, reading and encoding the files.
+// -f and --image replace each other: a function is Python source or an
+// image, and the Python settings mean nothing to an image.
 func (t *templateFlags) apply(f *api.Func) error {
+	if t.fs.Changed("filename") && t.fs.Changed("image") {
+		return errors.New("give either -f (Python source) or --image, not both")
+	}
 	if t.fs.Changed("filename") {
 		src, err := readSource("-f", t.code)
 		if err != nil {
 			return err
 		}
-		f.Spec.Function = src
+		f.Spec.Function, f.Spec.Image = src, ""
+	}
+	if t.fs.Changed("image") {
+		if t.image == "" {
+			return errors.New("--image: no image given")
+		}
+		f.Spec.Image, f.Spec.Function, f.Spec.PreRun, f.Spec.Runtime = t.image, "", "", ""
 	}
 	if t.fs.Changed("pre-run") {
 		src, err := readSource("--pre-run", t.preRun)
@@ -139,17 +152,19 @@ func readSource(flag, path string) (string, error) {
 func newFuncCreateCommand(o *Options) *cobra.Command {
 	t := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "create NAME -f CODE.py [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1]",
+		Use:   "create NAME (-f CODE.py [--pre-run SETUP.sh] | --image IMAGE) [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1]",
 		Short: "Create a function template",
-		Long: "Create a function from a Python file. Without --left and --right the chain ends after\n" +
+		Long: "Create a function from a Python file, or from an image in any language whose entrypoint\n" +
+			"serves the runtime's HTTP contract on $PORT. Without --left and --right the chain ends after\n" +
 			"it (RETURN). --v1 runs every call in a fresh pod; the default (v2) keeps a pool of pods\n" +
 			"that grows with the calls (up to --max) and shrinks when idle (down to --min).",
 		Example: "  mkctl func create classify -f classify.py --left double --right shout\n" +
-			"  mkctl func create double -f double.py --min 1 --max 5",
+			"  mkctl func create double -f double.py --min 1 --max 5\n" +
+			"  mkctl func create shout --image minik8s/perl-example:latest --left classify",
 		Args: oneArg("name of the function"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !t.fs.Changed("filename") {
-				return usageError{cmd: cmd.CommandPath(), err: errors.New("must give the function's source with -f FILE")}
+			if !t.fs.Changed("filename") && !t.fs.Changed("image") {
+				return usageError{cmd: cmd.CommandPath(), err: errors.New("must give the function's source with -f FILE, or its image with --image IMAGE")}
 			}
 			name := args[0]
 			f := &api.Func{
@@ -178,15 +193,17 @@ func newFuncCreateCommand(o *Options) *cobra.Command {
 func newFuncUpdateCommand(o *Options) *cobra.Command {
 	t := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "update NAME [-f CODE.py] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1[=false]]",
+		Use:   "update NAME [-f CODE.py | --image IMAGE] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1[=false]]",
 		Short: "Change a function template: only the settings given change",
-		Long: "Change the settings given on the command line and keep the others. New code reaches\n" +
-			"the function's pods as they are replaced.",
-		Example: "  mkctl func update double -f double.py\n  mkctl func update classify --right RETURN --max 3",
-		Args:    oneArg("name of the function"),
+		Long: "Change the settings given on the command line and keep the others. New code (or a new\n" +
+			"image) reaches the function's pods as they are replaced. -f makes an image function a\n" +
+			"Python one again; --image drops the Python source and pre-run script.",
+		Example: "  mkctl func update double -f double.py\n  mkctl func update classify --right RETURN --max 3\n" +
+			"  mkctl func update shout --image minik8s/perl-example:latest",
+		Args: oneArg("name of the function"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !t.given() {
-				return usageError{cmd: cmd.CommandPath(), err: errors.New("nothing to change: give -f, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1")}
+				return usageError{cmd: cmd.CommandPath(), err: errors.New("nothing to change: give -f, --image, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1")}
 			}
 			return o.updateFunc(cmd.Context(), args[0], t)
 		},

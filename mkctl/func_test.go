@@ -56,6 +56,10 @@ func TestTemplateFlagsChangeOnlyWhatIsGiven(t *testing.T) {
 		}, true},
 		{"v1", []string{"--v1"}, func(f *api.Func) { f.APIVersion = "v1" }, true},
 		{"back to v2", []string{"--v1=false"}, func(f *api.Func) { f.APIVersion = "v2" }, true},
+		// An image replaces the Python source and what goes with it.
+		{"image", []string{"--image", "minik8s/perl-example:latest"}, func(f *api.Func) {
+			f.Spec.Image, f.Spec.Function = "minik8s/perl-example:latest", ""
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tf := parseTemplateFlags(t, tc.args...)
@@ -75,6 +79,25 @@ func TestTemplateFlagsChangeOnlyWhatIsGiven(t *testing.T) {
 
 	if err := parseTemplateFlags(t, "-f", filepath.Join(dir, "missing.py")).apply(base()); err == nil || !strings.Contains(err.Error(), "-f: open") || !strings.Contains(err.Error(), "missing.py") {
 		t.Errorf("missing file: %v", err)
+	}
+
+	// An image function that gets source again is a Python one; one that
+	// gets an image loses its pre-run script and runtime.
+	img := base()
+	img.Spec.Function, img.Spec.Image = "", "perl-example"
+	if err := parseTemplateFlags(t, "-f", code).apply(img); err != nil || img.Spec.Image != "" || img.Spec.Function != b64("def run(arg):\n    return arg\n") {
+		t.Errorf("image to source: %v %+v", err, img.Spec)
+	}
+	py := base()
+	py.Spec.PreRun, py.Spec.Runtime = b64("echo hi\n"), "my/runtime"
+	if err := parseTemplateFlags(t, "--image", "perl-example").apply(py); err != nil || py.Spec.PreRun != "" || py.Spec.Runtime != "" || py.Spec.Function != "" {
+		t.Errorf("source to image: %v %+v", err, py.Spec)
+	}
+	if err := parseTemplateFlags(t, "-f", code, "--image", "x").apply(base()); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("-f and --image: %v", err)
+	}
+	if err := parseTemplateFlags(t, "--image=").apply(base()); err == nil || !strings.Contains(err.Error(), "no image") {
+		t.Errorf("--image=: %v", err)
 	}
 }
 
@@ -153,9 +176,9 @@ func TestFuncCommandLineMistakes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"func", "create", "f"}, "error: must give the function's source with -f FILE (see 'mkctl func create --help')"},
+		{[]string{"func", "create", "f"}, "error: must give the function's source with -f FILE, or its image with --image IMAGE (see 'mkctl func create --help')"},
 		{[]string{"func", "create"}, "error: you must give the name of the function (see 'mkctl func create --help')"},
-		{[]string{"func", "update", "f"}, "error: nothing to change: give -f, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1 (see 'mkctl func update --help')"},
+		{[]string{"func", "update", "f"}, "error: nothing to change: give -f, --image, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1 (see 'mkctl func update --help')"},
 		{[]string{"func", "invoke", "f", "--wait", "30s"}, "error: write --wait=30s (with '=') to wait 30s (see 'mkctl func invoke --help')"},
 		{[]string{"func", "invoke", "f", "g"}, `error: give one name of the function, not ["f" "g"] (see 'mkctl func invoke --help')`},
 		{[]string{"func", "result", "x", "-o", "wide"}, `error: unknown output format "wide" (want json or yaml) (see 'mkctl func result --help')`},

@@ -108,14 +108,14 @@ var tables = map[string]columns{
 	},
 	api.FuncsResource.Name: {
 		headers: []string{"NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "REPLICAS", "READY", "AGE"},
-		wide:    []string{"INIT", "SERVICE-ADDRESS"},
+		wide:    []string{"INIT", "SERVICE-ADDRESS", "IMAGE"},
 		row: func(o api.Object, now time.Time) ([]string, []string) {
 			f, pool := funcAndPool(o)
 			min, init, max := validation.FuncBounds(&f.Spec)
 			replicas, ready := poolColumns(f, pool)
 			return []string{f.Name, funcVersion(f), orNone(f.Spec.Left), orNone(f.Spec.Right), strconv.Itoa(min), strconv.Itoa(max),
 					strconv.Itoa(f.Status.Counter), replicas, ready, Age(f.CreationTimestamp, now)},
-				[]string{strconv.Itoa(init), orNone(f.Spec.ServiceAddress)}
+				[]string{strconv.Itoa(init), orNone(f.Spec.ServiceAddress), funcImage(f)}
 		},
 	},
 	api.FuncInstancesResource.Name: {
@@ -418,6 +418,15 @@ func EndpointsString(e *api.Endpoints, limit int) string {
 		return strings.Join(list[:limit], ",") + fmt.Sprintf(" + %d more...", len(list)-limit)
 	}
 	return strings.Join(list, ",")
+}
+
+// funcImage is the image a function's pods run: its own, or the Python
+// runtime its source runs in.
+func funcImage(f *api.Func) string {
+	if f.Spec.Image != "" {
+		return f.Spec.Image
+	}
+	return orDefault(f.Spec.Runtime, validation.DefaultFuncRuntime)
 }
 
 func funcVersion(f *api.Func) string {

@@ -247,6 +247,18 @@ func TestTables(t *testing.T) {
 				"fresh          v1        <none>   <none>   0     10    0         -          -       90s\n",
 		},
 		{
+			// Wide: the image the pods run, the function's own or the Python runtime.
+			name: "funcs wide", res: api.FuncsResource, wide: true,
+			objs: []api.Object{
+				&api.Func{ObjectMeta: meta("shout", 90*time.Second), Spec: api.FuncSpec{Name: "shout", Image: "minik8s/perl-example:latest"}},
+				&api.Func{ObjectMeta: meta("hello", 90*time.Second), Spec: api.FuncSpec{Name: "hello", ServiceAddress: "10.96.0.9"}},
+			},
+			want: "" +
+				"NAME    VERSION   LEFT     RIGHT    MIN   MAX   COUNTER   REPLICAS   READY   AGE   INIT   SERVICE-ADDRESS   IMAGE\n" +
+				"shout   v2        <none>   <none>   0     10    0         -          -       90s   1      <none>            minik8s/perl-example:latest\n" +
+				"hello   v2        <none>   <none>   0     10    0         -          -       90s   1      10.96.0.9         minik8s/python-runtime:latest\n",
+		},
+		{
 			name: "funcinstances", res: api.FuncInstancesResource,
 			objs: []api.Object{&api.FuncInstance{ObjectMeta: meta("3f2a", 2*time.Second),
 				Spec: api.FuncInstanceSpec{Function: "hello"}, Status: api.FuncInstanceStatus{Phase: api.InstanceSucceeded}}},

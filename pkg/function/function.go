@@ -59,7 +59,8 @@ func ObjectName(fn string) string {
 	return "func-" + s + "-" + strconv.FormatUint(uint64(h.Sum32()%(36*36*36*36*36)), 36)
 }
 
-// CodeHash identifies a version of a function's code.
+// CodeHash identifies a version of a function's code. An image function's
+// code is its image, which Runtime returns: a new image rolls its pods.
 func CodeHash(spec *api.FuncSpec) string {
 	h := sha256.New()
 	h.Write([]byte(spec.Function))
@@ -74,8 +75,12 @@ func CodeHash(spec *api.FuncSpec) string {
 	return hex.EncodeToString(h.Sum(nil))[:10]
 }
 
-// Runtime is the image a function runs in.
+// Runtime is the image a function runs in: its own for an image function,
+// else the Python runtime.
 func Runtime(spec *api.FuncSpec) string {
+	if spec.Image != "" {
+		return spec.Image
+	}
 	if spec.Runtime != "" {
 		return spec.Runtime
 	}
@@ -96,6 +101,9 @@ func Selector(fn string) map[string]string {
 }
 
 // CodeConfigMap is the ConfigMap that delivers a function's code to its pods.
+// An image function has none to deliver: its ConfigMap holds empty files and
+// no pod mounts it, which keeps the controller the same for every function
+// (and empties the code of a function that became an image).
 func CodeConfigMap(f *api.Func) (*api.ConfigMap, error) {
 	code, err := base64.StdEncoding.DecodeString(f.Spec.Function)
 	if err != nil {
@@ -122,38 +130,43 @@ func OwnerRef(f *api.Func) api.OwnerReference {
 	return api.OwnerReference{APIVersion: f.APIVersion, Kind: "Func", Name: f.Name, UID: f.UID, Controller: &yes}
 }
 
-// PodSpec is the spec of a pod serving f.
+// PodSpec is the spec of a pod serving f. A Python function runs
+// funcserver in the runtime image with its code mounted from the ConfigMap;
+// an image function runs its image's own entrypoint, with the same env,
+// port and probes, since it serves the same contract (event.go).
 func PodSpec(f *api.Func) api.PodSpec {
 	timeout := TimeoutSeconds(&f.Spec)
 	// The grace period lets a pod being removed finish the calls it serves.
 	grace := int64(timeout + 5)
-	env := []api.EnvVar{
-		{Name: "FUNC_NAME", Value: f.Name},
-		{Name: "FUNC_CODE_DIR", Value: CodeDir},
-		{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(timeout)},
+	python := f.Spec.Image == ""
+	env := []api.EnvVar{{Name: "FUNC_NAME", Value: f.Name}}
+	if python {
+		env = append(env, api.EnvVar{Name: "FUNC_CODE_DIR", Value: CodeDir})
 	}
+	env = append(env, api.EnvVar{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(timeout)})
 	if f.Spec.ContainerConcurrency != nil {
-		// One Python worker per concurrent call: the pod itself never runs
-		// more than containerConcurrency calls at once.
+		// One worker per concurrent call: the pod itself never runs more
+		// than containerConcurrency calls at once.
 		env = append(env, api.EnvVar{Name: "FUNC_WORKERS", Value: strconv.Itoa(*f.Spec.ContainerConcurrency)})
 	}
-	return api.PodSpec{
-		RestartPolicy:                 api.RestartPolicyAlways,
-		TerminationGracePeriodSeconds: &grace,
-		Containers: []api.Container{{
-			Name:         "funcserver",
-			Image:        Runtime(&f.Spec),
-			Command:      []string{RuntimeBinary},
-			Env:          env,
-			Ports:        []api.ContainerPort{{Name: PortName, Protocol: "TCP"}},
-			VolumeMounts: []api.VolumeMount{{Name: "code", MountPath: CodeDir, ReadOnly: true}},
-			ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/readyz", Port: PortName},
-				PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1},
-			LivenessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/healthz", Port: PortName},
-				InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
-		}},
-		Volumes: []api.Volume{{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: ObjectName(f.Name)}}},
+	c := api.Container{
+		Name:  "funcserver",
+		Image: Runtime(&f.Spec),
+		Env:   env,
+		Ports: []api.ContainerPort{{Name: PortName, Protocol: "TCP"}},
+		ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/readyz", Port: PortName},
+			PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1},
+		LivenessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/healthz", Port: PortName},
+			InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
 	}
+	spec := api.PodSpec{RestartPolicy: api.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace}
+	if python {
+		c.Command = []string{RuntimeBinary}
+		c.VolumeMounts = []api.VolumeMount{{Name: "code", MountPath: CodeDir, ReadOnly: true}}
+		spec.Volumes = []api.Volume{{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: ObjectName(f.Name)}}}
+	}
+	spec.Containers = []api.Container{c}
+	return spec
 }
 
 // PodTemplate is the template of a function's ReplicaSet.

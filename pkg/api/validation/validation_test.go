@@ -43,6 +43,17 @@ func TestFunc(t *testing.T) {
 		{"no code", func(f *api.Func) { f.Spec.Function = "" }, "spec.function"},
 		{"bad base64", func(f *api.Func) { f.Spec.Function = "def run" }, "spec.function"},
 		{"bad preRun", func(f *api.Func) { f.Spec.PreRun = "%%%" }, "spec.preRun"},
+		{"image", func(f *api.Func) { f.Spec.Function, f.Spec.Image = "", "minik8s/perl-example:latest" }, ""},
+		{"image v1", func(f *api.Func) { f.APIVersion, f.Spec.Function, f.Spec.Image = "v1", "", "perl-example" }, ""},
+		{"image and source", func(f *api.Func) { f.Spec.Image = "minik8s/perl-example:latest" }, "spec.image"},
+		{"image and preRun", func(f *api.Func) {
+			f.Spec.Function, f.Spec.Image, f.Spec.PreRun = "", "perl-example", code
+		}, "spec.preRun"},
+		{"image and runtime", func(f *api.Func) {
+			f.Spec.Function, f.Spec.Image, f.Spec.Runtime = "", "perl-example", "minik8s/python-runtime:latest"
+		}, "spec.runtime"},
+		{"bad image", func(f *api.Func) { f.Spec.Function, f.Spec.Image = "", "Perl Example" }, "spec.image"},
+		{"blank image", func(f *api.Func) { f.Spec.Function, f.Spec.Image = "", " " }, "spec.image"},
 		{"bad left", func(f *api.Func) { f.Spec.Left = "no good" }, "spec.left"},
 		{"right template", func(f *api.Func) { f.Spec.Right = "template" }, "spec.right"},
 		{"bad address", func(f *api.Func) { f.Spec.ServiceAddress = "nowhere" }, "spec.serviceAddress"},

@@ -1,0 +1,41 @@
+package mkctl
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"minik8s/pkg/api"
+)
+
+// TestDescribeFuncShowsWhatItRuns: a Python function shows its runtime and
+// source, an image function its image alone.
+func TestDescribeFuncShowsWhatItRuns(t *testing.T) {
+	src := base64.StdEncoding.EncodeToString([]byte("def run(arg):\n    return arg\n"))
+	for _, tc := range []struct {
+		name      string
+		spec      api.FuncSpec
+		want, not []string
+	}{
+		{"python", api.FuncSpec{Name: "f", Function: src},
+			[]string{"Runtime:", "minik8s/python-runtime:latest", "Function:\n  def run(arg):"}, []string{"Image:"}},
+		{"image", api.FuncSpec{Name: "f", Image: "minik8s/perl-example:latest"},
+			[]string{"Image:", "minik8s/perl-example:latest"}, []string{"Runtime:", "Function:", "PreRun:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newDescribeWriter()
+			describeFunc(w, &api.Func{ObjectMeta: api.ObjectMeta{Name: "f"}, Spec: tc.spec})
+			out := w.String()
+			for _, s := range tc.want {
+				if !strings.Contains(out, s) {
+					t.Errorf("no %q in:\n%s", s, out)
+				}
+			}
+			for _, s := range tc.not {
+				if strings.Contains(out, s) {
+					t.Errorf("%q in:\n%s", s, out)
+				}
+			}
+		})
+	}
+}
