@@ -35,7 +35,9 @@ up: build
 
 # Build the project's images (Debian packages via debootstrap, cached in
 # /var/cache/minik8s) and import them into a node's containerd. The Python
-# runtime carries funcserver, the runtime of function pods.
+# runtime carries funcserver, the runtime of function pods;
+# minik8s/perl-example:latest is a function in another language
+# (images/perl, yaml/func-image.yaml).
 CONTAINERD_ADDRESS ?= ./data/containerd/containerd.sock
 images: build
 	./bin/mkimage --containerd-address $(CONTAINERD_ADDRESS) --add bin/funcserver:/usr/local/bin/funcserver

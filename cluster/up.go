@@ -479,17 +479,28 @@ func tail(b []byte) string {
 }
 
 // ensureImages builds and imports the runtime image when the node's
-// containerd does not have it.
+// containerd does not have it, and the example of a function in another
+// language: it shares the runtime's root filesystem, so it costs a layer of
+// a few kilobytes once the runtime is there.
 func ensureImages(ctx context.Context, address string) error {
 	rt, err := runtime.New(ctx, address, runtime.Options{})
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if ok, err := rt.HasImage(ctx, images.PythonRuntimeName); err != nil {
+	if err := ensureRuntimeImage(ctx, rt); err != nil {
 		return err
-	} else if ok {
-		return nil
+	}
+	if err := ensureImage(ctx, rt, images.PerlExample()); err != nil {
+		// Only an example: the cluster runs without it.
+		log.WithError(err).WithField("image", images.PerlExampleName).Warn("example image not imported; 'make images' builds it")
+	}
+	return nil
+}
+
+func ensureRuntimeImage(ctx context.Context, rt *runtime.Runtime) error {
+	if ok, err := rt.HasImage(ctx, images.PythonRuntimeName); err != nil || ok {
+		return err
 	}
 	funcserver, err := siblingBinary("funcserver")
 	if err != nil {
@@ -501,15 +512,24 @@ func ensureImages(ctx context.Context, address string) error {
 		}
 	}
 	log.WithField("image", images.PythonRuntimeName).Info("building the function runtime image from Debian's packages (debootstrap; cached for next time, a few minutes the first time)")
+	return ensureImage(ctx, rt, images.FunctionRuntime(funcserver))
+}
+
+// ensureImage builds spec (from the cache when it can) and imports it,
+// unless the node has it.
+func ensureImage(ctx context.Context, rt *runtime.Runtime, spec images.Spec) error {
+	if ok, err := rt.HasImage(ctx, spec.Name); err != nil || ok {
+		return err
+	}
 	b := images.Builder{CacheDir: images.DefaultCacheDir}
-	path, err := b.Build(ctx, images.FunctionRuntime(funcserver))
+	path, err := b.Build(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("building %s: %w", images.PythonRuntimeName, err)
+		return fmt.Errorf("building %s: %w", spec.Name, err)
 	}
 	if _, err := images.ImportFile(ctx, rt, path); err != nil {
 		return fmt.Errorf("importing %s: %w", path, err)
 	}
-	log.WithField("image", images.PythonRuntimeName).Info("image imported")
+	log.WithField("image", spec.Name).Info("image imported")
 	return nil
 }
 

@@ -1,5 +1,7 @@
 // Command mkimage builds the project's container images from Debian
-// packages (no registry needed) and imports them into a containerd.
+// packages (no registry needed) and imports them into a containerd: the
+// Python runtime of function pods and, unless --examples=false, the example
+// function in another language (minik8s/perl-example:latest).
 package main
 
 import (
@@ -42,26 +44,37 @@ func main() {
 	mirror := flag.String("mirror", "", "Debian mirror (default: the machine's apt sources)")
 	output := flag.String("output", "", "also copy the python-runtime image archive to this file")
 	flag.Var(&extra, "add", "extra file for the python-runtime image, SRC:/path/in/image (repeatable)")
+	examples := flag.Bool("examples", true, "also build the example image of a function in another language ("+images.PerlExampleName+")")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *address, *cacheDir, *mirror, *output, extra); err != nil {
+	specs := []images.Spec{images.PythonRuntime(extra...)}
+	if *examples {
+		specs = append(specs, images.PerlExample())
+	}
+	if err := run(ctx, *address, *cacheDir, *mirror, *output, specs); err != nil {
 		fmt.Fprintln(os.Stderr, "mkimage:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, address, cacheDir, mirror, output string, extra []images.File) error {
+// run builds specs (the first is the Python runtime, which --output
+// copies) and imports them when given a containerd.
+func run(ctx context.Context, address, cacheDir, mirror, output string, specs []images.Spec) error {
 	b := images.Builder{CacheDir: cacheDir, Mirror: mirror}
-	start := time.Now()
-	path, err := b.Build(ctx, images.PythonRuntime(extra...))
-	if err != nil {
-		return err
+	paths := make([]string, len(specs))
+	for i, spec := range specs {
+		start := time.Now()
+		path, err := b.Build(ctx, spec)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("built %s: %s (%s)\n", spec.Name, path, time.Since(start).Round(time.Millisecond))
+		paths[i] = path
 	}
-	fmt.Printf("built %s: %s (%s)\n", images.PythonRuntimeName, path, time.Since(start).Round(time.Millisecond))
 	if output != "" {
-		if err := copyFile(path, output); err != nil {
+		if err := copyFile(paths[0], output); err != nil {
 			return err
 		}
 	}
@@ -73,12 +86,14 @@ func run(ctx context.Context, address, cacheDir, mirror, output string, extra []
 		return err
 	}
 	defer rt.Close()
-	names, err := images.ImportFile(ctx, rt, path)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		fmt.Printf("imported %s into %s (namespace %s)\n", n, address, runtime.Namespace)
+	for _, path := range paths {
+		names, err := images.ImportFile(ctx, rt, path)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			fmt.Printf("imported %s into %s (namespace %s)\n", n, address, runtime.Namespace)
+		}
 	}
 	return nil
 }
