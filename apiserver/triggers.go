@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -60,8 +62,21 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		refuseInstanceWrite(c)
 		return
 	}
+	data, err := readBody(c, h.maxBody)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var kind struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(data, &kind)
+	if kind.Kind == api.FuncInstancesResource.Kind+"List" {
+		h.createTriggerRecords(c, data)
+		return
+	}
 	inst := &api.FuncInstance{}
-	if err := h.decodeBody(c, inst); err != nil {
+	if err := decodeStrict(data, c.ContentType(), inst); err != nil {
 		fail(c, err)
 		return
 	}
@@ -75,4 +90,43 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusCreated, out)
+}
+
+// createTriggerRecords takes the records of many ended calls of triggers
+// (a FuncInstanceList) at once, as the apiserver takes those of its own
+// synchronous calls: 202 once they are queued, stored in batches, and
+// served by GET from memory until then. A gateway under load sends one
+// request for many calls instead of one each.
+func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
+	list := &api.FuncInstanceList{}
+	if err := decodeStrict(data, "application/json", list); err != nil {
+		fail(c, err)
+		return
+	}
+	ns := h.ns(c)
+	for i := range list.Items {
+		inst := &list.Items[i]
+		field := fmt.Sprintf("items[%d]", i)
+		switch {
+		case inst.Spec.Trigger == nil || inst.Spec.Trigger.Name == "":
+			fail(c, errdefs.Invalid(field+".spec.trigger", "a record names the trigger that made the call"))
+			return
+		case !terminal(inst):
+			fail(c, errdefs.Invalid(field+".status.phase", "only ended calls are taken in a list, not %q", inst.Status.Phase))
+			return
+		case inst.Namespace != "" && inst.Namespace != ns:
+			fail(c, errdefs.Invalid(field+".metadata.namespace", "%q is not the request's namespace %q", inst.Namespace, ns))
+			return
+		case inst.Name == "":
+			fail(c, errdefs.Invalid(field+".metadata.name", "the instance id is required"))
+			return
+		}
+	}
+	ctx := c.Request.Context()
+	for i := range list.Items {
+		inst := &list.Items[i]
+		inst.Namespace = ns
+		h.srv.calls.records.add(ctx, inst)
+	}
+	c.JSON(http.StatusAccepted, gin.H{"accepted": len(list.Items)})
 }

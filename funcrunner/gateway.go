@@ -117,10 +117,17 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		writeOutcome(w, inst)
 	}
+	if !terminal(inst) {
+		// Still running: the runner goes on with it once it is stored.
+		g.storeOne(r.Context(), inst)
+		return
+	}
+	// Backpressure, never loss: a full queue holds the answered caller's
+	// connection a moment, not its record.
 	select {
 	case g.records <- inst:
-	default:
-		log.WithField("instance", inst.Name).Warn("function gateway: record queue full, the call's record is dropped")
+	case <-r.Context().Done():
+		g.storeOne(context.WithoutCancel(r.Context()), inst)
 	}
 }
 
@@ -159,26 +166,73 @@ func writeOutcomeEvent(w http.ResponseWriter, inst *api.FuncInstance, source str
 // structured event where JSON escapes may take six bytes a byte.
 const maxEventBytes = 6*maxArgBytes + 64<<10
 
-// storeRecords writes the records of the gateway's calls, retrying a while.
+// storeRecords writes the records of the gateway's ended calls in
+// batches: up to recordBatch records, lingering recordLinger for more, in
+// one request per namespace, which the apiserver stores in one write.
 func (g *gateway) storeRecords(ctx context.Context) {
 	for {
+		var first *api.FuncInstance
 		select {
 		case <-ctx.Done():
 			return
-		case inst := <-g.records:
-			inst.ResourceVersion, inst.UID = "", ""
-			for attempt := 0; attempt < recordAttempts; attempt++ {
-				_, err := g.client.FuncInstances(inst.Namespace).Create(ctx, inst)
-				if err == nil || errdefs.IsAlreadyExists(err) {
-					break
-				}
-				log.WithError(err).WithField("instance", inst.Name).Warn("function gateway: storing the record failed")
-				if errdefs.IsInvalid(err) || errdefs.IsForbidden(err) || ctx.Err() != nil {
-					break
-				}
-				sleep(ctx, time.Second)
+		case first = <-g.records:
+		}
+		byNS := map[string][]api.FuncInstance{first.Namespace: {*first}}
+		linger := time.NewTimer(recordLinger)
+	collect:
+		for n := 1; n < recordBatch; n++ {
+			select {
+			case inst := <-g.records:
+				byNS[inst.Namespace] = append(byNS[inst.Namespace], *inst)
+			case <-linger.C:
+				break collect
 			}
 		}
+		linger.Stop()
+		for ns, items := range byNS {
+			g.storeBatch(ctx, ns, items)
+		}
+	}
+}
+
+const (
+	recordBatch  = 128
+	recordLinger = 5 * time.Millisecond
+)
+
+func (g *gateway) storeBatch(ctx context.Context, ns string, items []api.FuncInstance) {
+	list := &api.FuncInstanceList{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: api.FuncInstancesResource.Kind + "List"}}
+	for _, inst := range items {
+		inst.ResourceVersion, inst.UID = "", ""
+		list.Items = append(list.Items, inst)
+	}
+	path := api.FuncInstancesResource.Path(ns, "")
+	for attempt := 0; attempt < recordAttempts; attempt++ {
+		err := g.client.Do(ctx, http.MethodPost, path, list, nil)
+		if err == nil {
+			return
+		}
+		log.WithError(err).WithFields(log.Fields{"namespace": ns, "records": len(items)}).Warn("function gateway: storing records failed")
+		if errdefs.IsInvalid(err) || errdefs.IsForbidden(err) || ctx.Err() != nil {
+			return
+		}
+		sleep(ctx, time.Second)
+	}
+}
+
+// storeOne writes one record, retrying a while.
+func (g *gateway) storeOne(ctx context.Context, inst *api.FuncInstance) {
+	inst.ResourceVersion, inst.UID = "", ""
+	for attempt := 0; attempt < recordAttempts; attempt++ {
+		_, err := g.client.FuncInstances(inst.Namespace).Create(ctx, inst)
+		if err == nil || errdefs.IsAlreadyExists(err) {
+			return
+		}
+		log.WithError(err).WithField("instance", inst.Name).Warn("function gateway: storing the record failed")
+		if errdefs.IsInvalid(err) || errdefs.IsForbidden(err) || ctx.Err() != nil {
+			return
+		}
+		sleep(ctx, time.Second)
 	}
 }
 

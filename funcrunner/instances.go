@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +36,12 @@ type instances struct {
 	ctx     context.Context
 	mu      sync.Mutex
 	driving map[string]bool
-	wg      sync.WaitGroup
+	// driven holds, for instances whose driver here has ended, the last
+	// resourceVersion the driver saw: the informer may still bring older
+	// copies (claimed by this runner, not ended), which must not start
+	// the step that was already run again.
+	driven map[string]uint64
+	wg     sync.WaitGroup
 }
 
 // claimDelay is how long a runner leaves an unclaimed instance to the
@@ -44,10 +50,12 @@ const claimDelay = time.Second
 
 func newInstances(c *client.Client, self string, inf *cache.Informer[api.FuncInstance, *api.FuncInstance], m *members, s *stepper, cb *callbacks) *instances {
 	in := &instances{client: c, self: self, informer: inf, members: m, stepper: s, calls: cb,
-		queue: workqueue.New(), driving: map[string]bool{}}
+		queue: workqueue.New(), driving: map[string]bool{}, driven: map[string]uint64{}}
 	inf.AddEventHandler(cache.Handler[*api.FuncInstance]{
 		OnAdd:    func(o *api.FuncInstance) { in.queue.Add(cache.Key(o)) },
 		OnUpdate: func(_, o *api.FuncInstance) { in.queue.Add(cache.Key(o)) },
+		// An ended instance leaves the informer: its sync forgets it.
+		OnDelete: func(o *api.FuncInstance) { in.queue.Add(cache.Key(o)) },
 	})
 	return in
 }
@@ -81,9 +89,10 @@ func (in *instances) sync(ctx context.Context, key string) error {
 	ns, name := cache.SplitKey(key)
 	inst, ok := in.informer.Lister().Get(ns, name)
 	if !ok || terminal(inst) {
+		in.forgetDriven(key)
 		return nil
 	}
-	if in.isDriving(key) {
+	if in.isDriving(key) || in.stale(key, inst) {
 		return nil
 	}
 	if inst.Status.Runner == in.self {
@@ -124,6 +133,29 @@ func (in *instances) isDriving(key string) bool {
 	return in.driving[key]
 }
 
+// stale says whether inst is a copy older than what a driver here has
+// already seen of it.
+func (in *instances) stale(key string, inst *api.FuncInstance) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	last, ok := in.driven[key]
+	if !ok {
+		return false
+	}
+	rv, err := strconv.ParseUint(inst.ResourceVersion, 10, 64)
+	if err == nil && rv <= last {
+		return true
+	}
+	delete(in.driven, key) // newer news: decide on it
+	return false
+}
+
+func (in *instances) forgetDriven(key string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	delete(in.driven, key)
+}
+
 // drive starts a driver for a claimed instance unless one runs.
 func (in *instances) drive(key string, inst *api.FuncInstance) {
 	in.mu.Lock()
@@ -135,12 +167,16 @@ func (in *instances) drive(key string, inst *api.FuncInstance) {
 	in.wg.Add(1)
 	go func() {
 		defer in.wg.Done()
+		last := inst
 		defer func() {
 			in.mu.Lock()
 			delete(in.driving, key)
+			if rv, err := strconv.ParseUint(last.ResourceVersion, 10, 64); err == nil {
+				in.driven[key] = rv
+			}
 			in.mu.Unlock()
 		}()
-		in.run1(in.ctx, inst)
+		last = in.run1(in.ctx, inst)
 	}()
 }
 
@@ -160,25 +196,27 @@ func (in *instances) adopt(key string) (release func()) {
 }
 
 // run1 drives an instance step by step until it ends, another runner or a
-// step call moves it, or the runner stops.
-func (in *instances) run1(ctx context.Context, inst *api.FuncInstance) {
+// step call moves it, or the runner stops. It returns the instance as it
+// last knew it.
+func (in *instances) run1(ctx context.Context, inst *api.FuncInstance) *api.FuncInstance {
 	for ctx.Err() == nil {
 		next, err := in.stepper.advance(ctx, inst)
 		if err != nil {
 			in.release(inst)
-			return
+			return inst
 		}
 		stored, ok := in.record(ctx, inst, next)
 		if !ok {
-			return
+			return inst
 		}
 		inst = stored
 		if terminal(inst) {
 			in.finish(ctx, inst)
-			return
+			return inst
 		}
 	}
 	in.release(inst)
+	return inst
 }
 
 // record stores the outcome of a step (next, computed from inst) by

@@ -39,8 +39,11 @@ type queueConsumer struct {
 	client   *client.Client
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
 	refs     triggerRefs
-	nc       *nats.Conn
-	js       jetstream.JetStream
+	// ended wakes the attempts waiting for an instance ("ns/name") when it
+	// leaves the runner's informer of unfinished instances.
+	ended *notifier
+	nc    *nats.Conn
+	js    jetstream.JetStream
 
 	mu       sync.Mutex
 	running  map[string]jetstream.ConsumeContext // by trigger UID
@@ -57,7 +60,7 @@ func newQueueConsumer(self string, c *client.Client, triggers *cache.Informer[ap
 		nc.Close()
 		return nil, err
 	}
-	return &queueConsumer{self: self, client: c, triggers: triggers, refs: refs, nc: nc, js: js,
+	return &queueConsumer{self: self, client: c, triggers: triggers, refs: refs, ended: newNotifier(), nc: nc, js: js,
 		running: map[string]jetstream.ConsumeContext{}, inflight: make(chan struct{}, 64)}, nil
 }
 
@@ -211,11 +214,13 @@ func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64,
 	if _, err := instances.Create(ctx, inst); err != nil && !errdefs.IsAlreadyExists(err) {
 		return nil, err
 	}
-	poll := time.NewTicker(100 * time.Millisecond)
+	// Woken when the instance ends; the poll only covers a missed wake.
+	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
 	for {
+		woken := q.ended.watch(t.Namespace + "/" + name)
 		cur, err := instances.Get(ctx, name)
-		if err == nil && (cur.Status.Phase == api.InstanceSucceeded || cur.Status.Phase == api.InstanceFailed) {
+		if err == nil && terminal(cur) {
 			return cur, nil
 		}
 		select {
@@ -223,6 +228,7 @@ func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64,
 			return nil, ctx.Err()
 		case <-keep.C:
 			_ = msg.InProgress()
+		case <-woken:
 		case <-poll.C:
 		}
 	}

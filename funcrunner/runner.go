@@ -105,8 +105,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	refs := triggerRefs{apps: f.Apps().Lister()}
 	firer := newScheduleFirer(cfg.Identity, c, triggers, refs)
 	workers := []func(context.Context){firer.run}
+	var q *queueConsumer
 	if cfg.NATSURL != "" {
-		q, err := newQueueConsumer(cfg.Identity, c, triggers, refs, cfg.NATSURL)
+		q, err = newQueueConsumer(cfg.Identity, c, triggers, refs, cfg.NATSURL)
 		if err != nil {
 			return err
 		}
@@ -123,6 +124,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	instInf := cache.NewInformer[api.FuncInstance](c.FuncInstances("").AllNamespaces(),
 		cache.WithListOptions(client.ListOptions{FieldSelector: unfinished}))
+	if q != nil {
+		instInf.AddEventHandler(cache.Handler[*api.FuncInstance]{OnDelete: func(o *api.FuncInstance) { q.ended.wake(cache.Key(o)) }})
+	}
 	d := newDemand()
 	st := newStepper(cfg, c, funcs, pods, eps, d)
 	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, newCallbacks())

@@ -48,13 +48,14 @@ func triggerSource(t *api.Trigger) string {
 	return "/api/v1/namespaces/" + t.Namespace + "/triggers/" + t.Name
 }
 
-// triggerCall is the asynchronous call a trigger makes: an instance any
-// runner claims, as the apiserver stores an asynchronous call, recording
-// the trigger, its event and the runner that made it.
+// triggerCall is the asynchronous call a trigger makes, recording the
+// trigger, its event and the runner that made it. It is stored claimed by
+// that runner, which drives it (no claim to write, no other runner to
+// wait for); if the runner dies, another takes it over as any instance.
 func triggerCall(t *api.Trigger, ref *api.FuncTriggerRef, name, runner, arg string, ev *api.FuncEvent) *api.FuncInstance {
 	return &api.FuncInstance{
 		ObjectMeta: api.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
 		Spec:       api.FuncInstanceSpec{Function: t.Spec.Function, Arg: arg, User: runner, Trigger: ref, Event: ev},
-		Status:     api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: t.Spec.Function, Arg: arg}},
+		Status:     api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: runner, Next: &api.FuncStep{Function: t.Spec.Function, Arg: arg}},
 	}
 }

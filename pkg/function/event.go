@@ -97,6 +97,16 @@ func ASCIIJSON(v any) string {
 	if err != nil {
 		return "{}"
 	}
+	ascii := true
+	for _, c := range b {
+		if c >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return string(b)
+	}
 	var sb strings.Builder
 	for _, r := range string(b) {
 		switch {
