@@ -12,15 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"minik8s/controller"
 	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
-	"minik8s/pkg/queue"
 	"minik8s/scheduler"
 	"minik8s/test/framework"
 )
@@ -32,11 +28,7 @@ import (
 func TestE2ETriggersWakeFromZero(t *testing.T) {
 	ctd := framework.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
-	nq, err := queue.Start("127.0.0.1", 0, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nq.Close)
+	nq := startNATS(t)
 	s := framework.StartAPIServer(t)
 	gw := freeAddr(t)
 	framework.StartFuncRunnerWith(t, s, func(c *funcrunner.Config) { c.GatewayAddress, c.NATSURL = gw, nq.URL })
@@ -72,12 +64,7 @@ func TestE2ETriggersWakeFromZero(t *testing.T) {
 		}
 		return err == nil && ready == 3
 	})
-	nc, err := nats.Connect(nq.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jetStream(t, nq.URL)
 	if _, err := js.Publish(ctx, "wake.up", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +107,7 @@ func TestE2ETriggersWakeFromZero(t *testing.T) {
 // a batch. Every message is still called and succeeds, none is lost, and
 // every message has one call.
 func TestQueueTriggerRunnerKilled(t *testing.T) {
-	nq, err := queue.Start("127.0.0.1", 0, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nq.Close)
+	nq := startNATS(t)
 	s := framework.StartAPIServer(t)
 	withNATS := func(c *funcrunner.Config) { c.NATSURL = nq.URL }
 	runners := []*framework.FuncRunner{framework.StartFuncRunnerWith(t, s, withNATS), framework.StartFuncRunnerWith(t, s, withNATS)}
@@ -142,12 +125,7 @@ func TestQueueTriggerRunnerKilled(t *testing.T) {
 		tr, err := s.Client.Triggers("default").Get(ctx, "sink-q")
 		return err == nil && tr.Status.Ready
 	})
-	nc, err := nats.Connect(nq.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jetStream(t, nq.URL)
 	const n = 300
 	for i := range n {
 		if _, err := js.Publish(ctx, "batch.in", []byte(fmt.Sprintf("m%03d", i))); err != nil {

@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
-	"minik8s/pkg/queue"
 	"minik8s/test/framework"
 )
 
@@ -97,11 +95,7 @@ func readCE(t *testing.T, contentType string, body []byte) ceEvent {
 // results and errors go back as CloudEvents; each call's record keeps its
 // event.
 func TestTriggerEvents(t *testing.T) {
-	srv, err := queue.Start("127.0.0.1", 0, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := startNATS(t)
 	s := framework.StartAPIServer(t)
 	gw := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -238,12 +232,7 @@ func TestTriggerEvents(t *testing.T) {
 		tr, err := s.Client.Triggers("default").Get(ctx, "meta-q")
 		return err == nil && tr.Status.Ready
 	})
-	nc, err := nats.Connect(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jetStream(t, srv.URL)
 	msg := nats.NewMsg("meta.in")
 	msg.Data = []byte(`{"sku":"a1"}`)
 	msg.Header.Set("ce-specversion", "1.0")

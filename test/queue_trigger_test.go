@@ -21,11 +21,7 @@ import (
 // once, shared by two runners; a message whose call fails is tried
 // maxDeliver times, then published to the dead-letter subject.
 func TestQueueTrigger(t *testing.T) {
-	srv, err := queue.Start("127.0.0.1", 0, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := startNATS(t)
 	s := framework.StartAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var done []chan error
@@ -114,4 +110,30 @@ func TestQueueTrigger(t *testing.T) {
 		}
 		return len(ok) == n
 	})
+}
+
+// startNATS runs an embedded NATS server with JetStream for the test.
+func startNATS(t *testing.T) *queue.Server {
+	t.Helper()
+	srv, err := queue.Start("127.0.0.1", 0, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// jetStream connects to a NATS server for the test.
+func jetStream(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }

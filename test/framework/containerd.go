@@ -130,13 +130,20 @@ func (c *Containerd) ImportPythonRuntime(t testing.TB) {
 	if ok, err := c.Runtime.HasImage(ctx, PythonRuntimeImage); err == nil && ok {
 		return
 	}
+	c.buildAndImport(ctx, t, PythonRuntimeImage, images.PythonRuntime())
+}
+
+// buildAndImport builds an image of Debian's packages (cached) and imports
+// it; without debootstrap and no cache, the test needs what it cannot have.
+func (c *Containerd) buildAndImport(ctx context.Context, t testing.TB, name string, spec images.Spec) {
+	t.Helper()
 	b := images.Builder{CacheDir: images.DefaultCacheDir}
-	path, err := b.Build(ctx, images.PythonRuntime())
+	path, err := b.Build(ctx, spec)
 	if errors.Is(err, images.ErrNoDebootstrap) {
-		NeedE2E(t, "building %s: %v", PythonRuntimeImage, err)
+		NeedE2E(t, "building %s: %v", name, err)
 	}
 	if err != nil {
-		t.Fatalf("building %s: %v", PythonRuntimeImage, err)
+		t.Fatalf("building %s: %v", name, err)
 	}
 	if _, err := images.ImportFile(ctx, c.Runtime, path); err != nil {
 		t.Fatalf("importing %s: %v", path, err)

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -19,15 +18,5 @@ func (c *Containerd) ImportPerlExample(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	b := images.Builder{CacheDir: images.DefaultCacheDir}
-	path, err := b.Build(ctx, images.PerlExample())
-	if errors.Is(err, images.ErrNoDebootstrap) {
-		NeedE2E(t, "building %s: %v", PerlExampleImage, err)
-	}
-	if err != nil {
-		t.Fatalf("building %s: %v", PerlExampleImage, err)
-	}
-	if _, err := images.ImportFile(ctx, c.Runtime, path); err != nil {
-		t.Fatalf("importing %s: %v", path, err)
-	}
+	c.buildAndImport(ctx, t, PerlExampleImage, images.PerlExample())
 }
