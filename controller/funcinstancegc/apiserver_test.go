@@ -42,7 +42,8 @@ func startAPIServer(t *testing.T) *client.Client {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- apiserver.New(apiserver.Config{}, etcd.New(cli)).Serve(ctx, l) }()
+	cfg := apiserver.Config{AuditLogPath: filepath.Join(t.TempDir(), "audit.log")}
+	go func() { done <- apiserver.New(cfg, etcd.New(cli)).Serve(ctx, l) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
