@@ -62,6 +62,9 @@ func (h *funcHandlers) dispatch(c *gin.Context) {
 		}
 	}
 	switch {
+	case len(parts) == 1 && parts[0] == "" && method == http.MethodGet:
+		h.listFuncs(c)
+		return
 	case len(parts) == 1 && parts[0] != "" && method == http.MethodPost:
 		h.call(c, parts[0])
 		return
@@ -156,6 +159,9 @@ const callbackHeader = "X-Callback-Url"
 
 // answer replies with the finished instance, or 202 with its id while it runs.
 func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
+	if terminal(inst) && c.GetHeader(function.HeaderLog) != "" {
+		c.Header(function.HeaderLog, function.LogHeader(inst.Status.Steps))
+	}
 	if terminal(inst) && function.AcceptsEvent(c.Request) {
 		b, err := function.OutcomeEvent(inst, "/api/funcs/"+inst.Spec.Function)
 		if err != nil {

@@ -474,6 +474,7 @@ func (s *Server) routes() *gin.Engine {
 
 	funcs := &funcHandlers{handlers: handlers{srv: s, reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
 	r.Any("/api/funcs/*path", funcs.dispatch)
+	r.GET("/api/funcs", funcs.listFuncs)
 	r.GET("/api/watch/funcs/template", funcs.watchTemplates)
 	r.GET("/api/watch/funcs/template/:name", funcs.watchTemplates)
 

@@ -28,6 +28,7 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg string) stepCall {
 		Runtime:      function.Runtime(&f.Spec),
 		Timeout:      function.TimeoutSeconds(&f.Spec),
 		InstanceID:   inst.Name,
+		Step:         inst.Status.Hops + 1,
 		Config:       map[string]string{},
 	}
 	if f.Spec.Image != "" {

@@ -112,6 +112,9 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inst.Namespace = t.Namespace
 	inst.Spec.User = g.self
 	w.Header().Set(HeaderInstanceID, inst.Name)
+	if terminal(inst) && r.Header.Get(function.HeaderLog) != "" {
+		w.Header().Set(function.HeaderLog, function.LogHeader(inst.Status.Steps))
+	}
 	if terminal(inst) && function.AcceptsEvent(r) {
 		writeOutcomeEvent(w, inst, r.URL.Path)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	log "github.com/sirupsen/logrus"
@@ -140,6 +141,7 @@ func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.Fun
 func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStepRecord, res *function.Result) *api.FuncInstance {
 	rec.RunMs = res.DurationMs
 	rec.Output = truncate(res.Output)
+	rec.PluginErrors = res.PluginErrors
 	if res.Pod != "" && rec.Pod == "" {
 		rec.Pod = res.Pod
 	}
@@ -269,6 +271,7 @@ func copyInstance(in *api.FuncInstance) *api.FuncInstance {
 
 func copyRecord(r api.FuncStepRecord) api.FuncStepRecord {
 	r.Check = copyPtr(r.Check)
+	r.PluginErrors = slices.Clone(r.PluginErrors)
 	r.Start = copyPtr(r.Start)
 	return r
 }

@@ -15,7 +15,8 @@ type triggerRefs struct {
 }
 
 func (r triggerRefs) ref(t *api.Trigger) *api.FuncTriggerRef {
-	ref := &api.FuncTriggerRef{Name: t.Name, Type: triggerType(t), App: t.Spec.App}
+	kind, _ := function.TriggerSource(t)
+	ref := &api.FuncTriggerRef{Name: t.Name, Type: kind, App: t.Spec.App}
 	var cfg map[string]string
 	if t.Spec.App != "" && r.apps != nil {
 		if app, ok := r.apps.Get(t.Namespace, t.Spec.App); ok {
@@ -30,16 +31,6 @@ func (r triggerRefs) ref(t *api.Trigger) *api.FuncTriggerRef {
 	}
 	ref.Config = cfg
 	return ref
-}
-
-func triggerType(t *api.Trigger) string {
-	switch {
-	case t.Spec.HTTP != nil:
-		return api.TriggerHTTP
-	case t.Spec.Schedule != nil:
-		return api.TriggerSchedule
-	}
-	return api.TriggerQueue
 }
 
 // triggerSource is the CloudEvents source of the events a trigger makes:

@@ -27,10 +27,13 @@
 // context = the X-Func-Context header, its memory-limit filled from the
 // pod's cgroup (see pkg/function's contract). ret travels as a
 // string: str as is, None as "", other values json.dumps, values JSON cannot
-// encode str(); check gets that same string. What the call writes to
-// sys.stdout and sys.stderr (print, logging handlers included) is its output,
-// cut after 1 Mi characters; writes to the raw fds 1 and 2, and output of
-// subprocesses, go to the pod log. The timeout counts from the call's
+// encode str(); check gets that same string. Everything the call writes is
+// its output, and only its: sys.stdout and sys.stderr (print, logging
+// handlers included), writes to fds 1 and 2, and the subprocesses it starts,
+// in the order written, cut after 1 MiB with the cut noted; each worker
+// process runs one call at a time with fds 1 and 2 on a memfd of that call,
+// so concurrent calls in one pod never mix. Outside calls, fds 1 and 2 are
+// the pod log. The timeout counts from the call's
 // arrival, queueing for a worker included; a worker still running at the
 // deadline is killed and replaced by a fresh import, as is one that exits
 // during a call.

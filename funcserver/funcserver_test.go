@@ -21,6 +21,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
 
@@ -336,7 +337,8 @@ func TestPrintsCapturedPerCall(t *testing.T) {
 		if r.Error != nil {
 			t.Fatalf("%s: %+v", arg, *r.Error)
 		}
-		want := arg + " first\n" + arg + " to stderr\n" + "INFO " + arg + " logged\n" + arg + " second\n"
+		want := arg + " first\n" + arg + " to stderr\n" + "INFO " + arg + " logged\n" + arg + " raw fd 1\n" + arg + " raw fd 2\n" +
+			arg + " from a subprocess\n" + arg + " from a shell\n" + arg + " second\n"
 		if r.Output != want {
 			t.Errorf("%s: output %q, want %q", arg, r.Output, want)
 		}
@@ -433,7 +435,7 @@ func TestOutputCapped(t *testing.T) {
 		t.Fatalf("answered %+v", r.Error)
 	}
 	if !strings.HasPrefix(r.Output, "before chatty\n"+strings.Repeat("x", 1000)) ||
-		!strings.HasSuffix(r.Output, "[output truncated: 2097167 characters dropped]\n") {
+		!strings.HasSuffix(r.Output, "[output truncated: 2097167 bytes dropped]\n") {
 		t.Fatalf("output of %d characters not cut as expected: ...%q", len(r.Output), r.Output[max(0, len(r.Output)-80):])
 	}
 }
@@ -819,5 +821,77 @@ func TestEventAndContext(t *testing.T) {
 	}
 	if code, resp, _ := s.post("/invoke", "x", map[string]string{"X-Func-Event": "[not json"}); code != http.StatusBadRequest || resp.Error == nil {
 		t.Errorf("a broken event header: %d %+v", code, resp)
+	}
+}
+
+// TestPlugins: pre plugins run in order before the function, post plugins
+// after it; plugins share state through get; log-context names the
+// instance and step on log records; tracing gives the run a span under
+// the step's and the function its TRACEPARENT; a failing pre plugin fails
+// the call naming it, a failing post plugin is recorded.
+func TestPlugins(t *testing.T) {
+	t.Setenv("FUNC_PLUGINS_PRE", "tracing,log-context,audit,metrics")
+	t.Setenv("FUNC_PLUGINS_POST", "audit,metrics,tracing")
+	s := startReady(t, "plugins", nil)
+	ctxJSON := `{"function-name":"f","instance-id":"i-7","step":2,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","config":{}}`
+	call := func(arg string) Response {
+		return s.invoke(arg, map[string]string{"X-Func-Context": ctxJSON})
+	}
+	r := call("hello")
+	if r.Error != nil {
+		t.Fatalf("error %+v", r.Error)
+	}
+	if !strings.HasPrefix(r.Result, "hello traceparent=00-0af7651916cd43dd8448eb211c80319c-") {
+		t.Errorf("result %q: the function did not see its trace context", r.Result)
+	}
+	want := "audit pre i-7 2\nINFO [i-7 step 2] running hello\naudit post pre saw trace 0af7651916cd43dd8448eb211c80319c result " + r.Result + " error False\n"
+	if r.Output != want {
+		t.Errorf("output %q\nwant   %q", r.Output, want)
+	}
+	var run *api.FuncSpan
+	for i, sp := range r.Spans {
+		if sp.TraceID != "0af7651916cd43dd8448eb211c80319c" {
+			t.Errorf("span %+v is not in the call's trace", sp)
+		}
+		if sp.Name == "run f" {
+			run = &r.Spans[i]
+		}
+	}
+	if run == nil || run.ParentSpanID != "b7ad6b7169203331" || run.EndNs < run.StartNs {
+		t.Fatalf("run span %+v in %+v", run, r.Spans)
+	}
+	plugins := 0
+	for _, sp := range r.Spans {
+		if strings.HasPrefix(sp.Name, "plugin ") && sp.ParentSpanID == run.SpanID {
+			plugins++
+		}
+	}
+	if plugins < 5 {
+		t.Errorf("%d plugin spans under the run's: %+v", plugins, r.Spans)
+	}
+
+	r = call("fail-pre")
+	if r.Error == nil || r.Error.Type != "PluginError" || !strings.Contains(r.Error.Message, "pre plugin audit failed: RuntimeError: audit refuses fail-pre") ||
+		strings.Contains(r.Output, "running") {
+		t.Errorf("a failing pre plugin: %+v output %q", r.Error, r.Output)
+	}
+	r = call("fail-post")
+	if r.Error != nil || len(r.PluginErrors) != 1 || r.PluginErrors[0] != "audit: RuntimeError: audit post fails" {
+		t.Errorf("a failing post plugin: %+v %v", r.Error, r.PluginErrors)
+	}
+	r = call("boom")
+	if r.Error == nil || r.Error.Type != "ValueError" || !strings.Contains(r.Output, "error True") {
+		t.Errorf("post plugins see the function's error: %+v %q", r.Error, r.Output)
+	}
+	resp, err := http.Get(s.url + PathMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	code, body := resp.StatusCode, string(data)
+	if code != http.StatusOK || !strings.Contains(body, `funcserver_run_seconds_count{function="",outcome="ok"} 2`) ||
+		!strings.Contains(body, `funcserver_run_seconds_count{function="",outcome="error"} 1`) {
+		t.Errorf("metrics after the calls: %d\n%s", code, body)
 	}
 }

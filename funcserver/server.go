@@ -23,6 +23,9 @@ import (
 //go:embed worker.py
 var workerScript []byte
 
+//go:embed minik8s_plugins.py
+var pluginsScript []byte
+
 // Readiness statuses.
 const (
 	statusStarting  = "starting"
@@ -45,6 +48,7 @@ type server struct {
 	cfg         Config
 	pool        *pool
 	memoryLimit string
+	runs        *runHistogram
 
 	mu       sync.Mutex
 	status   string
@@ -80,6 +84,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.WriteFile(script, workerScript, 0o644); err != nil {
 		return fmt.Errorf("write worker script: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "minik8s_plugins.py"), pluginsScript, 0o644); err != nil {
+		return fmt.Errorf("write worker script: %w", err)
+	}
 	codeDir, err := filepath.Abs(cfg.CodeDir)
 	if err != nil {
 		return fmt.Errorf("code dir: %w", err)
@@ -99,6 +106,7 @@ func Run(ctx context.Context, cfg Config) error {
 		idle:   make(chan struct{}),
 		// Read once: a pod's limit does not change while it runs.
 		memoryLimit: memoryLimit(),
+		runs:        newRunHistogram(),
 	}
 	hs := &http.Server{
 		Handler:           s.routes(),
@@ -340,6 +348,10 @@ func (s *server) call(ctx context.Context, in callInput, arrived time.Time, time
 	switch {
 	case err == nil:
 		resp.Result, resp.Check, resp.Output, resp.Error = rep.Result, rep.Check, rep.Output, rep.Error
+		resp.PluginErrors, resp.Spans = rep.PluginErrors, rep.Spans
+		if rep.Metrics != nil {
+			s.runs.observe(rep.Metrics.Outcome, rep.Metrics.Seconds)
+		}
 	case errors.Is(err, errCallTimeout):
 		s.timeouts.Add(1)
 		log.WithFields(log.Fields{"pid": w.pid, "timeout": timeout}).Warn("call timed out, worker killed")
@@ -399,6 +411,7 @@ func (s *server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
 	}
+	s.runs.write(w)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
 )
 
 // workerStopGrace is how long a worker whose stdin was closed may take to exit
@@ -73,6 +75,16 @@ type reply struct {
 	Check  *bool  `json:"check"`
 	Output string `json:"output"`
 	Error  *Error `json:"error"`
+
+	PluginErrors []string       `json:"pluginErrors"`
+	Spans        []api.FuncSpan `json:"spans"`
+	// Metrics is the metrics plugin's measure of the run.
+	Metrics *runMetrics `json:"metrics"`
+}
+
+type runMetrics struct {
+	Seconds float64 `json:"seconds"`
+	Outcome string  `json:"outcome"`
 }
 
 // startWorker starts a worker and waits until it imported the function; ctx

@@ -12,8 +12,10 @@ object per line in each direction.
   ERROR = {"message": str, "type": str, "trace": str}
 
 The protocol runs on private duplicates of fds 0 and 1. Fd 0 is then
-/dev/null and fd 1 is the worker's stderr, so nothing user code prints or
-reads, even through os.write or a subprocess, can touch the protocol.
+/dev/null and fds 1 and 2 are the worker's stderr (the pod log) outside
+calls and the call's output during one, so nothing user code prints or
+reads, even through os.write or a subprocess, can touch the protocol, and
+everything a call writes is its own.
 """
 
 import asyncio
@@ -22,48 +24,68 @@ import importlib.util
 import inspect
 import io
 import json
+import logging
 import os
 import sys
+import time
 import traceback
 
-# Captured output of one call is cut after this many characters so a chatty
+import minik8s_plugins
+
+# Captured output of one call is cut after this many bytes so a chatty
 # function cannot exhaust memory.
-MAX_OUTPUT_CHARS = 1 << 20
+MAX_OUTPUT_BYTES = 1 << 20
 
 WORKER_FILE = os.path.abspath(__file__)
 
 
-class CappedOutput(io.StringIO):
-    """A StringIO that keeps the first MAX_OUTPUT_CHARS characters."""
+class CallOutput:
+    """Everything one call writes: print, logging, os.write to fds 1 and 2,
+    and the subprocesses it starts. For the call, fds 1 and 2 are a fresh
+    memfd (its subprocesses inherit it, and one left running after the call
+    writes to a file nobody reads); sys.stdout and sys.stderr write straight
+    to those fds, so all of it lands in the order it was written. Python's
+    own writes stop counting at MAX_OUTPUT_BYTES, and the answer keeps that
+    much, noting the cut."""
 
-    def __init__(self, limit):
-        super().__init__()
-        self._limit = limit
-        self._kept = 0
-        self._dropped = 0
+    def __init__(self, pod_log):
+        self.pod_log = pod_log
+        self.fd = os.memfd_create("call-output", os.MFD_CLOEXEC)
+        self.written = 0
+        self.dropped = 0
+        os.dup2(self.fd, 1)
+        os.dup2(self.fd, 2)
 
-    def write(self, s):
-        if not isinstance(s, str):
-            raise TypeError("write() argument must be str, not " + type(s).__name__)
-        room = self._limit - self._kept
-        if room >= len(s):
-            self._kept += len(s)
-            return super().write(s)
-        if room > 0:
-            super().write(s[:room])
-            self._kept += room
-        self._dropped += len(s) - max(room, 0)
-        return len(s)
+    def write(self, fd, s):
+        data = s.encode("utf-8", "backslashreplace")
+        room = MAX_OUTPUT_BYTES - self.written
+        if len(data) > room:
+            self.dropped += len(data) - max(room, 0)
+            data = data[: max(room, 0)]
+        self.written += len(data)
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
 
-    def text(self):
-        v = self.getvalue()
-        if self._dropped:
-            v += "\n[output truncated: %d characters dropped]\n" % self._dropped
-        return v
+    def close(self):
+        """Puts the pod log back on fds 1 and 2 and returns the output."""
+        os.dup2(self.pod_log, 1)
+        os.dup2(self.pod_log, 2)
+        size = os.fstat(self.fd).st_size
+        data = os.pread(self.fd, min(size, MAX_OUTPUT_BYTES), 0)
+        os.close(self.fd)
+        text = data.decode("utf-8", "replace")
+        cut = max(size - MAX_OUTPUT_BYTES, 0) + self.dropped
+        if cut:
+            text += "\n[output truncated: %d bytes dropped]\n" % cut
+        return text
+
+
+PLUGINS_FILE = os.path.abspath(minik8s_plugins.__file__)
 
 
 def is_worker_frame(frame):
-    return frame.filename == WORKER_FILE or frame.filename.startswith("<frozen importlib")
+    return frame.filename in (WORKER_FILE, PLUGINS_FILE) or frame.filename.startswith("<frozen importlib")
 
 
 def error_of(e):
@@ -107,21 +129,25 @@ def load(code_dir):
 
 class Router(io.TextIOBase):
     """Stands in for sys.stdout and sys.stderr for good: writes go to the
-    current call's buffer, and outside calls to the real stream (the pod
+    current call's output, and outside calls to the real stream (the pod
     log). Unlike contextlib.redirect_stdout this also catches writers that
     kept a reference to the stream, such as a logging handler set up at
     import."""
 
-    def __init__(self, real):
+    def __init__(self, real, fd):
         super().__init__()
         self.real = real
+        self.fd = fd
         self.target = None
 
     def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not " + type(s).__name__)
         target = self.target
         if target is None:
             return self.real.write(s)
-        return target.write(s)
+        target.write(self.fd, s)
+        return len(s)
 
     def flush(self):
         if self.target is None:
@@ -152,6 +178,7 @@ class Router(io.TextIOBase):
 @contextlib.contextmanager
 def captured(out, routers):
     for r in routers:
+        r.real.flush()
         r.target = out
     try:
         yield
@@ -187,26 +214,70 @@ def event_of(req):
     return {"data": data, "metadata": metadata}
 
 
-def call(run, check, req, routers, with_event=False):
-    out = CappedOutput(MAX_OUTPUT_CHARS)
-    reply = {"type": "result", "id": req["id"], "result": "", "check": None, "error": None}
-    with captured(out, routers):
+def awaited(v):
+    return asyncio.run(v) if inspect.iscoroutine(v) else v
+
+
+def run_call(run, check, req, reply, with_event):
+    try:
+        if with_event:
+            ret = run(event_of(req), req.get("context") or {})
+        else:
+            ret = run(req["arg"])
+        reply["result"] = to_str(awaited(ret))
+        if check is not None:
+            reply["check"] = bool(awaited(check(reply["result"])))
+    except BaseException as e:  # SystemExit too: a call must not end the worker
+        reply["error"] = error_of(e)
+
+
+def run_hooks(ctx, hooks, kind, reply):
+    """Runs plugin hooks in order; a failing pre hook fails the call (and
+    stops the hooks), a failing post hook is recorded. Each hook is timed
+    as a span of the call's trace once tracing knows it."""
+    for name, hook in hooks:
+        ctx.current = name
+        start = time.time_ns()
+        failed = None
         try:
-            if with_event:
-                ret = run(event_of(req), req.get("context") or {})
-            else:
-                ret = run(req["arg"])
-            if inspect.iscoroutine(ret):
-                ret = asyncio.run(ret)
-            reply["result"] = to_str(ret)
-            if check is not None:
-                ok = check(reply["result"])
-                if inspect.iscoroutine(ok):
-                    ok = asyncio.run(ok)
-                reply["check"] = bool(ok)
-        except BaseException as e:  # SystemExit too: a call must not end the worker
-            reply["error"] = error_of(e)
-    reply["output"] = out.text()
+            awaited(hook(ctx))
+        except BaseException as e:
+            failed = error_of(e)
+        trace_id = ctx.get("trace_id")
+        if trace_id:
+            ctx.spans.append({"name": "plugin %s %s" % (name, kind), "traceId": trace_id, "spanId": os.urandom(8).hex(),
+                              "parentSpanId": ctx.get("span_id") or "", "startNs": start, "endNs": time.time_ns(),
+                              "error": failed["message"] if failed else ""})
+        if failed and kind == "pre":
+            reply["error"] = {"message": "pre plugin %s failed: %s: %s" % (name, failed["type"], failed["message"]),
+                              "type": "PluginError", "trace": failed["trace"]}
+            return False
+        if failed:
+            reply.setdefault("pluginErrors", []).append("%s: %s: %s" % (name, failed["type"], failed["message"]))
+    return True
+
+
+def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
+    out = CallOutput(pod_log)
+    reply = {"type": "result", "id": req["id"], "result": "", "check": None, "error": None}
+    factory = logging.getLogRecordFactory()
+    with captured(out, routers):
+        if plugins is None:
+            run_call(run, check, req, reply, with_event)
+        else:
+            by_name, pre, post = plugins
+            ctx = minik8s_plugins.Context(req, by_name)
+            if run_hooks(ctx, pre, "pre", reply):
+                run_call(run, check, req, reply, with_event)
+                ctx.result, ctx.error = reply["result"], reply["error"]
+                run_hooks(ctx, post, "post", reply)
+            if ctx.spans:
+                reply["spans"] = ctx.spans
+            if ctx.metrics:
+                reply["metrics"] = ctx.metrics
+    # A plugin (log-context) may have wrapped it for the call alone.
+    logging.setLogRecordFactory(factory)
+    reply["output"] = out.close()
     return reply
 
 
@@ -218,7 +289,8 @@ def main():
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    routers = (Router(sys.stdout), Router(sys.stderr))
+    pod_log = os.dup(2)
+    routers = (Router(sys.stdout, 1), Router(sys.stderr, 2))
     sys.stdout, sys.stderr = routers
 
     def send(msg):
@@ -247,11 +319,19 @@ def main():
     if check is not None and not callable(check):
         send({"type": "importError", "error": plain_error("check in function.py is not callable", "TypeError")})
         return 1
+    plugins = None
+    pre, post = minik8s_plugins.names("FUNC_PLUGINS_PRE"), minik8s_plugins.names("FUNC_PLUGINS_POST")
+    if pre or post:
+        try:
+            plugins = minik8s_plugins.load(pre, post)
+        except BaseException as e:
+            send({"type": "importError", "error": error_of(e)})
+            return 1
     send({"type": "ready", "hasCheck": check is not None, "pid": os.getpid()})
 
     with_event = takes_event(run)
     for line in proto_in:
-        send(call(run, check, json.loads(line), routers, with_event))
+        send(call(run, check, json.loads(line), routers, pod_log, plugins, with_event))
     return 0
 
 

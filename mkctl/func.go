@@ -34,7 +34,7 @@ func newFuncCommand(o *Options) *cobra.Command {
 			"  ID=$(mkctl func invoke hello -d world) && mkctl func result $ID && mkctl func logs $ID",
 	}
 	cmd.AddCommand(newFuncCreateCommand(o), newFuncUpdateCommand(o), newFuncDeleteCommand(o),
-		newFuncInvokeCommand(o), newFuncResultCommand(o), newFuncLogsCommand(o))
+		newFuncInvokeCommand(o), newFuncResultCommand(o), newFuncLogsCommand(o), newFuncListCommand(o))
 	return cmd
 }
 
@@ -268,6 +268,9 @@ type invokeFlags struct {
 	data     string
 	dataFile string
 	wait     string
+	again    bool
+	as       string
+	log      bool
 }
 
 // defaultWait is how long --wait without a value waits.
@@ -328,15 +331,21 @@ func (f *invokeFlags) waitFor(fs *pflag.FlagSet) (time.Duration, error) {
 func newFuncInvokeCommand(o *Options) *cobra.Command {
 	f := &invokeFlags{}
 	cmd := &cobra.Command{
-		Use:   "invoke NAME [-d DATA | -d @FILE | --data-file FILE] [--wait[=DURATION]]",
-		Short: "Call a function",
+		Use:   "invoke NAME [-d DATA | -d @FILE | --data-file FILE | --again] [--wait[=DURATION]] [--log] [--as TRIGGER|api]",
+		Short: "Call a function, any function",
 		Long: "Call a function with DATA as its argument (raw bytes). Without --wait, print the id of\n" +
 			"the call's instance at once; with it, wait (60s unless given) and print the result,\n" +
 			"or fail with the function's error. 'mkctl func result ID' and 'mkctl func logs ID'\n" +
-			"show a call later.",
+			"show a call later. Without -d, the argument is read from stdin, or, when stdin is a\n" +
+			"terminal, edited in $EDITOR (starting from the previous payload); --again sends the\n" +
+			"previous payload (kept per user in ~/.minik8s/payloads). A function reached only by\n" +
+			"a schedule or a queue is called with a synthetic event of that kind (--as names the\n" +
+			"trigger, --as api makes a plain call). --log prints what the call printed to stderr.",
 		Example: "  mkctl func invoke classify -d 21 --wait\n" +
 			"  mkctl func invoke classify --data-file input.txt --wait=2m\n" +
-			"  echo hello | mkctl func invoke shout -d @- --wait",
+			"  echo hello | mkctl func invoke shout --wait --log\n" +
+			"  mkctl func invoke nightly-report --wait      # a schedule-only function, once\n" +
+			"  mkctl func invoke classify --again --wait",
 		Args: func(cmd *cobra.Command, args []string) error {
 			// pflag takes "--wait 30s" as --wait and an argument "30s".
 			if len(args) == 2 && cmd.Flags().Changed("wait") {
@@ -351,12 +360,31 @@ func newFuncInvokeCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return usageError{cmd: cmd.CommandPath(), err: err}
 			}
-			arg, err := f.argument(cmd.Flags(), o.In)
+			fn, fs := args[0], cmd.Flags()
+			header, template, err := o.invokeAs(cmd.Context(), fn, f.as)
 			if err != nil {
 				return err
 			}
-			if wait == 0 {
-				v, err := o.funcCalls().Invoke(cmd.Context(), args[0], arg, client.InvokeOptions{})
+			arg, err := f.payload(o, fn, fs.Changed, template)
+			if err == nil && arg == nil {
+				arg, err = f.argument(fs, o.In)
+			}
+			if err != nil {
+				return err
+			}
+			arg = scheduleTick(arg, header)
+			if err := savePayload(o.Namespace, fn, arg); err != nil {
+				fmt.Fprintf(o.ErrOut, "warning: the payload is not kept for --again: %v\n", err)
+			}
+			opts := client.InvokeOptions{Header: header}
+			if f.log && wait == 0 {
+				wait = defaultWait
+			}
+			if wait > 0 {
+				return o.invokeAndWait(cmd.Context(), fn, arg, wait, opts, f.log)
+			}
+			{
+				v, err := o.funcCalls().Invoke(cmd.Context(), fn, arg, opts)
 				if err != nil {
 					return err
 				}
@@ -364,7 +392,6 @@ func newFuncInvokeCommand(o *Options) *cobra.Command {
 				fmt.Fprintf(o.ErrOut, "see the result with: mkctl func result %s\n", v.InstanceID)
 				return nil
 			}
-			return o.invokeAndWait(cmd.Context(), args[0], arg, wait)
 		},
 	}
 	fs := cmd.Flags()
@@ -372,6 +399,9 @@ func newFuncInvokeCommand(o *Options) *cobra.Command {
 	fs.StringVar(&f.dataFile, "data-file", "", "read the argument from FILE ('-' is stdin)")
 	fs.StringVar(&f.wait, "wait", "", "wait for the result, at most this long (60s if no value is given)")
 	fs.Lookup("wait").NoOptDefVal = defaultWait.String()
+	fs.BoolVar(&f.again, "again", false, "send the payload of the previous invoke of this function again")
+	fs.StringVar(&f.as, "as", "", "call as this trigger would (a synthetic event of its kind); 'api' for a plain call")
+	fs.BoolVar(&f.log, "log", false, "wait, then print what each step printed to stderr")
 	return cmd
 }
 
@@ -382,11 +412,12 @@ const firstWait = time.Second
 
 // invokeAndWait calls fn and waits up to wait for the result, showing a
 // waiting indicator on stderr once the call takes a while.
-func (o *Options) invokeAndWait(ctx context.Context, fn string, arg []byte, wait time.Duration) error {
+func (o *Options) invokeAndWait(ctx context.Context, fn string, arg []byte, wait time.Duration, opts client.InvokeOptions, withLog bool) error {
 	start := time.Now()
 	deadline := start.Add(wait)
 	calls := o.funcCalls()
-	first, err := calls.Invoke(ctx, fn, arg, client.InvokeOptions{Wait: min(firstWait, wait)})
+	opts.Wait = min(firstWait, wait)
+	first, err := calls.Invoke(ctx, fn, arg, opts)
 	if err != nil {
 		return err
 	}
@@ -403,6 +434,9 @@ func (o *Options) invokeAndWait(ctx context.Context, fn string, arg []byte, wait
 	}
 	if !finished(v) {
 		return fmt.Errorf("function %q still %s after %s: see its result later with 'mkctl func result %s'", fn, v.Status, wait, v.InstanceID)
+	}
+	if withLog {
+		defer o.printCallLogs(ctx, v.InstanceID)
 	}
 	if v.Status == api.InstanceFailed {
 		fmt.Fprintln(o.ErrOut, "Error: "+callError(fn, v))
@@ -477,17 +511,47 @@ func newFuncResultCommand(o *Options) *cobra.Command {
 }
 
 func newFuncLogsCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:     "logs ID",
+	var follow bool
+	cmd := &cobra.Command{
+		Use:     "logs ID [-f]",
 		Short:   "Show each step of a call: where it ran, how long, what it printed, its error",
-		Example: "  mkctl func logs 3f2a7c1e-...",
+		Example: "  mkctl func logs 3f2a7c1e-...\n  mkctl func logs -f 3f2a7c1e-...   # follow a running chain",
 		Args:    oneArg("instance id of the call"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := o.funcCalls().Result(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			return PrintFuncLogs(o.Out, *v)
+			if !follow || finished(*v) {
+				return PrintFuncLogs(o.Out, *v)
+			}
+			return o.followLogs(cmd.Context(), *v)
 		},
 	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow a running call: print each step as it ends, until the call ends")
+	return cmd
+}
+
+// followLogs prints the steps of a running call as they end, then how it
+// ended.
+func (o *Options) followLogs(ctx context.Context, v api.FuncInstanceView) error {
+	fmt.Fprintf(o.Out, "Instance %s of %s: following\n", v.InstanceID, v.Function)
+	printed := 0
+	show := func(v api.FuncInstanceView) {
+		var b strings.Builder
+		printSteps(&b, v.Steps, printed)
+		printed = len(v.Steps)
+		_, _ = io.WriteString(o.Out, b.String())
+	}
+	show(v)
+	done, err := o.funcCalls().Follow(ctx, v.InstanceID, func(next *api.FuncInstanceView) { show(*next) })
+	if err != nil {
+		return err
+	}
+	show(*done)
+	fmt.Fprintf(o.Out, "\nInstance %s: %s\n", done.InstanceID, done.Status)
+	if done.Status == api.InstanceFailed && done.Error != "" {
+		fmt.Fprintf(o.Out, "Error: %s\n", done.Error)
+	}
+	return nil
 }

@@ -45,27 +45,41 @@ func PrintFuncLogs(w io.Writer, v api.FuncInstanceView) error {
 	if len(v.Steps) == 0 {
 		b.WriteString("No step has finished yet.\n")
 	}
-	stepFailed := false
-	for i, s := range v.Steps {
-		fmt.Fprintf(&b, "\nStep %d: %s\n", i+1, s.Function)
+	stepFailed := printSteps(&b, v.Steps, 0)
+	// Errors of the chain itself (a missing function, the hop limit) belong
+	// to no step.
+	if v.Status == api.InstanceFailed && !stepFailed && v.Error != "" {
+		b.WriteString("\n")
+		field(&b, "", "Error", v.Error)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// printSteps writes the steps from index first on; it says whether one of
+// them failed.
+func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (stepFailed bool) {
+	for i := first; i < len(steps); i++ {
+		s := steps[i]
+		fmt.Fprintf(b, "\nStep %d: %s\n", i+1, s.Function)
 		where := orNone(s.Pod)
 		if s.Node != "" {
 			where += " on " + s.Node
 		}
-		field(&b, "  ", "Pod", where)
+		field(b, "  ", "Pod", where)
 		if s.Start != nil {
-			field(&b, "  ", "Started", s.Start.UTC().Format(time.RFC3339Nano))
+			field(b, "  ", "Started", s.Start.UTC().Format(time.RFC3339Nano))
 		}
-		field(&b, "  ", "Duration", fmt.Sprintf("%s (run %s)", millis(s.DurationMs), millis(s.RunMs)))
+		field(b, "  ", "Duration", fmt.Sprintf("%s (run %s)", millis(s.DurationMs), millis(s.RunMs)))
 		if s.Error == "" {
-			field(&b, "  ", "Check", checkString(s.Check))
+			field(b, "  ", "Check", checkString(s.Check))
 		}
-		field(&b, "  ", "Argument", truncate(oneLine(s.Arg), 120))
+		field(b, "  ", "Argument", truncate(oneLine(s.Arg), 120))
 		if s.Error == "" {
-			field(&b, "  ", "Result", truncate(oneLine(s.Result), 120))
+			field(b, "  ", "Result", truncate(oneLine(s.Result), 120))
 		}
 		if s.Output == "" {
-			field(&b, "  ", "Output", none)
+			field(b, "  ", "Output", none)
 		} else {
 			b.WriteString("  Output:\n")
 			b.WriteString(indent(s.Output, "    "))
@@ -76,14 +90,7 @@ func PrintFuncLogs(w io.Writer, v api.FuncInstanceView) error {
 			b.WriteString(indent(s.Error, "    "))
 		}
 	}
-	// Errors of the chain itself (a missing function, the hop limit) belong
-	// to no step.
-	if v.Status == api.InstanceFailed && !stepFailed && v.Error != "" {
-		b.WriteString("\n")
-		field(&b, "", "Error", v.Error)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return stepFailed
 }
 
 // field writes "Label:  value" aligned, or the label alone and the value

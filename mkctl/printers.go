@@ -13,6 +13,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
+	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 )
 
@@ -141,22 +142,8 @@ var tables = map[string]columns{
 
 // triggerSource says what a trigger listens to.
 func triggerSource(t *api.Trigger) (kind, source string) {
-	switch s := t.Spec; {
-	case s.HTTP != nil:
-		methods := "*"
-		if len(s.HTTP.Methods) > 0 {
-			methods = strings.Join(s.HTTP.Methods, ",")
-		}
-		return api.TriggerHTTP, methods + " " + s.HTTP.Path
-	case s.Schedule != nil:
-		if s.Schedule.TimeZone != "" {
-			return api.TriggerSchedule, s.Schedule.Cron + " (" + s.Schedule.TimeZone + ")"
-		}
-		return api.TriggerSchedule, s.Schedule.Cron
-	case s.Queue != nil:
-		return api.TriggerQueue, s.Queue.Subject
-	}
-	return "<none>", "<none>"
+	kind, source = function.TriggerSource(t)
+	return orNone(kind), orNone(source)
 }
 
 var defaultColumns = columns{

@@ -35,6 +35,13 @@ type FuncSpec struct {
 	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
 	// Runtime names the image function pods run (default minik8s/python-runtime:latest).
 	Runtime string `json:"runtime,omitempty"`
+	// Plugins run around every call of a Python function, in the order
+	// declared (seed 000): built-ins (tracing, metrics, log-context) or
+	// modules of Files defining pre(ctx) and post(ctx).
+	Plugins *FuncPlugins `json:"plugins,omitempty"`
+	// Files are more files of a Python function beside function.py (its
+	// modules, user plugins among them): name → base64 of the contents.
+	Files map[string]string `json:"files,omitempty"`
 	// Image, instead of Python source in Function, names an image whose
 	// own entrypoint serves the runtime's HTTP contract (pkg/function) on
 	// $PORT: a function in any language.
@@ -43,6 +50,12 @@ type FuncSpec struct {
 	// the runtime's worker count). Runners never send a pod more; N calls in
 	// flight ask for ceil(N / containerConcurrency) pods, up to the maximum.
 	ContainerConcurrency *int `json:"containerConcurrency,omitempty"`
+}
+
+// FuncPlugins names the plugins of a function's calls.
+type FuncPlugins struct {
+	Pre  []string `json:"pre,omitempty"`
+	Post []string `json:"post,omitempty"`
 }
 
 // FuncStatus is written by the system, never by the user.
@@ -166,6 +179,22 @@ type FuncInstanceStatus struct {
 	CompletionTime *time.Time       `json:"completionTime,omitempty"`
 }
 
+// FuncSpan is one span of a call's trace (W3C trace context ids, hex),
+// kept with the instance: the call, its steps, a wait for a pod, the run in
+// the pod and its plugins.
+type FuncSpan struct {
+	Name         string `json:"name"`
+	TraceID      string `json:"traceId"`
+	SpanID       string `json:"spanId"`
+	ParentSpanID string `json:"parentSpanId,omitempty"`
+	// StartNs and EndNs are Unix times in nanoseconds.
+	StartNs int64 `json:"startNs"`
+	EndNs   int64 `json:"endNs"`
+	// Service is the component that made it: apiserver, funcrunner, pod.
+	Service string `json:"service,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
 // FuncError is a failed call's error: message, type and trace (seed 001).
 type FuncError struct {
 	Message string `json:"message"`
@@ -192,15 +221,17 @@ type FuncStep struct {
 
 // FuncStepRecord is what one step of a chain did.
 type FuncStepRecord struct {
-	Function string     `json:"function"`
-	Pod      string     `json:"pod,omitempty"`
-	Node     string     `json:"node,omitempty"`
-	Arg      string     `json:"arg"`
-	Result   string     `json:"result,omitempty"`
-	Check    *bool      `json:"check,omitempty"`
-	Output   string     `json:"output,omitempty"`
-	Error    string     `json:"error,omitempty"`
-	Start    *time.Time `json:"start,omitempty"`
+	Function string `json:"function"`
+	Pod      string `json:"pod,omitempty"`
+	Node     string `json:"node,omitempty"`
+	Arg      string `json:"arg"`
+	Result   string `json:"result,omitempty"`
+	Check    *bool  `json:"check,omitempty"`
+	Output   string `json:"output,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// PluginErrors are the post plugins that failed (the call stands).
+	PluginErrors []string   `json:"pluginErrors,omitempty"`
+	Start        *time.Time `json:"start,omitempty"`
 	// DurationMs is the whole step as the caller saw it, a cold start
 	// included; RunMs is the function's own run (and check) time.
 	DurationMs int64 `json:"durationMs"`
@@ -221,4 +252,33 @@ type FuncInstanceView struct {
 	Result     string           `json:"result"`
 	Error      string           `json:"error,omitempty"`
 	Steps      []FuncStepRecord `json:"steps"`
+}
+
+// FuncSummary is one line of GET /api/funcs: a function, how it is reached
+// and how it is doing (seed 003's list of every invocable function).
+type FuncSummary struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Version is the serving mode: v2 (a warm pool) or v1 (a pod per step).
+	Version string `json:"version"`
+	// Runtime is the image the function's pods run (its own with spec.image).
+	Runtime  string           `json:"runtime"`
+	Triggers []TriggerSummary `json:"triggers"`
+	// Counter is status.counter: the pods the function is scaled to.
+	Counter   int        `json:"counter"`
+	ReadyPods int        `json:"readyPods"`
+	LastCall  *time.Time `json:"lastCall,omitempty"`
+}
+
+// TriggerSummary is a trigger of a function as the list shows it.
+type TriggerSummary struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Source is what it listens to: METHODS PATH, a cron expression, a subject.
+	Source string `json:"source"`
+	Ready  bool   `json:"ready"`
+}
+
+type FuncSummaryList struct {
+	Items []FuncSummary `json:"items"`
 }

@@ -22,9 +22,9 @@ type TriggerSpec struct {
 	App string `json:"app,omitempty"`
 	// Config is the trigger's own config: it wins over the app's.
 	Config   map[string]string `json:"config,omitempty"`
-	HTTP     *HTTPTrigger     `json:"http,omitempty"`
-	Schedule *ScheduleTrigger `json:"schedule,omitempty"`
-	Queue    *QueueTrigger    `json:"queue,omitempty"`
+	HTTP     *HTTPTrigger      `json:"http,omitempty"`
+	Schedule *ScheduleTrigger  `json:"schedule,omitempty"`
+	Queue    *QueueTrigger     `json:"queue,omitempty"`
 }
 
 // HTTPTrigger is a path on the function gateway; a request to it calls

@@ -67,6 +67,9 @@ type InvokeOptions struct {
 	// ContentType of the argument (default application/octet-stream); the
 	// apiserver takes the body as raw bytes whatever it says.
 	ContentType string
+	// Header is sent with the call: Ce-* headers make it a CloudEvent in
+	// binary mode, the argument its data.
+	Header http.Header
 }
 
 // Invoke calls function name with the raw argument arg. With Wait it
@@ -75,7 +78,7 @@ type InvokeOptions struct {
 func (f *FuncCalls) Invoke(ctx context.Context, name string, arg []byte, opts InvokeOptions) (*api.FuncInstanceView, error) {
 	data, err := f.c.funcDo(ctx, f.ns, funcRequest{
 		method: http.MethodPost, path: funcsPath + url.PathEscape(name),
-		body: argBody(arg), contentType: opts.ContentType, callbackURL: opts.CallbackURL, wait: opts.Wait,
+		body: argBody(arg), contentType: opts.ContentType, callbackURL: opts.CallbackURL, wait: opts.Wait, header: opts.Header,
 	})
 	if err != nil {
 		return nil, err
@@ -246,6 +249,13 @@ func templatePath(name string) string {
 	return funcsPath + api.FuncTemplate + "/" + url.PathEscape(name)
 }
 
+// List lists every function of the namespace with how it is reached and
+// how it is doing (GET /api/funcs).
+func (t *FuncTemplates) List(ctx context.Context) (*api.FuncSummaryList, error) {
+	out := &api.FuncSummaryList{}
+	return out, t.jsonDo(ctx, http.MethodGet, strings.TrimSuffix(funcsPath, "/"), nil, out)
+}
+
 func (t *FuncTemplates) Get(ctx context.Context, name string) (*api.Func, error) {
 	out := &api.Func{}
 	return out, t.jsonDo(ctx, http.MethodGet, templatePath(name), nil, out)
@@ -291,6 +301,7 @@ type funcRequest struct {
 	contentType  string
 	callbackURL  string
 	wait         time.Duration
+	header       http.Header
 }
 
 // funcDo sends r in namespace ns and returns the body of a 2xx answer, read
@@ -318,6 +329,9 @@ func (c *Client) funcDo(ctx context.Context, ns string, r funcRequest) ([]byte, 
 			ct = "application/octet-stream"
 		}
 		req.Header.Set("Content-Type", ct)
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
 	}
 	if r.callbackURL != "" {
 		req.Header.Set(CallbackHeader, r.callbackURL)

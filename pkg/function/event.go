@@ -48,6 +48,8 @@ type CallContext struct {
 	// MemoryLimit is the pod's memory limit in bytes, "" when unbounded.
 	MemoryLimit string `json:"memory-limit"`
 	InstanceID  string `json:"instance-id"`
+	// Step is the step of the chain the call is, from 1.
+	Step int `json:"step"`
 	// Trigger names the trigger that started the call: "" for a call of
 	// the function API, else TYPE/NAME.
 	Trigger string `json:"trigger"`

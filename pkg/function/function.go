@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +39,10 @@ const (
 	PortName = "http"
 	// ServicePort is the port of a function's Service on its cluster IP.
 	ServicePort = 80
+
+	// EnvPluginsPre and EnvPluginsPost name a pod's plugins, comma-separated.
+	EnvPluginsPre  = "FUNC_PLUGINS_PRE"
+	EnvPluginsPost = "FUNC_PLUGINS_POST"
 
 	// RuntimeBinary is the funcserver inside the runtime image.
 	RuntimeBinary = "/usr/local/bin/funcserver"
@@ -71,6 +77,13 @@ func CodeHash(spec *api.FuncSpec) string {
 	if spec.ContainerConcurrency != nil {
 		// The worker count is part of what a pod runs.
 		fmt.Fprintf(h, "\x00%d", *spec.ContainerConcurrency)
+	}
+	// Only when set, so that a function without them keeps its hash.
+	if p := spec.Plugins; p != nil && len(p.Pre)+len(p.Post) > 0 {
+		fmt.Fprintf(h, "\x00plugins %q %q", p.Pre, p.Post)
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.Files)) {
+		fmt.Fprintf(h, "\x00file %q %s", name, spec.Files[name])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:10]
 }
@@ -113,6 +126,14 @@ func CodeConfigMap(f *api.Func) (*api.ConfigMap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec.preRun: %w", err)
 	}
+	data := map[string]string{FileFunction: string(code), FilePreRun: string(pre)}
+	for name, b64 := range f.Spec.Files {
+		content, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, fmt.Errorf("spec.files.%s: %w", name, err)
+		}
+		data[name] = string(content)
+	}
 	return &api.ConfigMap{
 		TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: api.ObjectMeta{
@@ -120,7 +141,7 @@ func CodeConfigMap(f *api.Func) (*api.ConfigMap, error) {
 			Labels:          map[string]string{LabelFunc: f.Name, LabelCode: CodeHash(&f.Spec)},
 			OwnerReferences: []api.OwnerReference{OwnerRef(f)},
 		},
-		Data: map[string]string{FileFunction: string(code), FilePreRun: string(pre)},
+		Data: data,
 	}, nil
 }
 
@@ -144,6 +165,10 @@ func PodSpec(f *api.Func) api.PodSpec {
 		env = append(env, api.EnvVar{Name: "FUNC_CODE_DIR", Value: CodeDir})
 	}
 	env = append(env, api.EnvVar{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(timeout)})
+	if p := f.Spec.Plugins; p != nil && len(p.Pre)+len(p.Post) > 0 {
+		env = append(env, api.EnvVar{Name: EnvPluginsPre, Value: strings.Join(p.Pre, ",")},
+			api.EnvVar{Name: EnvPluginsPost, Value: strings.Join(p.Post, ",")})
+	}
 	if f.Spec.ContainerConcurrency != nil {
 		// One worker per concurrent call: the pod itself never runs more
 		// than containerConcurrency calls at once.
@@ -189,6 +214,10 @@ type Result struct {
 	// Output is what the call printed to sys.stdout and sys.stderr.
 	Output string `json:"output"`
 	Error  *Error `json:"error"`
+	// PluginErrors are the post plugins that failed, "NAME: TYPE: message".
+	PluginErrors []string `json:"pluginErrors,omitempty"`
+	// Spans are the pod's spans of the call (the tracing plugin's).
+	Spans []api.FuncSpan `json:"spans,omitempty"`
 	// DurationMs is the whole call as the runtime saw it, queueing
 	// included; QueueMs the part spent waiting for a free worker.
 	DurationMs int64  `json:"durationMs"`

@@ -1,5 +1,6 @@
 import logging
 import os
+import subprocess
 import sys
 import time
 
@@ -21,5 +22,9 @@ def run(arg):
             raise TimeoutError("the other call never started")
         time.sleep(0.01)
     log.info("%s logged", arg)
+    os.write(1, (arg + " raw fd 1\n").encode())
+    os.write(2, (arg + " raw fd 2\n").encode())
+    subprocess.run(["echo", arg, "from a subprocess"], check=True)
+    subprocess.run("echo " + arg + " from a shell >&2", shell=True, check=True)
     print(arg, "second")
     return arg

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -464,6 +465,9 @@ func Func(f *api.Func) error {
 	if err := funcCode(&f.Spec); err != nil {
 		return err
 	}
+	if err := funcPlugins(&f.Spec); err != nil {
+		return err
+	}
 	for _, b := range []struct{ field, name string }{{"spec.left", f.Spec.Left}, {"spec.right", f.Spec.Right}} {
 		if b.name == "" || b.name == api.FuncReturn {
 			continue
@@ -580,4 +584,57 @@ func FuncBounds(s *api.FuncSpec) (lo, initial, hi int) {
 		return lo, *s.InitInstanceNum, hi
 	}
 	return lo, min(max(1, lo), hi), hi
+}
+
+// BuiltinPlugins are the plugins every Python runtime has (seed 000).
+var BuiltinPlugins = []string{"tracing", "metrics", "log-context"}
+
+var pluginModule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// funcPlugins checks a function's plugins and extra files: a plugin is a
+// built-in or a module NAME.py of spec.files; the files are base64, named
+// as ConfigMap keys, beside function.py and preRun.sh, not over them.
+func funcPlugins(s *api.FuncSpec) error {
+	if len(s.Files) > 0 && s.Image != "" {
+		return errdefs.Invalid("spec.files", "an image function brings its files in its image")
+	}
+	for name, b64 := range s.Files {
+		field := "spec.files." + name
+		switch {
+		case !configMapKey.MatchString(name) || name == "." || name == "..":
+			return errdefs.Invalid(field, "%q must consist of letters, digits, '-', '_' and '.'", name)
+		case name == "function.py" || name == "preRun.sh":
+			return errdefs.Invalid(field, "%q is spec.function's or spec.preRun's", name)
+		}
+		if _, err := base64.StdEncoding.DecodeString(b64); err != nil {
+			return errdefs.Invalid(field, "not valid base64: %v", err)
+		}
+	}
+	p := s.Plugins
+	if p == nil {
+		return nil
+	}
+	if s.Image != "" && len(p.Pre)+len(p.Post) > 0 {
+		return errdefs.Invalid("spec.plugins", "plugins run in the Python runtime; an image function runs its own")
+	}
+	for _, list := range []struct {
+		field string
+		names []string
+	}{{"spec.plugins.pre", p.Pre}, {"spec.plugins.post", p.Post}} {
+		seen := map[string]bool{}
+		for i, name := range list.names {
+			field := fmt.Sprintf("%s[%d]", list.field, i)
+			switch {
+			case seen[name]:
+				return errdefs.Invalid(field, "plugin %q is named twice", name)
+			case slices.Contains(BuiltinPlugins, name):
+			case !pluginModule.MatchString(name):
+				return errdefs.Invalid(field, "%q is neither a built-in plugin (%s) nor a Python module name", name, strings.Join(BuiltinPlugins, ", "))
+			case s.Files[name+".py"] == "":
+				return errdefs.Invalid(field, "plugin %q is not built in (%s) and spec.files has no %s.py", name, strings.Join(BuiltinPlugins, ", "), name)
+			}
+			seen[name] = true
+		}
+	}
+	return nil
 }

@@ -54,6 +54,21 @@ func TestFunc(t *testing.T) {
 		}, "spec.runtime"},
 		{"bad image", func(f *api.Func) { f.Spec.Function, f.Spec.Image = "", "Perl Example" }, "spec.image"},
 		{"blank image", func(f *api.Func) { f.Spec.Function, f.Spec.Image = "", " " }, "spec.image"},
+		{"builtin plugins", func(f *api.Func) {
+			f.Spec.Plugins = &api.FuncPlugins{Pre: []string{"tracing", "log-context"}, Post: []string{"metrics"}}
+		}, ""},
+		{"user plugin", func(f *api.Func) {
+			f.Spec.Plugins, f.Spec.Files = &api.FuncPlugins{Pre: []string{"audit"}}, map[string]string{"audit.py": code}
+		}, ""},
+		{"plugin without its module", func(f *api.Func) { f.Spec.Plugins = &api.FuncPlugins{Post: []string{"metrics", "audit"}} }, "spec.plugins.post[1]"},
+		{"plugin twice", func(f *api.Func) { f.Spec.Plugins = &api.FuncPlugins{Pre: []string{"tracing", "tracing"}} }, "spec.plugins.pre[1]"},
+		{"plugin not a module name", func(f *api.Func) { f.Spec.Plugins = &api.FuncPlugins{Pre: []string{"a-b"}} }, "spec.plugins.pre[0]"},
+		{"plugins of an image", func(f *api.Func) {
+			f.Spec.Function, f.Spec.Image, f.Spec.Plugins = "", "perl-example", &api.FuncPlugins{Pre: []string{"tracing"}}
+		}, "spec.plugins"},
+		{"file over function.py", func(f *api.Func) { f.Spec.Files = map[string]string{"function.py": code} }, "spec.files.function.py"},
+		{"file not base64", func(f *api.Func) { f.Spec.Files = map[string]string{"util.py": "%%"} }, "spec.files.util.py"},
+		{"file bad name", func(f *api.Func) { f.Spec.Files = map[string]string{"a/b.py": code} }, "spec.files.a/b.py"},
 		{"bad left", func(f *api.Func) { f.Spec.Left = "no good" }, "spec.left"},
 		{"right template", func(f *api.Func) { f.Spec.Right = "template" }, "spec.right"},
 		{"bad address", func(f *api.Func) { f.Spec.ServiceAddress = "nowhere" }, "spec.serviceAddress"},
