@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
-
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/tracing"
 )
 
 // CallRunner runs synchronous calls: a function runner in this process.
@@ -127,7 +127,7 @@ func newInstance(ctx context.Context, req function.CallRequest, callbackURL stri
 	return &api.FuncInstance{
 		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: req.Namespace, Labels: map[string]string{function.LabelFunc: fn}},
 		Spec: api.FuncInstanceSpec{Function: fn, Arg: arg, CallbackURL: callbackURL, User: userOf(ctx).Name,
-			Event: req.Event, Trigger: req.Trigger},
+			Event: req.Event, Trigger: req.Trigger, Traceparent: req.Traceparent},
 		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: fn, Arg: arg}},
 	}
 }
@@ -212,6 +212,9 @@ func (c *calls) handOff(ctx context.Context, r runner, call function.CallRequest
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	function.SetHandoffEvent(req.Header, call.Event)
+	if call.Traceparent != "" {
+		req.Header.Set(tracing.Header, call.Traceparent)
+	}
 	hc, err := c.clientFor(r)
 	if err != nil {
 		return nil, err

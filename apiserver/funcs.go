@@ -13,6 +13,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/tracing"
 )
 
 // funcHandlers serves the function API of the reference design under
@@ -150,7 +151,7 @@ func callRequest(r *http.Request, ns, fn string, body []byte) (function.CallRequ
 		return function.CallRequest{}, err
 	}
 	function.RecordRequest(ev, r)
-	return function.CallRequest{Namespace: ns, Function: fn, ID: id, Arg: arg, Event: ev}, nil
+	return function.CallRequest{Namespace: ns, Function: fn, ID: id, Arg: arg, Event: ev, Traceparent: traceparentOf(r)}, nil
 }
 
 // callbackHeader names where an asynchronous call's result is POSTed, as
@@ -318,4 +319,13 @@ func (h *funcHandlers) watchTemplates(c *gin.Context) {
 		return
 	}
 	h.watch(c, funcNamespace(c), f)
+}
+
+// traceparentOf is the caller's W3C trace context, when it sent a valid one.
+func traceparentOf(r *http.Request) string {
+	tp := r.Header.Get(tracing.Header)
+	if _, _, ok := tracing.Parse(tp); !ok {
+		return ""
+	}
+	return tp
 }

@@ -55,6 +55,8 @@ type Config struct {
 	NATSPort    int
 	NATSAddress string
 	NATSURL     string
+	// OTLPEndpoint: see funcrunner.Config.
+	OTLPEndpoint string
 	// TLSSANs and TokenAuthFile: see apiserver.Config.
 	TLSSANs       []string
 	TokenAuthFile string
@@ -199,7 +201,7 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 	var runners []*funcrunner.Runner
 	for i := range cfg.FuncRunners {
-		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1), NATSURL: natsURL}
+		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1), NATSURL: natsURL, OTLPEndpoint: cfg.OTLPEndpoint}
 		if i == 0 && cfg.GatewayPort != 0 {
 			// The first runner serves the HTTP triggers.
 			rc.GatewayAddress = net.JoinHostPort(cfg.GatewayAddress, strconv.Itoa(cfg.GatewayPort))

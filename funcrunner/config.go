@@ -37,6 +37,10 @@ type Config struct {
 	// NATSURL, when set, is the NATS server (with JetStream) whose
 	// subjects the queue triggers consume.
 	NATSURL string
+	// OTLPEndpoint, when set, is where the spans of calls go (OTLP over
+	// HTTP, a base URL: spans go to URL/v1/traces); they are kept with the
+	// instance either way.
+	OTLPEndpoint string
 }
 
 const (

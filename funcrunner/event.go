@@ -5,6 +5,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
+	"minik8s/pkg/tracing"
 )
 
 // stepCall is what one step sends a pod: the argument, and the call's
@@ -16,7 +17,7 @@ type stepCall struct {
 
 // newStepCall is the call of f, a step of inst, with arg. Every step of a
 // chain carries the event that started the chain.
-func newStepCall(inst *api.FuncInstance, f *api.Func, arg string) stepCall {
+func newStepCall(inst *api.FuncInstance, f *api.Func, arg, traceparent string) stepCall {
 	ev := inst.Spec.Event
 	if ev == nil {
 		// Calls recorded before events were: a plain call of the API.
@@ -29,6 +30,7 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg string) stepCall {
 		Timeout:      function.TimeoutSeconds(&f.Spec),
 		InstanceID:   inst.Name,
 		Step:         inst.Status.Hops + 1,
+		Traceparent:  traceparent,
 		Config:       map[string]string{},
 	}
 	if f.Spec.Image != "" {
@@ -42,5 +44,6 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg string) stepCall {
 	}
 	h := http.Header{}
 	function.SetEventHeaders(h, ev, cc)
+	h.Set(tracing.Header, traceparent)
 	return stepCall{arg: arg, header: h}
 }

@@ -15,9 +15,10 @@ import (
 
 // invokeInFreshPod runs one step of a v1 function the seed's first way: in
 // a pod made for this step alone and removed when it ends.
-func (s *stepper) invokeInFreshPod(ctx context.Context, f *api.Func, inst *api.FuncInstance, arg string) (*function.Result, stepTarget, error) {
+func (s *stepper) invokeInFreshPod(ctx context.Context, f *api.Func, inst *api.FuncInstance, call stepCall) (*function.Result, stepTarget, error) {
 	ns := funcNamespace(f)
 	name := freshPodName(f, inst)
+	waitStart := time.Now()
 	pod := &api.Pod{
 		ObjectMeta: api.ObjectMeta{
 			Name: name,
@@ -46,12 +47,12 @@ func (s *stepper) invokeInFreshPod(ctx context.Context, f *api.Func, inst *api.F
 		}
 		return nil, stepTarget{}, err
 	}
-	tgt := stepTarget{pod: name, node: ready.Spec.NodeName}
+	tgt := stepTarget{pod: name, node: ready.Spec.NodeName, waitStart: waitStart, waitEnd: time.Now()}
 	port := podPort(ready, function.PortName)
 	if port == 0 {
 		return nil, tgt, fmt.Errorf("pod %s reports no %q port", name, function.PortName)
 	}
-	res, err := postStep(ctx, s.http, ready.Status.PodIP, port, f, newStepCall(inst, f, arg))
+	res, err := postStep(ctx, s.http, ready.Status.PodIP, port, f, call)
 	return res, tgt, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/tracing"
 )
 
 // The function gateway serves the HTTP triggers: a request to a trigger's
@@ -104,7 +105,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	function.RecordRequest(ev, r)
 	inst, err := g.call(r.Context(), function.CallRequest{Namespace: t.Namespace, Function: t.Spec.Function, ID: id,
-		Arg: arg, Event: ev, Trigger: g.refs.ref(t), Wait: gatewayWait})
+		Arg: arg, Event: ev, Trigger: g.refs.ref(t), Wait: gatewayWait, Traceparent: validTraceparent(r.Header.Get(tracing.Header))})
 	if err != nil {
 		writeClassed(w, err)
 		return
@@ -262,4 +263,12 @@ func (g *gateway) markReady(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+// validTraceparent is tp when it is a valid W3C trace context, else "".
+func validTraceparent(tp string) string {
+	if _, _, ok := tracing.Parse(tp); !ok {
+		return ""
+	}
+	return tp
 }

@@ -98,7 +98,8 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 	defer deadline.Stop()
 	var recheck *time.Ticker
 	waiting := false
-	var t turn // our place in the function's queue while we wait
+	var waitStart, waitEnd time.Time // the first wait for a pod, for the trace
+	var t turn                       // our place in the function's queue while we wait
 	defer func() {
 		if t != nil {
 			p.leave(key, t)
@@ -117,6 +118,9 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 			if !waiting {
 				waiting = true
 				p.s.demand.wait(fnKey)
+				if waitStart.IsZero() {
+					waitStart = time.Now()
+				}
 			}
 			if t == nil {
 				// Queued, look once more: a slot freed before we were
@@ -147,6 +151,7 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 		if waiting {
 			waiting = false
 			p.s.demand.unwait(fnKey)
+			waitEnd = time.Now()
 		}
 		if err := p.owners.check(ctx, f, addr); err != nil {
 			p.release(key, addr)
@@ -161,7 +166,7 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 			stepSleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		tgt := stepTarget{node: addr.NodeName}
+		tgt := stepTarget{node: addr.NodeName, waitStart: waitStart, waitEnd: waitEnd}
 		if addr.TargetRef != nil {
 			tgt.pod = addr.TargetRef.Name
 		}

@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/function"
 	"minik8s/pkg/pki"
+	"minik8s/pkg/tracing"
 )
 
 // instanceWorkers is how many instances are synced (claimed) at once;
@@ -129,6 +130,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	d := newDemand()
 	st := newStepper(cfg, c, funcs, pods, eps, d)
+	if st.exporter, err = tracing.NewExporter(ctx, cfg.OTLPEndpoint); err != nil {
+		return err
+	}
+	workers = append(workers, st.exporter.Run)
 	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, newCallbacks())
 	keeper := newLeaseKeeper(c, cfg.Identity, url, certSum, d, cfg.DemandInterval, instInf.Lister().Len)
 

@@ -15,6 +15,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/tracing"
 )
 
 // stepper runs single steps of instances: it finds the step's function,
@@ -31,6 +32,8 @@ type stepper struct {
 	pool   *pool
 	// changes wakes the v1 steps that wait for their pod.
 	changes *notifier
+	// exporter sends the spans of calls (nil: kept with the instance only).
+	exporter *tracing.Exporter
 }
 
 func newStepper(cfg Config, c *client.Client, funcs *cache.Informer[api.Func, *api.Func], pods *cache.Informer[api.Pod, *api.Pod], eps *cache.Informer[api.Endpoints, *api.Endpoints], d *demand) *stepper {
@@ -76,9 +79,11 @@ func (s *stepper) watch(funcs *cache.Informer[api.Func, *api.Func], pods *cache.
 	})
 }
 
-// stepTarget says where a step ran.
+// stepTarget says where a step ran, and when it waited for a pod (a cold
+// start, or all pods busy).
 type stepTarget struct {
-	pod, node string
+	pod, node          string
+	waitStart, waitEnd time.Time
 }
 
 // advance runs inst.Status.Next and returns the instance as it must be
@@ -87,6 +92,24 @@ type stepTarget struct {
 // Error, CompletionTime set, Next nil). It writes nothing about the
 // instance. err != nil only when ctx ended before the outcome was known.
 func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
+	out, err := s.step(ctx, inst)
+	if out != nil && terminal(out) {
+		// The call's own span, once it ended.
+		traceID, root, parent := tracing.Root(inst)
+		start := time.Now()
+		if inst.CreationTimestamp != nil {
+			start = *inst.CreationTimestamp
+		}
+		sp := api.FuncSpan{Name: "call " + inst.Spec.Function, Service: "funcrunner", TraceID: traceID, SpanID: root,
+			ParentSpanID: parent, StartNs: start.UnixNano(), EndNs: out.Status.CompletionTime.UnixNano(), Error: out.Status.Error}
+		out.Status.Trace = append(out.Status.Trace, sp)
+		s.exporter.Add(sp)
+	}
+	return out, err
+}
+
+// step runs inst.Status.Next, as advance says, but for the call's span.
+func (s *stepper) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
 	cur := inst.Status.Next
 	if cur == nil {
 		return ended(inst, nil, "", "instance has no next step"), nil
@@ -118,23 +141,43 @@ func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.Fun
 
 	start := time.Now().UTC()
 	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
+	traceID, root, _ := tracing.Root(inst)
+	stepSpan := tracing.NewSpanID()
+	call := newStepCall(inst, f, cur.Arg, tracing.Format(traceID, stepSpan))
 	var res *function.Result
 	var tgt stepTarget
 	if f.APIVersion == api.FuncAPIVersionV1 {
-		res, tgt, err = s.invokeInFreshPod(ctx, f, inst, cur.Arg)
+		res, tgt, err = s.invokeInFreshPod(ctx, f, inst, call)
 	} else {
-		res, tgt, err = s.pool.invoke(ctx, f, newStepCall(inst, f, cur.Arg))
+		res, tgt, err = s.pool.invoke(ctx, f, call)
 	}
-	rec.DurationMs = time.Since(start).Milliseconds()
+	end := time.Now().UTC()
+	rec.DurationMs = end.Sub(start).Milliseconds()
 	rec.Pod, rec.Node = tgt.pod, tgt.node
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	var out *api.FuncInstance
 	if err != nil {
 		rec.Error = err.Error()
-		return ended(inst, &rec, "", fmt.Sprintf("function %q: %v", f.Name, err)), nil
+		out = ended(inst, &rec, "", fmt.Sprintf("function %q: %v", f.Name, err))
+	} else {
+		out = s.outcome(inst, f, &rec, res)
 	}
-	return s.outcome(inst, f, &rec, res), nil
+	spans := []api.FuncSpan{{Name: fmt.Sprintf("step %d: %s", inst.Status.Hops+1, f.Name), Service: "funcrunner", TraceID: traceID,
+		SpanID: stepSpan, ParentSpanID: root, StartNs: start.UnixNano(), EndNs: end.UnixNano(), Error: rec.Error}}
+	if !tgt.waitStart.IsZero() {
+		spans = append(spans, tracing.Span("wait for a pod of "+f.Name, "funcrunner", traceID, stepSpan, tgt.waitStart, tgt.waitEnd))
+	}
+	if res != nil {
+		for _, sp := range res.Spans {
+			sp.Service = "pod"
+			spans = append(spans, sp)
+		}
+	}
+	out.Status.Trace = append(out.Status.Trace, spans...)
+	s.exporter.Add(spans...)
+	return out, nil
 }
 
 // outcome is the instance after a step that got the runtime's answer.

@@ -16,6 +16,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/tracing"
 )
 
 // syncCalls serves the synchronous calls the apiserver hands over: the
@@ -62,7 +63,8 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeClassed(w, err)
 		return
 	}
-	out, err := sc.call(req.Context(), function.CallRequest{Namespace: parts[0], Function: parts[1], ID: id, Arg: arg, Event: ev, Wait: wait})
+	out, err := sc.call(req.Context(), function.CallRequest{Namespace: parts[0], Function: parts[1], ID: id, Arg: arg, Event: ev, Wait: wait,
+		Traceparent: validTraceparent(req.Header.Get(tracing.Header))})
 	if errors.Is(err, ErrAbandoned) {
 		// Stand for the crash it is: the connection drops, no answer.
 		panic(http.ErrAbortHandler)
@@ -97,7 +99,7 @@ func (sc *syncCalls) call(ctx context.Context, req function.CallRequest) (*api.F
 		TypeMeta: api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
 		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn},
 			CreationTimestamp: &now},
-		Spec:   api.FuncInstanceSpec{Function: fn, Arg: string(arg), Sync: true, Event: req.Event, Trigger: req.Trigger},
+		Spec:   api.FuncInstanceSpec{Function: fn, Arg: string(arg), Sync: true, Event: req.Event, Trigger: req.Trigger, Traceparent: req.Traceparent},
 		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: sc.self, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
 	}
 	return sc.run(ctx, inst, req.Wait)

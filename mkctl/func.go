@@ -34,7 +34,7 @@ func newFuncCommand(o *Options) *cobra.Command {
 			"  ID=$(mkctl func invoke hello -d world) && mkctl func result $ID && mkctl func logs $ID",
 	}
 	cmd.AddCommand(newFuncCreateCommand(o), newFuncUpdateCommand(o), newFuncDeleteCommand(o),
-		newFuncInvokeCommand(o), newFuncResultCommand(o), newFuncLogsCommand(o), newFuncListCommand(o))
+		newFuncInvokeCommand(o), newFuncResultCommand(o), newFuncLogsCommand(o), newFuncListCommand(o), newFuncTraceCommand(o))
 	return cmd
 }
 

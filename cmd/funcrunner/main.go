@@ -35,6 +35,7 @@ func main() {
 	flag.IntVar(&gatewayPort, "gateway-port", 0, "port of the function gateway serving the HTTP triggers (0: none)")
 	flag.StringVar(&gatewayHost, "gateway-address", "127.0.0.1", "address the function gateway binds")
 	flag.StringVar(&cfg.NATSURL, "nats-url", "", "NATS server (with JetStream) whose subjects the queue triggers consume (default: none)")
+	flag.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "send the spans of calls with OTLP over HTTP to this base URL (spans go to URL/v1/traces), e.g. http://127.0.0.1:4318")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
 

@@ -55,6 +55,7 @@ func main() {
 	fs.IntVar(&cfg.NATSPort, "nats-port", 4222, "port of the embedded NATS server (JetStream) the queue triggers consume from (0: none)")
 	fs.StringVar(&cfg.NATSAddress, "nats-address", "127.0.0.1", "address the embedded NATS server binds")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "an existing NATS server (with JetStream) to use instead of the embedded one")
+	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "send the spans of calls with OTLP over HTTP to this base URL (spans go to URL/v1/traces; any collector or Jaeger)")
 	fs.IntVar(&cfg.FuncRunners, "funcrunners", 1, "function runners to start in this process (0: none; run bin/funcrunner instead)")
 	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
 	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")

@@ -111,6 +111,9 @@ type FuncInstanceSpec struct {
 	// Event is the CloudEvent the call came as, or was made into by its
 	// trigger: its attributes and how it arrived. The argument is its data.
 	Event *FuncEvent `json:"event,omitempty"`
+	// Traceparent is the W3C trace context the call came with: its trace
+	// goes on under the caller's.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // FuncTriggerRef names the trigger that started a call and its type.
@@ -177,6 +180,9 @@ type FuncInstanceStatus struct {
 	Hops           int              `json:"hops,omitempty"`
 	Steps          []FuncStepRecord `json:"steps,omitempty"`
 	CompletionTime *time.Time       `json:"completionTime,omitempty"`
+	// Trace holds the call's spans: the call, each step, the waits for a
+	// pod, the run in the pod and its plugins (with the tracing plugin).
+	Trace []FuncSpan `json:"trace,omitempty"`
 }
 
 // FuncSpan is one span of a call's trace (W3C trace context ids, hex),

@@ -50,6 +50,9 @@ type CallContext struct {
 	InstanceID  string `json:"instance-id"`
 	// Step is the step of the chain the call is, from 1.
 	Step int `json:"step"`
+	// Traceparent is the W3C trace context of the step's span: the pod's
+	// spans go under it.
+	Traceparent string `json:"traceparent,omitempty"`
 	// Trigger names the trigger that started the call: "" for a call of
 	// the function API, else TYPE/NAME.
 	Trigger string `json:"trigger"`
@@ -68,6 +71,8 @@ type CallRequest struct {
 	Trigger *api.FuncTriggerRef
 	// Wait bounds the call: past it, it goes on asynchronously.
 	Wait time.Duration
+	// Traceparent is the caller's W3C trace context, if it sent one.
+	Traceparent string
 }
 
 // SetEventHeaders puts ev on a request in CloudEvents binary mode, and whole
