@@ -163,6 +163,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(function.RunnerCallPath+"/", sc)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("/metrics", st.metrics)
 	hs := &http.Server{Handler: pki.OnlyAPIServer("a function runner", mux), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()

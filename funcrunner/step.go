@@ -34,6 +34,7 @@ type stepper struct {
 	changes *notifier
 	// exporter sends the spans of calls (nil: kept with the instance only).
 	exporter *tracing.Exporter
+	metrics  *callMetrics
 }
 
 func newStepper(cfg Config, c *client.Client, funcs *cache.Informer[api.Func, *api.Func], pods *cache.Informer[api.Pod, *api.Pod], eps *cache.Informer[api.Endpoints, *api.Endpoints], d *demand) *stepper {
@@ -46,6 +47,7 @@ func newStepper(cfg Config, c *client.Client, funcs *cache.Informer[api.Func, *a
 		http:    newPodClient(),
 		demand:  d,
 		changes: newNotifier(),
+		metrics: newCallMetrics(),
 	}
 	s.pool = newPool(s, eps.Lister())
 	s.watch(funcs, pods, eps)
@@ -140,6 +142,7 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncIn
 	defer s.demand.done(fnKey)
 
 	start := time.Now().UTC()
+	s.metrics.started(ns, f.Name)
 	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
 	traceID, root, _ := tracing.Root(inst)
 	stepSpan := tracing.NewSpanID()
@@ -154,6 +157,8 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncIn
 	end := time.Now().UTC()
 	rec.DurationMs = end.Sub(start).Milliseconds()
 	rec.Pod, rec.Node = tgt.pod, tgt.node
+	failed := err != nil || (res != nil && res.Error != nil)
+	s.metrics.ended(ns, f.Name, failed, !tgt.waitStart.IsZero(), end.Sub(start))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/metrics"
 )
 
 //go:embed worker.py
@@ -48,7 +50,7 @@ type server struct {
 	cfg         Config
 	pool        *pool
 	memoryLimit string
-	runs        *runHistogram
+	runs        *metrics.Vec
 
 	mu       sync.Mutex
 	status   string
@@ -350,7 +352,7 @@ func (s *server) call(ctx context.Context, in callInput, arrived time.Time, time
 		resp.Result, resp.Check, resp.Output, resp.Error = rep.Result, rep.Check, rep.Output, rep.Error
 		resp.PluginErrors, resp.Spans = rep.PluginErrors, rep.Spans
 		if rep.Metrics != nil {
-			s.runs.observe(rep.Metrics.Outcome, rep.Metrics.Seconds)
+			observeRun(s.runs, rep.Metrics.Outcome, rep.Metrics.Seconds)
 		}
 	case errors.Is(err, errCallTimeout):
 		s.timeouts.Add(1)
@@ -411,7 +413,7 @@ func (s *server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
 	}
-	s.runs.write(w)
+	s.runs.Write(w)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

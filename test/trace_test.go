@@ -16,6 +16,7 @@ import (
 	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/function"
 	"minik8s/test/framework"
 )
 
@@ -136,6 +137,25 @@ func TestTraceOfAChain(t *testing.T) {
 			t.Errorf("run of %s [%d, %d] is not inside its step [%d, %d]", fn, run.StartNs, run.EndNs, step.StartNs, step.EndNs)
 		}
 	}
+	// The runner's /metrics counts the calls per function.
+	leases, _, err := s.Client.Leases(function.RunnerNamespace).List(req.Context(), client.ListOptions{})
+	if err != nil || len(leases) == 0 {
+		t.Fatalf("runner leases: %v", err)
+	}
+	mresp, err := http.Get(leases[0].Annotations[function.AnnotationRunnerURL] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbody, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{`minik8s_function_calls_total{namespace="default",function="tb",outcome="succeeded"} 1`,
+		`minik8s_function_call_duration_seconds_count{namespace="default",function="tc"} 1`,
+		`minik8s_function_in_flight{namespace="default",function="ta"} 0`} {
+		if !strings.Contains(string(mbody), want) {
+			t.Errorf("the runner's /metrics lacks %s:\n%s", want, mbody)
+		}
+	}
+
 	// The same spans are kept with the instance; mkctl draws them.
 	var id string
 	waitUntil(t, 10*time.Second, "the instance's trace", func() bool {
