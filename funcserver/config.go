@@ -1,6 +1,7 @@
 package funcserver
 
 import (
+	"io"
 	"net"
 	"os"
 	"time"
@@ -40,6 +41,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// PodName is reported in every answer; default $POD_NAME or the host name.
 	PodName string
+	// WorkerEnv is added to the workers' environment ("KEY=VALUE"): a pod
+	// has it from its container's env; tests and benchmarks set it here.
+	WorkerEnv []string
+	// WorkerLog is where workers write outside calls: the pod log,
+	// os.Stderr unless set.
+	WorkerLog io.Writer
 }
 
 func (c Config) withDefaults() Config {

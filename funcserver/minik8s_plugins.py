@@ -16,7 +16,15 @@ NAME and VERSION.
 import importlib
 import logging
 import os
+import random
 import time
+
+_ids = random.Random()
+
+
+def span_id():
+    """A random span id; ids need no cryptographic strength, only to differ."""
+    return "%016x" % (_ids.getrandbits(64) or 1)
 
 
 class Context:
@@ -71,13 +79,13 @@ class Tracing:
     def pre(self, ctx):
         parts = (ctx.context.get("traceparent") or "").split("-")
         valid = len(parts) == 4 and len(parts[1]) == 32 and len(parts[2]) == 16
-        trace_id = parts[1] if valid else os.urandom(16).hex()
-        span_id = os.urandom(8).hex()
+        trace_id = parts[1] if valid else "%032x" % (_ids.getrandbits(128) or 1)
+        run_span = span_id()
         ctx.set("trace_id", trace_id)
-        ctx.set("span_id", span_id)
+        ctx.set("span_id", run_span)
         ctx.set("parent_span_id", parts[2] if valid else "")
         ctx.set("start_ns", time.time_ns())
-        ctx.set("traceparent", "00-%s-%s-01" % (trace_id, span_id))
+        ctx.set("traceparent", "00-%s-%s-01" % (trace_id, run_span))
         os.environ["TRACEPARENT"] = ctx.get("traceparent")
 
     def post(self, ctx):

@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	s := &server{
 		cfg:    cfg,
-		pool:   newPool(workerSpec{python: cfg.Python, script: script, codeDir: codeDir}, cfg.Workers),
+		pool:   newPool(workerSpec{python: cfg.Python, script: script, codeDir: codeDir, env: cfg.WorkerEnv, log: cfg.WorkerLog}, cfg.Workers),
 		status: statusStarting,
 		idle:   make(chan struct{}),
 		// Read once: a pod's limit does not change while it runs.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -40,6 +41,8 @@ type workerSpec struct {
 	python  string
 	script  string
 	codeDir string
+	env     []string
+	log     io.Writer
 }
 
 // ImportError is a function whose import failed or that defines no run.
@@ -102,10 +105,16 @@ func startWorker(ctx context.Context, spec workerSpec) (*worker, error) {
 	}
 	cmd := exec.Command(spec.python, "-u", spec.script, spec.codeDir)
 	cmd.Dir = spec.codeDir
+	if len(spec.env) > 0 {
+		cmd.Env = append(os.Environ(), spec.env...)
+	}
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	// The function's own logging and tracebacks outside calls are pod logs.
 	cmd.Stderr = os.Stderr
+	if spec.log != nil {
+		cmd.Stderr = spec.log
+	}
 	cmd.SysProcAttr = childAttr()
 	err = cmd.Start()
 	inR.Close()

@@ -3,10 +3,12 @@ package framework
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +20,14 @@ import (
 // serving code on a free loopback port until the test ends, standing in
 // for a function pod, and returns the port once it is ready.
 func StartFuncServer(t testing.TB, code string, workers int) int32 {
+	t.Helper()
+	return StartFuncServerEnv(t, code, workers)
+}
+
+// StartFuncServerEnv is StartFuncServer with env ("KEY=VALUE") added to the
+// workers' environment, as a pod's container env is: plugins
+// (FUNC_PLUGINS_PRE, FUNC_PLUGINS_POST), FUNC_LOG_CAPTURE.
+func StartFuncServerEnv(t testing.TB, code string, workers int, env ...string) int32 {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, function.FileFunction), []byte(code), 0o644); err != nil {
@@ -32,7 +42,10 @@ func StartFuncServer(t testing.TB, code string, workers int) int32 {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cfg := funcserver.Config{CodeDir: dir, Listener: l, Workers: workers, PodName: fmt.Sprintf("pod-%d", port)}
+		cfg := funcserver.Config{CodeDir: dir, Listener: l, Workers: workers, PodName: fmt.Sprintf("pod-%d", port), WorkerEnv: env}
+		if slices.Contains(env, "FUNC_LOG_CAPTURE=off") {
+			cfg.WorkerLog = io.Discard // what calls write is not the test's
+		}
 		if err := funcserver.Run(ctx, cfg); err != nil && ctx.Err() == nil {
 			t.Errorf("funcserver: %v", err)
 		}
