@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,7 @@ type templateFlags struct {
 	code, image, preRun, left, right string
 	min, max, init, timeout          int
 	v1                               bool
+	pluginsPre, pluginsPost, files   []string
 	fs                               *pflag.FlagSet
 }
 
@@ -72,11 +74,14 @@ func (t *templateFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&t.init, "init", 0, "pods started at once (initInstanceNum)")
 	fs.IntVar(&t.timeout, "timeout", 0, "seconds one run may take (default 60)")
 	fs.BoolVar(&t.v1, "v1", false, "apiVersion v1: every call step runs in a fresh pod (--v1=false: v2, a warm pool)")
+	fs.StringSliceVar(&t.pluginsPre, "plugin-pre", nil, "plugins run before every call, in order: tracing, metrics, log-context, or a module of --file (comma-separated or repeated)")
+	fs.StringSliceVar(&t.pluginsPost, "plugin-post", nil, "plugins run after every call, in order")
+	fs.StringArrayVar(&t.files, "file", nil, "a file shipped beside function.py (a module, a user plugin), named as on disk; repeat for more")
 }
 
 // given reports whether any template setting is on the command line.
 func (t *templateFlags) given() bool {
-	for _, n := range []string{"filename", "image", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1"} {
+	for _, n := range []string{"filename", "image", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1", "plugin-pre", "plugin-post", "file"} {
 		if t.fs.Changed(n) {
 			return true
 		}
@@ -127,6 +132,27 @@ func (t *templateFlags) apply(f *api.Func) error {
 			v := n.v
 			*n.dst = &v
 		}
+	}
+	if t.fs.Changed("plugin-pre") || t.fs.Changed("plugin-post") {
+		if f.Spec.Plugins == nil {
+			f.Spec.Plugins = &api.FuncPlugins{}
+		}
+		if t.fs.Changed("plugin-pre") {
+			f.Spec.Plugins.Pre = t.pluginsPre
+		}
+		if t.fs.Changed("plugin-post") {
+			f.Spec.Plugins.Post = t.pluginsPost
+		}
+	}
+	for _, path := range t.files {
+		src, err := readSource("--file", path)
+		if err != nil {
+			return err
+		}
+		if f.Spec.Files == nil {
+			f.Spec.Files = map[string]string{}
+		}
+		f.Spec.Files[filepath.Base(path)] = src
 	}
 	if t.fs.Changed("v1") {
 		f.APIVersion = api.FuncAPIVersionV2
