@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"minik8s/controller"
+	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
@@ -24,13 +25,23 @@ import (
 // function runtime image, with scale-to-zero flags short enough for tests.
 func cluster(t *testing.T) *framework.APIServer {
 	t.Helper()
+	return clusterWith(t, "node-e2e", "127.0.0.21", nil, nil)
+}
+
+// clusterWith is cluster() on node name at ip; prepare (if any) readies the
+// containerd further (more images), runner (if any) configures the runner.
+func clusterWith(t *testing.T, name, ip string, prepare func(*framework.Containerd), runner func(*funcrunner.Config)) *framework.APIServer {
+	t.Helper()
 	ctd := framework.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
+	if prepare != nil {
+		prepare(ctd)
+	}
 	s := framework.StartAPIServer(t)
-	framework.StartFuncRunner(t, s)
+	framework.StartFuncRunnerWith(t, s, runner)
 	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 2 * time.Second})
 	framework.StartScheduler(t, s, scheduler.Config{})
-	framework.StartKubelet(t, s.URL, ctd, "node-e2e", "127.0.0.21")
+	framework.StartKubelet(t, s.URL, ctd, name, ip)
 	return s
 }
 

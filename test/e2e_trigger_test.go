@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/controller"
 	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
-	"minik8s/scheduler"
 	"minik8s/test/framework"
 )
 
@@ -26,15 +24,9 @@ import (
 // queue subject), and each call reaches the function with the metadata of
 // its trigger, which the function reads back.
 func TestE2ETriggersWakeFromZero(t *testing.T) {
-	ctd := framework.StartContainerd(t)
-	ctd.ImportFunctionRuntime(t)
 	nq := startNATS(t)
-	s := framework.StartAPIServer(t)
 	gw := freeAddr(t)
-	framework.StartFuncRunnerWith(t, s, func(c *funcrunner.Config) { c.GatewayAddress, c.NATSURL = gw, nq.URL })
-	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 2 * time.Second})
-	framework.StartScheduler(t, s, scheduler.Config{})
-	framework.StartKubelet(t, s.URL, ctd, "node-trig", "127.0.0.23")
+	s := clusterWith(t, "node-trig", "127.0.0.23", nil, func(c *funcrunner.Config) { c.GatewayAddress, c.NATSURL = gw, nq.URL })
 	ctx := context.Background()
 	zero := map[string]any{"initInstanceNum": 0, "minInstanceNum": 0, "maxInstanceNum": 1}
 	for _, fn := range []string{"by-http", "by-tick", "by-queue"} {

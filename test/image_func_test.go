@@ -8,26 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
-	"minik8s/scheduler"
 	"minik8s/test/framework"
 )
 
 // imageCluster is cluster() with the Perl example image imported too.
 func imageCluster(t *testing.T) *framework.APIServer {
 	t.Helper()
-	ctd := framework.StartContainerd(t)
-	ctd.ImportFunctionRuntime(t)
-	ctd.ImportPerlExample(t)
-	s := framework.StartAPIServer(t)
-	framework.StartFuncRunner(t, s)
-	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 2 * time.Second})
-	framework.StartScheduler(t, s, scheduler.Config{})
-	framework.StartKubelet(t, s.URL, ctd, "node-image", "127.0.0.26")
-	return s
+	return clusterWith(t, "node-image", "127.0.0.26", func(c *framework.Containerd) { c.ImportPerlExample(t) }, nil)
 }
 
 // TestImageFuncChainsWithPython: a function in Perl (spec.image, its image's

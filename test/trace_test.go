@@ -56,7 +56,7 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 					r.spans = append(r.spans, api.FuncSpan{Name: s.GetName(), Service: service,
 						TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
 						ParentSpanID: hex.EncodeToString(s.GetParentSpanId()),
-						StartNs: int64(s.GetStartTimeUnixNano()), EndNs: int64(s.GetEndTimeUnixNano())})
+						StartNs:      int64(s.GetStartTimeUnixNano()), EndNs: int64(s.GetEndTimeUnixNano())})
 				}
 			}
 		}
