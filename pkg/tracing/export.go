@@ -141,4 +141,3 @@ func (e *Exporter) resource(service string) *resource.Resource {
 	}
 	return r
 }
-
