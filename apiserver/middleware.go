@@ -46,13 +46,13 @@ func errorMiddleware() gin.HandlerFunc {
 }
 
 // bodyLimit caps request bodies; decodeBody turns the overflow into 413.
-// A runner's write of an instance's status carries the argument, the result
-// and step records, each up to its own limit: it may take up to what etcd
-// takes in one request.
+// A runner's write of an instance's status, and its create of the record of
+// a trigger's call, carry the argument, the result and step records, each
+// up to its own limit: they may take up to what etcd takes in one request.
 func (s *Server) bodyLimit() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		limit := s.cfg.MaxBodyBytes
-		if isInstanceStatus(c.Request.URL.Path) {
+		if isInstanceStatus(c.Request.URL.Path) || isInstanceCollection(c.Request) {
 			limit = max(limit, etcd.MaxRequestBytes)
 		}
 		if c.Request.ContentLength > limit {
@@ -62,6 +62,10 @@ func (s *Server) bodyLimit() gin.HandlerFunc {
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 		c.Next()
 	}
+}
+
+func isInstanceCollection(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/"+api.FuncInstancesResource.Name)
 }
 
 func isInstanceStatus(path string) bool {

@@ -12,6 +12,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
+	"minik8s/pkg/storage/etcd"
 )
 
 // admitTrigger checks what a trigger's validation cannot see alone: its
@@ -62,7 +63,8 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		refuseInstanceWrite(c)
 		return
 	}
-	data, err := readBody(c, h.maxBody)
+	// A record holds an argument and a result at their limits.
+	data, err := readBody(c, max(h.maxBody, etcd.MaxRequestBytes))
 	if err != nil {
 		fail(c, err)
 		return

@@ -122,8 +122,9 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeOutcome(w, inst)
 	}
 	if !terminal(inst) {
-		// Still running: the runner goes on with it once it is stored.
-		g.storeOne(r.Context(), inst)
+		// Still running: the runner goes on with it once it is stored,
+		// whether or not the caller waits for the 202.
+		g.storeOne(context.WithoutCancel(r.Context()), inst)
 		return
 	}
 	// Backpressure, never loss: a full queue holds the answered caller's
@@ -182,12 +183,14 @@ func (g *gateway) storeRecords(ctx context.Context) {
 		case first = <-g.records:
 		}
 		byNS := map[string][]api.FuncInstance{first.Namespace: {*first}}
+		size := recordSize(first)
 		linger := time.NewTimer(recordLinger)
 	collect:
-		for n := 1; n < recordBatch; n++ {
+		for n := 1; n < recordBatch && size < recordBatchBytes; n++ {
 			select {
 			case inst := <-g.records:
 				byNS[inst.Namespace] = append(byNS[inst.Namespace], *inst)
+				size += recordSize(inst)
 			case <-linger.C:
 				break collect
 			}
@@ -202,7 +205,19 @@ func (g *gateway) storeRecords(ctx context.Context) {
 const (
 	recordBatch  = 128
 	recordLinger = 5 * time.Millisecond
+	// recordBatchBytes keeps a batch well under the apiserver's limit on a
+	// request body (1 MiB); a record alone may be larger: it goes alone.
+	recordBatchBytes = 256 << 10
 )
+
+// recordSize is about how many bytes a record takes as JSON.
+func recordSize(inst *api.FuncInstance) int {
+	n := 2048 + len(inst.Spec.Arg) + len(inst.Status.Result) + len(inst.Status.Error)
+	for _, s := range inst.Status.Steps {
+		n += 512 + len(s.Arg) + len(s.Result) + len(s.Output) + len(s.Error)
+	}
+	return n + 256*len(inst.Status.Trace)
+}
 
 func (g *gateway) storeBatch(ctx context.Context, ns string, items []api.FuncInstance) {
 	list := &api.FuncInstanceList{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: api.FuncInstancesResource.Kind + "List"}}
@@ -214,6 +229,13 @@ func (g *gateway) storeBatch(ctx context.Context, ns string, items []api.FuncIns
 	for attempt := 0; attempt < recordAttempts; attempt++ {
 		err := g.client.Do(ctx, http.MethodPost, path, list, nil)
 		if err == nil {
+			return
+		}
+		if errdefs.IsTooLarge(err) && len(items) > 1 {
+			// Larger than a request may be: one at a time.
+			for i := range list.Items {
+				g.storeOne(ctx, &list.Items[i])
+			}
 			return
 		}
 		log.WithError(err).WithFields(log.Fields{"namespace": ns, "records": len(items)}).Warn("function gateway: storing records failed")

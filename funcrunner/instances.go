@@ -150,6 +150,28 @@ func (in *instances) stale(key string, inst *api.FuncInstance) bool {
 	return false
 }
 
+// markDriven notes the last copy a driver of key saw, so that older copies
+// the informer still brings are not driven again.
+func (in *instances) markDriven(key string, last *api.FuncInstance) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.markDrivenLocked(key, last)
+}
+
+func (in *instances) markDrivenLocked(key string, last *api.FuncInstance) {
+	rv, err := strconv.ParseUint(last.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	// Gone from the informer already (its delete was handled): no older
+	// copy can follow, and a mark would never be forgotten.
+	ns, name := cache.SplitKey(key)
+	if _, ok := in.informer.Lister().Get(ns, name); !ok {
+		return
+	}
+	in.driven[key] = rv
+}
+
 func (in *instances) forgetDriven(key string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -170,11 +192,9 @@ func (in *instances) drive(key string, inst *api.FuncInstance) {
 		last := inst
 		defer func() {
 			in.mu.Lock()
+			defer in.mu.Unlock()
+			in.markDrivenLocked(key, last)
 			delete(in.driving, key)
-			if rv, err := strconv.ParseUint(last.ResourceVersion, 10, 64); err == nil {
-				in.driven[key] = rv
-			}
-			in.mu.Unlock()
 		}()
 		last = in.run1(in.ctx, inst)
 	}()

@@ -48,6 +48,13 @@ func (n *notifier) watch(key string) <-chan struct{} {
 	return ch
 }
 
+// forget drops key's channel, nobody waiting on it any more.
+func (n *notifier) forget(key string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.chans, key)
+}
+
 func (n *notifier) wake(key string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -217,6 +217,7 @@ func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64,
 	// Woken when the instance ends; the poll only covers a missed wake.
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
+	defer q.ended.forget(t.Namespace + "/" + name)
 	for {
 		woken := q.ended.watch(t.Namespace + "/" + name)
 		cur, err := instances.Get(ctx, name)

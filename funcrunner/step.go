@@ -98,10 +98,7 @@ func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.Fun
 	if out != nil && terminal(out) {
 		// The call's own span, once it ended.
 		traceID, root, parent := tracing.Root(inst)
-		start := time.Now()
-		if inst.CreationTimestamp != nil {
-			start = *inst.CreationTimestamp
-		}
+		start := callStart(inst)
 		sp := api.FuncSpan{Name: "call " + inst.Spec.Function, Service: "funcrunner", TraceID: traceID, SpanID: root,
 			ParentSpanID: parent, StartNs: start.UnixNano(), EndNs: out.Status.CompletionTime.UnixNano(), Error: out.Status.Error}
 		out.Status.Trace = append(out.Status.Trace, sp)
@@ -349,4 +346,26 @@ func stepSleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// callStart is when a call began, as precisely as it is known: its
+// event's time (the gateway, the function API and schedules set it to the
+// nanosecond), else its first step's start, else its creation (seconds).
+func callStart(inst *api.FuncInstance) time.Time {
+	var start time.Time
+	if inst.CreationTimestamp != nil {
+		start = *inst.CreationTimestamp
+	}
+	if ev := inst.Spec.Event; ev != nil {
+		if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil && !t.Before(start) && t.Before(time.Now()) {
+			return t
+		}
+	}
+	if len(inst.Status.Steps) > 0 && inst.Status.Steps[0].Start != nil {
+		return *inst.Status.Steps[0].Start
+	}
+	if start.IsZero() {
+		return time.Now()
+	}
+	return start
 }

@@ -145,7 +145,11 @@ func (sc *syncCalls) run(reqCtx context.Context, inst *api.FuncInstance, wait ti
 		return nil, fmt.Errorf("function runner %s stopped during the call: %w (%w)", sc.self, errdefs.ErrUnavailable, ErrAbandoned)
 	}
 	ch.handedOff = true
-	return ch.cur, nil
+	if terminal(ch.cur) {
+		return ch.cur, nil
+	}
+	// A copy: the chain goes on with ch.cur, the caller sets its fields.
+	return copyInstance(ch.cur), nil
 }
 
 // chain runs the steps; once handed off, it records each step's outcome on
@@ -190,11 +194,13 @@ func (sc *syncCalls) goDurable(ctx context.Context, cur, next *api.FuncInstance)
 	if !ok {
 		return
 	}
+	key := inst.Namespace + "/" + inst.Name
 	if terminal(inst) {
 		in.finish(ctx, inst)
+		in.markDriven(key, inst)
 		return
 	}
-	in.run1(ctx, inst)
+	in.markDriven(key, in.run1(ctx, inst))
 }
 
 func (sc *syncCalls) lookup(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {

@@ -46,6 +46,8 @@ class Context:
         self._state = {}
         self._latest = {}
         self.current = None
+        # The plugins whose pre hook ran.
+        self.ran = []
 
     def set(self, field, value):
         self._state.setdefault(self.current, {})[field] = value

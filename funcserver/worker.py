@@ -89,7 +89,15 @@ def is_worker_frame(frame):
 
 
 def error_of(e):
-    """Message, type and trace of e, the trace starting in user code."""
+    """Message, type and trace of e, the trace starting in user code; an
+    exception that cannot even say what it is still gives an error."""
+    try:
+        return describe(e)
+    except BaseException:
+        return {"message": type(e).__name__, "type": type(e).__name__, "trace": ""}
+
+
+def describe(e):
     te = traceback.TracebackException(type(e), e, e.__traceback__)
     te.stack = traceback.StackSummary.from_list(
         [f for f in te.stack if not is_worker_frame(f)]
@@ -244,6 +252,8 @@ def run_hooks(ctx, hooks, kind, reply):
         failed = None
         try:
             awaited(hook(ctx))
+            if kind == "pre":
+                ctx.ran.append(name)
         except BaseException as e:
             failed = error_of(e)
         trace_id = ctx.get("trace_id")
@@ -270,24 +280,38 @@ def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
     out = CallOutput(pod_log) if CAPTURE else None
     reply = {"type": "result", "id": req["id"], "result": "", "check": None, "error": None}
     factory = logging.getLogRecordFactory()
-    with captured(out, routers):
-        if plugins is None:
-            run_call(run, check, req, reply, with_event)
-        else:
-            by_name, pre, post = plugins
-            ctx = minik8s_plugins.Context(req, by_name)
-            if run_hooks(ctx, pre, "pre", reply):
+    try:
+        with captured(out, routers):
+            if plugins is None:
                 run_call(run, check, req, reply, with_event)
-                ctx.result, ctx.error = reply["result"], reply["error"]
-                run_hooks(ctx, post, "post", reply)
-            if ctx.spans:
-                reply["spans"] = ctx.spans
-            if ctx.metrics:
-                reply["metrics"] = ctx.metrics
-    # A plugin (log-context) may have wrapped it for the call alone.
-    logging.setLogRecordFactory(factory)
-    reply["output"] = out.close() if out else ""
+            else:
+                with_plugins(run, check, req, reply, with_event, plugins)
+    finally:
+        # Whatever happened, the pod log is back on fds 1 and 2, and what a
+        # plugin set up for the call alone is undone.
+        reply["output"] = out.close() if out else ""
+        logging.setLogRecordFactory(factory)
+        os.environ.pop("TRACEPARENT", None)
     return reply
+
+
+def with_plugins(run, check, req, reply, with_event, plugins):
+    by_name, pre, post = plugins
+    ctx = minik8s_plugins.Context(req, by_name)
+    if run_hooks(ctx, pre, "pre", reply):
+        run_call(run, check, req, reply, with_event)
+        ctx.result, ctx.error = reply["result"], reply["error"]
+        run_hooks(ctx, post, "post", reply)
+    else:
+        # The call failed before it ran: the built-ins whose pre ran still
+        # end the run's span and count the failure.
+        ctx.result, ctx.error = "", reply["error"]
+        ran = set(ctx.ran)
+        run_hooks(ctx, [(n, h) for n, h in post if n in ran and n in minik8s_plugins.BUILTIN], "post", reply)
+    if ctx.spans:
+        reply["spans"] = ctx.spans
+    if ctx.metrics:
+        reply["metrics"] = ctx.metrics
 
 
 def main():

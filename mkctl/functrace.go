@@ -67,8 +67,13 @@ func PrintTrace(w io.Writer, spans []api.FuncSpan) error {
 	total := max(last-first, 1)
 	fmt.Fprintf(w, "Trace %s, %s\n", spans[0].TraceID, ms(total))
 	var rows [][4]string
+	seen := map[string]bool{} // spans a pod sent may loop on their parents
 	var walk func(s api.FuncSpan, depth int)
 	walk = func(s api.FuncSpan, depth int) {
+		if seen[s.SpanID] {
+			return
+		}
+		seen[s.SpanID] = true
 		from := int((s.StartNs - first) * waterfallWidth / total)
 		to := max(int((s.EndNs-first)*waterfallWidth/total), from+1)
 		bar := strings.Repeat(" ", from) + strings.Repeat("█", min(to, waterfallWidth)-from) + strings.Repeat(" ", max(waterfallWidth-to, 0))

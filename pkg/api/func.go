@@ -142,8 +142,9 @@ type FuncEvent struct {
 	// Extensions are the event's extension attributes.
 	Extensions map[string]string `json:"extensions,omitempty"`
 	// Method, Path, Query and Headers describe the HTTP request of a call
-	// that came by HTTP (the function API or an http trigger); credentials
-	// (Authorization, Cookie) are left out.
+	// that came by HTTP (the function API or an http trigger); values of
+	// credentials (Authorization, Cookie, tokens, keys, secrets,
+	// signatures) read [redacted].
 	Method  string              `json:"method,omitempty"`
 	Path    string              `json:"path,omitempty"`
 	Query   map[string][]string `json:"query,omitempty"`

@@ -93,12 +93,19 @@ func RecordRequest(ev *api.FuncEvent, r *http.Request) {
 	ev.Method, ev.Path = r.Method, r.URL.Path
 	size := len(r.URL.RawQuery)
 	if q := r.URL.Query(); len(q) > 0 && size <= maxRecordedHeaders {
+		for k := range q {
+			if sensitive(k) {
+				q[k] = []string{redacted}
+			}
+		}
 		ev.Query = q
 	}
 	for k, vs := range r.Header {
-		switch lk := strings.ToLower(k); {
-		case lk == "authorization" || lk == "proxy-authorization" || lk == "cookie" || strings.HasPrefix(lk, "ce-"):
+		if strings.HasPrefix(strings.ToLower(k), "ce-") {
 			continue
+		}
+		if sensitive(k) {
+			vs = []string{redacted}
 		}
 		v := strings.Join(vs, ", ")
 		if size += len(k) + len(v); size > maxRecordedHeaders {
@@ -164,3 +171,27 @@ func FailureOf(inst *api.FuncInstance) api.FuncError {
 // FailureCall types the failures of the platform, not of the function's
 // code: a function not found, no pod in time, a hop limit, a size limit.
 const FailureCall = "CallFailed"
+
+// redacted stands for a credential in a recorded request.
+const redacted = "[redacted]"
+
+// sensitiveWords mark header and query names that carry credentials:
+// Authorization and Cookie, and the tokens, keys, secrets and signatures
+// webhooks send (X-Gitlab-Token, X-Api-Key, X-Hub-Signature, ?access_token=).
+var sensitiveWords = []string{"auth", "cookie", "token", "secret", "password", "passwd", "signature", "api-key", "apikey", "api_key", "session", "credential"}
+
+// sensitive says whether a header or query parameter named name carries a
+// credential: an instance records it as [redacted], for whoever reads
+// instances must not read the caller's secrets.
+func sensitive(name string) bool {
+	n := strings.ToLower(name)
+	if n == "key" || n == "sig" {
+		return true
+	}
+	for _, w := range sensitiveWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}

@@ -73,9 +73,11 @@ func TestReadEvent(t *testing.T) {
 }
 
 func TestRecordRequestLeavesCredentialsOut(t *testing.T) {
-	r := httptest.NewRequest("POST", "/hook?a=1&a=2", nil)
+	r := httptest.NewRequest("POST", "/hook?a=1&a=2&access_token=abc&key=k", nil)
 	r.Header.Set("Authorization", "Bearer secret")
 	r.Header.Set("Cookie", "s=1")
+	r.Header.Set("X-Gitlab-Token", "hook-secret")
+	r.Header.Set("X-Api-Key", "k1")
 	r.Header.Set("Ce-Id", "x")
 	r.Header.Set("X-Trace", "t1")
 	ev := &api.FuncEvent{}
@@ -83,10 +85,18 @@ func TestRecordRequestLeavesCredentialsOut(t *testing.T) {
 	if ev.Method != "POST" || ev.Path != "/hook" || len(ev.Query["a"]) != 2 || ev.Headers["X-Trace"] != "t1" {
 		t.Errorf("recorded %+v", ev)
 	}
-	for _, k := range []string{"Authorization", "Cookie", "Ce-Id"} {
-		if _, ok := ev.Headers[k]; ok {
-			t.Errorf("%s recorded", k)
+	for _, k := range []string{"Authorization", "Cookie", "X-Gitlab-Token", "X-Api-Key"} {
+		if v := ev.Headers[k]; v != "[redacted]" {
+			t.Errorf("header %s recorded as %q", k, v)
 		}
+	}
+	for _, k := range []string{"access_token", "key"} {
+		if v := ev.Query[k]; len(v) != 1 || v[0] != "[redacted]" {
+			t.Errorf("query %s recorded as %q", k, v)
+		}
+	}
+	if _, ok := ev.Headers["Ce-Id"]; ok {
+		t.Error("a CloudEvents header recorded: it is an attribute")
 	}
 }
 
@@ -148,5 +158,13 @@ func TestASCIIJSON(t *testing.T) {
 	var out map[string]string
 	if err := json.Unmarshal([]byte(s), &out); err != nil || out["k"] != in["k"] {
 		t.Errorf("round trip %q: %v %q", s, err, out["k"])
+	}
+}
+
+func TestCEValueEncoding(t *testing.T) {
+	for in, want := range map[string]string{"plain/id-1": "plain/id-1", "a b": "a%20b", "x\ny": "x%0Ay", "é": "%C3%A9", `"%`: "%22%25"} {
+		if got := ceValue(in); got != want {
+			t.Errorf("ceValue(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

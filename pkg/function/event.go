@@ -78,15 +78,15 @@ type CallRequest struct {
 // SetEventHeaders puts ev on a request in CloudEvents binary mode, and whole
 // in HeaderEvent, with cc in HeaderContext.
 func SetEventHeaders(h http.Header, ev *api.FuncEvent, cc *CallContext) {
-	h.Set("Ce-Specversion", ev.SpecVersion)
-	h.Set("Ce-Id", ev.ID)
-	h.Set("Ce-Source", ev.Source)
-	h.Set("Ce-Type", ev.Type)
+	h.Set("Ce-Specversion", ceValue(ev.SpecVersion))
+	h.Set("Ce-Id", ceValue(ev.ID))
+	h.Set("Ce-Source", ceValue(ev.Source))
+	h.Set("Ce-Type", ceValue(ev.Type))
 	if ev.Time != "" {
-		h.Set("Ce-Time", ev.Time)
+		h.Set("Ce-Time", ceValue(ev.Time))
 	}
 	if ev.Subject != "" {
-		h.Set("Ce-Subject", ev.Subject)
+		h.Set("Ce-Subject", ceValue(ev.Subject))
 	}
 	if ev.DataContentType != "" {
 		h.Set("Content-Type", ev.DataContentType)
@@ -159,4 +159,20 @@ func ReadHandoffEvent(h http.Header) (*api.FuncEvent, error) {
 		return nil, errdefs.BadRequest(HeaderHandoffEvent, "not base64 of an event's JSON: %v", err)
 	}
 	return ev, nil
+}
+
+// ceValue percent-encodes an attribute for a Ce-* header, as the
+// CloudEvents HTTP binding has it: space, '"', '%' and anything outside
+// printable ASCII (control characters, UTF-8) as %XX.
+func ceValue(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c <= ' ' || c > '~' || c == '"' || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
