@@ -44,6 +44,8 @@ type calls struct {
 	// that serve TLS; pinned holds a client per runner certificate.
 	creds  func() *credentials
 	pinned sync.Map // certificate hash → *http.Client
+	// exporter sends the apiserver's spans (nil: kept with the instance).
+	exporter *tracing.Exporter
 }
 
 const (
@@ -133,7 +135,7 @@ func newInstance(ctx context.Context, req function.CallRequest, callbackURL stri
 }
 
 // start stores an asynchronous call for a runner to claim.
-func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL string) (*api.FuncInstance, error) {
+func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL string, span *api.FuncSpan) (*api.FuncInstance, error) {
 	ns, fn, arg := req.Namespace, req.Function, req.Arg
 	if err := c.checkCall(ctx, ns, fn, arg, callbackURL, true); err != nil {
 		return nil, err
@@ -142,17 +144,29 @@ func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL
 		return nil, fmt.Errorf("%d asynchronous calls are waiting to run, the most this cluster takes (--max-pending-calls %d); try again shortly: %w",
 			n, c.maxPending, errdefs.ErrTooManyRequests)
 	}
-	created, err := c.instances.create(ctx, ns, newInstance(ctx, req, callbackURL))
+	created, err := c.instances.create(ctx, ns, c.endSpan(newInstance(ctx, req, callbackURL), span))
 	if err != nil {
 		return nil, err
 	}
 	return created.(*api.FuncInstance), nil
 }
 
+// endSpan ends the apiserver's span of a call (taking it to the answer)
+// and keeps it with the instance; nil span: none.
+func (c *calls) endSpan(inst *api.FuncInstance, span *api.FuncSpan) *api.FuncInstance {
+	if span == nil {
+		return inst
+	}
+	span.EndNs = time.Now().UnixNano()
+	inst.Status.Trace = append(inst.Status.Trace, *span)
+	c.exporter.Add(*span)
+	return inst
+}
+
 // runSync runs a call within wait: handed to a live runner, or, with none
 // running, stored like an asynchronous call and waited for. The instance
 // returned has ended unless wait ran out first.
-func (c *calls) runSync(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
+func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api.FuncSpan) (*api.FuncInstance, error) {
 	ns, fn, id, arg, wait := req.Namespace, req.Function, req.ID, req.Arg, req.Wait
 	inst, err := c.handOffLocal(ctx, req)
 	if errors.Is(err, function.ErrNotServing) {
@@ -161,7 +175,7 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest) (*api.Fun
 			return nil, err
 		}
 		if !ok {
-			created, err := c.instances.create(ctx, ns, newInstance(ctx, req, ""))
+			created, err := c.instances.create(ctx, ns, c.endSpan(newInstance(ctx, req, ""), span))
 			if err != nil {
 				return nil, err
 			}
@@ -174,6 +188,7 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest) (*api.Fun
 	}
 	inst.Namespace, inst.Name = ns, id
 	inst.Spec.User = userOf(ctx).Name
+	c.endSpan(inst, span)
 	if terminal(inst) {
 		c.records.add(ctx, inst)
 		return inst, nil

@@ -123,12 +123,13 @@ func (h *funcHandlers) call(c *gin.Context, name string) {
 		return
 	}
 	req.Wait = wait
+	span := callSpan(c.Request, &req)
 	callback := c.GetHeader(callbackHeader)
 	var inst *api.FuncInstance
 	if wait > 0 && callback == "" {
-		inst, err = h.calls.runSync(ctx, req)
+		inst, err = h.calls.runSync(ctx, req, span)
 	} else {
-		inst, err = h.calls.start(ctx, req, callback)
+		inst, err = h.calls.start(ctx, req, callback, span)
 		if err == nil && wait > 0 {
 			inst, err = h.calls.waitEnded(ctx, inst, wait)
 		}
@@ -319,6 +320,20 @@ func (h *funcHandlers) watchTemplates(c *gin.Context) {
 		return
 	}
 	h.watch(c, funcNamespace(c), f)
+}
+
+// callSpan is the apiserver's span of a call, from the request to the
+// answer: under the caller's span when it sent a traceparent, else the
+// root of a new trace. The call goes on under it (req.Traceparent).
+func callSpan(r *http.Request, req *function.CallRequest) *api.FuncSpan {
+	traceID, parent, ok := tracing.Parse(req.Traceparent)
+	if !ok {
+		traceID, parent = tracing.NewTraceID(), ""
+	}
+	span := &api.FuncSpan{Name: r.Method + " /api/funcs/" + req.Function, Service: "apiserver", TraceID: traceID,
+		SpanID: tracing.NewSpanID(), ParentSpanID: parent, StartNs: time.Now().UnixNano()}
+	req.Traceparent = tracing.Format(traceID, span.SpanID)
+	return span
 }
 
 // traceparentOf is the caller's W3C trace context, when it sent a valid one.

@@ -28,6 +28,7 @@ import (
 	"minik8s/pkg/rbac"
 	"minik8s/pkg/storage"
 	"minik8s/pkg/storage/etcd"
+	"minik8s/pkg/tracing"
 )
 
 // Config configures the apiserver.
@@ -72,6 +73,9 @@ type Config struct {
 	// beyond it a call gets 429 with Retry-After, so a burst that outruns
 	// the functions cannot fill the store and the runners' memory.
 	MaxPendingCalls int
+	// OTLPEndpoint, when set, is where the apiserver's spans of calls go
+	// (OTLP over HTTP, a base URL); they are kept with the instance either way.
+	OTLPEndpoint string
 	// LocalRunner, when set, is a function runner in this process: the
 	// synchronous calls this apiserver accepts go to it without an HTTP
 	// hop while it serves (as cluster/ wires minik8s up).
@@ -301,7 +305,12 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	defer audit.Close()
 	s.audit = audit
 	var bg sync.WaitGroup
-	background := []func(context.Context){s.namespaces.run, s.calls.run, s.authz.run}
+	exporter, err := tracing.NewExporter(ctx, s.cfg.OTLPEndpoint)
+	if err != nil {
+		return err
+	}
+	s.calls.exporter = exporter
+	background := []func(context.Context){s.namespaces.run, s.calls.run, s.authz.run, exporter.Run}
 	for _, reg := range s.registries {
 		background = append(background, reg.cache.run)
 		if reg.ips != nil {

@@ -166,7 +166,8 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 
 	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
-		ServiceCIDR: cfg.ServiceCIDR, MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL}
+		ServiceCIDR: cfg.ServiceCIDR, MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL,
+		OTLPEndpoint: cfg.OTLPEndpoint}
 	if cfg.Port != 0 {
 		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
 	}

@@ -13,6 +13,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"minik8s/apiserver"
 	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -91,7 +92,7 @@ func TestTraceOfAChain(t *testing.T) {
 	rcv := startOTLPReceiver(t)
 	t.Setenv("FUNC_PLUGINS_PRE", "tracing")
 	t.Setenv("FUNC_PLUGINS_POST", "tracing")
-	s := framework.StartAPIServer(t)
+	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.OTLPEndpoint = rcv.URL })
 	framework.StartFuncRunnerWith(t, s, func(c *funcrunner.Config) { c.OTLPEndpoint = rcv.URL })
 	for _, step := range []struct{ name, next string }{{"ta", "tb"}, {"tb", "tc"}, {"tc", "RETURN"}} {
 		code := "def run(arg):\n    return arg + '>" + step.name + "'\n"
@@ -112,15 +113,19 @@ func TestTraceOfAChain(t *testing.T) {
 	var spans []api.FuncSpan
 	waitUntil(t, 30*time.Second, "the chain's spans at the receiver", func() bool {
 		spans = rcv.trace(traceID)
-		return len(spans) >= 7
+		return len(spans) >= 8
 	})
 	byName := map[string]api.FuncSpan{}
 	for _, sp := range spans {
 		byName[sp.Name] = sp
 	}
+	api0, ok := byName["POST /api/funcs/ta"]
+	if !ok || api0.ParentSpanID != callerSpan || api0.Service != "minik8s-apiserver" {
+		t.Fatalf("the apiserver's span %+v (spans %+v)", api0, spans)
+	}
 	call, ok := byName["call ta"]
-	if !ok || call.ParentSpanID != callerSpan || call.Service != "minik8s-funcrunner" {
-		t.Fatalf("the call's span %+v (spans %+v)", call, spans)
+	if !ok || call.ParentSpanID != api0.SpanID || call.Service != "minik8s-funcrunner" {
+		t.Fatalf("the call's span %+v, want it under the apiserver's %s (spans %+v)", call, api0.SpanID, spans)
 	}
 	for i, fn := range []string{"ta", "tb", "tc"} {
 		step, ok := byName["step "+string(rune('1'+i))+": "+fn]
@@ -164,7 +169,7 @@ func TestTraceOfAChain(t *testing.T) {
 			return false
 		}
 		for _, inst := range list {
-			if inst.Spec.Function == "ta" && len(inst.Status.Trace) >= 7 {
+			if inst.Spec.Function == "ta" && len(inst.Status.Trace) >= 8 {
 				id = inst.Name
 				return true
 			}
@@ -172,7 +177,7 @@ func TestTraceOfAChain(t *testing.T) {
 		return false
 	})
 	out := mustMkctl(t, s, "func", "trace", id)
-	for _, want := range []string{"Trace " + traceID, "call ta", "  step 2: tb", "    run tb", "pod", "█"} {
+	for _, want := range []string{"Trace " + traceID, "POST /api/funcs/ta", "  call ta", "    step 2: tb", "      run tb", "pod", "█"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("mkctl func trace lacks %q:\n%s", want, out)
 		}

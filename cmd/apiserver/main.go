@@ -35,6 +35,7 @@ func main() {
 	flag.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted")
 	flag.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", apiserver.DefaultFuncInstanceTTL, "how long function call records are kept")
 	flag.IntVar(&cfg.MaxPendingCalls, "max-pending-calls", apiserver.DefaultMaxPendingCalls, "asynchronous calls waiting to run beyond which new ones get 429 (-1: no bound)")
+	flag.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "send the apiserver's spans of calls with OTLP over HTTP to this base URL (spans go to URL/v1/traces)")
 	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()

@@ -38,6 +38,11 @@ func isHex(s string, n int) bool {
 	return err == nil && strings.ToLower(s) == s
 }
 
+// NewTraceID is a random trace id.
+func NewTraceID() string {
+	return NewSpanID() + NewSpanID()
+}
+
 // NewSpanID is a random span id.
 func NewSpanID() string {
 	var b [8]byte
