@@ -251,12 +251,12 @@ func TestTables(t *testing.T) {
 			name: "funcs wide", res: api.FuncsResource, wide: true,
 			objs: []api.Object{
 				&api.Func{ObjectMeta: meta("shout", 90*time.Second), Spec: api.FuncSpec{Name: "shout", Image: "minik8s/perl-example:latest"}},
-				&api.Func{ObjectMeta: meta("hello", 90*time.Second), Spec: api.FuncSpec{Name: "hello", ServiceAddress: "10.96.0.9"}},
+				&api.Func{ObjectMeta: meta("hello", 90*time.Second), Spec: api.FuncSpec{Name: "hello", ServiceAddress: "127.0.0.9"}},
 			},
 			want: "" +
 				"NAME    VERSION   LEFT     RIGHT    MIN   MAX   COUNTER   REPLICAS   READY   AGE   INIT   SERVICE-ADDRESS   IMAGE\n" +
 				"shout   v2        <none>   <none>   0     10    0         -          -       90s   1      <none>            minik8s/perl-example:latest\n" +
-				"hello   v2        <none>   <none>   0     10    0         -          -       90s   1      10.96.0.9         minik8s/python-runtime:latest\n",
+				"hello   v2        <none>   <none>   0     10    0         -          -       90s   1      127.0.0.9         minik8s/python-runtime:latest\n",
 		},
 		{
 			name: "funcinstances", res: api.FuncInstancesResource,
