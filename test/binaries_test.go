@@ -158,17 +158,6 @@ func fileTail(path string, n int) string {
 	return string(data)
 }
 
-// freePort is a TCP port free on 127.0.0.1 right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // procsOf lists the processes whose command line names dir (a containerd
 // whose config is there, the shims whose -address is there, anything run
 // from there), the processes with the given pids, and all their

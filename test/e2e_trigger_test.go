@@ -25,7 +25,7 @@ import (
 // its trigger, which the function reads back.
 func TestE2ETriggersWakeFromZero(t *testing.T) {
 	nq := startNATS(t)
-	gw := freeAddr(t)
+	gw := framework.FreeAddr(t)
 	s := clusterWith(t, "node-trig", "127.0.0.23", nil, func(c *funcrunner.Config) { c.GatewayAddress, c.NATSURL = gw, nq.URL })
 	ctx := context.Background()
 	zero := map[string]any{"initInstanceNum": 0, "minInstanceNum": 0, "maxInstanceNum": 1}

@@ -97,7 +97,7 @@ func readCE(t *testing.T, contentType string, body []byte) ceEvent {
 func TestTriggerEvents(t *testing.T) {
 	srv := startNATS(t)
 	s := framework.StartAPIServer(t)
-	gw := freeAddr(t)
+	gw := framework.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -38,7 +38,7 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(tmp, "data")
-	port := freePort(t)
+	port := framework.FreePort(t)
 	tokenFile := filepath.Join(tmp, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(`runner-token-1,system:funcrunner:apart,u-1,"system:funcrunners"`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 	})
 
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(freePort(t)), "--secure-port", strconv.Itoa(freePort(t)), "--data-dir", data,
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(framework.FreePort(t)), "--secure-port", strconv.Itoa(framework.FreePort(t)), "--data-dir", data,
 		"--node-ip", nodeIP, "--service-cidr", serviceCIDR, "--funcrunners", "0", "--token-auth-file", tokenFile)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -106,7 +105,7 @@ func funcTemplateNS(t *testing.T, s *framework.APIServer, ns, name string) {
 // methods are enforced, and a removed trigger's path is gone.
 func TestHTTPTrigger(t *testing.T) {
 	s := framework.StartSecureAPIServer(t, "runner-token,system:funcrunner:gw,u1,\"system:funcrunners\"\n")
-	gw := freeAddr(t)
+	gw := framework.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	rc := s.SecureClient(t, client.Config{Token: "runner-token"})
@@ -169,16 +168,6 @@ func TestHTTPTrigger(t *testing.T) {
 		status, _ := httpDo(t, "POST", "http://"+gw+"/greet", "text/plain", nil)
 		return status == http.StatusNotFound
 	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // TestScheduleTrigger: a one-second schedule is fired by one runner at a

@@ -67,7 +67,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(tmp, "data")
-	port, securePort, gatewayPort := freePort(t), freePort(t), freePort(t)
+	port, securePort, gatewayPort := framework.FreePort(t), framework.FreePort(t), framework.FreePort(t)
 	const (
 		nodeIP  = "127.0.0.41"
 		extraIP = "127.0.0.42"
@@ -99,7 +99,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	// does its Ctrl-C cleanup (SIGKILL would leave its containerd, which
 	// runs in its own process group, and the containers).
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(freePort(t)), "--secure-port", strconv.Itoa(securePort), "--gateway-port", strconv.Itoa(gatewayPort), "--data-dir", data,
+		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(framework.FreePort(t)), "--secure-port", strconv.Itoa(securePort), "--gateway-port", strconv.Itoa(gatewayPort), "--data-dir", data,
 		"--node-ip", nodeIP, "--service-cidr", serviceCIDR)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)

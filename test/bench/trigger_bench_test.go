@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,16 +19,6 @@ import (
 	"minik8s/pkg/queue"
 	"minik8s/test/framework"
 )
-
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func createTrigger(b *testing.B, s *framework.APIServer, t *api.Trigger) {
 	b.Helper()
@@ -55,7 +44,7 @@ func createTrigger(b *testing.B, s *framework.APIServer, t *api.Trigger) {
 // (latency), then 16 concurrent callers (throughput).
 func BenchmarkHTTPTriggerWarm(b *testing.B) {
 	s := framework.StartAPIServer(b)
-	gw := freeAddr(b)
+	gw := framework.FreeAddr(b)
 	framework.StartFuncRunnerWith(b, s, func(c *funcrunner.Config) { c.GatewayAddress = gw })
 	warmFunc(b, s, "echo", echoCode, "RETURN", "")
 	service := serveFuncService(b, s, "echo")
