@@ -152,7 +152,7 @@ func callRequest(r *http.Request, ns, fn string, body []byte) (function.CallRequ
 		return function.CallRequest{}, err
 	}
 	function.RecordRequest(ev, r)
-	return function.CallRequest{Namespace: ns, Function: fn, ID: id, Arg: arg, Event: ev, Traceparent: traceparentOf(r)}, nil
+	return function.CallRequest{Namespace: ns, Function: fn, ID: id, Arg: arg, Event: ev, Traceparent: tracing.Valid(r.Header.Get(tracing.Header))}, nil
 }
 
 // callbackHeader names where an asynchronous call's result is POSTed, as
@@ -334,13 +334,4 @@ func callSpan(r *http.Request, req *function.CallRequest) *api.FuncSpan {
 		SpanID: tracing.NewSpanID(), ParentSpanID: parent, StartNs: time.Now().UnixNano()}
 	req.Traceparent = tracing.Format(traceID, span.SpanID)
 	return span
-}
-
-// traceparentOf is the caller's W3C trace context, when it sent a valid one.
-func traceparentOf(r *http.Request) string {
-	tp := r.Header.Get(tracing.Header)
-	if _, _, ok := tracing.Parse(tp); !ok {
-		return ""
-	}
-	return tp
 }

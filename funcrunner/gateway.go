@@ -105,7 +105,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	function.RecordRequest(ev, r)
 	inst, err := g.call(r.Context(), function.CallRequest{Namespace: t.Namespace, Function: t.Spec.Function, ID: id,
-		Arg: arg, Event: ev, Trigger: g.refs.ref(t), Wait: gatewayWait, Traceparent: validTraceparent(r.Header.Get(tracing.Header))})
+		Arg: arg, Event: ev, Trigger: g.refs.ref(t), Wait: gatewayWait, Traceparent: tracing.Valid(r.Header.Get(tracing.Header))})
 	if err != nil {
 		writeClassed(w, err)
 		return
@@ -285,12 +285,4 @@ func (g *gateway) markReady(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
-}
-
-// validTraceparent is tp when it is a valid W3C trace context, else "".
-func validTraceparent(tp string) string {
-	if _, _, ok := tracing.Parse(tp); !ok {
-		return ""
-	}
-	return tp
 }

@@ -64,7 +64,7 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	out, err := sc.call(req.Context(), function.CallRequest{Namespace: parts[0], Function: parts[1], ID: id, Arg: arg, Event: ev, Wait: wait,
-		Traceparent: validTraceparent(req.Header.Get(tracing.Header))})
+		Traceparent: tracing.Valid(req.Header.Get(tracing.Header))})
 	if errors.Is(err, ErrAbandoned) {
 		// Stand for the crash it is: the connection drops, no answer.
 		panic(http.ErrAbortHandler)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/term"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
@@ -52,12 +51,6 @@ func previousPayload(ns, fn string) ([]byte, bool) {
 	}
 	data, err := os.ReadFile(p)
 	return data, err == nil
-}
-
-// stdinIsTerminal says whether r is a terminal (then nobody pipes a payload in).
-func stdinIsTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // editPayload opens $EDITOR (vi by default) on start and returns what the
@@ -103,7 +96,7 @@ func (f *invokeFlags) payload(o *Options, fn string, fsChanged func(string) bool
 		return nil, nil // the caller reads the flags
 	case o.In == nil:
 		return []byte{}, nil
-	case stdinIsTerminal(o.In):
+	case isCharDevice(o.In): // a terminal: nobody pipes a payload in
 		start := template
 		if prev, ok := previousPayload(o.Namespace, fn); ok {
 			start = prev

@@ -38,8 +38,14 @@ func newWaitIndicator(w io.Writer, start time.Time) *waitIndicator {
 
 // isTerminal reports whether w is a terminal, where redrawing a line works.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
+	return os.Getenv("TERM") != "dumb" && isCharDevice(w)
+}
+
+// isCharDevice reports whether v (a reader or a writer) is a file on a
+// character device: a terminal.
+func isCharDevice(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
 		return false
 	}
 	fi, err := f.Stat()

@@ -27,6 +27,15 @@ func Parse(tp string) (traceID, spanID string, ok bool) {
 	return parts[1], parts[2], true
 }
 
+// Valid is tp when it is a valid traceparent, else "": what a component
+// passes on of a caller's header.
+func Valid(tp string) string {
+	if _, _, ok := Parse(tp); !ok {
+		return ""
+	}
+	return tp
+}
+
 // Format is the traceparent of a sampled span.
 func Format(traceID, spanID string) string { return "00-" + traceID + "-" + spanID + "-01" }
 
