@@ -94,10 +94,10 @@ type stepTarget struct {
 // Error, CompletionTime set, Next nil). It writes nothing about the
 // instance. err != nil only when ctx ended before the outcome was known.
 func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
-	out, err := s.step(ctx, inst)
+	traceID, root, parent := tracing.Root(inst)
+	out, err := s.step(ctx, inst, traceID, root)
 	if out != nil && terminal(out) {
 		// The call's own span, once it ended.
-		traceID, root, parent := tracing.Root(inst)
 		start := callStart(inst)
 		sp := api.FuncSpan{Name: "call " + inst.Spec.Function, Service: "funcrunner", TraceID: traceID, SpanID: root,
 			ParentSpanID: parent, StartNs: start.UnixNano(), EndNs: out.Status.CompletionTime.UnixNano(), Error: out.Status.Error}
@@ -107,8 +107,9 @@ func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.Fun
 	return out, err
 }
 
-// step runs inst.Status.Next, as advance says, but for the call's span.
-func (s *stepper) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
+// step runs inst.Status.Next, as advance says, but for the call's span;
+// the step's span goes under root, in trace traceID.
+func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, root string) (*api.FuncInstance, error) {
 	cur := inst.Status.Next
 	if cur == nil {
 		return ended(inst, nil, "", "instance has no next step"), nil
@@ -141,7 +142,6 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance) (*api.FuncIn
 	start := time.Now().UTC()
 	s.metrics.started(ns, f.Name)
 	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
-	traceID, root, _ := tracing.Root(inst)
 	stepSpan := tracing.NewSpanID()
 	call := newStepCall(inst, f, cur.Arg, tracing.Format(traceID, stepSpan))
 	var res *function.Result
@@ -304,6 +304,8 @@ func copyInstance(in *api.FuncInstance) *api.FuncInstance {
 	}
 	st.Next = copyPtr(st.Next)
 	st.CompletionTime = copyPtr(st.CompletionTime)
+	// Its own array: the caller appends a step's spans.
+	st.Trace = slices.Clone(in.Status.Trace)
 	if in.Status.Steps != nil {
 		// One spare slot: the caller usually appends a record.
 		st.Steps = make([]api.FuncStepRecord, len(in.Status.Steps), len(in.Status.Steps)+1)
