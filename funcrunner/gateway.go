@@ -179,6 +179,7 @@ func (g *gateway) storeRecords(ctx context.Context) {
 		var first *api.FuncInstance
 		select {
 		case <-ctx.Done():
+			g.storeLeft(ctx)
 			return
 		case first = <-g.records:
 		}
@@ -243,6 +244,21 @@ func (g *gateway) storeBatch(ctx context.Context, ns string, items []api.FuncIns
 			return
 		}
 		sleep(ctx, time.Second)
+	}
+}
+
+// storeLeft stores, on the way out, the records still queued: their calls
+// were answered, so their records are owed.
+func (g *gateway) storeLeft(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	byNS := map[string][]api.FuncInstance{}
+	for len(g.records) > 0 {
+		inst := <-g.records
+		byNS[inst.Namespace] = append(byNS[inst.Namespace], *inst)
+	}
+	for ns, items := range byNS {
+		g.storeBatch(sctx, ns, items)
 	}
 }
 
