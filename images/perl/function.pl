@@ -66,7 +66,13 @@ sub main {
     # PID 1 of a container gets no default signal action: stop on TERM by
     # hand, letting the calls in flight finish (the pod's grace period).
     $SIG{TERM} = $SIG{INT} = sub { $stopping = 1 };
+    my $lin = '';
+    vec($lin, fileno($listener), 1) = 1;
     while (!$stopping) {
+        # Waiting in slices: a TERM that comes just before a blocking call
+        # would otherwise go unseen until the next connection.
+        my $ready = select(my $lout = $lin, undef, undef, 0.5);
+        next unless $ready && $ready > 0;
         my $conn = $listener->accept;
         if (!$conn) {
             # EINTR on TERM ends the loop; other errors (no free file
@@ -204,10 +210,15 @@ sub fill {
     my ($conn, $buf) = @_;
     my $rin = '';
     vec($rin, fileno($conn), 1) = 1;
-    my $n = select(my $rout = $rin, undef, undef, $IDLE);
-    return 0 if $n <= 0;    # idle, or interrupted by TERM
-    my $got = sysread($conn, $$buf, 65536, length $$buf);
-    return $got ? 1 : 0;
+    # In slices, so that a TERM that came just before select is seen soon.
+    for (my $waited = 0; $waited < $IDLE; $waited += 0.5) {
+        return 0 if $stopping;
+        my $n = select(my $rout = $rin, undef, undef, 0.5);
+        next if $n <= 0;    # nothing yet, or interrupted: look at $stopping
+        my $got = sysread($conn, $$buf, 65536, length $$buf);
+        return $got ? 1 : 0;
+    }
+    return 0;               # idle
 }
 
 sub read_request {
