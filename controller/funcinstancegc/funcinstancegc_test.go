@@ -215,9 +215,8 @@ func TestControllerKeepsTheBudget(t *testing.T) {
 			t.Errorf("%s deleted; want it kept (deletes %v)", name, got)
 		}
 	}
-	if l := c.instances.Lister().Len(); l != 7 {
-		t.Errorf("%d instances left, want 7 (new3, run1 and five pending)", l)
-	}
+	// The informer hears of the last deletes a moment after the store.
+	waitFor(t, "7 instances left (new3, run1 and five pending)", func() bool { return c.instances.Lister().Len() == 7 })
 }
 
 func TestSlimDropsThePayload(t *testing.T) {
