@@ -544,6 +544,23 @@ func TestQueueTimeout(t *testing.T) {
 	}
 }
 
+// TestIdleWorkerLastInFirstOut: calls one after another all go to the
+// worker that served last, whose caches are warm, not round the pool.
+func TestIdleWorkerLastInFirstOut(t *testing.T) {
+	s := startReady(t, "imports", func(c *Config) { c.Workers = 4 })
+	seen := map[string]int{}
+	for i := 0; i < 12; i++ {
+		code, r, err := s.post(PathInvoke, strconv.Itoa(i), nil)
+		if err != nil || code != http.StatusOK || r.Error != nil {
+			t.Fatalf("call %d: %d %+v %v", i, code, r, err)
+		}
+		seen[r.Result]++
+	}
+	if len(seen) != 1 {
+		t.Errorf("12 calls in a row ran in %d workers (%v), want 1", len(seen), seen)
+	}
+}
+
 func TestImportOncePerWorker(t *testing.T) {
 	const workers, calls = 3, 60
 	s := startReady(t, "imports", func(c *Config) { c.Workers = workers })
@@ -843,6 +860,9 @@ func TestPlugins(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.Result, "hello traceparent=00-0af7651916cd43dd8448eb211c80319c-") {
 		t.Errorf("result %q: the function did not see its trace context", r.Result)
+	}
+	if own, sub, _ := strings.Cut(strings.TrimPrefix(r.Result, "hello traceparent="), " sub="); own != sub {
+		t.Errorf("result %q: a subprocess saw another trace context than the function", r.Result)
 	}
 	want := "audit pre i-7 2\nINFO [i-7 step 2] running hello\naudit post pre saw trace 0af7651916cd43dd8448eb211c80319c result " + r.Result + " error False\n"
 	if r.Output != want {
