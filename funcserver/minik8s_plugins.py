@@ -30,6 +30,9 @@ def span_id():
 class Context:
     """What plugins see of one call."""
 
+    __slots__ = ("context", "function", "instance_id", "step", "event", "arg", "result", "error",
+                 "spans", "metrics", "trace_id", "run_span_id", "_plugins", "_state", "_latest", "current", "ran")
+
     def __init__(self, req, plugins):
         c = req.get("context") or {}
         self.context = c
@@ -42,6 +45,10 @@ class Context:
         self.error = None
         self.spans = []
         self.metrics = None
+        # The run's trace and span once the tracing plugin started them:
+        # plugin hooks after it become spans under the run's.
+        self.trace_id = None
+        self.run_span_id = None
         self._plugins = plugins
         self._state = {}
         self._latest = {}
@@ -50,8 +57,19 @@ class Context:
         self.ran = []
 
     def set(self, field, value):
-        self._state.setdefault(self.current, {})[field] = value
+        state = self._state.get(self.current)
+        if state is None:
+            state = self._state[self.current] = {}
+        state[field] = value
         self._latest[field] = value
+
+    def set_all(self, fields):
+        """Sets several fields at once, as set does each."""
+        state = self._state.get(self.current)
+        if state is None:
+            state = self._state[self.current] = {}
+        state.update(fields)
+        self._latest.update(fields)
 
     def get(self, field, default=None):
         return self._latest.get(field, default)
@@ -63,11 +81,59 @@ class Context:
 class View:
     """A plugin as another sees it within one call."""
 
+    __slots__ = ("name", "version", "_state")
+
     def __init__(self, name, version, state):
         self.name, self.version, self._state = name, version, state
 
     def get(self, field, default=None):
         return self._state.get(field, default)
+
+
+class TraceEnv:
+    """$TRACEPARENT during a call, for the function and the subprocesses it
+    starts. os.environ[...] = value would leak: glibc's setenv keeps every
+    value it was ever given, for good (about 110 bytes a call). So one
+    buffer of the worker's own goes into the C environment with putenv,
+    which keeps the pointer and copies nothing; it is rewritten in place
+    for each call and unset after. os.environ's mapping is updated beside
+    it, so Python code reads the same value."""
+
+    NAME = b"TRACEPARENT"
+    # A traceparent is "00-" 32 hex "-" 16 hex "-01": 55 characters.
+    SIZE = 55
+
+    def __init__(self):
+        self.on = False
+        self._buf = None
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None)
+            self._putenv, self._unsetenv, self._memmove = libc.putenv, libc.unsetenv, ctypes.memmove
+            self._buf = ctypes.create_string_buffer(self.NAME + b"=" + b"0" * self.SIZE)
+            self._value_at = ctypes.addressof(self._buf) + len(self.NAME) + 1
+        except (ImportError, OSError, AttributeError):
+            # Without ctypes, Python code still sees it in os.environ.
+            self._buf = None
+
+    def set(self, traceparent):
+        value = traceparent.encode("ascii")
+        os.environ._data[self.NAME] = value
+        if self._buf is not None and len(value) == self.SIZE:
+            self._memmove(self._value_at, value, self.SIZE)
+            self._putenv(self._buf)
+        self.on = True
+
+    def clear(self):
+        if not self.on:
+            return
+        self.on = False
+        os.environ._data.pop(self.NAME, None)
+        if self._buf is not None:
+            self._unsetenv(self.NAME)
+
+
+TRACE_ENV = TraceEnv()
 
 
 class Tracing:
@@ -79,31 +145,29 @@ class Tracing:
     name, version = "tracing", "1"
 
     def pre(self, ctx):
-        parts = (ctx.context.get("traceparent") or "").split("-")
-        valid = len(parts) == 4 and len(parts[1]) == 32 and len(parts[2]) == 16
-        trace_id = parts[1] if valid else "%032x" % (_ids.getrandbits(128) or 1)
+        tp = ctx.context.get("traceparent") or ""
+        # version-trace_id-parent_id-flags, as tracing.Valid checks it in Go.
+        if len(tp) == 55 and tp[2] == "-" and tp[35] == "-" and tp[52] == "-":
+            trace_id, parent = tp[3:35], tp[36:52]
+        else:
+            trace_id, parent = "%032x" % (_ids.getrandbits(128) or 1), ""
         run_span = span_id()
-        ctx.set("trace_id", trace_id)
-        ctx.set("span_id", run_span)
-        ctx.set("parent_span_id", parts[2] if valid else "")
-        ctx.set("start_ns", time.time_ns())
-        ctx.set("traceparent", "00-%s-%s-01" % (trace_id, run_span))
-        os.environ["TRACEPARENT"] = ctx.get("traceparent")
+        traceparent = "00-%s-%s-01" % (trace_id, run_span)
+        ctx.set_all({"trace_id": trace_id, "span_id": run_span, "parent_span_id": parent,
+                     "start_ns": time.time_ns(), "traceparent": traceparent})
+        ctx.trace_id, ctx.run_span_id = trace_id, run_span
+        TRACE_ENV.set(traceparent)
 
     def post(self, ctx):
-        os.environ.pop("TRACEPARENT", None)
-        me = ctx.plugin("tracing")
-        if me.get("span_id") is None:
+        TRACE_ENV.clear()
+        me = ctx._state.get("tracing")
+        if not me or "span_id" not in me:
             return
-        ctx.spans.append({
-            "name": "run " + ctx.function,
-            "traceId": me.get("trace_id"),
-            "spanId": me.get("span_id"),
-            "parentSpanId": me.get("parent_span_id"),
-            "startNs": me.get("start_ns"),
-            "endNs": time.time_ns(),
-            "error": "%s: %s" % (ctx.error["type"], ctx.error["message"]) if ctx.error else "",
-        })
+        span = {"name": "run " + ctx.function, "traceId": me["trace_id"], "spanId": me["span_id"],
+                "parentSpanId": me["parent_span_id"], "startNs": me["start_ns"], "endNs": time.time_ns()}
+        if ctx.error:
+            span["error"] = "%s: %s" % (ctx.error["type"], ctx.error["message"])
+        ctx.spans.append(span)
 
 
 class Metrics:
@@ -122,28 +186,48 @@ class Metrics:
 class LogContext:
     """Every log record of the call names the instance and the step: as a
     prefix of its message, and as record.instance_id and record.step for
-    formats that want them. The worker puts the record factory back after
-    each call."""
+    formats that want them. The record factory is installed once, over
+    whatever factory is current, and reads the call it serves from the
+    plugin; pre and post only switch that call on and off, so a call pays
+    nothing but for the records it makes."""
 
     name, version = "log-context", "1"
 
-    def pre(self, ctx):
-        prefix = "[%s step %s] " % (ctx.instance_id, ctx.step)
+    def __init__(self):
+        self.serving = None
+        self.installed = False
+
+    def install(self):
+        if self.installed:
+            return
+        self.installed = True
         base = logging.getLogRecordFactory()
 
         def factory(*args, **kwargs):
             record = base(*args, **kwargs)
-            record.instance_id, record.step = ctx.instance_id, ctx.step
-            record.msg = prefix + str(record.msg)
+            ctx = self.serving
+            if ctx is not None:
+                record.instance_id, record.step = ctx.instance_id, ctx.step
+                record.msg = "[%s step %s] %s" % (ctx.instance_id, ctx.step, record.msg)
             return record
 
         logging.setLogRecordFactory(factory)
 
+    def pre(self, ctx):
+        self.serving = ctx
+
     def post(self, ctx):
-        pass
+        self.serving = None
 
 
 BUILTIN = {p.name: p for p in (Tracing(), Metrics(), LogContext())}
+
+
+def end_call():
+    """Undoes what built-ins set up for one call, whether or not their
+    post hooks ran."""
+    BUILTIN["log-context"].serving = None
+    TRACE_ENV.clear()
 
 
 class Module:
@@ -164,6 +248,8 @@ def load(pre_names, post_names):
     for name in list(pre_names) + list(post_names):
         if name not in plugins:
             plugins[name] = BUILTIN[name] if name in BUILTIN else Module(name)
+    if "log-context" in plugins:
+        plugins["log-context"].install()
     pre, post = [], []
     for names, hook, out in ((pre_names, "pre", pre), (post_names, "post", post)):
         for name in names:

@@ -244,30 +244,35 @@ def run_call(run, check, req, reply, with_event):
 
 def run_hooks(ctx, hooks, kind, reply):
     """Runs plugin hooks in order; a failing pre hook fails the call (and
-    stops the hooks), a failing post hook is recorded. Each hook is timed
-    as a span of the call's trace once tracing knows it."""
+    stops the hooks), a failing post hook is recorded. Once tracing started
+    the run's span, every other hook is timed as a span under it."""
     for name, hook in hooks:
         ctx.current = name
         start = time.time_ns()
-        failed = None
         try:
-            awaited(hook(ctx))
-            if kind == "pre":
-                ctx.ran.append(name)
+            v = hook(ctx)
+            if v is not None and inspect.iscoroutine(v):
+                asyncio.run(v)
         except BaseException as e:
             failed = error_of(e)
-        trace_id = ctx.get("trace_id")
+        else:
+            failed = None
+            if kind == "pre":
+                ctx.ran.append(name)
         # The tracing plugin's own hooks are the edges of the run's span.
-        if trace_id and name != "tracing":
-            ctx.spans.append({"name": "plugin %s %s" % (name, kind), "traceId": trace_id, "spanId": minik8s_plugins.span_id(),
-                              "parentSpanId": ctx.get("span_id") or "", "startNs": start, "endNs": time.time_ns(),
-                              "error": failed["message"] if failed else ""})
-        if failed and kind == "pre":
+        if ctx.trace_id and name != "tracing":
+            span = {"name": "plugin %s %s" % (name, kind), "traceId": ctx.trace_id, "spanId": minik8s_plugins.span_id(),
+                    "parentSpanId": ctx.run_span_id, "startNs": start, "endNs": time.time_ns()}
+            if failed:
+                span["error"] = failed["message"]
+            ctx.spans.append(span)
+        if failed is None:
+            continue
+        if kind == "pre":
             reply["error"] = {"message": "pre plugin %s failed: %s: %s" % (name, failed["type"], failed["message"]),
                               "type": "PluginError", "trace": failed["trace"]}
             return False
-        if failed:
-            reply.setdefault("pluginErrors", []).append("%s: %s: %s" % (name, failed["type"], failed["message"]))
+        reply.setdefault("pluginErrors", []).append("%s: %s: %s" % (name, failed["type"], failed["message"]))
     return True
 
 
@@ -291,7 +296,8 @@ def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
         # plugin set up for the call alone is undone.
         reply["output"] = out.close() if out else ""
         logging.setLogRecordFactory(factory)
-        os.environ.pop("TRACEPARENT", None)
+        if plugins is not None:
+            minik8s_plugins.end_call()
     return reply
 
 
