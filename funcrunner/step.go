@@ -2,6 +2,7 @@ package funcrunner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -171,8 +172,13 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	if !tgt.waitStart.IsZero() {
 		spans = append(spans, tracing.Span("wait for a pod of "+f.Name, "funcrunner", traceID, stepSpan, tgt.waitStart, tgt.waitEnd))
 	}
-	if res != nil {
-		for _, sp := range res.Spans {
+	if res != nil && len(res.Spans) > 0 {
+		var pod []api.FuncSpan
+		if err := json.Unmarshal(res.Spans, &pod); err != nil {
+			// The call's answer stands; only the pod's part of its trace is lost.
+			log.WithError(err).WithFields(log.Fields{"function": f.Name, "pod": rec.Pod}).Warn("the pod's spans do not decode; dropped")
+		}
+		for _, sp := range pod {
 			sp.Service = "pod"
 			spans = append(spans, sp)
 		}

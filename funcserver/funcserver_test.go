@@ -868,26 +868,30 @@ func TestPlugins(t *testing.T) {
 	if r.Output != want {
 		t.Errorf("output %q\nwant   %q", r.Output, want)
 	}
+	var spans []api.FuncSpan
+	if err := json.Unmarshal(r.Spans, &spans); err != nil {
+		t.Fatalf("spans %s: %v", r.Spans, err)
+	}
 	var run *api.FuncSpan
-	for i, sp := range r.Spans {
+	for i, sp := range spans {
 		if sp.TraceID != "0af7651916cd43dd8448eb211c80319c" {
 			t.Errorf("span %+v is not in the call's trace", sp)
 		}
 		if sp.Name == "run f" {
-			run = &r.Spans[i]
+			run = &spans[i]
 		}
 	}
 	if run == nil || run.ParentSpanID != "b7ad6b7169203331" || run.EndNs < run.StartNs {
-		t.Fatalf("run span %+v in %+v", run, r.Spans)
+		t.Fatalf("run span %+v in %+v", run, spans)
 	}
 	plugins := 0
-	for _, sp := range r.Spans {
+	for _, sp := range spans {
 		if strings.HasPrefix(sp.Name, "plugin ") && sp.ParentSpanID == run.SpanID {
 			plugins++
 		}
 	}
 	if plugins < 5 {
-		t.Errorf("%d plugin spans under the run's: %+v", plugins, r.Spans)
+		t.Errorf("%d plugin spans under the run's: %+v", plugins, spans)
 	}
 
 	r = call("fail-pre")

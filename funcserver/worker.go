@@ -13,8 +13,6 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
-
-	"minik8s/pkg/api"
 )
 
 // workerStopGrace is how long a worker whose stdin was closed may take to exit
@@ -79,8 +77,8 @@ type reply struct {
 	Output string `json:"output"`
 	Error  *Error `json:"error"`
 
-	PluginErrors []string       `json:"pluginErrors"`
-	Spans        []api.FuncSpan `json:"spans"`
+	PluginErrors []string        `json:"pluginErrors"`
+	Spans        json.RawMessage `json:"spans"`
 	// Metrics is the metrics plugin's measure of the run.
 	Metrics *runMetrics `json:"metrics"`
 }

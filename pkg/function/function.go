@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -216,8 +217,10 @@ type Result struct {
 	Error  *Error `json:"error"`
 	// PluginErrors are the post plugins that failed, "NAME: TYPE: message".
 	PluginErrors []string `json:"pluginErrors,omitempty"`
-	// Spans are the pod's spans of the call (the tracing plugin's).
-	Spans []api.FuncSpan `json:"spans,omitempty"`
+	// Spans are the pod's spans of the call (the tracing plugin's): a JSON
+	// array of api.FuncSpan, passed on by the function server as the
+	// worker wrote it and decoded once, by the runner that stores them.
+	Spans json.RawMessage `json:"spans,omitempty"`
 	// DurationMs is the whole call as the runtime saw it, queueing
 	// included; QueueMs the part spent waiting for a free worker.
 	DurationMs int64  `json:"durationMs"`
