@@ -93,44 +93,59 @@ class View:
 class TraceEnv:
     """$TRACEPARENT during a call, for the function and the subprocesses it
     starts. os.environ[...] = value would leak: glibc's setenv keeps every
-    value it was ever given, for good (about 110 bytes a call). So one
-    buffer of the worker's own goes into the C environment with putenv,
-    which keeps the pointer and copies nothing; it is rewritten in place
-    for each call and unset after. os.environ's mapping is updated beside
-    it, so Python code reads the same value."""
+    value it was ever given, for good (about 110 bytes a call). So the
+    worker puts one buffer of its own into the C environment with putenv,
+    which keeps the pointer and copies nothing, and rewrites its bytes for
+    each call: no allocation and no call into C. Between calls it holds the
+    all-zero traceparent, which W3C says to ignore (a subprocess started
+    between calls joins no trace), and os.environ, which Python code reads,
+    has no TRACEPARENT. A function that sets or unsets TRACEPARENT itself
+    replaces the buffer in the C environment; the buffer is put back."""
 
     NAME = b"TRACEPARENT"
     # A traceparent is "00-" 32 hex "-" 16 hex "-01": 55 characters.
     SIZE = 55
+    NONE = b"00-" + b"0" * 32 + b"-" + b"0" * 16 + b"-00"
 
     def __init__(self):
         self.on = False
-        self._buf = None
+        self._value = None
+        self._in_environ = False
+        self._view = None
         try:
             import ctypes
-            libc = ctypes.CDLL(None)
-            self._putenv, self._unsetenv, self._memmove = libc.putenv, libc.unsetenv, ctypes.memmove
-            self._buf = ctypes.create_string_buffer(self.NAME + b"=" + b"0" * self.SIZE)
-            self._value_at = ctypes.addressof(self._buf) + len(self.NAME) + 1
-        except (ImportError, OSError, AttributeError):
+            self._libc = ctypes.CDLL(None)
+            self._buf = ctypes.create_string_buffer(self.NAME + b"=" + self.NONE)
+            at = len(self.NAME) + 1
+            self._view = memoryview(self._buf).cast("B")[at:at + self.SIZE]
+        except (ImportError, OSError, AttributeError, TypeError):
             # Without ctypes, Python code still sees it in os.environ.
-            self._buf = None
+            self._view = None
 
     def set(self, traceparent):
         value = traceparent.encode("ascii")
+        if self._view is not None and len(value) == self.SIZE:
+            self._view[:] = value
+            if not self._in_environ:
+                self._libc.putenv(self._buf)
+                self._in_environ = True
         os.environ._data[self.NAME] = value
-        if self._buf is not None and len(value) == self.SIZE:
-            self._memmove(self._value_at, value, self.SIZE)
-            self._putenv(self._buf)
+        self._value = value
         self.on = True
 
     def clear(self):
         if not self.on:
             return
         self.on = False
+        if self._view is not None:
+            self._view[:] = self.NONE
+            if os.environ._data.get(self.NAME) is not self._value:
+                # The function set or unset TRACEPARENT: the C environment
+                # holds its value now, or none. Its value goes; ours is put
+                # back at the next call.
+                self._libc.unsetenv(self.NAME)
+                self._in_environ = False
         os.environ._data.pop(self.NAME, None)
-        if self._buf is not None:
-            self._unsetenv(self.NAME)
 
 
 TRACE_ENV = TraceEnv()
