@@ -585,6 +585,21 @@ func describeFunc(w *describeWriter, f *api.Func) {
 		w.kv(0, "Runtime", orDefault(f.Spec.Runtime, validation.DefaultFuncRuntime))
 	}
 	w.kv(0, "Service Address", f.Spec.ServiceAddress)
+	if p := f.Spec.Plugins; p != nil && (len(p.Pre) > 0 || len(p.Post) > 0) {
+		w.line(0, "Plugins:")
+		w.kv(1, "Pre", orNone(strings.Join(p.Pre, ", ")))
+		w.kv(1, "Post", orNone(strings.Join(p.Post, ", ")))
+	}
+	if len(f.Spec.Files) > 0 {
+		w.line(0, "Files:")
+		for _, name := range sortedKeys(f.Spec.Files) {
+			size := "<not valid base64>"
+			if data, err := base64.StdEncoding.DecodeString(f.Spec.Files[name]); err == nil {
+				size = fmt.Sprintf("%d bytes", len(data))
+			}
+			w.text(1, name+": "+size)
+		}
+	}
 	w.line(0, "Status:")
 	w.kv(1, "Counter", f.Status.Counter)
 	w.kv(1, "Last Call", timestamp(f.Status.TimeStamp))
@@ -642,6 +657,11 @@ func describeFuncInstance(w *describeWriter, fi *api.FuncInstance) {
 		}
 		w.line(1, "%s\t%s\t%s\t%s\t%dms\t%s\t%s", s.Function, orNone(s.Pod), orNone(s.Node), check, s.DurationMs,
 			truncate(oneLine(s.Result), 40), truncate(oneLine(s.Error), 60))
+	}
+	for i, s := range fi.Status.Steps {
+		for _, e := range s.PluginErrors {
+			w.kv(0, fmt.Sprintf("Post Plugin Failed (step %d)", i+1), oneLine(e))
+		}
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // TestDescribeFuncShowsWhatItRuns: a Python function shows its runtime and
-// source, an image function its image alone.
+// source, with its plugins and files, an image function its image alone.
 func TestDescribeFuncShowsWhatItRuns(t *testing.T) {
 	src := base64.StdEncoding.EncodeToString([]byte("def run(arg):\n    return arg\n"))
 	for _, tc := range []struct {
@@ -18,7 +18,10 @@ func TestDescribeFuncShowsWhatItRuns(t *testing.T) {
 		want, not []string
 	}{
 		{"python", api.FuncSpec{Name: "f", Function: src},
-			[]string{"Runtime:", "minik8s/python-runtime:latest", "Function:\n  def run(arg):"}, []string{"Image:"}},
+			[]string{"Runtime:", "minik8s/python-runtime:latest", "Function:\n  def run(arg):"}, []string{"Image:", "Plugins:", "Files:"}},
+		{"plugins", api.FuncSpec{Name: "f", Function: src, Plugins: &api.FuncPlugins{Pre: []string{"tracing", "gate"}, Post: []string{"gate"}},
+			Files: map[string]string{"gate.py": base64.StdEncoding.EncodeToString([]byte("def pre(ctx): pass\n"))}},
+			[]string{"Plugins:\n  Pre:", "tracing, gate", "Post:", "Files:\n  gate.py: 19 bytes"}, nil},
 		{"image", api.FuncSpec{Name: "f", Image: "minik8s/perl-example:latest"},
 			[]string{"Image:", "minik8s/perl-example:latest"}, []string{"Runtime:", "Function:", "PreRun:"}},
 	} {
