@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -125,10 +126,38 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 		}
 	}
 	ctx := c.Request.Context()
+	if err := h.checkRecords(ctx, ns, list.Items); err != nil {
+		fail(c, err)
+		return
+	}
 	for i := range list.Items {
 		inst := &list.Items[i]
 		inst.Namespace = ns
 		h.srv.calls.records.add(ctx, inst)
 	}
 	c.JSON(http.StatusAccepted, gin.H{"accepted": len(list.Items)})
+}
+
+// checkRecords passes each record through the checks a single create
+// makes (on a copy: the store prepares the record itself), and the
+// namespace through admission, so that a list is taken whole or refused
+// naming the item, and never half-stored after the 202.
+func (h *handlers) checkRecords(ctx context.Context, ns string, items []api.FuncInstance) error {
+	if h.reg.namespaces != nil {
+		if err := h.reg.namespaces.admit(ctx, ns); err != nil {
+			return err
+		}
+	}
+	for i := range items {
+		probe := copyObject(h.reg.res, &items[i])
+		probe.GetObjectMeta().Namespace = ns
+		if err := h.reg.prepareCreate(ns, probe); err != nil {
+			var fe *errdefs.FieldError
+			if errors.As(err, &fe) && fe.Field != "" {
+				return &errdefs.FieldError{Class: fe.Class, Field: fmt.Sprintf("items[%d].%s", i, fe.Field), Reason: fe.Reason}
+			}
+			return fmt.Errorf("items[%d]: %w", i, err)
+		}
+	}
+	return nil
 }

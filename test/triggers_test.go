@@ -87,6 +87,36 @@ func TestTriggerAPI(t *testing.T) {
 	if code, data = httpDo(t, "GET", coll+"/web", "", nil); !strings.Contains(string(data), `"methods":["GET","POST"]`) {
 		t.Errorf("http trigger: %d %s", code, data)
 	}
+
+	// A runner's records of trigger calls, many at once: taken whole, or
+	// refused naming the item, with nothing stored.
+	insts := s.URL + "/api/v1/namespaces/default/funcinstances"
+	record := func(id, fn string) string {
+		return `{"metadata":{"name":"` + id + `"},"spec":{"function":"` + fn + `","arg":"a","trigger":{"name":"web"}},` +
+			`"status":{"phase":"Succeeded","result":"a","hops":1}}`
+	}
+	records := func(items ...string) []byte {
+		return []byte(`{"apiVersion":"v1","kind":"FuncInstanceList","items":[` + strings.Join(items, ",") + `]}`)
+	}
+	code, data = httpDo(t, "POST", insts, "application/json", records(record("rec-1", "hello"), record("rec-2", "Not A Name")))
+	var refused map[string]any
+	_ = json.Unmarshal(data, &refused)
+	if code != http.StatusUnprocessableEntity || refused["field"] != "items[1].spec.function" {
+		t.Errorf("records with a bad item: %d %s, want 422 on items[1].spec.function", code, data)
+	}
+	if code, data = httpDo(t, "GET", insts+"/rec-1", "", nil); code != http.StatusNotFound {
+		t.Errorf("the good record of a refused list: %d %s, want 404", code, data)
+	}
+	if code, data = httpDo(t, "POST", insts, "application/json", records(record("rec-1", "hello"), record("rec-2", "hello"))); code != http.StatusAccepted {
+		t.Fatalf("records: %d %s", code, data)
+	}
+	for _, id := range []string{"rec-1", "rec-2"} {
+		// Stored in the next batch.
+		waitUntil(t, 10*time.Second, "record "+id+" stored", func() bool {
+			code, data = httpDo(t, "GET", insts+"/"+id, "", nil)
+			return code == http.StatusOK && strings.Contains(string(data), `"trigger":{"name":"web"`)
+		})
+	}
 }
 
 // funcTemplateNS stores a trivial function in namespace ns.
