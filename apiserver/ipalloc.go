@@ -3,12 +3,8 @@ package apiserver
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"net"
-	"sync"
 	"time"
-
-	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -33,14 +29,10 @@ type ipAllocation struct {
 
 // ipAllocator hands out the addresses of a service range.
 type ipAllocator struct {
-	store storage.Interface
-	cidr  *net.IPNet
-	// first and size: the usable addresses, without the range's network
-	// and broadcast addresses.
-	first, size uint32
-
-	mu   sync.Mutex
-	next uint32 // where the next search starts, to spread reuse
+	*rangeAllocator
+	cidr *net.IPNet
+	// first: the first usable address, after the range's network address.
+	first uint32
 }
 
 // ParseServiceCIDR checks a service range: IPv4, with room for addresses.
@@ -65,12 +57,22 @@ func newIPAllocator(store storage.Interface, cidr string) (*ipAllocator, error) 
 		return nil, err
 	}
 	ones, _ := n.Mask.Size()
-	return &ipAllocator{
-		store: store,
-		cidr:  n,
-		first: binary.BigEndian.Uint32(n.IP.To4()) + 1,
-		size:  uint32(1)<<(32-ones) - 2,
-	}, nil
+	a := &ipAllocator{cidr: n, first: binary.BigEndian.Uint32(n.IP.To4()) + 1}
+	a.rangeAllocator = &rangeAllocator{
+		store: store, what: "cluster IP", kind: api.ServicesResource.Kind, rangeText: "service range " + n.String(),
+		prefix: ipAllocPrefix,
+		// Without the range's network and broadcast addresses.
+		size:       uint32(1)<<(32-ones) - 2,
+		member:     a.ipAt,
+		recordName: func(ip string) string { return ip },
+		newRecord:  func(ip string, holder api.Object) api.Object { return a.record(ip, holder.(*api.Service)) },
+		newEmpty:   func() api.Object { return &ipAllocation{} },
+		holderOf:   func(rec api.Object) api.ObjectReference { return rec.(*ipAllocation).Service },
+		holders:    keyRoot + api.ServicesResource.Name + "/",
+		newOwner:   func() api.Object { return &api.Service{} },
+		holds:      func(o api.Object, ip string) bool { return o.(*api.Service).Spec.ClusterIP == ip },
+	}
+	return a, nil
 }
 
 func (a *ipAllocator) ipAt(i uint32) string {
@@ -98,64 +100,10 @@ func (a *ipAllocator) record(ip string, svc *api.Service) *ipAllocation {
 	}
 }
 
-func (a *ipAllocator) used(ctx context.Context) (map[string]bool, error) {
-	objs, _, err := a.store.List(ctx, ipAllocPrefix, func() api.Object { return &ipAllocation{} })
-	if err != nil {
-		return nil, err
-	}
-	used := make(map[string]bool, len(objs))
-	for _, o := range objs {
-		used[o.GetObjectMeta().Name] = true
-	}
-	return used, nil
-}
-
-// repair releases addresses whose Service no longer holds them (an
-// apiserver that died between allocating and storing, say).
-func (a *ipAllocator) repair(ctx context.Context) (int, error) {
-	objs, _, err := a.store.List(ctx, ipAllocPrefix, func() api.Object { return &ipAllocation{} })
-	if err != nil {
-		return 0, err
-	}
-	released := 0
-	for _, o := range objs {
-		// A Service and its address are created together, so an
-		// allocation without its Service is a leak, however young.
-		alloc := o.(*ipAllocation)
-		var svc api.Service
-		ref := alloc.Service
-		err := a.store.Get(ctx, keyRoot+api.ServicesResource.Name+"/"+ref.Namespace+"/"+ref.Name, &svc)
-		if err == nil && svc.UID == ref.UID && svc.Spec.ClusterIP == alloc.Name {
-			continue
-		}
-		if err != nil && !errdefs.IsNotFound(err) {
-			return released, err
-		}
-		if err := a.store.Delete(ctx, ipAllocPrefix+alloc.Name, &ipAllocation{}, alloc.ResourceVersion); err == nil {
-			log.WithFields(log.Fields{"ip": alloc.Name, "service": ref.Namespace + "/" + ref.Name}).Info("reclaimed leaked cluster IP")
-			released++
-		}
-	}
-	return released, nil
-}
-
 // release frees ip if the Service of that uid holds it.
 func (a *ipAllocator) release(ctx context.Context, ip, uid string) {
-	parsed := net.ParseIP(ip)
-	if parsed == nil || !a.inRange(parsed) {
-		return
-	}
-	key := ipAllocPrefix + parsed.To4().String()
-	var alloc ipAllocation
-	err := a.store.Get(ctx, key, &alloc)
-	if err == nil {
-		if alloc.Service.UID != uid {
-			return // reclaimed and given to another Service meanwhile
-		}
-		err = a.store.Delete(ctx, key, &ipAllocation{}, alloc.ResourceVersion)
-	}
-	if err != nil && !errdefs.IsNotFound(err) {
-		log.WithError(err).WithField("ip", ip).Warn("releasing cluster IP")
+	if parsed := net.ParseIP(ip); parsed != nil && a.inRange(parsed) {
+		a.rangeAllocator.release(ctx, parsed.To4().String(), uid)
 	}
 }
 
@@ -169,92 +117,15 @@ func (r *registry) createService(ctx context.Context, key string, svc *api.Servi
 	if a == nil || svc.Spec.ClusterIP == "None" {
 		return r.store.Create(ctx, key, svc, r.ttl)
 	}
-	if asked := svc.Spec.ClusterIP; asked != "" {
+	asked := svc.Spec.ClusterIP
+	if asked != "" {
 		parsed := net.ParseIP(asked)
 		if parsed == nil || !a.inRange(parsed) {
 			return errdefs.Invalid("spec.clusterIP", "%s is not in the service range %s", asked, a.cidr)
 		}
-		svc.Spec.ClusterIP = parsed.To4().String()
-		err := r.createWithIP(ctx, key, svc)
-		if errdefs.IsAlreadyExists(err) && !r.exists(ctx, key) {
-			return &errdefs.FieldError{Class: errdefs.ErrAlreadyExists, Field: "spec.clusterIP",
-				Reason: fmt.Sprintf("%s is already allocated to another service", svc.Spec.ClusterIP)}
-		}
-		return err
+		asked = parsed.To4().String()
 	}
-	for attempt := 0; attempt < 2; attempt++ {
-		used, err := a.used(ctx)
-		if err != nil {
-			return err
-		}
-		a.mu.Lock()
-		start := a.next
-		a.mu.Unlock()
-		for k := uint32(0); k < a.size; k++ {
-			i := (start + k) % a.size
-			ip := a.ipAt(i)
-			if used[ip] {
-				continue
-			}
-			svc.Spec.ClusterIP = ip
-			err := r.createWithIP(ctx, key, svc)
-			if errdefs.IsAlreadyExists(err) {
-				if r.exists(ctx, key) {
-					svc.Spec.ClusterIP = ""
-					return err
-				}
-				continue // the address was taken since the list: try the next
-			}
-			if err != nil {
-				svc.Spec.ClusterIP = ""
-				return err
-			}
-			a.mu.Lock()
-			a.next = (i + 1) % a.size
-			a.mu.Unlock()
-			return nil
-		}
-		// Full: reclaim addresses whose Service is gone, then look again.
-		if n, err := a.repair(ctx); err != nil || n == 0 {
-			break
-		}
-	}
-	svc.Spec.ClusterIP = ""
-	return fmt.Errorf("no cluster IP left in the service range %s: %w", a.cidr, errdefs.ErrConflict)
-}
-
-// createWithIP writes svc and its address's allocation together.
-func (r *registry) createWithIP(ctx context.Context, key string, svc *api.Service) error {
-	ip := svc.Spec.ClusterIP
-	err := r.store.CreateMany(ctx, []storage.Item{
-		{Key: key, Object: svc},
-		{Key: ipAllocPrefix + ip, Object: r.ips.record(ip, svc)},
-	}, r.ttl)
-	if errdefs.IsAlreadyExists(err) {
-		return fmt.Errorf("%s %q already exists: %w", r.res.Kind, svc.Name, errdefs.ErrAlreadyExists)
-	}
-	return err
-}
-
-func (r *registry) exists(ctx context.Context, key string) bool {
-	err := r.store.Get(ctx, key, r.res.New())
-	return err == nil
-}
-
-// runRepair releases, every interval until ctx ends, the addresses whose
-// Service is gone (an apiserver that died between deleting a Service and
-// releasing its address), as Kubernetes' allocator repair does.
-func (a *ipAllocator) runRepair(ctx context.Context, interval time.Duration) {
-	for {
-		if _, err := a.repair(ctx); err != nil && ctx.Err() == nil {
-			log.WithError(err).Debug("cluster IP repair failed; trying again later")
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(interval):
-		}
-	}
+	return a.create(ctx, key, svc, r.ttl, asked, "spec.clusterIP", func(ip string) { svc.Spec.ClusterIP = ip })
 }
 
 // keepClusterIP makes an update keep the Service's cluster IP: an empty
