@@ -24,8 +24,10 @@ type registry struct {
 	store storage.Interface
 	// ttl > 0 makes created objects expire (function instances).
 	ttl time.Duration
-	// ips allocates cluster IPs (services only).
-	ips *ipAllocator
+	// ips allocates cluster IPs (services only), podCIDRs pod CIDRs
+	// (nodes only).
+	ips      *ipAllocator
+	podCIDRs *podCIDRAllocator
 	// cache serves the watches.
 	cache *watchCache
 	// namespaces admits creates of namespaced kinds.
@@ -108,6 +110,8 @@ func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.O
 	var err error
 	if svc, ok := obj.(*api.Service); ok {
 		err = r.createService(ctx, key, svc)
+	} else if node, ok := obj.(*api.Node); ok && r.podCIDRs != nil {
+		err = r.createNode(ctx, key, node)
 	} else {
 		err = r.store.Create(ctx, key, obj, r.ttl)
 	}
@@ -242,6 +246,9 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		if err := r.keepClusterIP(cur, next); err != nil {
 			return nil, err
 		}
+		if err := r.keepPodCIDR(cur, next); err != nil {
+			return nil, err
+		}
 		if !sameSpec(next, cur) {
 			meta.Generation++
 		}
@@ -361,6 +368,7 @@ func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptio
 		return nil, r.notFound(err, ns, name)
 	}
 	r.releaseClusterIP(ctx, out)
+	r.releasePodCIDR(ctx, out)
 	return out, nil
 }
 

@@ -83,6 +83,11 @@ type Config struct {
 	// ServiceCIDR is the range cluster IPs are allocated from
 	// (DefaultServiceCIDR).
 	ServiceCIDR string
+	// ClusterCIDR is the range of pod addresses (DefaultClusterCIDR); each
+	// Node gets a /NodeCIDRMaskSize slice of it (DefaultNodeCIDRMaskSize)
+	// when it registers.
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 }
 
 // DefaultMaxBodyBytes fits function sources comfortably and stays under
@@ -120,6 +125,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = DefaultServiceCIDR
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = DefaultClusterCIDR
+	}
+	if c.NodeCIDRMaskSize == 0 {
+		c.NodeCIDRMaskSize = DefaultNodeCIDRMaskSize
 	}
 }
 
@@ -161,6 +172,13 @@ func New(cfg Config, store storage.Interface) *Server {
 			}
 			reg.ips = ips
 		}
+		if res.Kind == api.NodesResource.Kind {
+			cidrs, err := newPodCIDRAllocator(store, cfg.ClusterCIDR, cfg.NodeCIDRMaskSize)
+			if err != nil {
+				log.WithError(err).Error("cluster range unusable: nodes get no pod CIDR")
+			}
+			reg.podCIDRs = cidrs
+		}
 		s.registries[res.Name] = reg
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -186,6 +204,9 @@ func (s *Server) Handler() http.Handler { return s.engine }
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	if _, err := ParseServiceCIDR(cfg.ServiceCIDR); err != nil {
+		return err
+	}
+	if _, err := ParseClusterCIDR(cfg.ClusterCIDR, cfg.NodeCIDRMaskSize); err != nil {
 		return err
 	}
 	if cfg.Address == "" && cfg.SecureAddress == "" {
@@ -315,6 +336,14 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 		background = append(background, reg.cache.run)
 		if reg.ips != nil {
 			background = append(background, func(ctx context.Context) { reg.ips.runRepair(ctx, time.Minute) })
+		}
+		if reg.podCIDRs != nil {
+			background = append(background, func(ctx context.Context) {
+				if err := reg.assignMissingPodCIDRs(ctx); err != nil && ctx.Err() == nil {
+					log.WithError(err).Warn("giving registered nodes their pod CIDRs")
+				}
+				reg.podCIDRs.runRepair(ctx, time.Minute)
+			})
 		}
 	}
 	for _, fn := range background {

@@ -83,6 +83,10 @@ type Config struct {
 	// (apiserver.DefaultServiceCIDR); two clusters on one machine need
 	// different ranges, since every node's proxy listens on the cluster IPs.
 	ServiceCIDR string
+	// ClusterCIDR and NodeCIDRMaskSize: the pod range and the size of a
+	// node's slice of it (see apiserver.Config).
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 	// MaxPendingCalls and FuncInstanceTTL: see apiserver.Config.
 	MaxPendingCalls int
 	FuncInstanceTTL time.Duration
@@ -121,8 +125,17 @@ func (c *Config) setDefaults() error {
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = apiserver.DefaultServiceCIDR
 	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = apiserver.DefaultClusterCIDR
+	}
+	if c.NodeCIDRMaskSize == 0 {
+		c.NodeCIDRMaskSize = apiserver.DefaultNodeCIDRMaskSize
+	}
 	// A bad range fails before containerd and the images are set up.
-	_, err = apiserver.ParseServiceCIDR(c.ServiceCIDR)
+	if _, err = apiserver.ParseServiceCIDR(c.ServiceCIDR); err != nil {
+		return err
+	}
+	_, err = apiserver.ParseClusterCIDR(c.ClusterCIDR, c.NodeCIDRMaskSize)
 	return err
 }
 
@@ -166,8 +179,8 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 
 	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
-		ServiceCIDR: cfg.ServiceCIDR, MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL,
-		OTLPEndpoint: cfg.OTLPEndpoint}
+		ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize,
+		MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint}
 	if cfg.Port != 0 {
 		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
 	}

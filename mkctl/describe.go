@@ -490,6 +490,8 @@ func describeEndpoints(w *describeWriter, e *api.Endpoints) {
 }
 
 func (o *Options) describeNode(ctx context.Context, w *describeWriter, n *api.Node, now time.Time) error {
+	w.kv(0, "PodCIDR", orNone(n.Spec.PodCIDR))
+	w.kv(0, "PodCIDRs", orNone(strings.Join(n.Spec.PodCIDRs, ",")))
 	w.kv(0, "Unschedulable", strconv.FormatBool(n.Spec.Unschedulable))
 	w.line(0, "Conditions:")
 	if len(n.Status.Conditions) == 0 {

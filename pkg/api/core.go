@@ -21,7 +21,12 @@ type Node struct {
 }
 
 type NodeSpec struct {
-	Unschedulable bool `json:"unschedulable,omitempty"`
+	// PodCIDR is the node's slice of the cluster's pod range, given by the
+	// apiserver when the node registers; PodCIDRs holds the same, as
+	// Kubernetes has both.
+	PodCIDR       string   `json:"podCIDR,omitempty"`
+	PodCIDRs      []string `json:"podCIDRs,omitempty"`
+	Unschedulable bool     `json:"unschedulable,omitempty"`
 }
 
 type NodeStatus struct {
