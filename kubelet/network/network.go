@@ -1,0 +1,259 @@
+// Package network gives pods their own network: a network namespace per
+// pod, set up through CNI with the standard plugins (bridge, host-local,
+// loopback, portmap), driven with libcni. The containers of a pod join its
+// namespace; the node reaches the pods over the bridge.
+package network
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/containernetworking/cni/libcni"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+
+	"minik8s/pkg/netns"
+)
+
+// Defaults of Config.
+const (
+	// DefaultBinDir is where Debian's containernetworking-plugins puts them.
+	DefaultBinDir = "/usr/lib/cni"
+	DefaultBridge = "cni0"
+	// networkName names the network in CNI's cache and results.
+	networkName = "minik8s"
+	podIfName   = "eth0"
+)
+
+// Config is a node's pod network.
+type Config struct {
+	// BinDir holds the CNI plugins (DefaultBinDir).
+	BinDir string
+	// StateDir, under the kubelet's root, keeps the pods' namespaces
+	// (netns/UID), libcni's cache and host-local's allocations.
+	StateDir string
+	// PodCIDR is the node's slice of the cluster's pod range.
+	PodCIDR string
+	// Bridge is the node's bridge (DefaultBridge); its address is the
+	// first of PodCIDR, the pods' gateway.
+	Bridge string
+	// NodeNetns, when set, is the file of the network namespace the node's
+	// side lives in (bridge, veths, routes), when that is not the
+	// kubelet's own: a simulated node of a test.
+	NodeNetns string
+}
+
+// Pod names the pod a namespace is for.
+type Pod struct {
+	UID, Namespace, Name string
+}
+
+// Manager sets up and tears down the pods' networks of one node.
+type Manager struct {
+	cfg      Config
+	cni      *libcni.CNIConfig
+	list     *libcni.NetworkConfigList
+	loopback *libcni.NetworkConfig
+
+	// A pod's set up and tear down take turns (under its podLock); CNI
+	// plugins lock their own state.
+	mu    sync.Mutex
+	locks map[string]*podLock
+}
+
+type podLock struct {
+	sync.Mutex
+	refs int
+}
+
+// New checks cfg and builds the network configuration.
+func New(cfg Config) (*Manager, error) {
+	if cfg.BinDir == "" {
+		cfg.BinDir = DefaultBinDir
+	}
+	if cfg.Bridge == "" {
+		cfg.Bridge = DefaultBridge
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("network: no state dir")
+	}
+	ip, subnet, err := net.ParseCIDR(cfg.PodCIDR)
+	if err != nil || ip.To4() == nil {
+		return nil, fmt.Errorf("network: pod CIDR %q is not an IPv4 range", cfg.PodCIDR)
+	}
+	for _, plugin := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, plugin)); err != nil {
+			return nil, fmt.Errorf("network: the CNI plugin %s is not in %s (apt-get install containernetworking-plugins): %w", plugin, cfg.BinDir, err)
+		}
+	}
+	list, err := libcni.ConfListFromBytes(confList(cfg, subnet))
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	lo, err := libcni.ConfFromBytes([]byte(`{"cniVersion":"1.0.0","name":"minik8s-loopback","type":"loopback"}`))
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	return &Manager{cfg: cfg, list: list, loopback: lo, locks: map[string]*podLock{},
+		cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.StateDir, "cache"), nil)}, nil
+}
+
+// confList is the node's network: a bridge with the pods' gateway on it,
+// addresses from the node's slice, port mappings (hostPort) by portmap.
+// Nothing is masqueraded: traffic between nodes is routed (host-gw).
+func confList(cfg Config, subnet *net.IPNet) []byte {
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       networkName,
+		"plugins": []any{
+			map[string]any{
+				"type": "bridge", "bridge": cfg.Bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
+				"ipam": map[string]any{
+					"type":    "host-local",
+					"ranges":  [][]map[string]string{{{"subnet": subnet.String()}}},
+					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+					"dataDir": filepath.Join(cfg.StateDir, "ipam"),
+				},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	data, _ := json.Marshal(conf)
+	return data
+}
+
+// Path is the file that keeps a pod's namespace.
+func (m *Manager) Path(uid string) string { return filepath.Join(m.cfg.StateDir, "netns", uid) }
+
+func (m *Manager) runtimeConf(p Pod, path, ifName string) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{ContainerID: p.UID, NetNS: path, IfName: ifName,
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", p.Namespace}, {"K8S_POD_NAME", p.Name}, {"K8S_POD_UID", p.UID}}}
+}
+
+func (m *Manager) lock(uid string) func() {
+	m.mu.Lock()
+	l, ok := m.locks[uid]
+	if !ok {
+		l = &podLock{}
+		m.locks[uid] = l
+	}
+	l.refs++
+	m.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		m.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(m.locks, uid)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// SetUp gives the pod its namespace and address, or returns those it has
+// (a kubelet that restarted finds its pods set up). It returns the path of
+// the namespace, for the containers to join, and the pod's IP.
+func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error) {
+	defer m.lock(p.UID)()
+	path = m.Path(p.UID)
+	if netns.Is(path) {
+		if ip, err := m.cachedIP(p, path); err == nil {
+			return path, ip, nil
+		}
+	} else if err := netns.New(path); err != nil {
+		return "", "", err
+	}
+	defer func() {
+		if err != nil {
+			// Nothing half set up stays behind: no namespace, no address.
+			_ = m.tearDown(context.WithoutCancel(ctx), p)
+		}
+	}()
+	var res *types100.Result
+	err = netns.Do(m.cfg.NodeNetns, func() error {
+		if _, err := m.cni.AddNetwork(ctx, m.loopback, m.runtimeConf(p, path, "lo")); err != nil {
+			return fmt.Errorf("loopback: %w", err)
+		}
+		r, err := m.cni.AddNetworkList(ctx, m.list, m.runtimeConf(p, path, podIfName))
+		if err != nil {
+			return err
+		}
+		res, err = types100.NewResultFromResult(r)
+		return err
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("network of pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	ip, err = firstIP(res)
+	if err != nil {
+		return "", "", fmt.Errorf("network of pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return path, ip, nil
+}
+
+// cachedIP is the pod's address from libcni's cache of its last set up.
+func (m *Manager) cachedIP(p Pod, path string) (string, error) {
+	r, err := m.cni.GetNetworkListCachedResult(m.list, m.runtimeConf(p, path, podIfName))
+	if err != nil || r == nil {
+		return "", fmt.Errorf("no cached result: %v", err)
+	}
+	res, err := types100.NewResultFromResult(r)
+	if err != nil {
+		return "", err
+	}
+	return firstIP(res)
+}
+
+func firstIP(res *types100.Result) (string, error) {
+	for _, c := range res.IPs {
+		if c.Address.IP.To4() != nil {
+			return c.Address.IP.String(), nil
+		}
+	}
+	return "", errors.New("the CNI result has no IPv4 address")
+}
+
+// TearDown releases the pod's address and removes its namespace, whatever
+// is left of them; a pod with nothing left is no error.
+func (m *Manager) TearDown(ctx context.Context, p Pod) error {
+	defer m.lock(p.UID)()
+	return m.tearDown(ctx, p)
+}
+
+func (m *Manager) tearDown(ctx context.Context, p Pod) error {
+	path := m.Path(p.UID)
+	nsPath := path
+	if !netns.Is(path) {
+		// CNI's DEL still frees the address without the namespace.
+		nsPath = ""
+	}
+	err := netns.Do(m.cfg.NodeNetns, func() error {
+		return m.cni.DelNetworkList(ctx, m.list, m.runtimeConf(p, nsPath, podIfName))
+	})
+	if err != nil {
+		return fmt.Errorf("tearing down the network of pod %s: %w", p.UID, err)
+	}
+	return netns.Remove(path)
+}
+
+// Pods are the UIDs of the pods whose namespaces this node keeps: after a
+// restart, the kubelet tears down those of pods it no longer runs.
+func (m *Manager) Pods() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(m.cfg.StateDir, "netns"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var uids []string
+	for _, e := range entries {
+		uids = append(uids, e.Name())
+	}
+	return uids, nil
+}

@@ -1,0 +1,181 @@
+package network_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/kubelet/network"
+	"minik8s/pkg/netns"
+	"minik8s/test/framework"
+)
+
+// TestMain lets the framework sweep what a killed binary left (the
+// namespaces are mounts under its run dir).
+func TestMain(m *testing.M) { framework.Main(m) }
+
+// nodeNetwork is a manager whose node side lives in a namespace of the
+// test's own, so that nothing is configured on the machine's network.
+func nodeNetwork(t *testing.T) (m *network.Manager, node, state string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		framework.NeedE2E(t, "pod networks need root")
+	}
+	for _, need := range []string{filepath.Join(network.DefaultBinDir, "bridge"), "/usr/sbin/iptables"} {
+		if _, err := os.Stat(need); err != nil {
+			framework.NeedE2E(t, "pod networks need %s (apt-get install containernetworking-plugins iptables)", need)
+		}
+	}
+	dir := t.TempDir()
+	node, state = filepath.Join(dir, "node"), filepath.Join(dir, "state")
+	if err := netns.New(node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netns.Remove(node) })
+	m, err := network.New(network.Config{StateDir: state, PodCIDR: "10.42.7.0/24", NodeNetns: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, node, state
+}
+
+// links are the network devices of the namespace at path.
+func links(t *testing.T, path string) []string {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+path, "ip", "-o", "link", "show").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip link in %s: %v: %s", path, err, out)
+	}
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			names = append(names, strings.Split(strings.TrimSuffix(f[1], ":"), "@")[0])
+		}
+	}
+	return names
+}
+
+// echo serves one connection in the namespace at path on addr.
+func echo(t *testing.T, path, addr string) {
+	t.Helper()
+	var l net.Listener
+	if err := netns.Do(path, func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.Copy(c, c)
+			c.Close()
+		}
+	}()
+}
+
+// talk says hello to addr from the namespace at path and wants it back.
+func talk(t *testing.T, path, addr string) {
+	t.Helper()
+	var c net.Conn
+	err := netns.Do(path, func() (err error) {
+		c, err = net.DialTimeout("tcp", addr, 3*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("from %s to %s: %v", filepath.Base(path), addr, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "hello" {
+		t.Fatalf("from %s to %s: %q %v", filepath.Base(path), addr, buf, err)
+	}
+}
+
+// TestPodNetworks: each pod gets its namespace and an address of the
+// node's slice; pods reach each other and the node reaches them; a pod's
+// own localhost works; a restarted kubelet finds its pods as they were;
+// tearing down leaves no namespace, veth or address.
+func TestPodNetworks(t *testing.T) {
+	ctx := context.Background()
+	m, node, state := nodeNetwork(t)
+	a, b := network.Pod{UID: "uid-a", Namespace: "default", Name: "a"}, network.Pod{UID: "uid-b", Namespace: "default", Name: "b"}
+	pathA, ipA, err := m.SetUp(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathB, ipB, err := m.SetUp(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, slice, _ := net.ParseCIDR("10.42.7.0/24")
+	for _, ip := range []string{ipA, ipB} {
+		if !slice.Contains(net.ParseIP(ip)) || ip == "10.42.7.0" || ip == "10.42.7.1" {
+			t.Errorf("pod address %s is not a pod address of 10.42.7.0/24", ip)
+		}
+	}
+	if ipA == ipB || pathA == pathB || !netns.Is(pathA) || !netns.Is(pathB) {
+		t.Fatalf("pods a %s %s and b %s %s", pathA, ipA, pathB, ipB)
+	}
+	// Both serve the same port, each at its own address.
+	echo(t, pathA, ipA+":8080")
+	echo(t, pathB, ipB+":8080")
+	talk(t, pathA, ipB+":8080")
+	talk(t, pathB, ipA+":8080")
+	talk(t, node, ipA+":8080")
+	// A pod's containers talk over its own localhost.
+	echo(t, pathA, "127.0.0.1:9000")
+	talk(t, pathA, "127.0.0.1:9000")
+	if got := links(t, node); !slices.Contains(got, network.DefaultBridge) || len(got) != 4 {
+		t.Errorf("node links %v, want lo, the bridge and two veths", got)
+	}
+
+	// A kubelet that restarted: the same pods, the same addresses.
+	again, err := network.New(network.Config{StateDir: state, PodCIDR: "10.42.7.0/24", NodeNetns: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uids, err := again.Pods(); err != nil || !slices.Equal(uids, []string{"uid-a", "uid-b"}) {
+		t.Fatalf("pods after a restart: %v %v", uids, err)
+	}
+	if path, ip, err := again.SetUp(ctx, a); err != nil || path != pathA || ip != ipA {
+		t.Fatalf("set up again: %s %s %v, want %s %s", path, ip, err, pathA, ipA)
+	}
+
+	for _, p := range []network.Pod{a, b, a} { // the second tear down of a finds nothing
+		if err := again.TearDown(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{pathA, pathB} {
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("namespace %s left (%v)", path, err)
+		}
+	}
+	if got := links(t, node); len(got) != 2 {
+		t.Errorf("node links after the tear downs %v, want lo and the bridge", got)
+	}
+	held, _ := filepath.Glob(filepath.Join(state, "ipam", "*", "10.42.7.*"))
+	if len(held) > 0 {
+		t.Errorf("addresses still allocated: %v", held)
+	}
+	// The freed addresses are given again.
+	if _, ip, err := again.SetUp(ctx, network.Pod{UID: "uid-c", Namespace: "default", Name: "c"}); err != nil || !slice.Contains(net.ParseIP(ip)) {
+		t.Fatalf("a pod after the tear downs: %s %v", ip, err)
+	}
+	if err := again.TearDown(ctx, network.Pod{UID: "uid-c"}); err != nil {
+		t.Fatal(err)
+	}
+}
