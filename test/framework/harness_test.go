@@ -23,6 +23,7 @@ type childInfo struct {
 	DaemonStart          uint64
 	ContainerPid         int
 	ContainerStart       uint64
+	Netns                []string
 }
 
 // TestHarnessChild is run by TestHarnessEndsClean in a child test binary:
@@ -33,6 +34,7 @@ func TestHarnessChild(t *testing.T) {
 	if ready == "" {
 		t.Skip("helper of TestHarnessEndsClean")
 	}
+	u := StartUnderlay(t, 2)
 	ctd := StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	ctx := context.Background()
@@ -51,7 +53,7 @@ func TestHarnessChild(t *testing.T) {
 	}
 	info := childInfo{RunDir: runDirIfAny(), Dir: ctd.Dir, Address: ctd.Address,
 		DaemonPid: ctd.daemon.Pid(), DaemonStart: procStart(ctd.daemon.Pid()),
-		ContainerPid: int(st.Pid), ContainerStart: procStart(int(st.Pid))}
+		ContainerPid: int(st.Pid), ContainerStart: procStart(int(st.Pid)), Netns: u.Namespaces()}
 	data, _ := json.Marshal(info)
 	if err := os.WriteFile(ready+".tmp", data, 0o644); err != nil {
 		t.Fatal(err)
@@ -67,8 +69,8 @@ func TestHarnessChild(t *testing.T) {
 
 // TestHarnessEndsClean ends a test binary that runs containerd and a
 // container in every way a binary ends, and checks that nothing of it
-// remains: no containerd, shim, container process, runc container, mount
-// or run dir.
+// remains: no containerd, shim, container process, runc container, mount,
+// network namespace or run dir.
 func TestHarnessEndsClean(t *testing.T) {
 	if os.Geteuid() != 0 {
 		NeedE2E(t, "containerd tests need root")
@@ -206,6 +208,14 @@ func TestHarnessEndsClean(t *testing.T) {
 			}
 			if found, _ := sweepRuncContainers(info.RunDir); len(found) > 0 {
 				t.Errorf("runc containers left: %v", found)
+			}
+			if len(info.Netns) == 0 {
+				t.Errorf("the child made no network namespaces")
+			}
+			for _, n := range info.Netns {
+				if _, err := os.Stat(filepath.Join(netnsDir, n)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("network namespace %s is left (%v)", n, err)
+				}
 			}
 			if _, err := os.Stat(info.RunDir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the child's run dir %s is still there (%v)", info.RunDir, err)
