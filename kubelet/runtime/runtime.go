@@ -150,10 +150,14 @@ type ContainerSpec struct {
 	// LogPath is the file that receives stdout and stderr; containerd's
 	// shim writes it, so logs survive a kubelet restart.
 	LogPath string
+	// NetNSPath is the network namespace the container joins (its pod's);
+	// "" runs it on the node's network.
+	NetNSPath string
 }
 
 // CreateContainer creates the container and its root filesystem snapshot.
-// It runs on the node's network, with the node's /etc/hosts and resolv.conf.
+// It runs in the network namespace at s.NetNSPath, or on the node's
+// network, with the node's /etc/hosts and resolv.conf.
 func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) error {
 	ctx = nsCtx(ctx)
 	ref, err := NormalizeRef(s.Image)
@@ -164,9 +168,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) error {
 	if err != nil {
 		return wrap(err, "image %s", ref)
 	}
+	network := oci.WithHostNamespace(specs.NetworkNamespace)
+	if s.NetNSPath != "" {
+		network = oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath})
+	}
 	opts := []oci.SpecOpts{
 		oci.WithImageConfig(img),
-		oci.WithHostNamespace(specs.NetworkNamespace),
+		network,
 		oci.WithHostHostsFile,
 		oci.WithHostResolvconf,
 	}

@@ -3,12 +3,14 @@ package runtime_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"minik8s/kubelet/runtime"
+	"minik8s/pkg/netns"
 	"minik8s/test/framework"
 )
 
@@ -172,5 +174,70 @@ func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("no exit event for %s", spec.ID)
 		}
+	}
+}
+
+// TestContainersJoinANetworkNamespace: a container given a namespace sees
+// its devices (here only lo), not the node's, and two containers in one
+// namespace talk over its localhost.
+func TestContainersJoinANetworkNamespace(t *testing.T) {
+	ctd := framework.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	rt := ctd.Runtime
+	ctx := context.Background()
+	dir := t.TempDir()
+	ns := filepath.Join(dir, "netns")
+	if err := netns.New(ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netns.Remove(ns) })
+	// CNI's loopback plugin does this for a pod.
+	if out, err := exec.Command("nsenter", "--net="+ns, "ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("lo up: %v: %s", err, out)
+	}
+	run := func(id, code string) string {
+		t.Helper()
+		logPath := filepath.Join(dir, id+".log")
+		spec := runtime.ContainerSpec{ID: id, Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", code},
+			LogPath: logPath, NetNSPath: ns}
+		if err := rt.CreateContainer(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rt.RemoveContainer(context.Background(), id) })
+		if err := rt.StartContainer(ctx, id, logPath); err != nil {
+			t.Fatal(err)
+		}
+		return logPath
+	}
+	// A server on the namespace's localhost, then a client beside it.
+	server := run("netns-server", `import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 7000)); s.listen(1)
+print("devices", sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:]), flush=True)
+c, _ = s.accept(); print("got", c.recv(100).decode(), flush=True)`)
+	waitLog(t, server, "devices")
+	client := run("netns-client", `import socket
+c = socket.create_connection(("127.0.0.1", 7000)); c.sendall(b"hello over the pod's localhost")`)
+	waitExited(t, rt, "netns-client")
+	waitExited(t, rt, "netns-server")
+	out, _ := os.ReadFile(server)
+	if !strings.Contains(string(out), "devices ['lo']") || !strings.Contains(string(out), "got hello over the pod's localhost") {
+		t.Errorf("server log %q (client log at %s)", out, client)
+	}
+}
+
+func waitLog(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if data, _ := os.ReadFile(path); strings.Contains(string(data), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			data, _ := os.ReadFile(path)
+			t.Fatalf("%s lacks %q after 60s: %s", path, want, data)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
