@@ -225,7 +225,7 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 }
 
 func (w *Worker) startProber(ctx context.Context, spec api.Container, c *container) {
-	c.prober = prober.Start(ctx, w.cfg.NodeIP, w.assigned[spec.Name], spec.ReadinessProbe, spec.LivenessProbe, w.Poke)
+	c.prober = prober.Start(ctx, w.podAddress(), w.assigned[spec.Name], spec.ReadinessProbe, spec.LivenessProbe, w.Poke)
 }
 
 func (w *Worker) grace(p *api.Pod) time.Duration {
@@ -351,6 +351,7 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 		MemoryLimit: memory,
 		MilliCPU:    milliCPU,
 		LogPath:     logs.Path(w.dir, c.Name),
+		NetNSPath:   w.netnsPath,
 	}, nil
 }
 

@@ -24,8 +24,8 @@ func (w *Worker) envFor(ctx context.Context, p *api.Pod, i int) ([]string, error
 	c := p.Spec.Containers[i]
 	ports := w.assigned[c.Name]
 	env := []string{
-		"HOST=" + w.cfg.NodeIP,
-		"POD_IP=" + w.cfg.NodeIP,
+		"HOST=" + w.podAddress(),
+		"POD_IP=" + w.podAddress(),
 		"POD_NAME=" + p.Name,
 		"POD_NAMESPACE=" + p.Namespace,
 		"NODE_NAME=" + w.cfg.NodeName,

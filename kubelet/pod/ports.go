@@ -88,8 +88,10 @@ func portsFile(podDir string) string { return filepath.Join(podDir, "ports.json"
 // assignPorts gives every container its ports: the ones the spec names,
 // with a port allocated where it says 0, and one allocated port for a
 // container that names none. The choice is saved in the pod dir and read
-// back on later calls, so it never changes for a pod.
-func assignPorts(pod *api.Pod, podDir string, alloc *Ports) (map[string][]api.ContainerPort, error) {
+// back on later calls, so it never changes for a pod. A pod with its own
+// network has its ports in its namespace: on the node only the host ports
+// its spec asks for.
+func assignPorts(pod *api.Pod, podDir string, alloc *Ports, ownNetwork bool) (map[string][]api.ContainerPort, error) {
 	out := map[string][]api.ContainerPort{}
 	if data, err := os.ReadFile(portsFile(podDir)); err == nil {
 		if err := json.Unmarshal(data, &out); err == nil {
@@ -112,7 +114,11 @@ func assignPorts(pod *api.Pod, podDir string, alloc *Ports) (map[string][]api.Co
 			if err != nil {
 				return nil, err
 			}
-			ports = append(ports, api.ContainerPort{ContainerPort: n, HostPort: n, Protocol: "TCP"})
+			port := api.ContainerPort{ContainerPort: n, HostPort: n, Protocol: "TCP"}
+			if ownNetwork {
+				port.HostPort = 0
+			}
+			ports = append(ports, port)
 		}
 		for _, p := range c.Ports {
 			if p.ContainerPort == 0 {
@@ -124,7 +130,9 @@ func assignPorts(pod *api.Pod, podDir string, alloc *Ports) (map[string][]api.Co
 			} else {
 				alloc.Reserve(pod.UID, []int32{p.ContainerPort})
 			}
-			p.HostPort = p.ContainerPort
+			if !ownNetwork {
+				p.HostPort = p.ContainerPort
+			}
 			if p.Protocol == "" {
 				p.Protocol = "TCP"
 			}

@@ -93,8 +93,18 @@ func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
 			return
 		}
 	}
+	if w.ownNetwork(p) && w.netnsPath == "" {
+		// Set up again after a kubelet restart: the same namespace and IP.
+		path, ip, err := w.cfg.Network.SetUp(ctx, w.networkPod(p))
+		if err != nil {
+			w.setAllWaiting("ContainerCreating", "setting up the pod's network: "+err.Error())
+			w.log.WithError(err).Warn("setting up the pod's network; retrying")
+			return
+		}
+		w.netnsPath, w.podIP = path, ip
+	}
 	if w.assigned == nil {
-		a, err := assignPorts(p, w.dir, w.ports)
+		a, err := assignPorts(p, w.dir, w.ports, w.ownNetwork(p))
 		if err != nil {
 			w.setAllWaiting("CreateContainerConfigError", "allocating ports: "+err.Error())
 			return

@@ -9,7 +9,8 @@ import (
 // status is the pod's status as the worker sees it now.
 func (w *Worker) status(p *api.Pod) api.PodStatus {
 	start := w.startTime
-	st := api.PodStatus{HostIP: w.cfg.NodeIP, PodIP: w.cfg.NodeIP, StartTime: &start}
+	st := api.PodStatus{HostIP: w.cfg.NodeIP, PodIP: w.podAddress(), StartTime: &start}
+	st.PodIPs = []api.PodIP{{IP: st.PodIP}}
 	allReady := len(p.Spec.Containers) > 0
 	anyStarted, allDone, anyFailed := false, true, false
 	for _, spec := range p.Spec.Containers {

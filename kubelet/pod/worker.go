@@ -13,6 +13,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/kubelet/network"
 	"minik8s/kubelet/prober"
 	"minik8s/kubelet/runtime"
 	"minik8s/kubelet/volume"
@@ -57,6 +58,15 @@ type Config struct {
 	// ResyncPeriod is how often a worker looks at its containers without
 	// being told to.
 	ResyncPeriod time.Duration
+	// Network gives pods their own network namespaces and addresses; nil
+	// runs every pod on the node's network, as hostNetwork pods always run.
+	Network PodNetwork
+}
+
+// PodNetwork sets up and tears down pods' own networks (kubelet/network).
+type PodNetwork interface {
+	SetUp(ctx context.Context, p network.Pod) (path, ip string, err error)
+	TearDown(ctx context.Context, p network.Pod) error
 }
 
 func (c *Config) setDefaults() {
@@ -102,10 +112,12 @@ type Worker struct {
 	volumes    map[string]volume.Volume
 	token      *volume.Token // nil: the pod runs without a token
 	prepared   bool
-	failure    *podFailure
-	startTime  time.Time
-	written    []byte
-	conditions map[string]api.PodCondition
+	// netnsPath and podIP: the pod's own network, when it has one.
+	netnsPath, podIP string
+	failure          *podFailure
+	startTime        time.Time
+	written          []byte
+	conditions       map[string]api.PodCondition
 }
 
 type podFailure struct{ reason, message string }
@@ -358,6 +370,14 @@ func (w *Worker) terminate(ctx context.Context, p *api.Pod, gone bool) bool {
 		c.id = ""
 	}
 	w.adopted = nil
+	if w.ownNetwork(p) {
+		// The containers are gone: the namespace and address can go.
+		if err := w.cfg.Network.TearDown(ctx, w.networkPod(p)); err != nil {
+			w.log.WithError(err).Warn("tearing down the pod's network; will retry")
+			return false
+		}
+		w.netnsPath, w.podIP = "", ""
+	}
 	w.mu.Lock()
 	w.running = map[string]bool{}
 	w.mu.Unlock()
@@ -393,4 +413,25 @@ func (w *Worker) writeStatus(ctx context.Context, p *api.Pod) {
 		return
 	}
 	w.written = data
+}
+
+// ownNetwork reports whether the pod has (or gets) a network of its own.
+func (w *Worker) ownNetwork(p *api.Pod) bool {
+	return w.cfg.Network != nil && (p == nil || !p.Spec.HostNetwork)
+}
+
+func (w *Worker) networkPod(p *api.Pod) network.Pod {
+	np := network.Pod{UID: w.uid}
+	if p != nil {
+		np.Namespace, np.Name = p.Namespace, p.Name
+	}
+	return np
+}
+
+// podAddress is where the pod is reached: its own IP, or its node's.
+func (w *Worker) podAddress() string {
+	if w.podIP != "" {
+		return w.podIP
+	}
+	return w.cfg.NodeIP
 }

@@ -218,8 +218,14 @@ type PodStatus struct {
 	Reason            string            `json:"reason,omitempty"`
 	HostIP            string            `json:"hostIP,omitempty"`
 	PodIP             string            `json:"podIP,omitempty"`
+	PodIPs            []PodIP           `json:"podIPs,omitempty"`
 	StartTime         *time.Time        `json:"startTime,omitempty"`
 	ContainerStatuses []ContainerStatus `json:"containerStatuses,omitempty"`
+}
+
+// PodIP is one of a pod's addresses.
+type PodIP struct {
+	IP string `json:"ip"`
 }
 
 const (
