@@ -20,6 +20,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/kubelet/logs"
+	"minik8s/kubelet/network"
 	"minik8s/kubelet/pod"
 	"minik8s/kubelet/proxy"
 	"minik8s/kubelet/runtime"
@@ -65,7 +66,20 @@ type Config struct {
 	LogMaxBytes int64
 	// PortMin and PortMax bound the ports allocated to containers.
 	PortMin, PortMax int32
+	// PodNetwork is how pods are networked: PodNetworkCNI gives each its
+	// own namespace and an address of the node's spec.podCIDR through the
+	// CNI plugins in CNIBinDir; PodNetworkHost (the default, until the
+	// pod network issue makes CNI the default) runs pods on the node's
+	// network with allocated ports.
+	PodNetwork string
+	CNIBinDir  string
 }
+
+// The ways pods are networked (Config.PodNetwork).
+const (
+	PodNetworkHost = "host"
+	PodNetworkCNI  = "cni"
+)
 
 func (c *Config) setDefaults() error {
 	if c.NodeIP == "" {
@@ -106,6 +120,16 @@ func (c *Config) setDefaults() error {
 	if c.LogMaxBytes <= 0 {
 		c.LogMaxBytes = logs.DefaultMaxBytes
 	}
+	switch c.PodNetwork {
+	case "":
+		c.PodNetwork = PodNetworkHost
+	case PodNetworkHost, PodNetworkCNI:
+	default:
+		return errdefs.Invalid("pod-network", "%q is neither %q nor %q", c.PodNetwork, PodNetworkCNI, PodNetworkHost)
+	}
+	if c.CNIBinDir == "" {
+		c.CNIBinDir = network.DefaultBinDir
+	}
 	return nil
 }
 
@@ -115,6 +139,7 @@ type Kubelet struct {
 	client  *client.Client
 	rt      *runtime.Runtime
 	podCfg  *pod.Config
+	network *network.Manager // nil: pods run on the node's network
 	ports   *pod.Ports
 	port    int
 	apiImpl *apiAdapter
@@ -178,6 +203,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := k.register(ctx); err != nil {
 		return err
 	}
+	if cfg.PodNetwork == PodNetworkCNI {
+		if k.network, err = k.podNetwork(ctx); err != nil {
+			return err
+		}
+		k.podCfg.Network = k.network
+	}
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
 	k.wg.Add(1)
@@ -238,6 +269,7 @@ func (k *Kubelet) adopt(ctx context.Context) (string, error) {
 		k.startWorker(ctx, p, byUID[p.UID])
 		delete(byUID, p.UID)
 	}
+	k.tearDownOrphanNetworks(ctx, pods)
 	for uid, cs := range byUID {
 		for _, c := range cs {
 			log.WithFields(log.Fields{"id": c.ID, "pod": c.Labels[runtime.LabelPodNamespace] + "/" + c.Labels[runtime.LabelPodName], "uid": uid}).

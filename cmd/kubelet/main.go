@@ -14,6 +14,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/kubelet"
+	"minik8s/kubelet/network"
 	"minik8s/pkg/client"
 )
 
@@ -34,6 +35,8 @@ func main() {
 	flag.DurationVar(&cfg.BackoffMax, "max-restart-backoff", 5*time.Minute, "longest back-off")
 	flag.DurationVar(&cfg.PullTimeout, "image-pull-timeout", 2*time.Minute, "longest image pull")
 	flag.Int64Var(&cfg.LogMaxBytes, "container-log-max-size", 4<<20, "size at which a container log rotates")
+	flag.StringVar(&cfg.PodNetwork, "pod-network", kubelet.PodNetworkHost, "how pods are networked: cni (each its own namespace and an address of the node's podCIDR) or host (the node's network, allocated ports)")
+	flag.StringVar(&cfg.CNIBinDir, "cni-bin-dir", network.DefaultBinDir, "directory of the CNI plugins (Debian's containernetworking-plugins)")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
 	if kubeconfig != "" {

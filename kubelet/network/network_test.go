@@ -5,10 +5,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,22 +42,6 @@ func nodeNetwork(t *testing.T) (m *network.Manager, node, state string) {
 		t.Fatal(err)
 	}
 	return m, node, state
-}
-
-// links are the network devices of the namespace at path.
-func links(t *testing.T, path string) []string {
-	t.Helper()
-	out, err := exec.Command("nsenter", "--net="+path, "ip", "-o", "link", "show").CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip link in %s: %v: %s", path, err, out)
-	}
-	var names []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if f := strings.Fields(l); len(f) > 1 {
-			names = append(names, strings.Split(strings.TrimSuffix(f[1], ":"), "@")[0])
-		}
-	}
-	return names
 }
 
 // echo serves one connection in the namespace at path on addr.
@@ -138,7 +120,7 @@ func TestPodNetworks(t *testing.T) {
 	// A pod's containers talk over its own localhost.
 	echo(t, pathA, "127.0.0.1:9000")
 	talk(t, pathA, "127.0.0.1:9000")
-	if got := links(t, node); !slices.Contains(got, network.DefaultBridge) || len(got) != 4 {
+	if got := framework.NetnsLinks(t, node); !slices.Contains(got, network.DefaultBridge) || len(got) != 4 {
 		t.Errorf("node links %v, want lo, the bridge and two veths", got)
 	}
 
@@ -164,7 +146,7 @@ func TestPodNetworks(t *testing.T) {
 			t.Errorf("namespace %s left (%v)", path, err)
 		}
 	}
-	if got := links(t, node); len(got) != 2 {
+	if got := framework.NetnsLinks(t, node); len(got) != 2 {
 		t.Errorf("node links after the tear downs %v, want lo and the bridge", got)
 	}
 	held, _ := filepath.Glob(filepath.Join(state, "ipam", "*", "10.42.7.*"))

@@ -23,7 +23,12 @@ import (
 	"minik8s/scheduler"
 )
 
-var funcserverBuild struct {
+var builds struct {
+	mu   sync.Mutex
+	done map[string]*build
+}
+
+type build struct {
 	once sync.Once
 	path string
 	err  error
@@ -31,34 +36,47 @@ var funcserverBuild struct {
 
 // FuncserverBinary builds cmd/funcserver statically, once per test process,
 // for the function runtime image.
-func FuncserverBinary(t testing.TB) string {
+func FuncserverBinary(t testing.TB) string { return goBinary(t, "funcserver") }
+
+// goBinary builds cmd/NAME statically, once per test process.
+func goBinary(t testing.TB, name string) string {
 	t.Helper()
-	funcserverBuild.once.Do(func() {
+	builds.mu.Lock()
+	if builds.done == nil {
+		builds.done = map[string]*build{}
+	}
+	b := builds.done[name]
+	if b == nil {
+		b = &build{}
+		builds.done[name] = b
+	}
+	builds.mu.Unlock()
+	b.once.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
-			funcserverBuild.err = err
+			b.err = err
 			return
 		}
 		root := filepath.Dir(strings.TrimSpace(string(out)))
-		dir, err := os.MkdirTemp("", "funcserver")
+		dir, err := os.MkdirTemp("", name)
 		if err != nil {
-			funcserverBuild.err = err
+			b.err = err
 			return
 		}
-		path := filepath.Join(dir, "funcserver")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/funcserver")
+		path := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/"+name)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			funcserverBuild.err = errors.New("go build ./cmd/funcserver: " + err.Error() + "\n" + string(out))
+			b.err = errors.New("go build ./cmd/" + name + ": " + err.Error() + "\n" + string(out))
 			return
 		}
-		funcserverBuild.path = path
+		b.path = path
 	})
-	if funcserverBuild.err != nil {
-		t.Fatal(funcserverBuild.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return funcserverBuild.path
+	return b.path
 }
 
 // ImportFunctionRuntime makes sure the function runtime image (the Python

@@ -1,0 +1,171 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Forward serves target (an address of the machine's loopback, such as
+// the apiserver's) on the node's own loopback: the node reaches it at the
+// returned address, and nothing else of the machine becomes reachable.
+func (n *NetNode) Forward(t testing.TB, target string) string {
+	t.Helper()
+	l, err := n.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer in.Close()
+				out, err := net.DialTimeout("tcp", target, 5*time.Second)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				done := make(chan struct{})
+				go func() { io.Copy(out, in); out.(*net.TCPConn).CloseWrite(); close(done) }()
+				io.Copy(in, out)
+				<-done
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// NetKubelet is a kubelet process running in a simulated node's namespace,
+// its pods networked through CNI.
+type NetKubelet struct {
+	t       testing.TB
+	Node    *NetNode
+	Name    string
+	RootDir string
+	LogPath string
+	args    []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// StartNetKubelet runs bin/kubelet (built from cmd/kubelet) in node's
+// namespace with --pod-network cni, against the apiserver at apiAddr on
+// the machine's loopback (forwarded into the node), with ctd's containerd.
+func StartNetKubelet(t testing.TB, node *NetNode, apiAddr string, ctd *Containerd, name string) *NetKubelet {
+	t.Helper()
+	bin := goBinary(t, "kubelet")
+	dir := t.TempDir()
+	k := &NetKubelet{t: t, Node: node, Name: name, RootDir: filepath.Join(dir, "root"), LogPath: filepath.Join(dir, "kubelet.log")}
+	// nsenter enters only the network namespace: `ip netns exec` would
+	// give the kubelet a mount namespace of its own too, and the pods'
+	// namespaces it mounts would be out of containerd's sight.
+	k.args = []string{"--net=" + node.Path(), bin,
+		"--apiserver", "http://" + node.Forward(t, apiAddr),
+		"--node-name", name, "--node-ip", node.IP, "--port", "0",
+		"--containerd-address", ctd.Address, "--root-dir", k.RootDir,
+		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
+	k.Start()
+	t.Cleanup(func() {
+		k.Kill()
+		if t.Failed() {
+			data, _ := os.ReadFile(k.LogPath)
+			lines := strings.Split(string(data), "\n")
+			t.Logf("kubelet %s, last lines of its log:\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
+		}
+	})
+	return k
+}
+
+// Start runs the kubelet (again, after Kill).
+func (k *NetKubelet) Start() {
+	k.t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cmd != nil {
+		k.t.Fatalf("kubelet %s already runs", k.Name)
+	}
+	logf, err := os.OpenFile(k.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	cmd := exec.Command("nsenter", k.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// nsenter execs the kubelet in place: it dies with the test binary.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started, done := make(chan error, 1), make(chan error, 1)
+	go func() {
+		// The parent death signal fires when the thread that forked the
+		// kubelet exits, as locked threads of NetNode.Do do: this one is
+		// kept, locked, for the kubelet's life (as pkg/containerd does).
+		runtime.LockOSThread()
+		defer logf.Close()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		k.t.Fatalf("starting kubelet %s: %v", k.Name, err)
+	}
+	k.cmd, k.done = cmd, done
+}
+
+// Kill kills the kubelet as a crash would: its containers keep running.
+func (k *NetKubelet) Kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cmd == nil {
+		return
+	}
+	_ = k.cmd.Process.Kill()
+	err := <-k.done
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		k.t.Errorf("kubelet %s: %v", k.Name, err)
+	}
+	k.cmd = nil
+}
+
+// Links are the network devices of the node's namespace.
+func (n *NetNode) Links(t testing.TB) []string { return NetnsLinks(t, n.Path()) }
+
+// NetnsLinks are the network devices of the namespace kept at path.
+func NetnsLinks(t testing.TB, path string) []string {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+path, "ip", "-o", "link", "show").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip link in %s: %v: %s", path, err, out)
+	}
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			names = append(names, strings.Split(strings.TrimSuffix(f[1], ":"), "@")[0])
+		}
+	}
+	return names
+}
+
+func (k *NetKubelet) String() string { return fmt.Sprintf("kubelet %s in %s", k.Name, k.Node.Name) }

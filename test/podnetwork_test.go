@@ -1,0 +1,124 @@
+package test
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/test/framework"
+)
+
+// fixedPortServer listens on the fixed port 8080 of its pod, as ordinary
+// images do, and says which pod it is.
+const fixedPortServer = `import http.server, os
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("hello from " + os.environ["POD_NAME"]).encode()
+        self.send_response(200); self.end_headers(); self.wfile.write(body)
+http.server.HTTPServer(("0.0.0.0", 8080), H).serve_forever()
+`
+
+func webPod(name, node string) *api.Pod {
+	return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name},
+		Spec: api.PodSpec{NodeName: node, Containers: []api.Container{{
+			Name: "web", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", fixedPortServer},
+			Ports: []api.ContainerPort{{ContainerPort: 8080}},
+			Env:   []api.EnvVar{{Name: "POD_NAME", Value: name}},
+		}}}}
+}
+
+// TestPodsGetTheirOwnNetwork: a kubelet in a simulated node's namespace,
+// with --pod-network cni, runs two pods of an image listening on the same
+// fixed port, each with its own address of the node's pod CIDR; the node
+// reaches both; deleting them, and restarting the kubelet after a pod was
+// deleted while it was down, leaves no namespace, veth or address behind.
+func TestPodsGetTheirOwnNetwork(t *testing.T) {
+	ctx := context.Background()
+	s := framework.StartAPIServer(t)
+	ctd := framework.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	u := framework.StartUnderlay(t, 1)
+	node := u.Nodes[0]
+	k := framework.StartNetKubelet(t, node, s.Addr, ctd, "podnet-1")
+	c := s.Client
+
+	var podCIDR *net.IPNet
+	waitUntil(t, 60*time.Second, "the node registered with its pod CIDR", func() bool {
+		n, err := c.Nodes().Get(ctx, "podnet-1")
+		if err != nil || n.Spec.PodCIDR == "" {
+			return false
+		}
+		_, podCIDR, err = net.ParseCIDR(n.Spec.PodCIDR)
+		return err == nil
+	})
+	for _, name := range []string{"web-1", "web-2"} {
+		if _, err := c.Pods("default").Create(ctx, webPod(name, "podnet-1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ips := map[string]string{}
+	for _, name := range []string{"web-1", "web-2"} {
+		p := waitPod(t, c, name, 2*time.Minute, "running with its own address", func(p *api.Pod) bool {
+			return p.Status.Phase == api.PodRunning && p.Status.PodIP != "" && p.Status.PodIP != node.IP
+		})
+		ip := net.ParseIP(p.Status.PodIP)
+		if !podCIDR.Contains(ip) || len(p.Status.PodIPs) != 1 || p.Status.PodIPs[0].IP != p.Status.PodIP || p.Status.HostIP != node.IP {
+			t.Fatalf("pod %s: podIP %s podIPs %v hostIP %s, want an address of %s", name, p.Status.PodIP, p.Status.PodIPs, p.Status.HostIP, podCIDR)
+		}
+		ips[name] = p.Status.PodIP
+	}
+	if ips["web-1"] == ips["web-2"] {
+		t.Fatalf("both pods have %s", ips["web-1"])
+	}
+	hc := node.HTTPClient()
+	for name, ip := range ips {
+		var body []byte
+		waitUntil(t, 30*time.Second, "the node fetching "+name+"'s page", func() bool {
+			resp, err := hc.Get("http://" + ip + ":8080/")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			body, _ = io.ReadAll(resp.Body)
+			return resp.StatusCode == 200
+		})
+		if string(body) != "hello from "+name {
+			t.Errorf("%s at %s answered %q", name, ip, body)
+		}
+	}
+	netnsDir := filepath.Join(k.RootDir, "network", "netns")
+	if entries, _ := os.ReadDir(netnsDir); len(entries) != 2 {
+		t.Errorf("%d pod namespaces, want 2", len(entries))
+	}
+
+	// web-1 is deleted as usual; web-2 while the kubelet is down.
+	zero := int64(0)
+	if _, err := c.Pods("default").Delete(ctx, "web-1", client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "web-1's namespace gone", func() bool {
+		entries, _ := os.ReadDir(netnsDir)
+		return len(entries) == 1
+	})
+	k.Kill()
+	if _, err := c.Pods("default").Delete(ctx, "web-2", client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	k.Start()
+	waitUntil(t, 60*time.Second, "every pod's namespace, veth and address gone", func() bool {
+		entries, _ := os.ReadDir(netnsDir)
+		held, _ := filepath.Glob(filepath.Join(k.RootDir, "network", "ipam", "*", "10.*"))
+		links := node.Links(t)
+		return len(entries) == 0 && len(held) == 0 && !slices.ContainsFunc(links, func(l string) bool { return len(l) > 4 && l[:4] == "veth" })
+	})
+	if links := node.Links(t); len(links) != 3 {
+		t.Errorf("node links %v, want lo, eth0 and the bridge", links)
+	}
+}
