@@ -165,8 +165,14 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 		if ip, err := m.cachedIP(p, path); err == nil {
 			return path, ip, nil
 		}
-	} else if err := netns.New(path); err != nil {
-		return "", "", err
+	} else {
+		// A file without a namespace: a kubelet that died making it.
+		if err := netns.Remove(path); err != nil {
+			return "", "", err
+		}
+		if err := netns.New(path); err != nil {
+			return "", "", err
+		}
 	}
 	defer func() {
 		if err != nil {

@@ -160,4 +160,15 @@ func TestPodNetworks(t *testing.T) {
 	if err := again.TearDown(ctx, network.Pod{UID: "uid-c"}); err != nil {
 		t.Fatal(err)
 	}
+	// A kubelet that died making a namespace left its file: set up anyway.
+	d := network.Pod{UID: "uid-d", Namespace: "default", Name: "d"}
+	if err := os.WriteFile(again.Path(d.UID), nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if path, _, err := again.SetUp(ctx, d); err != nil || !netns.Is(path) {
+		t.Fatalf("set up over a stale file: %s %v", path, err)
+	}
+	if err := again.TearDown(ctx, d); err != nil {
+		t.Fatal(err)
+	}
 }
