@@ -132,7 +132,8 @@ func wrapOp(err error, verb string, d Document) error {
 
 // desiredState is the manifest's object as the apiserver would store it
 // over cur: defaulted, and keeping what the system set on cur that the
-// manifest leaves out (a pod's node, a service's cluster IP, owners).
+// manifest leaves out (a pod's node, a service's cluster IP, a node's pod
+// CIDR, owners).
 func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error) {
 	desired := res.New()
 	data, err := json.Marshal(manifest)
@@ -154,6 +155,10 @@ func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error
 	case *api.Service:
 		if c := cur.(*api.Service); d.Spec.ClusterIP == "" {
 			d.Spec.ClusterIP = c.Spec.ClusterIP
+		}
+	case *api.Node:
+		if c := cur.(*api.Node); d.Spec.PodCIDR == "" && len(d.Spec.PodCIDRs) == 0 {
+			d.Spec.PodCIDR, d.Spec.PodCIDRs = c.Spec.PodCIDR, c.Spec.PodCIDRs
 		}
 	case *api.Func:
 		if c := cur.(*api.Func); d.Spec.ServiceAddress == "" {

@@ -65,6 +65,13 @@ func TestDesiredStateAndSameForApply(t *testing.T) {
 			s.Spec.ClusterIP = "127.1.0.9"
 			return s
 		}(), false},
+		{"node with the pod CIDR it was given", api.NodesResource,
+			&api.Node{ObjectMeta: api.ObjectMeta{Name: "n"}},
+			func() api.Object {
+				n := stored(api.NodesResource, &api.Node{ObjectMeta: api.ObjectMeta{Name: "n"}}).(*api.Node)
+				n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.42.3.0/24", []string{"10.42.3.0/24"}
+				return n
+			}(), true},
 		{"replicaset scaled by hand is reset", api.ReplicaSetsResource,
 			&api.ReplicaSet{ObjectMeta: api.ObjectMeta{Name: "r", Namespace: "default"}, Spec: api.ReplicaSetSpec{Replicas: int32p(3)}},
 			stored(api.ReplicaSetsResource, &api.ReplicaSet{ObjectMeta: api.ObjectMeta{Name: "r", Namespace: "default"}, Spec: api.ReplicaSetSpec{Replicas: int32p(5)}}),
