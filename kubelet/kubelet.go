@@ -208,6 +208,8 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		k.podCfg.Network = k.network
+		k.wg.Add(1)
+		go func() { defer k.wg.Done(); k.keepRoutes(ctx) }()
 	}
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/kubelet/network"
 	"minik8s/pkg/api"
+	"minik8s/pkg/client/cache"
 )
 
 // podNetwork is the node's pod network over the slice of the cluster's pod
@@ -53,4 +55,62 @@ func (k *Kubelet) tearDownOrphanNetworks(ctx context.Context, pods []*api.Pod) {
 			log.WithError(err).WithField("uid", uid).Warn("tearing down an orphan pod network")
 		}
 	}
+}
+
+// keepRoutes keeps a route to every other node's pod CIDR via its address
+// (host-gw) until ctx ends: node events only mark the routes stale; each
+// pass computes them all from the informer's nodes.
+func (k *Kubelet) keepRoutes(ctx context.Context) {
+	routes, err := network.NewRoutes()
+	if err != nil {
+		log.WithError(err).Error("routes to other nodes' pods: none will be made")
+		return
+	}
+	defer routes.Close()
+	stale := make(chan struct{}, 1)
+	mark := func(*api.Node) {
+		select {
+		case stale <- struct{}{}:
+		default:
+		}
+	}
+	inf := cache.NewInformer[api.Node](k.client.Nodes())
+	inf.AddEventHandler(cache.Handler[*api.Node]{OnAdd: mark, OnUpdate: func(_, n *api.Node) { mark(n) }, OnDelete: mark})
+	inf.Start(ctx)
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stale:
+		case <-retry.C:
+		}
+		if !inf.HasSynced() {
+			retry.Reset(100 * time.Millisecond)
+			continue
+		}
+		if err := routes.Sync(routesTo(k.cfg.NodeName, inf.Lister().List(nil))); err != nil {
+			log.WithError(err).Warn("routes to other nodes' pods; trying again in 10s")
+			retry.Reset(10 * time.Second)
+		}
+	}
+}
+
+// routesTo is a route (pod CIDR → node address) for every node but self
+// that has both.
+func routesTo(self string, nodes []*api.Node) map[string]string {
+	want := map[string]string{}
+	for _, n := range nodes {
+		if n.Name == self || n.Spec.PodCIDR == "" {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == api.NodeInternalIP && a.Address != "" {
+				want[n.Spec.PodCIDR] = a.Address
+				break
+			}
+		}
+	}
+	return want
 }

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -120,5 +121,55 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	})
 	if links := node.Links(t); len(links) != 3 {
 		t.Errorf("node links %v, want lo, eth0 and the bridge", links)
+	}
+}
+
+// fetcher fetches a page once and exits 0 when it says what is expected.
+const fetcher = `import os, sys, urllib.request
+body = urllib.request.urlopen(os.environ["URL"], timeout=5).read().decode()
+print("fetched", repr(body))
+sys.exit(0 if body == os.environ["WANT"] else 1)
+`
+
+// TestPodsAcrossNodes: three nodes, each in its own namespace, route each
+// other's pod CIDRs (host-gw): a pod on node 1 fetches a page from a pod on
+// node 3 by its pod IP.
+func TestPodsAcrossNodes(t *testing.T) {
+	ctx := context.Background()
+	s := framework.StartAPIServer(t)
+	ctd := framework.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	u := framework.StartUnderlay(t, 3)
+	for i, node := range u.Nodes {
+		framework.StartNetKubelet(t, node, s.Addr, ctd, fmt.Sprintf("across-%d", i+1))
+	}
+	c := s.Client
+	if _, err := c.Pods("default").Create(ctx, webPod("far", "across-3")); err != nil {
+		t.Fatal(err)
+	}
+	far := waitPod(t, c, "far", 2*time.Minute, "running with its own address", func(p *api.Pod) bool {
+		return p.Status.Phase == api.PodRunning && p.Status.PodIP != "" && p.Status.PodIP != u.Nodes[2].IP
+	})
+	// The page is up before the fetch starts.
+	waitUntil(t, 30*time.Second, "far's page from its node", func() bool {
+		resp, err := u.Nodes[2].HTTPClient().Get("http://" + far.Status.PodIP + ":8080/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	near := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "near"},
+		Spec: api.PodSpec{NodeName: "across-1", RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
+			Name: "fetch", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", fetcher},
+			Env: []api.EnvVar{{Name: "URL", Value: "http://" + far.Status.PodIP + ":8080/"}, {Name: "WANT", Value: "hello from far"}},
+		}}}}
+	if _, err := c.Pods("default").Create(ctx, near); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPod(t, c, "near", 2*time.Minute, "ended", func(p *api.Pod) bool {
+		return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
+	})
+	if p.Status.Phase != api.PodSucceeded {
+		t.Errorf("the pod on node 1 could not fetch the page of the pod on node 3: %s", statusString(p))
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"minik8s/pkg/netns"
 )
 
 // Forward serves target (an address of the machine's loopback, such as
@@ -88,6 +90,15 @@ func StartNetKubelet(t testing.TB, node *NetNode, apiAddr string, ctd *Container
 	k.Start()
 	t.Cleanup(func() {
 		k.Kill()
+		// Pods still running keep their namespaces, but not the mounts
+		// that would keep the kubelet's root dir from being removed; their
+		// containers go with the containerd, their veths with the node.
+		entries, _ := os.ReadDir(filepath.Join(k.RootDir, "network", "netns"))
+		for _, e := range entries {
+			if err := netns.Remove(filepath.Join(k.RootDir, "network", "netns", e.Name())); err != nil {
+				t.Errorf("kubelet %s: %v", name, err)
+			}
+		}
 		if t.Failed() {
 			data, _ := os.ReadFile(k.LogPath)
 			lines := strings.Split(string(data), "\n")
