@@ -17,9 +17,9 @@ func TestParseClusterCIDR(t *testing.T) {
 		mask int
 		ok   bool
 	}{
-		{"10.42.0.0/16", 24, true}, {"10.42.0.0/16", 16, true}, {"10.42.0.0/24", 30, true},
-		{"10.42.0.0/16", 15, false}, {"10.42.0.0/16", 31, false}, {"10.0.0.0/8", 30, false},
-		{"fd00::/64", 80, false}, {"10.42.0.0", 24, false},
+		{"127.42.0.0/16", 24, true}, {"127.42.0.0/16", 16, true}, {"127.42.0.0/24", 30, true},
+		{"127.42.0.0/16", 15, false}, {"127.42.0.0/16", 31, false}, {"127.0.0.0/8", 30, false},
+		{"::1/128", 80, false}, {"127.42.0.0", 24, false},
 	}
 	for _, tt := range tests {
 		_, err := ParseClusterCIDR(tt.cidr, tt.mask)
@@ -53,7 +53,7 @@ func createNode(ctx context.Context, reg *registry, name, podCIDR string) (*api.
 // own slice until the range is full; a deleted node's slice is given again.
 func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 	ctx := context.Background()
-	reg := nodeRegistry(t, "10.42.0.0/26", 28) // four slices
+	reg := nodeRegistry(t, "127.42.0.0/26", 28) // four slices
 	var mu sync.Mutex
 	var got []string
 	var failed []error
@@ -77,7 +77,7 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 	}
 	wg.Wait()
 	sort.Strings(got)
-	if fmt.Sprint(got) != "[10.42.0.0/28 10.42.0.16/28 10.42.0.32/28 10.42.0.48/28]" {
+	if fmt.Sprint(got) != "[127.42.0.0/28 127.42.0.16/28 127.42.0.32/28 127.42.0.48/28]" {
 		t.Fatalf("slices %v, want the four of the range once each", got)
 	}
 	if len(failed) != 1 || !errdefs.IsConflict(failed[0]) {
@@ -111,19 +111,19 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 // of another size, or one outside the range is refused naming the field.
 func TestNodeAsksForPodCIDR(t *testing.T) {
 	ctx := context.Background()
-	reg := nodeRegistry(t, "10.42.0.0/16", 24)
-	n, err := createNode(ctx, reg, "a", "10.42.7.0/24")
-	if err != nil || n.Spec.PodCIDR != "10.42.7.0/24" {
-		t.Fatalf("asked for 10.42.7.0/24: %+v %v", n, err)
+	reg := nodeRegistry(t, "127.42.0.0/16", 24)
+	n, err := createNode(ctx, reg, "a", "127.42.7.0/24")
+	if err != nil || n.Spec.PodCIDR != "127.42.7.0/24" {
+		t.Fatalf("asked for 127.42.7.0/24: %+v %v", n, err)
 	}
 	for _, tc := range []struct {
 		cidr string
 		is   func(error) bool
 	}{
-		{"10.42.7.0/24", errdefs.IsAlreadyExists},
-		{"10.42.8.0/25", errdefs.IsInvalid},
-		{"10.42.8.1/24", errdefs.IsInvalid},
-		{"10.43.0.0/24", errdefs.IsInvalid},
+		{"127.42.7.0/24", errdefs.IsAlreadyExists},
+		{"127.42.8.0/25", errdefs.IsInvalid},
+		{"127.42.8.1/24", errdefs.IsInvalid},
+		{"127.43.0.0/24", errdefs.IsInvalid},
 		{"nonsense", errdefs.IsInvalid},
 	} {
 		_, err := createNode(ctx, reg, "b", tc.cidr)
@@ -140,7 +140,7 @@ func TestNodeAsksForPodCIDR(t *testing.T) {
 // kubelet re-registering sends), a different one is refused.
 func TestNodeUpdateKeepsPodCIDR(t *testing.T) {
 	ctx := context.Background()
-	reg := nodeRegistry(t, "10.42.0.0/16", 24)
+	reg := nodeRegistry(t, "127.42.0.0/16", 24)
 	n, err := createNode(ctx, reg, "a", "")
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestNodeUpdateKeepsPodCIDR(t *testing.T) {
 		t.Fatalf("update without a pod CIDR: %+v %v, want %s kept", out, err, want)
 	}
 	n = out.(*api.Node)
-	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.42.200.0/24", []string{"10.42.200.0/24"}
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "127.42.200.0/24", []string{"127.42.200.0/24"}
 	if _, err := reg.update(ctx, "", "a", n); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.podCIDR" {
 		t.Fatalf("changing the pod CIDR: %v, want refused on spec.podCIDR", err)
 	}
@@ -162,10 +162,10 @@ func TestNodeUpdateKeepsPodCIDR(t *testing.T) {
 // a node stored without a slice gets one.
 func TestPodCIDRRepairAndBackfill(t *testing.T) {
 	ctx := context.Background()
-	reg := nodeRegistry(t, "10.42.0.0/30", 30) // one slice
+	reg := nodeRegistry(t, "127.42.0.0/30", 30) // one slice
 	a := reg.podCIDRs
 	ghost := &api.Node{ObjectMeta: api.ObjectMeta{Name: "ghost", UID: "uid-ghost"}}
-	if err := reg.store.Create(ctx, a.prefix+a.recordName("10.42.0.0/30"), a.record("10.42.0.0/30", ghost), 0); err != nil {
+	if err := reg.store.Create(ctx, a.prefix+a.recordName("127.42.0.0/30"), a.record("127.42.0.0/30", ghost), 0); err != nil {
 		t.Fatal(err)
 	}
 	// Stored as a node registered before the cluster had a pod range.
@@ -180,8 +180,8 @@ func TestPodCIDRRepairAndBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj, err := reg.get(ctx, "", "old")
-	if err != nil || obj.(*api.Node).Spec.PodCIDR != "10.42.0.0/30" {
-		t.Fatalf("the old node: %+v %v, want 10.42.0.0/30", obj, err)
+	if err != nil || obj.(*api.Node).Spec.PodCIDR != "127.42.0.0/30" {
+		t.Fatalf("the old node: %+v %v, want 127.42.0.0/30", obj, err)
 	}
 	if n, err := a.repair(ctx); err != nil || n != 0 {
 		t.Fatalf("repair after the backfill: %d %v, want nothing reclaimed", n, err)

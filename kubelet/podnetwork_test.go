@@ -16,13 +16,13 @@ func TestRoutesTo(t *testing.T) {
 		return n
 	}
 	nodes := []*api.Node{
-		node("self", "10.42.0.0/24", "10.99.0.1"),
-		node("b", "10.42.1.0/24", "10.99.0.2"),
-		node("c", "10.42.2.0/24", "10.99.0.3"),
-		node("no-cidr", "", "10.99.0.4"),
-		node("no-address", "10.42.5.0/24", ""),
+		node("self", "127.42.0.0/24", "127.99.0.1"),
+		node("b", "127.42.1.0/24", "127.99.0.2"),
+		node("c", "127.42.2.0/24", "127.99.0.3"),
+		node("no-cidr", "", "127.99.0.4"),
+		node("no-address", "127.42.5.0/24", ""),
 	}
-	want := map[string]string{"10.42.1.0/24": "10.99.0.2", "10.42.2.0/24": "10.99.0.3"}
+	want := map[string]string{"127.42.1.0/24": "127.99.0.2", "127.42.2.0/24": "127.99.0.3"}
 	if got := routesTo("self", nodes); !maps.Equal(got, want) {
 		t.Errorf("routesTo = %v, want %v", got, want)
 	}

@@ -69,7 +69,7 @@ func TestDesiredStateAndSameForApply(t *testing.T) {
 			&api.Node{ObjectMeta: api.ObjectMeta{Name: "n"}},
 			func() api.Object {
 				n := stored(api.NodesResource, &api.Node{ObjectMeta: api.ObjectMeta{Name: "n"}}).(*api.Node)
-				n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.42.3.0/24", []string{"10.42.3.0/24"}
+				n.Spec.PodCIDR, n.Spec.PodCIDRs = "127.42.3.0/24", []string{"127.42.3.0/24"}
 				return n
 			}(), true},
 		{"replicaset scaled by hand is reset", api.ReplicaSetsResource,
