@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/test/framework"
 )
@@ -44,44 +43,8 @@ func BenchmarkPodStartOwnNetwork(b *testing.B) {
 	for i := 0; i < n; i++ {
 		for _, node := range []string{"host-net", "own-net"} {
 			name := fmt.Sprintf("%s-%d-%d", node, b.N, i)
-			grace := int64(1)
-			p := &api.Pod{
-				ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
-				Spec: api.PodSpec{
-					NodeName: node, TerminationGracePeriodSeconds: &grace,
-					Containers: []api.Container{{
-						Name: "web", Image: framework.PythonRuntimeImage,
-						Command:        []string{"python3", "-c", benchServer},
-						Ports:          []api.ContainerPort{{Name: "http"}},
-						ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: "http"}, PeriodSeconds: 1},
-					}},
-				},
-			}
-			t0 := time.Now()
-			if _, err := pods.Create(ctx, p); err != nil {
-				b.Fatal(err)
-			}
-			timeout := time.After(2 * time.Minute)
-		wait:
-			for {
-				select {
-				case ev, ok := <-events:
-					if !ok {
-						b.Fatal("watch ended")
-					}
-					if ev.Object.Name != name {
-						continue
-					}
-					for _, c := range ev.Object.Status.Conditions {
-						if c.Type == api.PodReady && c.Status == api.ConditionTrue {
-							ready[node] = append(ready[node], time.Since(t0))
-							break wait
-						}
-					}
-				case <-timeout:
-					b.Fatalf("pod %s not ready after 2 minutes", name)
-				}
-			}
+			_, tReady := startProbedPod(ctx, b, pods, events, name, node)
+			ready[node] = append(ready[node], tReady)
 			b.StopTimer()
 			if _, err := pods.Delete(ctx, name, client.DeleteOptions{}); err != nil {
 				b.Fatal(err)
