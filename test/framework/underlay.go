@@ -81,11 +81,7 @@ func StartUnderlay(t testing.TB, n int) *Underlay {
 
 // remove deletes the namespaces (their veths and the bridge go with them).
 func (u *Underlay) remove(t testing.TB) {
-	names := []string{u.Bridge}
-	for _, n := range u.Nodes {
-		names = append(names, n.Name)
-	}
-	for _, name := range names {
+	for _, name := range u.Namespaces() {
 		if _, err := os.Stat(filepath.Join(netnsDir, name)); err != nil {
 			continue
 		}
