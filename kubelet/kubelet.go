@@ -26,6 +26,7 @@ import (
 	"minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 )
 
@@ -73,6 +74,11 @@ type Config struct {
 	// network with allocated ports.
 	PodNetwork string
 	CNIBinDir  string
+	// ServiceCIDR is the cluster's range of cluster IPs (the apiserver's
+	// --service-cidr): with PodNetworkCNI the node routes it out of its
+	// address's link, so that connections made on the node reach the DNAT
+	// rules of the Services.
+	ServiceCIDR string
 }
 
 // The ways pods are networked (Config.PodNetwork).
@@ -129,6 +135,14 @@ func (c *Config) setDefaults() error {
 	}
 	if c.CNIBinDir == "" {
 		c.CNIBinDir = network.DefaultBinDir
+	}
+	if c.PodNetwork == PodNetworkCNI {
+		if c.ServiceCIDR == "" {
+			return errdefs.Invalid("service-cidr", "the cluster's service range is required with --pod-network cni")
+		}
+		if _, _, err := net.ParseCIDR(c.ServiceCIDR); err != nil {
+			return errdefs.Invalid("service-cidr", "%q is not a CIDR range", c.ServiceCIDR)
+		}
 	}
 	return nil
 }
@@ -215,11 +229,18 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); rt.Events(ctx, k.onTaskEvent) }()
-	// Every node serves the cluster IPs of all Services.
+	// Every node serves the cluster IPs of all Services: in the kernel
+	// when pods have their own network, else by a proxy on the node's.
+	var services interface{ Run(context.Context) error } = proxy.NewFromClient(c)
+	if k.network != nil {
+		if services, err = proxy.NewKernel(cache.NewFactory(c), k.network.PodCIDR()); err != nil {
+			return err
+		}
+	}
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
-		if err := proxy.NewFromClient(c).Run(ctx); err != nil {
+		if err := services.Run(ctx); err != nil {
 			log.WithError(err).Error("service proxy stopped")
 		}
 	}()

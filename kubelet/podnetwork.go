@@ -90,7 +90,9 @@ func (k *Kubelet) keepRoutes(ctx context.Context) {
 			retry.Reset(100 * time.Millisecond)
 			continue
 		}
-		if err := routes.Sync(routesTo(k.cfg.NodeName, inf.Lister().List(nil))); err != nil {
+		want := routesTo(k.cfg.NodeName, inf.Lister().List(nil))
+		want[k.cfg.ServiceCIDR] = k.cfg.NodeIP
+		if err := routes.Sync(want); err != nil {
 			log.WithError(err).Warn("routes to other nodes' pods; trying again in 10s")
 			retry.Reset(10 * time.Second)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/test/framework"
@@ -42,12 +43,12 @@ func webPod(name, node string) *api.Pod {
 // deleted while it was down, leaves no namespace, veth or address behind.
 func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	ctx := context.Background()
-	s := framework.StartAPIServer(t)
+	u := framework.StartUnderlay(t, 1)
+	s := u.StartAPIServer(t, nil)
 	ctd := framework.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
-	u := framework.StartUnderlay(t, 1)
 	node := u.Nodes[0]
-	k := framework.StartNetKubelet(t, node, s.Addr, ctd, "podnet-1")
+	k := framework.StartNetKubelet(t, node, s, ctd, "podnet-1")
 	c := s.Client
 
 	var podCIDR *net.IPNet
@@ -124,44 +125,67 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	}
 }
 
-// fetcher fetches a page once and exits 0 when it says what is expected.
+// fetcher fetches each of the space-separated URLS once and exits 0 when
+// every page says what is expected.
 const fetcher = `import os, sys, urllib.request
-body = urllib.request.urlopen(os.environ["URL"], timeout=5).read().decode()
-print("fetched", repr(body))
-sys.exit(0 if body == os.environ["WANT"] else 1)
+ok = True
+for url in os.environ["URLS"].split():
+    try:
+        body = urllib.request.urlopen(url, timeout=5).read().decode()
+    except Exception as e:
+        body = "error: %s" % e
+    print(url, "->", repr(body), flush=True)
+    ok = ok and body == os.environ["WANT"]
+sys.exit(0 if ok else 1)
 `
 
 // TestPodsAcrossNodes: three nodes, each in its own namespace, route each
-// other's pod CIDRs (host-gw): a pod on node 1 fetches a page from a pod on
-// node 3 by its pod IP.
+// other's pod CIDRs (host-gw) and serve Services in the kernel: a pod on
+// node 1 fetches a page from a pod on node 3 by its pod IP and by its
+// Service's cluster IP, and so does node 1 itself.
 func TestPodsAcrossNodes(t *testing.T) {
 	ctx := context.Background()
-	s := framework.StartAPIServer(t)
+	u := framework.StartUnderlay(t, 3)
+	s := u.StartAPIServer(t, nil)
 	ctd := framework.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
-	u := framework.StartUnderlay(t, 3)
 	for i, node := range u.Nodes {
-		framework.StartNetKubelet(t, node, s.Addr, ctd, fmt.Sprintf("across-%d", i+1))
+		framework.StartNetKubelet(t, node, s, ctd, fmt.Sprintf("across-%d", i+1))
 	}
+	framework.StartControllers(t, s, controller.Config{})
 	c := s.Client
-	if _, err := c.Pods("default").Create(ctx, webPod("far", "across-3")); err != nil {
+	svc, err := c.Services("default").Create(ctx, &api.Service{ObjectMeta: api.ObjectMeta{Name: "web"},
+		Spec: api.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []api.ServicePort{{Port: 80, TargetPort: "8080"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	farPod := webPod("far", "across-3")
+	farPod.Labels = map[string]string{"app": "web"}
+	if _, err := c.Pods("default").Create(ctx, farPod); err != nil {
 		t.Fatal(err)
 	}
 	far := waitPod(t, c, "far", 2*time.Minute, "running with its own address", func(p *api.Pod) bool {
 		return p.Status.Phase == api.PodRunning && p.Status.PodIP != "" && p.Status.PodIP != u.Nodes[2].IP
 	})
-	// The page is up before the fetch starts.
-	waitUntil(t, 30*time.Second, "far's page from its node", func() bool {
-		resp, err := u.Nodes[2].HTTPClient().Get("http://" + far.Status.PodIP + ":8080/")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	byIP := "http://" + far.Status.PodIP + ":8080/"
+	byClusterIP := "http://" + svc.Spec.ClusterIP + "/"
+	// The page is up, and its endpoint in node 1's rules, before the pod
+	// that fetches starts.
+	for _, url := range []string{byIP, byClusterIP} {
+		waitUntil(t, 30*time.Second, "node 1 fetching "+url, func() bool {
+			resp, err := u.Nodes[0].HTTPClient().Get(url)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode == 200 && string(body) == "hello from far"
+		})
+	}
 	near := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "near"},
 		Spec: api.PodSpec{NodeName: "across-1", RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
 			Name: "fetch", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", fetcher},
-			Env: []api.EnvVar{{Name: "URL", Value: "http://" + far.Status.PodIP + ":8080/"}, {Name: "WANT", Value: "hello from far"}},
+			Env: []api.EnvVar{{Name: "URLS", Value: byIP + " " + byClusterIP}, {Name: "WANT", Value: "hello from far"}},
 		}}}}
 	if _, err := c.Pods("default").Create(ctx, near); err != nil {
 		t.Fatal(err)

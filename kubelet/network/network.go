@@ -127,6 +127,9 @@ func confList(cfg Config, subnet *net.IPNet) []byte {
 	return data
 }
 
+// PodCIDR is the node's slice of the pod range.
+func (m *Manager) PodCIDR() string { return m.cfg.PodCIDR }
+
 // Path is the file that keeps a pod's namespace.
 func (m *Manager) Path(uid string) string { return filepath.Join(m.cfg.StateDir, "netns", uid) }
 

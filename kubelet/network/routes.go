@@ -34,7 +34,10 @@ func (r *Routes) Close() { r.h.Close() }
 // Sync makes the routes this package owns exactly want (pod CIDR → node
 // address): missing ones are added, changed ones replaced, others removed.
 // A route whose gateway is not on a network of this node is refused by
-// the kernel; the error names it, and the others are still made.
+// the kernel; the error names it, and the others are still made. A route
+// via one of the node's own addresses leads out of that address's link,
+// from it: that is how the node routes the service range, whose addresses
+// the DNAT rules take over once a connection has a route.
 func (r *Routes) Sync(desired map[string]string) error {
 	want := make(map[string]string, len(desired))
 	for k, v := range desired {
@@ -44,12 +47,16 @@ func (r *Routes) Sync(desired map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("listing routes: %w", err)
 	}
+	own, err := r.ownAddresses()
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, rt := range have {
 		if rt.Dst == nil {
 			continue
 		}
-		if gw, ok := want[rt.Dst.String()]; ok && rt.Gw.Equal(net.ParseIP(gw)) {
+		if gw, ok := want[rt.Dst.String()]; ok && (rt.Gw.Equal(net.ParseIP(gw)) || rt.Gw == nil && rt.Src.Equal(net.ParseIP(gw))) {
 			delete(want, rt.Dst.String())
 			continue
 		}
@@ -67,9 +74,26 @@ func (r *Routes) Sync(desired map[string]string) error {
 			errs = append(errs, fmt.Errorf("route to %q via %q: not a CIDR and an address", cidr, gw))
 			continue
 		}
-		if err := r.h.RouteReplace(&netlink.Route{Dst: dst, Gw: ip, Protocol: RouteProtocol, Table: 254}); err != nil {
+		route := &netlink.Route{Dst: dst, Gw: ip, Protocol: RouteProtocol, Table: 254}
+		if link, ok := own[ip.String()]; ok {
+			route.Gw, route.Src, route.LinkIndex, route.Scope = nil, ip, link, netlink.SCOPE_LINK
+		}
+		if err := r.h.RouteReplace(route); err != nil {
 			errs = append(errs, fmt.Errorf("route to %s via %s: %w", cidr, gw, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ownAddresses maps the namespace's IPv4 addresses to their links' indexes.
+func (r *Routes) ownAddresses() (map[string]int, error) {
+	addrs, err := r.h.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("listing addresses: %w", err)
+	}
+	own := make(map[string]int, len(addrs))
+	for _, a := range addrs {
+		own[a.IP.String()] = a.LinkIndex
+	}
+	return own, nil
 }

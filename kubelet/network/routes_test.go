@@ -52,8 +52,11 @@ func TestRoutesToOtherNodes(t *testing.T) {
 		}
 		var out []string
 		for _, rt := range list {
-			if rt.Gw != nil {
+			switch {
+			case rt.Gw != nil:
 				out = append(out, rt.Dst.String()+" via "+rt.Gw.String())
+			case rt.Protocol == network.RouteProtocol:
+				out = append(out, rt.Dst.String()+" src "+rt.Src.String())
 			}
 		}
 		sort.Strings(out)
@@ -79,5 +82,15 @@ func TestRoutesToOtherNodes(t *testing.T) {
 	}
 	if got := routes(); got != "10.42.1.0/24 via 10.99.0.4, 10.50.0.0/16 via 10.99.0.9" {
 		t.Fatalf("routes: %s", got)
+	}
+	// Via the node's own address: out of its link, from it (the service
+	// range); kept as it is by the next sync.
+	for range 2 {
+		if err := r.Sync(map[string]string{"10.42.1.0/24": "10.99.0.4", "10.43.0.0/16": "10.99.0.1"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := routes(); got != "10.42.1.0/24 via 10.99.0.4, 10.43.0.0/16 src 10.99.0.1, 10.50.0.0/16 via 10.99.0.9" {
+			t.Fatalf("routes with the service range: %s", got)
+		}
 	}
 }

@@ -201,7 +201,8 @@ func (p *Proxy) accept(ctx context.Context, l *listener) {
 func (p *Proxy) serve(ctx context.Context, l *listener, conn net.Conn) {
 	defer conn.Close()
 	bk := l.backend.Load().(backendKey)
-	targets := p.targets(bk)
+	ep, _ := p.endpoints.Lister().Get(bk.namespace, bk.name)
+	targets := targets(ep, bk.port)
 	if len(targets) == 0 {
 		log.WithField("service", bk.namespace+"/"+bk.name).Debug("proxy: no ready endpoint")
 		return
@@ -240,20 +241,19 @@ func (p *Proxy) serve(ctx context.Context, l *listener, conn net.Conn) {
 }
 
 // targets lists "ip:port" of the ready endpoints of a service port.
-func (p *Proxy) targets(bk backendKey) []string {
-	ep, ok := p.endpoints.Lister().Get(bk.namespace, bk.name)
-	if !ok {
+func targets(ep *api.Endpoints, sp api.ServicePort) []string {
+	if ep == nil {
 		return nil
 	}
 	var out []string
 	for _, s := range ep.Subsets {
-		if !subsetServes(s, bk.port, len(ep.Subsets)) {
+		if !subsetServes(s, sp, len(ep.Subsets)) {
 			continue
 		}
 		for _, a := range s.Addresses {
 			port := a.Port
 			if port == 0 {
-				port = subsetPort(s, bk.port)
+				port = subsetPort(s, sp)
 			}
 			if port == 0 {
 				continue

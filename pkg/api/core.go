@@ -391,6 +391,9 @@ type ServicePort struct {
 	Protocol   string `json:"protocol,omitempty"`
 	Port       int32  `json:"port"`
 	TargetPort string `json:"targetPort,omitempty"`
+	// NodePort, on a Service of type NodePort, is the port every node
+	// serves it on, at the node's address.
+	NodePort int32 `json:"nodePort,omitempty"`
 }
 
 type ServiceStatus struct{}

@@ -18,10 +18,10 @@ import (
 func BenchmarkPodStartOwnNetwork(b *testing.B) {
 	ctd := framework.StartContainerd(b)
 	ctd.ImportPythonRuntime(b)
-	as := framework.StartAPIServer(b)
-	framework.StartKubelet(b, as.URL, ctd, "host-net", "127.0.0.78")
 	u := framework.StartUnderlay(b, 1)
-	framework.StartNetKubelet(b, u.Nodes[0], as.Addr, ctd, "own-net")
+	as := u.StartAPIServer(b, nil)
+	framework.StartKubelet(b, as.URL, ctd, "host-net", "127.0.0.78")
+	framework.StartNetKubelet(b, u.Nodes[0], as, ctd, "own-net")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pods := as.Client.Pods("default")

@@ -61,14 +61,21 @@ func StartAPIServer(t testing.TB) *APIServer {
 }
 
 // StartAPIServerWith is StartAPIServer with configure applied to the
-// server's configuration (address, data dir and service range are the
-// framework's).
+// server's configuration (address and data dir are the framework's; the
+// service range too, unless configure sets one).
 func StartAPIServerWith(t testing.TB, configure func(*apiserver.Config)) *APIServer {
 	t.Helper()
 	addr := freeLoopbackAddr(t)
-	cidr, err := serviceRange()
-	if err != nil {
-		t.Fatalf("claiming a service range: %v", err)
+	var probe apiserver.Config
+	if configure != nil {
+		configure(&probe)
+	}
+	cidr := probe.ServiceCIDR
+	if cidr == "" {
+		var err error
+		if cidr, err = serviceRange(); err != nil {
+			t.Fatalf("claiming a service range: %v", err)
+		}
 	}
 	s := &APIServer{t: t, DataDir: filepath.Join(t.TempDir(), "data"), Addr: addr, URL: "http://" + addr, ServiceCIDR: cidr,
 		local: &localRunner{}, configure: configure}

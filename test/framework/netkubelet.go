@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -72,9 +73,11 @@ type NetKubelet struct {
 }
 
 // StartNetKubelet runs bin/kubelet (built from cmd/kubelet) in node's
-// namespace with --pod-network cni, against the apiserver at apiAddr on
-// the machine's loopback (forwarded into the node), with ctd's containerd.
-func StartNetKubelet(t testing.TB, node *NetNode, apiAddr string, ctd *Containerd, name string) *NetKubelet {
+// namespace with --pod-network cni, against the apiserver s on the
+// machine's loopback (forwarded into the node) and its service range, with
+// ctd's containerd. It returns once the node has registered and been given
+// its pod CIDR, so that pods bound to it are not taken for orphans.
+func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name string) *NetKubelet {
 	t.Helper()
 	bin := goBinary(t, "kubelet")
 	dir := t.TempDir()
@@ -83,7 +86,7 @@ func StartNetKubelet(t testing.TB, node *NetNode, apiAddr string, ctd *Container
 	// give the kubelet a mount namespace of its own too, and the pods'
 	// namespaces it mounts would be out of containerd's sight.
 	k.args = []string{"--net=" + node.Path(), bin,
-		"--apiserver", "http://" + node.Forward(t, apiAddr),
+		"--apiserver", "http://" + node.Forward(t, s.Addr), "--service-cidr", s.ServiceCIDR,
 		"--node-name", name, "--node-ip", node.IP, "--port", "0",
 		"--containerd-address", ctd.Address, "--root-dir", k.RootDir,
 		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
@@ -105,7 +108,17 @@ func StartNetKubelet(t testing.TB, node *NetNode, apiAddr string, ctd *Container
 			t.Logf("kubelet %s, last lines of its log:\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
 		}
 	})
-	return k
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, err := s.Client.Nodes().Get(context.Background(), name)
+		if err == nil && n.Spec.PodCIDR != "" {
+			return k
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubelet %s: its node has not registered with a pod CIDR in 60s (last error: %v)", name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Start runs the kubelet (again, after Kill).

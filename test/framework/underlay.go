@@ -13,12 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/apiserver"
 	"minik8s/pkg/netns"
 )
 
 // UnderlaySubnet is the nodes' network of an Underlay. It exists only
 // inside the namespaces the test creates, so every test may use it.
 const UnderlaySubnet = "10.99.0.0/24"
+
+// UnderlayServiceCIDR is the cluster IPs' range of a cluster on an
+// underlay (Underlay.StartAPIServer): the nodes' kernel rules serve it,
+// inside their namespaces only.
+const UnderlayServiceCIDR = "10.43.0.0/16"
 
 // Underlay is a test's own network, for clusters whose pods have their own
 // addresses: one network namespace per simulated node, each with an
@@ -42,6 +48,19 @@ type NetNode struct {
 }
 
 var underlays atomic.Int64
+
+// StartAPIServer starts an apiserver (on the machine's loopback, as
+// StartAPIServer does) whose cluster IPs are UnderlayServiceCIDR, for the
+// nodes of the underlay; configure, if set, is applied first.
+func (u *Underlay) StartAPIServer(t testing.TB, configure func(*apiserver.Config)) *APIServer {
+	t.Helper()
+	return StartAPIServerWith(t, func(c *apiserver.Config) {
+		if configure != nil {
+			configure(c)
+		}
+		c.ServiceCIDR = UnderlayServiceCIDR
+	})
+}
 
 // StartUnderlay creates an underlay of n nodes. It needs root and
 // iproute2's `ip`: without them the test fails under MINIK8S_E2E=1 and is

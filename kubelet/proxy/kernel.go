@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/client/cache"
+)
+
+// Kernel serves every Service in the kernel, as kube-proxy's iptables mode
+// does: DNAT rules in the kubelet's network namespace send a connection to
+// a cluster IP (or to a node port of the node's addresses) to one ready
+// endpoint's pod address, with no process on the data path. Rules are
+// recomputed from the informers on every change and written in one
+// iptables-restore, so a reader never sees half of them.
+type Kernel struct {
+	services  *cache.Informer[api.Service, *api.Service]
+	endpoints *cache.Informer[api.Endpoints, *api.Endpoints]
+	podCIDR   *net.IPNet
+	changed   chan struct{}
+	last      string
+}
+
+// NewKernel returns a kernel proxy fed by the factory's informers;
+// podCIDR is the node's (connections from its pods to its pods are
+// masqueraded, so that the reply comes back through the rules).
+func NewKernel(f *cache.Factory, podCIDR string) (*Kernel, error) {
+	_, n, err := net.ParseCIDR(podCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: pod CIDR %q: %w", podCIDR, err)
+	}
+	for _, bin := range []string{"iptables", "iptables-restore", "iptables-save"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return nil, fmt.Errorf("proxy: %s is missing (apt-get install iptables): %w", bin, err)
+		}
+	}
+	return &Kernel{services: f.Services(), endpoints: f.Endpoints(), podCIDR: n, changed: make(chan struct{}, 1)}, nil
+}
+
+func (k *Kernel) kick() {
+	select {
+	case k.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the rules until ctx ends. They stay when it ends: connections
+// keep working while a kubelet restarts, as with kube-proxy.
+func (k *Kernel) Run(ctx context.Context) error {
+	for _, inf := range []interface{ Start(context.Context) }{k.services, k.endpoints} {
+		inf.Start(ctx)
+	}
+	k.services.AddEventHandler(cache.Handler[*api.Service]{
+		OnAdd: func(*api.Service) { k.kick() }, OnUpdate: func(_, _ *api.Service) { k.kick() }, OnDelete: func(*api.Service) { k.kick() },
+	})
+	k.endpoints.AddEventHandler(cache.Handler[*api.Endpoints]{
+		OnAdd: func(*api.Endpoints) { k.kick() }, OnUpdate: func(_, _ *api.Endpoints) { k.kick() }, OnDelete: func(*api.Endpoints) { k.kick() },
+	})
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-k.changed:
+		case <-retry.C:
+		}
+		if !k.services.HasSynced() || !k.endpoints.HasSynced() {
+			retry.Reset(100 * time.Millisecond)
+			continue
+		}
+		if err := k.sync(ctx); err != nil {
+			log.WithError(err).Warn("proxy: programming the service rules; trying again in 5s")
+			k.last = ""
+			retry.Reset(5 * time.Second)
+		}
+	}
+}
+
+// sync writes the rules the informers' Services and Endpoints need.
+func (k *Kernel) sync(ctx context.Context) error {
+	ports := k.servicePorts()
+	rules, err := apply(ctx, ports, k.podCIDR, k.last)
+	if err != nil {
+		return err
+	}
+	if rules != k.last {
+		log.WithField("servicePorts", len(ports)).Debug("proxy: service rules written")
+	}
+	k.last = rules
+	return nil
+}
+
+// apply makes the kernel's rules those of ports, unless they are last
+// (what the previous call wrote), and returns them.
+func apply(ctx context.Context, ports []servicePort, podCIDR *net.IPNet, last string) (string, error) {
+	existing, err := chains(ctx)
+	if err != nil {
+		return "", err
+	}
+	rules := ruleSet(ports, podCIDR, existing)
+	if rules == last {
+		return rules, nil
+	}
+	cmd := exec.CommandContext(ctx, "iptables-restore", "--noflush", "--wait")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("iptables-restore: %w: %s", err, bytes.TrimSpace(out))
+	}
+	for _, h := range hooks {
+		if err := ensureJump(ctx, h.table, h.chain, h.target); err != nil {
+			return "", err
+		}
+	}
+	return rules, nil
+}
+
+// servicePorts lists every port of every Service with a cluster IP or a
+// node port, with its ready endpoints.
+func (k *Kernel) servicePorts() []servicePort {
+	var out []servicePort
+	for _, svc := range k.services.Lister().List(nil) {
+		ip := svc.Spec.ClusterIP
+		if net.ParseIP(ip) == nil {
+			ip = "" // headless: DNS gives the pods' addresses
+		}
+		ep, _ := k.endpoints.Lister().Get(svc.Namespace, svc.Name)
+		for _, p := range svc.Spec.Ports {
+			if ip == "" && p.NodePort == 0 {
+				continue
+			}
+			out = append(out, servicePort{namespace: svc.Namespace, name: svc.Name, port: p, clusterIP: ip, endpoints: targets(ep, p)})
+		}
+	}
+	return out
+}
+
+// chains lists the chains of the package in the nat and filter tables.
+func chains(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, table := range []string{"nat", "filter"} {
+		data, err := exec.CommandContext(ctx, "iptables-save", "-t", table).Output()
+		if err != nil {
+			return nil, fmt.Errorf("iptables-save -t %s: %w", table, err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), ":"+chainPrefix); ok {
+				out[table] = append(out[table], chainPrefix+strings.Fields(name)[0])
+			}
+		}
+	}
+	return out, nil
+}
+
+// ensureJump puts a jump to target first in a built-in chain, once.
+func ensureJump(ctx context.Context, table, chain, target string) error {
+	rule := []string{"-m", "comment", "--comment", "minik8s service rules", "-j", target}
+	if exec.CommandContext(ctx, "iptables", append([]string{"--wait", "-t", table, "-C", chain}, rule...)...).Run() == nil {
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, "iptables", append([]string{"--wait", "-t", table, "-I", chain}, rule...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables -t %s -I %s -j %s: %w: %s", table, chain, target, err, bytes.TrimSpace(out))
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package proxy_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"minik8s/kubelet/proxy"
+	"minik8s/pkg/netns"
+	"minik8s/test/framework"
+)
+
+// The addresses below exist only in the rules of a namespace the test
+// creates (or in none): no packet is sent.
+func TestRuleSet(t *testing.T) {
+	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
+	cases := []struct {
+		name     string
+		ports    []proxy.ServicePort
+		existing map[string][]string
+		want     []string
+		wantNot  []string
+	}{{
+		name:  "endpoints share the traffic, those of the node's pods masqueraded",
+		ports: []proxy.ServicePort{proxy.NewServicePort("default", "web", 80, 0, "127.43.0.5", "127.42.0.7:8080", "127.42.1.9:8080")},
+		want: []string{
+			`-A MINIK8S-SERVICES -m comment --comment "default/web" -d 127.43.0.5/32 -p tcp -m tcp --dport 80 -j MINIK8S-SVC-`,
+			`-m statistic --mode random --probability 0.5000000000 -j MINIK8S-SEP-`,
+			`-s 127.42.0.0/24 -j MINIK8S-MARK-MASQ`,
+			`-p tcp -m tcp -j DNAT --to-destination 127.42.0.7:8080`,
+			`-p tcp -m tcp -j DNAT --to-destination 127.42.1.9:8080`,
+			"-A MINIK8S-SERVICES -m addrtype --dst-type LOCAL -j MINIK8S-NODEPORTS",
+		},
+		wantNot: []string{"REJECT"},
+	}, {
+		name:    "no endpoint: refused",
+		ports:   []proxy.ServicePort{proxy.NewServicePort("default", "empty", 80, 30080, "127.43.0.6")},
+		want:    []string{"-d 127.43.0.6/32 -p tcp -m tcp --dport 80 -j REJECT", "-m addrtype --dst-type LOCAL -p tcp -m tcp --dport 30080 -j REJECT"},
+		wantNot: []string{"DNAT"},
+	}, {
+		name:  "node port: masqueraded, then to the service",
+		ports: []proxy.ServicePort{proxy.NewServicePort("default", "np", 80, 30081, "127.43.0.8", "127.42.1.9:8080")},
+		want:  []string{"-A MINIK8S-NODEPORTS -m comment --comment \"default/np\" -p tcp -m tcp --dport 30081 -j MINIK8S-MARK-MASQ", "--dport 30081 -j MINIK8S-SVC-"},
+		// The endpoint is on another node: its reply comes back routed.
+		wantNot: []string{"-s 127.42.0.0/24"},
+	}, {
+		name:     "chains no longer used are emptied and removed; others' are left",
+		existing: map[string][]string{"nat": {"MINIK8S-SVC-OLD", "MINIK8S-SERVICES", "OTHER"}},
+		want:     []string{":MINIK8S-SVC-OLD - [0:0]", "-X MINIK8S-SVC-OLD"},
+		wantNot:  []string{"OTHER", "-X MINIK8S-SERVICES"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := proxy.RuleSet(tc.ports, podCIDR, tc.existing)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in\n%s", w, got)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("unexpected %q in\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// TestRulesInTheKernel: the rules go into a fresh network namespace in one
+// iptables-restore; a second set replaces the first, removing the chains
+// of the service that is gone (left: SERVICES in both tables, web's SVC
+// and SEP), and the jumps into them are made once.
+func TestRulesInTheKernel(t *testing.T) {
+	if os.Geteuid() != 0 {
+		framework.NeedE2E(t, "network namespaces need root")
+	}
+	if _, err := exec.LookPath("iptables-restore"); err != nil {
+		framework.NeedE2E(t, "iptables is missing (apt-get install iptables)")
+	}
+	path := filepath.Join(t.TempDir(), "ns")
+	if err := netns.New(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netns.Remove(path) })
+	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
+	ctx := context.Background()
+	save := func() string {
+		t.Helper()
+		out, err := exec.Command("nsenter", "--net="+path, "iptables-save").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	web := proxy.NewServicePort("default", "web", 80, 0, "127.43.0.5", "127.42.0.7:8080")
+	old := proxy.NewServicePort("default", "old", 80, 30090, "127.43.0.9", "127.42.0.8:8080")
+	for _, ports := range [][]proxy.ServicePort{{web, old}, {web, old}} {
+		if err := netns.Do(path, func() error { return proxy.Apply(ctx, ports, podCIDR) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := save()
+	for _, w := range []string{"--to-destination 127.42.0.7:8080", "--to-destination 127.42.0.8:8080", "--dport 30090"} {
+		if !strings.Contains(first, w) {
+			t.Fatalf("missing %q in\n%s", w, first)
+		}
+	}
+	if n := strings.Count(first, "-A PREROUTING"); n != 1 {
+		t.Fatalf("%d jumps from PREROUTING after two syncs:\n%s", n, first)
+	}
+	if err := netns.Do(path, func() error { return proxy.Apply(ctx, []proxy.ServicePort{web}, podCIDR) }); err != nil {
+		t.Fatal(err)
+	}
+	second := save()
+	if strings.Contains(second, "127.42.0.8") || strings.Contains(second, "30090") || strings.Count(second, ":MINIK8S-S") != 4 {
+		t.Fatalf("the old service's rules or chains are left:\n%s", second)
+	}
+}
