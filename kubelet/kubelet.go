@@ -27,6 +27,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
+	"minik8s/pkg/clusterdns"
 	"minik8s/pkg/errdefs"
 )
 
@@ -79,6 +80,13 @@ type Config struct {
 	// address's link, so that connections made on the node reach the DNAT
 	// rules of the Services.
 	ServiceCIDR string
+	// ClusterDomain is the cluster's DNS domain (cluster.local): with
+	// PodNetworkCNI the kubelet serves the cluster's names to its pods at
+	// their gateway, and their resolv.conf searches it.
+	ClusterDomain string
+	// ResolvConf is the node's resolver configuration (/etc/resolv.conf):
+	// the cluster DNS forwards other names to its nameservers.
+	ResolvConf string
 }
 
 // The ways pods are networked (Config.PodNetwork).
@@ -135,6 +143,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.CNIBinDir == "" {
 		c.CNIBinDir = network.DefaultBinDir
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = clusterdns.DefaultDomain
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = "/etc/resolv.conf"
 	}
 	if c.PodNetwork == PodNetworkCNI {
 		if c.ServiceCIDR == "" {
@@ -222,6 +236,20 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		k.podCfg.Network = k.network
+		gw := k.network.Gateway().String()
+		k.podCfg.DNS = pod.DNSConfig{Server: gw, Domain: cfg.ClusterDomain}
+		dnsServer, err := clusterdns.New(cache.NewFactory(c), clusterdns.Config{Address: net.JoinHostPort(gw, "53"),
+			Domain: cfg.ClusterDomain, Upstreams: clusterdns.UpstreamsFromResolvConf(cfg.ResolvConf)})
+		if err != nil {
+			return err
+		}
+		k.wg.Add(1)
+		go func() {
+			defer k.wg.Done()
+			if err := dnsServer.Run(ctx); err != nil {
+				log.WithError(err).Error("cluster dns stopped")
+			}
+		}()
 		k.wg.Add(1)
 		go func() { defer k.wg.Done(); k.keepRoutes(ctx) }()
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,16 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("0.0.0.0", 8080), H).serve_forever()
 `
 
+// sidecar serves on port 9090 what its pod's other container serves on
+// localhost:8080.
+const sidecar = `import http.server, urllib.request
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = urllib.request.urlopen("http://localhost:8080/", timeout=5).read()
+        self.send_response(200); self.end_headers(); self.wfile.write(body)
+http.server.HTTPServer(("0.0.0.0", 9090), H).serve_forever()
+`
+
 func webPod(name, node string) *api.Pod {
 	return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name},
 		Spec: api.PodSpec{NodeName: node, Containers: []api.Container{{
@@ -39,7 +50,8 @@ func webPod(name, node string) *api.Pod {
 // TestPodsGetTheirOwnNetwork: a kubelet in a simulated node's namespace,
 // with --pod-network cni, runs two pods of an image listening on the same
 // fixed port, each with its own address of the node's pod CIDR; the node
-// reaches both; deleting them, and restarting the kubelet after a pod was
+// reaches both, and a second container of one relays its first's page
+// over localhost; deleting them, and restarting the kubelet after a pod was
 // deleted while it was down, leaves no namespace, veth or address behind.
 func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	ctx := context.Background()
@@ -60,8 +72,14 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 		_, podCIDR, err = net.ParseCIDR(n.Spec.PodCIDR)
 		return err == nil
 	})
+	// web-1's second container relays its first's page over localhost.
 	for _, name := range []string{"web-1", "web-2"} {
-		if _, err := c.Pods("default").Create(ctx, webPod(name, "podnet-1")); err != nil {
+		p := webPod(name, "podnet-1")
+		if name == "web-1" {
+			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "side", Image: framework.PythonRuntimeImage,
+				Command: []string{"python3", "-c", sidecar}, Ports: []api.ContainerPort{{ContainerPort: 9090}}})
+		}
+		if _, err := c.Pods("default").Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,10 +98,11 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 		t.Fatalf("both pods have %s", ips["web-1"])
 	}
 	hc := node.HTTPClient()
-	for name, ip := range ips {
+	pages := map[string]string{"web-1": ips["web-1"] + ":8080", "web-2": ips["web-2"] + ":8080", "web-1 (over localhost)": ips["web-1"] + ":9090"}
+	for name, addr := range pages {
 		var body []byte
 		waitUntil(t, 30*time.Second, "the node fetching "+name+"'s page", func() bool {
-			resp, err := hc.Get("http://" + ip + ":8080/")
+			resp, err := hc.Get("http://" + addr + "/")
 			if err != nil {
 				return false
 			}
@@ -91,8 +110,8 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 			body, _ = io.ReadAll(resp.Body)
 			return resp.StatusCode == 200
 		})
-		if string(body) != "hello from "+name {
-			t.Errorf("%s at %s answered %q", name, ip, body)
+		if want := "hello from " + strings.Fields(name)[0]; string(body) != want {
+			t.Errorf("%s at %s answered %q, want %q", name, addr, body, want)
 		}
 	}
 	netnsDir := filepath.Join(k.RootDir, "network", "netns")
@@ -126,9 +145,18 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 }
 
 // fetcher fetches each of the space-separated URLS once and exits 0 when
-// every page says what is expected.
-const fetcher = `import os, sys, urllib.request
+// every page says what is expected and no address of DENY ("ip:port ...")
+// accepts a connection.
+const fetcher = `import os, socket, sys, urllib.request
 ok = True
+for addr in os.environ.get("DENY", "").split():
+    host, port = addr.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+        print(addr, "-> connected", flush=True)
+        ok = False
+    except OSError as e:
+        print(addr, "-> refused:", e, flush=True)
 for url in os.environ["URLS"].split():
     try:
         body = urllib.request.urlopen(url, timeout=5).read().decode()
@@ -141,16 +169,19 @@ sys.exit(0 if ok else 1)
 
 // TestPodsAcrossNodes: three nodes, each in its own namespace, route each
 // other's pod CIDRs (host-gw) and serve Services in the kernel: a pod on
-// node 1 fetches a page from a pod on node 3 by its pod IP and by its
-// Service's cluster IP, and so does node 1 itself.
+// node 1 fetches a page from a pod on node 3 by its pod IP, by its
+// Service's cluster IP (as node 1 itself does), and by the Service's name
+// through the cluster DNS, in full and as the search path completes it;
+// it cannot connect to what listens on its node's loopback.
 func TestPodsAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	u := framework.StartUnderlay(t, 3)
 	s := u.StartAPIServer(t, nil)
 	ctd := framework.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
+	var kubelets []*framework.NetKubelet
 	for i, node := range u.Nodes {
-		framework.StartNetKubelet(t, node, s, ctd, fmt.Sprintf("across-%d", i+1))
+		kubelets = append(kubelets, framework.StartNetKubelet(t, node, s, ctd, fmt.Sprintf("across-%d", i+1)))
 	}
 	framework.StartControllers(t, s, controller.Config{})
 	c := s.Client
@@ -182,10 +213,19 @@ func TestPodsAcrossNodes(t *testing.T) {
 			return resp.StatusCode == 200 && string(body) == "hello from far"
 		})
 	}
+	// The pod cannot reach what listens on its node's loopback (here the
+	// apiserver's plain port, forwarded), not even at the node's
+	// addresses.
+	_, apiPort, _ := net.SplitHostPort(kubelets[0].APIAddr)
+	n1, _ := c.Nodes().Get(ctx, "across-1")
+	_, cidr1, _ := net.ParseCIDR(n1.Spec.PodCIDR)
+	gw1 := net.IPv4(cidr1.IP[0], cidr1.IP[1], cidr1.IP[2], 1).String()
+	deny := []string{kubelets[0].APIAddr, net.JoinHostPort(gw1, apiPort), net.JoinHostPort(u.Nodes[0].IP, apiPort)}
 	near := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "near"},
 		Spec: api.PodSpec{NodeName: "across-1", RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
 			Name: "fetch", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", fetcher},
-			Env: []api.EnvVar{{Name: "URLS", Value: byIP + " " + byClusterIP}, {Name: "WANT", Value: "hello from far"}},
+			Env: []api.EnvVar{{Name: "URLS", Value: strings.Join([]string{byIP, byClusterIP, "http://web.default.svc.cluster.local/", "http://web/"}, " ")},
+				{Name: "WANT", Value: "hello from far"}, {Name: "DENY", Value: strings.Join(deny, " ")}},
 		}}}}
 	if _, err := c.Pods("default").Create(ctx, near); err != nil {
 		t.Fatal(err)

@@ -130,6 +130,15 @@ func confList(cfg Config, subnet *net.IPNet) []byte {
 // PodCIDR is the node's slice of the pod range.
 func (m *Manager) PodCIDR() string { return m.cfg.PodCIDR }
 
+// Gateway is the pods' gateway, the bridge's address: the first of the
+// node's slice (host-local's default), where the node serves its pods.
+func (m *Manager) Gateway() net.IP {
+	_, n, _ := net.ParseCIDR(m.cfg.PodCIDR)
+	gw := n.IP.To4()
+	gw = net.IPv4(gw[0], gw[1], gw[2], gw[3]+1).To4()
+	return gw
+}
+
 // Path is the file that keeps a pod's namespace.
 func (m *Manager) Path(uid string) string { return filepath.Join(m.cfg.StateDir, "netns", uid) }
 

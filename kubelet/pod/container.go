@@ -352,6 +352,7 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 		MilliCPU:    milliCPU,
 		LogPath:     logs.Path(w.dir, c.Name),
 		NetNSPath:   w.netnsPath,
+		ResolvConf:  w.resolvConf(p),
 	}, nil
 }
 
@@ -362,4 +363,12 @@ func envName(s string) string {
 		}
 		return '_'
 	}, s))
+}
+
+// resolvConf is the pod's own resolv.conf, or "" for the node's.
+func (w *Worker) resolvConf(p *api.Pod) string {
+	if !w.ownNetwork(p) || w.cfg.DNS.Server == "" {
+		return ""
+	}
+	return resolvConfPath(w.dir)
 }

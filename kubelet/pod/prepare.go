@@ -103,6 +103,12 @@ func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
 		}
 		w.netnsPath, w.podIP = path, ip
 	}
+	if w.ownNetwork(p) && w.cfg.DNS.Server != "" {
+		if err := writeResolvConf(w.dir, p.Namespace, w.cfg.DNS); err != nil {
+			w.setAllWaiting("ContainerCreating", "writing the pod's resolv.conf: "+err.Error())
+			return
+		}
+	}
 	if w.assigned == nil {
 		a, err := assignPorts(p, w.dir, w.ports, w.ownNetwork(p))
 		if err != nil {

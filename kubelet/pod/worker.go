@@ -61,6 +61,17 @@ type Config struct {
 	// Network gives pods their own network namespaces and addresses; nil
 	// runs every pod on the node's network, as hostNetwork pods always run.
 	Network PodNetwork
+	// DNS, with Network, is the resolver configuration of pods with their
+	// own network: the cluster DNS server and the cluster domain.
+	DNS DNSConfig
+}
+
+// DNSConfig says how pods with their own network resolve names.
+type DNSConfig struct {
+	// Server is the cluster DNS server's address, reachable from the pods.
+	Server string
+	// Domain is the cluster domain (cluster.local).
+	Domain string
 }
 
 // PodNetwork sets up and tears down pods' own networks (kubelet/network).

@@ -153,6 +153,17 @@ type ContainerSpec struct {
 	// NetNSPath is the network namespace the container joins (its pod's);
 	// "" runs it on the node's network.
 	NetNSPath string
+	// ResolvConf is the file mounted at /etc/resolv.conf; "" mounts the
+	// node's.
+	ResolvConf string
+}
+
+// resolvConf mounts path at /etc/resolv.conf, or the node's when path is "".
+func resolvConf(path string) oci.SpecOpts {
+	if path == "" {
+		return oci.WithHostResolvconf
+	}
+	return oci.WithMounts([]specs.Mount{{Destination: "/etc/resolv.conf", Type: "bind", Source: path, Options: []string{"rbind", "ro"}}})
 }
 
 // CreateContainer creates the container and its root filesystem snapshot.
@@ -176,7 +187,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) error {
 		oci.WithImageConfig(img),
 		network,
 		oci.WithHostHostsFile,
-		oci.WithHostResolvconf,
+		resolvConf(s.ResolvConf),
 	}
 	switch {
 	case len(s.Command) > 0:

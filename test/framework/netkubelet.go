@@ -65,6 +65,9 @@ type NetKubelet struct {
 	Name    string
 	RootDir string
 	LogPath string
+	// APIAddr is where the kubelet reaches the apiserver: the node's own
+	// loopback, forwarded to the apiserver's plain port.
+	APIAddr string
 	args    []string
 
 	mu   sync.Mutex
@@ -81,12 +84,13 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 	t.Helper()
 	bin := goBinary(t, "kubelet")
 	dir := t.TempDir()
-	k := &NetKubelet{t: t, Node: node, Name: name, RootDir: filepath.Join(dir, "root"), LogPath: filepath.Join(dir, "kubelet.log")}
+	k := &NetKubelet{t: t, Node: node, Name: name, RootDir: filepath.Join(dir, "root"), LogPath: filepath.Join(dir, "kubelet.log"),
+		APIAddr: node.Forward(t, s.Addr)}
 	// nsenter enters only the network namespace: `ip netns exec` would
 	// give the kubelet a mount namespace of its own too, and the pods'
 	// namespaces it mounts would be out of containerd's sight.
 	k.args = []string{"--net=" + node.Path(), bin,
-		"--apiserver", "http://" + node.Forward(t, s.Addr), "--service-cidr", s.ServiceCIDR,
+		"--apiserver", "http://" + k.APIAddr, "--service-cidr", s.ServiceCIDR,
 		"--node-name", name, "--node-ip", node.IP, "--port", "0",
 		"--containerd-address", ctd.Address, "--root-dir", k.RootDir,
 		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
