@@ -49,8 +49,8 @@ func webPod(name, node string) *api.Pod {
 
 // TestPodsGetTheirOwnNetwork: a kubelet in a simulated node's namespace,
 // with --pod-network cni, runs two pods of an image listening on the same
-// fixed port, each with its own address of the node's pod CIDR; the node
-// reaches both, and a second container of one relays its first's page
+// fixed port, each with its own address of the node's pod CIDR (one ready
+// by a TCP probe, kept alive by an exec probe); the node reaches both, and a second container of one relays its first's page
 // over localhost; deleting them, and restarting the kubelet after a pod was
 // deleted while it was down, leaves no namespace, veth or address behind.
 func TestPodsGetTheirOwnNetwork(t *testing.T) {
@@ -78,6 +78,12 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 		if name == "web-1" {
 			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "side", Image: framework.PythonRuntimeImage,
 				Command: []string{"python3", "-c", sidecar}, Ports: []api.ContainerPort{{ContainerPort: 9090}}})
+		} else {
+			// Probes reach the pod at its address, or run in the container.
+			c := &p.Spec.Containers[0]
+			c.ReadinessProbe = &api.Probe{TCPSocket: &api.TCPSocketAction{Port: "8080"}, PeriodSeconds: 1}
+			c.LivenessProbe = &api.Probe{Exec: &api.ExecAction{Command: []string{"python3", "-c",
+				`import urllib.request; urllib.request.urlopen("http://localhost:8080/", timeout=2)`}}, PeriodSeconds: 1, TimeoutSeconds: 5}
 		}
 		if _, err := c.Pods("default").Create(ctx, p); err != nil {
 			t.Fatal(err)
@@ -85,8 +91,8 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	}
 	ips := map[string]string{}
 	for _, name := range []string{"web-1", "web-2"} {
-		p := waitPod(t, c, name, 2*time.Minute, "running with its own address", func(p *api.Pod) bool {
-			return p.Status.Phase == api.PodRunning && p.Status.PodIP != "" && p.Status.PodIP != node.IP
+		p := waitPod(t, c, name, 2*time.Minute, "ready with its own address", func(p *api.Pod) bool {
+			return p.Status.Phase == api.PodRunning && p.Status.PodIP != "" && p.Status.PodIP != node.IP && podReady(p)
 		})
 		ip := net.ParseIP(p.Status.PodIP)
 		if !podCIDR.Contains(ip) || len(p.Status.PodIPs) != 1 || p.Status.PodIPs[0].IP != p.Status.PodIP || p.Status.HostIP != node.IP {
@@ -113,6 +119,10 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 		if want := "hello from " + strings.Fields(name)[0]; string(body) != want {
 			t.Errorf("%s at %s answered %q, want %q", name, addr, body, want)
 		}
+	}
+	// The exec liveness probe has been passing: no restart.
+	if p, err := c.Pods("default").Get(ctx, "web-2"); err != nil || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("web-2 after its probes: %v %s", err, statusString(p))
 	}
 	netnsDir := filepath.Join(k.RootDir, "network", "netns")
 	if entries, _ := os.ReadDir(netnsDir); len(entries) != 2 {

@@ -225,7 +225,9 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 }
 
 func (w *Worker) startProber(ctx context.Context, spec api.Container, c *container) {
-	c.prober = prober.Start(ctx, w.podAddress(), w.assigned[spec.Name], spec.ReadinessProbe, spec.LivenessProbe, w.Poke)
+	id := c.id
+	exec := func(ctx context.Context, cmd []string) (int, string, error) { return w.rt.Exec(ctx, id, cmd) }
+	c.prober = prober.Start(ctx, w.podAddress(), w.assigned[spec.Name], exec, spec.ReadinessProbe, spec.LivenessProbe, w.Poke)
 }
 
 func (w *Worker) grace(p *api.Pod) time.Duration {

@@ -200,3 +200,7 @@ func TestIDPart(t *testing.T) {
 		}
 	}
 }
+
+func (f *fakeRuntime) Exec(context.Context, string, []string) (int, string, error) {
+	return 0, "", nil
+}

@@ -1,5 +1,6 @@
-// Package prober runs the HTTP readiness and liveness probes of a running
-// container.
+// Package prober runs the readiness and liveness probes of a running
+// container: an HTTP GET or a TCP connection to the pod's address, or a
+// command run in the container.
 package prober
 
 import (
@@ -53,10 +54,10 @@ func Check(ctx context.Context, client *http.Client, url string) error {
 	return nil
 }
 
-// URL of a probe against a container on host with its ports.
+// URL of an HTTP probe against a container on host with its ports.
 func URL(host string, p *api.Probe, ports []api.ContainerPort) (string, error) {
 	if p.HTTPGet == nil {
-		return "", errdefs.Invalid("httpGet", "only HTTP probes are supported")
+		return "", errdefs.Invalid("httpGet", "not an HTTP probe")
 	}
 	port, err := ResolvePort(p.HTTPGet.Port, ports)
 	if err != nil {
@@ -80,10 +81,58 @@ type Worker struct {
 	message    string
 }
 
-// Start probes a container on host. onChange is called (from the worker's
+// Execer runs a command in the probed container: its exit code and output.
+type Execer func(ctx context.Context, cmd []string) (code int, output string, err error)
+
+// checker is one probe's check of a container on host: it passes when it
+// returns nil.
+func checker(host string, p *api.Probe, ports []api.ContainerPort, exec Execer, timeout time.Duration) (func(context.Context) error, error) {
+	switch {
+	case p.HTTPGet != nil:
+		url, err := URL(host, p, ports)
+		if err != nil {
+			return nil, err
+		}
+		client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		return func(ctx context.Context) error { return Check(ctx, client, url) }, nil
+	case p.TCPSocket != nil:
+		port, err := ResolvePort(p.TCPSocket.Port, ports)
+		if err != nil {
+			return nil, err
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+		return func(ctx context.Context) error {
+			d := net.Dialer{Timeout: timeout}
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return fmt.Errorf("TCP probe of %s: %w", addr, err)
+			}
+			return c.Close()
+		}, nil
+	case p.Exec != nil && exec != nil:
+		cmd := p.Exec.Command
+		return func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			code, out, err := exec(ctx, cmd)
+			if err != nil {
+				return fmt.Errorf("exec probe %q: %w", strings.Join(cmd, " "), err)
+			}
+			if code != 0 {
+				return fmt.Errorf("exec probe %q exited with %d: %s", strings.Join(cmd, " "), code, strings.TrimSpace(out))
+			}
+			return nil
+		}, nil
+	}
+	return nil, errdefs.Invalid("probe", "one of httpGet, tcpSocket and exec is required")
+}
+
+// Start probes a container on host; exec runs the exec probes' commands
+// in it. onChange is called (from the worker's
 // goroutines) when readiness changes or liveness fails. Without a
 // readiness probe the container is ready at once.
-func Start(ctx context.Context, host string, ports []api.ContainerPort, readiness, liveness *api.Probe, onChange func()) *Worker {
+func Start(ctx context.Context, host string, ports []api.ContainerPort, exec Execer, readiness, liveness *api.Probe, onChange func()) *Worker {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Worker{cancel: cancel, done: make(chan struct{}), ready: readiness == nil}
 	var wg sync.WaitGroup
@@ -91,7 +140,7 @@ func Start(ctx context.Context, host string, ports []api.ContainerPort, readines
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.run(ctx, host, ports, readiness, true, func(ok bool, msg string) {
+			w.run(ctx, host, ports, exec, readiness, true, func(ok bool, msg string) {
 				w.mu.Lock()
 				changed := w.ready != ok
 				w.ready = ok
@@ -109,7 +158,7 @@ func Start(ctx context.Context, host string, ports []api.ContainerPort, readines
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.run(ctx, host, ports, liveness, false, func(ok bool, msg string) {
+			w.run(ctx, host, ports, exec, liveness, false, func(ok bool, msg string) {
 				if ok {
 					return
 				}
@@ -138,14 +187,12 @@ const startupInterval = 100 * time.Millisecond
 // run probes every period, reporting a result when the failure or success
 // threshold is reached. With fastStart it probes every startupInterval
 // until the first success.
-func (w *Worker) run(ctx context.Context, host string, ports []api.ContainerPort, p *api.Probe, fastStart bool, report func(ok bool, msg string)) {
+func (w *Worker) run(ctx context.Context, host string, ports []api.ContainerPort, exec Execer, p *api.Probe, fastStart bool, report func(ok bool, msg string)) {
 	period := secondsOr(p.PeriodSeconds, 10)
 	timeout := secondsOr(p.TimeoutSeconds, 1)
 	failureThreshold := intOr(p.FailureThreshold, 3)
 	successThreshold := intOr(p.SuccessThreshold, 1)
-	client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	url, urlErr := URL(host, p, ports)
+	check, checkErr := checker(host, p, ports, exec, timeout)
 	if !wait(ctx, time.Duration(p.InitialDelaySeconds)*time.Second) {
 		return
 	}
@@ -153,10 +200,10 @@ func (w *Worker) run(ctx context.Context, host string, ports []api.ContainerPort
 	started := !fastStart
 	for {
 		var err error
-		if urlErr != nil {
-			err = urlErr
+		if checkErr != nil {
+			err = checkErr
 		} else {
-			err = Check(ctx, client, url)
+			err = check(ctx)
 		}
 		if ctx.Err() != nil {
 			return

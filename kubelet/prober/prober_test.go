@@ -2,10 +2,12 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ func TestWorkerReadinessAndLiveness(t *testing.T) {
 	port, _ := strconv.Atoi(portStr)
 	ports := []api.ContainerPort{{Name: "web", ContainerPort: int32(port)}}
 	changed := make(chan struct{}, 16)
-	w := Start(context.Background(), host, ports,
+	w := Start(context.Background(), host, ports, nil,
 		&api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/ready", Port: "web"}, PeriodSeconds: 1},
 		&api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/live", Port: portStr}, PeriodSeconds: 1, FailureThreshold: 2},
 		func() { changed <- struct{}{} })
@@ -71,7 +73,7 @@ func TestWorkerReadinessAndLiveness(t *testing.T) {
 }
 
 func TestWorkerWithoutProbesIsReady(t *testing.T) {
-	w := Start(context.Background(), "127.0.0.1", nil, nil, nil, func() {})
+	w := Start(context.Background(), "127.0.0.1", nil, nil, nil, nil, func() {})
 	defer w.Stop()
 	if !w.Ready() {
 		t.Errorf("a container without readiness probe is not ready")
@@ -103,7 +105,7 @@ func TestReadinessProbesFastUntilFirstSuccess(t *testing.T) {
 	// A period far longer than the test: only the startup interval can
 	// make the container ready in time.
 	probe := &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: portStr}, PeriodSeconds: 60, FailureThreshold: 1}
-	w := Start(ctx, host, nil, probe, nil, func() { changed <- struct{}{} })
+	w := Start(ctx, host, nil, nil, probe, nil, func() { changed <- struct{}{} })
 	time.Sleep(300 * time.Millisecond)
 	serving.Store(true)
 	select {
@@ -118,5 +120,56 @@ func TestReadinessProbesFastUntilFirstSuccess(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := probes.Load(); n != after {
 		t.Fatalf("%d more probes within half a second after becoming ready: the period no longer holds", n-after)
+	}
+}
+
+// TestCheckers: a TCP probe passes while the port accepts connections; an
+// exec probe passes on exit status 0 and says why it failed otherwise.
+func TestCheckers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, open, _ := net.SplitHostPort(l.Addr().String())
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closedPort, _ := net.SplitHostPort(closed.Addr().String())
+	closed.Close()
+	defer l.Close()
+	exec := func(_ context.Context, cmd []string) (int, string, error) {
+		switch cmd[0] {
+		case "true":
+			return 0, "", nil
+		case "false":
+			return 3, "not yet\n", nil
+		}
+		return 0, "", errors.New("no such file")
+	}
+	ports := []api.ContainerPort{{Name: "db", ContainerPort: 1}}
+	cases := []struct {
+		name    string
+		probe   api.Probe
+		wantErr string // "" passes
+	}{
+		{"tcp open", api.Probe{TCPSocket: &api.TCPSocketAction{Port: open}}, ""},
+		{"tcp closed", api.Probe{TCPSocket: &api.TCPSocketAction{Port: closedPort}}, "TCP probe of 127.0.0.1:" + closedPort},
+		{"tcp named port", api.Probe{TCPSocket: &api.TCPSocketAction{Port: "nope"}}, `no container port is named "nope"`},
+		{"exec passes", api.Probe{Exec: &api.ExecAction{Command: []string{"true"}}}, ""},
+		{"exec fails", api.Probe{Exec: &api.ExecAction{Command: []string{"false", "x"}}}, `exec probe "false x" exited with 3: not yet`},
+		{"exec cannot run", api.Probe{Exec: &api.ExecAction{Command: []string{"missing"}}}, "no such file"},
+		{"no handler", api.Probe{}, "one of httpGet, tcpSocket and exec"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			check, err := checker("127.0.0.1", &tc.probe, ports, exec, time.Second)
+			if err == nil {
+				err = check(context.Background())
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("got %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

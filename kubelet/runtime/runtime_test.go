@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,5 +240,37 @@ func waitLog(t *testing.T, path, want string) {
 			t.Fatalf("%s lacks %q after 60s: %s", path, want, data)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestExecInAContainer: a command runs in a running container, with its
+// environment, and gives back its exit code and output; one that outlives
+// its context is killed.
+func TestExecInAContainer(t *testing.T) {
+	ctd := framework.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	rt := ctd.Runtime
+	ctx := context.Background()
+	logPath := filepath.Join(t.TempDir(), "c.log")
+	spec := runtime.ContainerSpec{ID: "exec-target", Image: framework.PythonRuntimeImage, Command: []string{"sleep", "300"},
+		Env: []string{"GREETING=hello from the container"}, LogPath: logPath}
+	if err := rt.CreateContainer(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveContainer(context.Background(), "exec-target") })
+	if err := rt.StartContainer(ctx, "exec-target", logPath); err != nil {
+		t.Fatal(err)
+	}
+	code, out, err := rt.Exec(ctx, "exec-target", []string{"python3", "-c", "import os, sys; print(os.environ['GREETING']); sys.exit(4)"})
+	if err != nil || code != 4 || strings.TrimSpace(out) != "hello from the container" {
+		t.Fatalf("exec: code %d, output %q, err %v", code, out, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if _, _, err := rt.Exec(short, "exec-target", []string{"sleep", "60"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("exec past its deadline: %v", err)
+	}
+	if st, err := rt.ContainerStatus(ctx, "exec-target"); err != nil || st.State != runtime.StateRunning {
+		t.Fatalf("the container after the execs: %+v, %v", st, err)
 	}
 }

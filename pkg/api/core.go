@@ -196,12 +196,26 @@ type ConfigMapVolumeSource struct {
 }
 
 type Probe struct {
-	HTTPGet             *HTTPGetAction `json:"httpGet,omitempty"`
+	// One of HTTPGet, TCPSocket and Exec says how to probe.
+	HTTPGet             *HTTPGetAction   `json:"httpGet,omitempty"`
+	TCPSocket           *TCPSocketAction `json:"tcpSocket,omitempty"`
+	Exec                *ExecAction      `json:"exec,omitempty"`
 	InitialDelaySeconds int32          `json:"initialDelaySeconds,omitempty"`
 	PeriodSeconds       int32          `json:"periodSeconds,omitempty"`
 	TimeoutSeconds      int32          `json:"timeoutSeconds,omitempty"`
 	FailureThreshold    int32          `json:"failureThreshold,omitempty"`
 	SuccessThreshold    int32          `json:"successThreshold,omitempty"`
+}
+
+// TCPSocketAction passes when podIP:port accepts a connection; Port is a
+// number or the name of a container port.
+type TCPSocketAction struct {
+	Port string `json:"port"`
+}
+
+// ExecAction runs Command in the container; exit status 0 passes.
+type ExecAction struct {
+	Command []string `json:"command,omitempty"`
 }
 
 // HTTPGetAction probes http://podIP:port/path; Port is a number or the name

@@ -287,10 +287,7 @@ func PodSpec(field string, s *api.PodSpec) error {
 				continue
 			}
 			pf := f + "." + pr.name
-			if pr.p.HTTPGet == nil {
-				return errdefs.Invalid(pf+".httpGet", "httpGet is required")
-			}
-			if err := probePort(pf+".httpGet.port", pr.p.HTTPGet.Port, c.Ports); err != nil {
+			if err := validateProbeHandler(pf, pr.p, c.Ports); err != nil {
 				return err
 			}
 			if pr.p.PeriodSeconds < 0 || pr.p.TimeoutSeconds < 0 || pr.p.FailureThreshold < 0 || pr.p.InitialDelaySeconds < 0 {
@@ -637,4 +634,34 @@ func funcPlugins(s *api.FuncSpec) error {
 		}
 	}
 	return nil
+}
+
+// validateProbeHandler checks that a probe says how to probe, in one way.
+func validateProbeHandler(field string, p *api.Probe, ports []api.ContainerPort) error {
+	handlers := 0
+	if p.HTTPGet != nil {
+		handlers++
+		if err := probePort(field+".httpGet.port", p.HTTPGet.Port, ports); err != nil {
+			return err
+		}
+	}
+	if p.TCPSocket != nil {
+		handlers++
+		if err := probePort(field+".tcpSocket.port", p.TCPSocket.Port, ports); err != nil {
+			return err
+		}
+	}
+	if p.Exec != nil {
+		handlers++
+		if len(p.Exec.Command) == 0 {
+			return errdefs.Invalid(field+".exec.command", "a command is required")
+		}
+	}
+	switch handlers {
+	case 0:
+		return errdefs.Invalid(field, "one of httpGet, tcpSocket and exec is required")
+	case 1:
+		return nil
+	}
+	return errdefs.Invalid(field, "only one of httpGet, tcpSocket and exec may be given")
 }

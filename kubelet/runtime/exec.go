@@ -1,0 +1,91 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/google/uuid"
+)
+
+// execOutputMax bounds what Exec returns of a command's output.
+const execOutputMax = 4 << 10
+
+// Exec runs cmd in the running container id, as its main process runs
+// (user, environment, working directory), and waits for it to exit: its
+// exit code and the start of its output. When ctx ends first the command
+// is killed and ctx's error returned.
+func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (int, string, error) {
+	ctx = nsCtx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return 0, "", wrap(err, "container %s", id)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return 0, "", wrap(err, "task of %s", id)
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		return 0, "", wrap(err, "spec of %s", id)
+	}
+	proc := *spec.Process
+	proc.Args, proc.Terminal = cmd, false
+	// The shim writes the output to a file, as it does containers' logs:
+	// no FIFOs to keep open.
+	dir, err := os.MkdirTemp("", "minik8s-exec-")
+	if err != nil {
+		return 0, "", err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "output")
+	execID := "exec-" + uuid.NewString()[:13]
+	p, err := task.Exec(ctx, execID, &proc, cio.LogFile(out))
+	if err != nil {
+		return 0, "", wrap(err, "exec in %s", id)
+	}
+	// Deleting the process must not be cut short (see uninterrupted).
+	defer func() {
+		dctx, cancel := uninterrupted(ctx)
+		defer cancel()
+		_, _ = p.Delete(dctx, containerd.WithProcessKill)
+	}()
+	exited, err := p.Wait(ctx)
+	if err != nil {
+		return 0, "", wrap(err, "waiting for exec in %s", id)
+	}
+	if err := p.Start(ctx); err != nil {
+		return 0, "", wrap(err, "starting %q in %s", strings.Join(cmd, " "), id)
+	}
+	select {
+	case st := <-exited:
+		code, _, err := st.Result()
+		if err != nil {
+			return 0, "", err
+		}
+		return int(code), readStart(out, execOutputMax), nil
+	case <-ctx.Done():
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = p.Kill(kctx, syscall.SIGKILL)
+		return 0, "", fmt.Errorf("%q in %s: %w", strings.Join(cmd, " "), id, ctx.Err())
+	}
+}
+
+// readStart reads up to max bytes of a file.
+func readStart(path string, max int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, max))
+	return string(data)
+}
