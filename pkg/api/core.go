@@ -200,11 +200,11 @@ type Probe struct {
 	HTTPGet             *HTTPGetAction   `json:"httpGet,omitempty"`
 	TCPSocket           *TCPSocketAction `json:"tcpSocket,omitempty"`
 	Exec                *ExecAction      `json:"exec,omitempty"`
-	InitialDelaySeconds int32          `json:"initialDelaySeconds,omitempty"`
-	PeriodSeconds       int32          `json:"periodSeconds,omitempty"`
-	TimeoutSeconds      int32          `json:"timeoutSeconds,omitempty"`
-	FailureThreshold    int32          `json:"failureThreshold,omitempty"`
-	SuccessThreshold    int32          `json:"successThreshold,omitempty"`
+	InitialDelaySeconds int32            `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       int32            `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      int32            `json:"timeoutSeconds,omitempty"`
+	FailureThreshold    int32            `json:"failureThreshold,omitempty"`
+	SuccessThreshold    int32            `json:"successThreshold,omitempty"`
 }
 
 // TCPSocketAction passes when podIP:port accepts a connection; Port is a
