@@ -113,6 +113,12 @@ func (a *ipAllocator) release(ctx context.Context, ip, uid string) {
 // Service. The address is the one asked for if it is free and in range,
 // else the next free one ("None" asks for none).
 func (r *registry) createService(ctx context.Context, key string, svc *api.Service) error {
+	if err := r.checkNodePorts(svc); err != nil {
+		return err
+	}
+	if svc.Spec.Type == serviceTypeNodePort && r.nodePorts != nil {
+		return r.createServiceWithNodePorts(ctx, key, svc)
+	}
 	a := r.ips
 	if a == nil || svc.Spec.ClusterIP == "None" {
 		return r.store.Create(ctx, key, svc, r.ttl)

@@ -117,6 +117,46 @@ func (a *rangeAllocator) create(ctx context.Context, key string, holder api.Obje
 	return fmt.Errorf("no %s left in the range %s: %w", a.what, a.rangeText, errdefs.ErrConflict)
 }
 
+// free finds n members that are neither allocated nor in skip, searching
+// from where the last search ended; when too few are left it reclaims
+// leaked ones first. The caller creates their records (item) with the
+// holder in one transaction, which fails if one was taken meanwhile.
+func (a *rangeAllocator) free(ctx context.Context, n int, skip map[string]bool) ([]string, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		used, err := a.used(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		start := a.next
+		a.mu.Unlock()
+		var out []string
+		for k := uint32(0); k < a.size && len(out) < n; k++ {
+			i := (start + k) % a.size
+			m := a.member(i)
+			if used[a.recordName(m)] || skip[m] {
+				continue
+			}
+			out = append(out, m)
+			if len(out) == n {
+				a.mu.Lock()
+				a.next = (i + 1) % a.size
+				a.mu.Unlock()
+				return out, nil
+			}
+		}
+		if released, err := a.repair(ctx); err != nil || released == 0 {
+			break
+		}
+	}
+	return nil, fmt.Errorf("no %s left in the range %s: %w", a.what, a.rangeText, errdefs.ErrConflict)
+}
+
+// item is member's record for holder, to create with it.
+func (a *rangeAllocator) item(member string, holder api.Object) storage.Item {
+	return storage.Item{Key: a.prefix + a.recordName(member), Object: a.newRecord(member, holder)}
+}
+
 // createWith writes holder and member's record together.
 func (a *rangeAllocator) createWith(ctx context.Context, key string, holder api.Object, member string, ttl time.Duration) error {
 	err := a.store.CreateMany(ctx, []storage.Item{

@@ -28,6 +28,8 @@ type registry struct {
 	// (nodes only).
 	ips      *ipAllocator
 	podCIDRs *podCIDRAllocator
+	// nodePorts allocates the node ports of NodePort Services.
+	nodePorts *nodePortAllocator
 	// cache serves the watches.
 	cache *watchCache
 	// namespaces admits creates of namespaced kinds.
@@ -246,6 +248,9 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		if err := r.keepClusterIP(cur, next); err != nil {
 			return nil, err
 		}
+		if err := r.keepNodePorts(cur, next); err != nil {
+			return nil, err
+		}
 		if err := r.keepPodCIDR(cur, next); err != nil {
 			return nil, err
 		}
@@ -368,6 +373,7 @@ func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptio
 		return nil, r.notFound(err, ns, name)
 	}
 	r.releaseClusterIP(ctx, out)
+	r.releaseNodePorts(ctx, out)
 	r.releasePodCIDR(ctx, out)
 	return out, nil
 }

@@ -88,6 +88,9 @@ type Config struct {
 	// when it registers.
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
+	// ServiceNodePortRange is where NodePort Services' node ports come
+	// from (DefaultServiceNodePortRange).
+	ServiceNodePortRange string
 }
 
 // DefaultMaxBodyBytes fits function sources comfortably and stays under
@@ -128,6 +131,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ClusterCIDR == "" {
 		c.ClusterCIDR = DefaultClusterCIDR
+	}
+	if c.ServiceNodePortRange == "" {
+		c.ServiceNodePortRange = DefaultServiceNodePortRange
 	}
 	if c.NodeCIDRMaskSize == 0 {
 		c.NodeCIDRMaskSize = DefaultNodeCIDRMaskSize
@@ -171,6 +177,9 @@ func New(cfg Config, store storage.Interface) *Server {
 				log.WithError(err).Error("service range unusable: services get no cluster IP")
 			}
 			reg.ips = ips
+			if reg.nodePorts, err = newNodePortAllocator(store, cfg.ServiceNodePortRange); err != nil {
+				log.WithError(err).Error("node port range unusable: NodePort services get no node ports")
+			}
 		}
 		if res.Kind == api.NodesResource.Kind {
 			cidrs, err := newPodCIDRAllocator(store, cfg.ClusterCIDR, cfg.NodeCIDRMaskSize)
@@ -207,6 +216,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if _, err := ParseClusterCIDR(cfg.ClusterCIDR, cfg.NodeCIDRMaskSize); err != nil {
+		return err
+	}
+	if _, _, err := ParseNodePortRange(cfg.ServiceNodePortRange); err != nil {
 		return err
 	}
 	if cfg.Address == "" && cfg.SecureAddress == "" {
@@ -336,6 +348,9 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 		background = append(background, reg.cache.run)
 		if reg.ips != nil {
 			background = append(background, func(ctx context.Context) { reg.ips.runRepair(ctx, time.Minute) })
+		}
+		if reg.nodePorts != nil {
+			background = append(background, func(ctx context.Context) { reg.nodePorts.runRepair(ctx, time.Minute) })
 		}
 		if reg.podCIDRs != nil {
 			background = append(background, func(ctx context.Context) {

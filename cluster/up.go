@@ -85,8 +85,10 @@ type Config struct {
 	ServiceCIDR string
 	// ClusterCIDR and NodeCIDRMaskSize: the pod range and the size of a
 	// node's slice of it (see apiserver.Config).
-	ClusterCIDR      string
-	NodeCIDRMaskSize int
+	ClusterCIDR string
+	// ServiceNodePortRange: where node ports come from.
+	ServiceNodePortRange string
+	NodeCIDRMaskSize     int
 	// MaxPendingCalls and FuncInstanceTTL: see apiserver.Config.
 	MaxPendingCalls int
 	FuncInstanceTTL time.Duration
@@ -179,7 +181,7 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 
 	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
-		ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize,
+		ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint}
 	if cfg.Port != 0 {
 		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,6 +27,12 @@ func (k *Kubelet) podNetwork(ctx context.Context) (*network.Manager, error) {
 	m, err := network.New(network.Config{BinDir: k.cfg.CNIBinDir, StateDir: filepath.Join(k.cfg.RootDir, "network"), PodCIDR: n.Spec.PodCIDR})
 	if err != nil {
 		return nil, err
+	}
+	// The node routes between its pods, other nodes and node ports from
+	// the moment it is up, not only once the bridge plugin has run for a
+	// first pod (which turns forwarding on too).
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+		return nil, fmt.Errorf("turning on IPv4 forwarding: %w", err)
 	}
 	log.WithFields(log.Fields{"node": k.cfg.NodeName, "podCIDR": n.Spec.PodCIDR}).Info("pods get their own network")
 	return m, nil

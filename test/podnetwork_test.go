@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,7 +181,8 @@ sys.exit(0 if ok else 1)
 // TestPodsAcrossNodes: three nodes, each in its own namespace, route each
 // other's pod CIDRs (host-gw) and serve Services in the kernel: a pod on
 // node 1 fetches a page from a pod on node 3 by its pod IP, by its
-// Service's cluster IP (as node 1 itself does), and by the Service's name
+// Service's cluster IP (as node 1 itself does, and as nodes do at any
+// node's address and the Service's node port), and by the Service's name
 // through the cluster DNS, in full and as the search path completes it;
 // it cannot connect to what listens on its node's loopback.
 func TestPodsAcrossNodes(t *testing.T) {
@@ -196,10 +198,11 @@ func TestPodsAcrossNodes(t *testing.T) {
 	framework.StartControllers(t, s, controller.Config{})
 	c := s.Client
 	svc, err := c.Services("default").Create(ctx, &api.Service{ObjectMeta: api.ObjectMeta{Name: "web"},
-		Spec: api.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []api.ServicePort{{Port: 80, TargetPort: "8080"}}}})
+		Spec: api.ServiceSpec{Type: "NodePort", Selector: map[string]string{"app": "web"}, Ports: []api.ServicePort{{Port: 80, TargetPort: "8080"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodePort := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
 	farPod := webPod("far", "across-3")
 	farPod.Labels = map[string]string{"app": "web"}
 	if _, err := c.Pods("default").Create(ctx, farPod); err != nil {
@@ -212,9 +215,16 @@ func TestPodsAcrossNodes(t *testing.T) {
 	byClusterIP := "http://" + svc.Spec.ClusterIP + "/"
 	// The page is up, and its endpoint in node 1's rules, before the pod
 	// that fetches starts.
-	for _, url := range []string{byIP, byClusterIP} {
-		waitUntil(t, 30*time.Second, "node 1 fetching "+url, func() bool {
-			resp, err := u.Nodes[0].HTTPClient().Get(url)
+	// The node port answers on every node, the pod's too.
+	byNodePort := map[*framework.NetNode]string{u.Nodes[0]: "http://" + net.JoinHostPort(u.Nodes[1].IP, nodePort) + "/",
+		u.Nodes[1]: "http://" + net.JoinHostPort(u.Nodes[2].IP, nodePort) + "/"}
+	for _, fetch := range []struct {
+		from *framework.NetNode
+		url  string
+	}{{u.Nodes[0], byIP}, {u.Nodes[0], byClusterIP}, {u.Nodes[0], byNodePort[u.Nodes[0]]}, {u.Nodes[1], byNodePort[u.Nodes[1]]}} {
+		url := fetch.url
+		waitUntil(t, 30*time.Second, fetch.from.Name+" fetching "+url, func() bool {
+			resp, err := fetch.from.HTTPClient().Get(url)
 			if err != nil {
 				return false
 			}

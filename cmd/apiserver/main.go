@@ -37,6 +37,7 @@ func main() {
 	flag.IntVar(&cfg.MaxPendingCalls, "max-pending-calls", apiserver.DefaultMaxPendingCalls, "asynchronous calls waiting to run beyond which new ones get 429 (-1: no bound)")
 	flag.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "send the apiserver's spans of calls with OTLP over HTTP to this base URL (spans go to URL/v1/traces)")
 	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from")
+	flag.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "ports NodePort Services get on every node, FIRST-LAST")
 	flag.StringVar(&cfg.ClusterCIDR, "cluster-cidr", apiserver.DefaultClusterCIDR, "range of pod addresses; each node gets a slice of it when it registers")
 	flag.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", apiserver.DefaultNodeCIDRMaskSize, "prefix length of each node's slice of the cluster range")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")

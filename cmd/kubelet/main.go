@@ -39,6 +39,7 @@ func main() {
 	flag.StringVar(&cfg.PodNetwork, "pod-network", kubelet.PodNetworkHost, "how pods are networked: cni (each its own namespace and an address of the node's podCIDR) or host (the node's network, allocated ports)")
 	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", "", "the cluster's range of cluster IPs (the apiserver's --service-cidr), routed by the node with --pod-network cni")
 	flag.StringVar(&cfg.ClusterDomain, "cluster-domain", clusterdns.DefaultDomain, "the cluster's DNS domain, served to pods with --pod-network cni")
+	flag.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration: the cluster DNS forwards names outside the cluster to its nameservers")
 	flag.StringVar(&cfg.CNIBinDir, "cni-bin-dir", network.DefaultBinDir, "directory of the CNI plugins (Debian's containernetworking-plugins)")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()

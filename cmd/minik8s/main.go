@@ -47,6 +47,7 @@ func main() {
 	fs.DurationVar(&cfg.FuncScaleInterval, "func-scale-interval", functions.DefaultScaleInterval, "how often idle functions' counters are lowered by one")
 	fs.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow, "how long without a call makes a function idle")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from (in 127.0.0.0/8: every node's proxy listens on them)")
+	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "ports NodePort Services get on every node, FIRST-LAST")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", apiserver.DefaultClusterCIDR, "range of pod addresses; each node gets a slice of it when it registers")
 	fs.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", apiserver.DefaultNodeCIDRMaskSize, "prefix length of each node's slice of the cluster range")
 	fs.IntVar(&cfg.FuncInstanceBudget, "funcinstance-budget", funcinstancegc.DefaultBudget, "how many finished function instances are kept across the cluster; older ones are deleted")

@@ -89,7 +89,12 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 	// nsenter enters only the network namespace: `ip netns exec` would
 	// give the kubelet a mount namespace of its own too, and the pods'
 	// namespaces it mounts would be out of containerd's sight.
-	k.args = []string{"--net=" + node.Path(), bin,
+	// The cluster DNS forwards no name anywhere: no nameserver.
+	resolvConf := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolvConf, []byte("# no nameserver: a test sends no query out\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.args = []string{"--net=" + node.Path(), bin, "--resolv-conf", resolvConf,
 		"--apiserver", "http://" + k.APIAddr, "--service-cidr", s.ServiceCIDR,
 		"--node-name", name, "--node-ip", node.IP, "--port", "0",
 		"--containerd-address", ctd.Address, "--root-dir", k.RootDir,

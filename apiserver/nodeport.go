@@ -1,0 +1,244 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage"
+)
+
+// DefaultServiceNodePortRange is where node ports come from, as in
+// Kubernetes.
+const DefaultServiceNodePortRange = "30000-32767"
+
+// nodePortAllocPrefix records which Service holds a node port (its name is
+// the port).
+const nodePortAllocPrefix = keyRoot + "nodeportallocations/"
+
+// serviceTypeNodePort is the Service type whose ports get node ports.
+const serviceTypeNodePort = "NodePort"
+
+// nodePortAllocator hands out the ports of the node port range; a Service
+// holds one per port, all created with it in one transaction.
+type nodePortAllocator struct {
+	*rangeAllocator
+	base, last int32
+}
+
+// ParseNodePortRange checks a range of ports "first-last".
+func ParseNodePortRange(text string) (int32, int32, error) {
+	a, b, ok := strings.Cut(text, "-")
+	first, err1 := strconv.Atoi(a)
+	last, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || first < 1 || last > 65535 || first > last {
+		return 0, 0, errdefs.Invalid("service-node-port-range", "%q is not a range of ports FIRST-LAST", text)
+	}
+	return int32(first), int32(last), nil
+}
+
+func newNodePortAllocator(store storage.Interface, text string) (*nodePortAllocator, error) {
+	first, last, err := ParseNodePortRange(text)
+	if err != nil {
+		return nil, err
+	}
+	a := &nodePortAllocator{base: first, last: last}
+	a.rangeAllocator = &rangeAllocator{
+		store: store, what: "node port", kind: api.ServicesResource.Kind, rangeText: "node port range " + text,
+		prefix:     nodePortAllocPrefix,
+		size:       uint32(last - first + 1),
+		member:     func(i uint32) string { return strconv.Itoa(int(first) + int(i)) },
+		recordName: func(port string) string { return port },
+		newRecord: func(port string, holder api.Object) api.Object {
+			svc := holder.(*api.Service)
+			now := time.Now().UTC().Truncate(time.Second)
+			return &ipAllocation{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "NodePortAllocation"},
+				ObjectMeta: api.ObjectMeta{Name: port, CreationTimestamp: &now},
+				Service:    api.ObjectReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID}}
+		},
+		newEmpty: func() api.Object { return &ipAllocation{} },
+		holderOf: func(rec api.Object) api.ObjectReference { return rec.(*ipAllocation).Service },
+		holders:  keyRoot + api.ServicesResource.Name + "/",
+		newOwner: func() api.Object { return &api.Service{} },
+		holds: func(o api.Object, port string) bool {
+			for _, p := range o.(*api.Service).Spec.Ports {
+				if strconv.Itoa(int(p.NodePort)) == port {
+					return true
+				}
+			}
+			return false
+		},
+	}
+	return a, nil
+}
+
+// checkNodePorts refuses node ports on a Service that gets none, and
+// asked ones out of the range or twice in one Service.
+func (r *registry) checkNodePorts(svc *api.Service) error {
+	seen := map[int32]bool{}
+	for i, p := range svc.Spec.Ports {
+		if p.NodePort == 0 {
+			continue
+		}
+		field := fmt.Sprintf("spec.ports[%d].nodePort", i)
+		if svc.Spec.Type != serviceTypeNodePort {
+			return errdefs.Invalid(field, "only a Service of type NodePort has node ports")
+		}
+		if a := r.nodePorts; a != nil && (p.NodePort < a.base || p.NodePort > a.last) {
+			return errdefs.Invalid(field, "%d is not in the node port range %d-%d", p.NodePort, a.base, a.last)
+		}
+		if seen[p.NodePort] {
+			return errdefs.Invalid(field, "%d is given twice", p.NodePort)
+		}
+		seen[p.NodePort] = true
+	}
+	return nil
+}
+
+// createServiceWithNodePorts stores a NodePort Service with its cluster IP
+// and a node port for each of its ports in one transaction: the asked ones
+// if they are free, else free ones. A member taken between the search and
+// the transaction makes it fail whole, and it is tried again.
+func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, svc *api.Service) error {
+	askedIP := svc.Spec.ClusterIP
+	if askedIP != "" && askedIP != "None" && r.ips != nil {
+		parsed := net.ParseIP(askedIP)
+		if parsed == nil || !r.ips.inRange(parsed) {
+			return errdefs.Invalid("spec.clusterIP", "%s is not in the service range %s", askedIP, r.ips.cidr)
+		}
+		askedIP = parsed.To4().String()
+	}
+	asked := make([]int32, len(svc.Spec.Ports))
+	for i, p := range svc.Spec.Ports {
+		asked[i] = p.NodePort
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		used, err := r.nodePorts.used(ctx)
+		if err != nil {
+			return err
+		}
+		for i, p := range asked {
+			if p != 0 && used[strconv.Itoa(int(p))] {
+				return &errdefs.FieldError{Class: errdefs.ErrAlreadyExists, Field: fmt.Sprintf("spec.ports[%d].nodePort", i),
+					Reason: fmt.Sprintf("%d is already allocated to another service", p)}
+			}
+		}
+		items := []storage.Item{{Key: key, Object: svc}}
+		picked := false
+		if askedIP != "None" && r.ips != nil {
+			ip := askedIP
+			if ip == "" {
+				free, err := r.ips.free(ctx, 1, nil)
+				if err != nil {
+					return err
+				}
+				ip, picked = free[0], true
+			}
+			svc.Spec.ClusterIP = ip
+			items = append(items, r.ips.item(ip, svc))
+		}
+		taken := map[string]bool{}
+		for _, p := range asked {
+			if p != 0 {
+				taken[strconv.Itoa(int(p))] = true
+			}
+		}
+		for i := range svc.Spec.Ports {
+			port := asked[i]
+			if port == 0 {
+				free, err := r.nodePorts.free(ctx, 1, taken)
+				if err != nil {
+					return err
+				}
+				n, _ := strconv.Atoi(free[0])
+				port, picked = int32(n), true
+				taken[free[0]] = true
+			}
+			svc.Spec.Ports[i].NodePort = port
+			items = append(items, r.nodePorts.item(strconv.Itoa(int(port)), svc))
+		}
+		err = r.store.CreateMany(ctx, items, r.ttl)
+		if !errdefs.IsAlreadyExists(err) {
+			return err
+		}
+		if r.store.Get(ctx, key, &api.Service{}) == nil {
+			return fmt.Errorf("Service %q already exists: %w", svc.Name, errdefs.ErrAlreadyExists)
+		}
+		if !picked {
+			return &errdefs.FieldError{Class: errdefs.ErrAlreadyExists, Field: "spec.ports[].nodePort",
+				Reason: "a node port or the cluster IP asked for is already allocated to another service"}
+		}
+	}
+	return fmt.Errorf("node ports of Service %q: taken by others five times over: %w", svc.Name, errdefs.ErrConflict)
+}
+
+// keepNodePorts makes an update keep the node ports a Service holds: a
+// port updated without one keeps the one it had; changing one, or the
+// Service's type away from NodePort, is refused.
+func (r *registry) keepNodePorts(cur, next api.Object) error {
+	c, ok := cur.(*api.Service)
+	if !ok {
+		return nil
+	}
+	n := next.(*api.Service)
+	held := map[string]int32{}
+	for _, p := range c.Spec.Ports {
+		if p.NodePort != 0 {
+			held[servicePortKey(p)] = p.NodePort
+		}
+	}
+	if len(held) == 0 {
+		if c.Spec.Type != n.Spec.Type && n.Spec.Type == serviceTypeNodePort {
+			return errdefs.Invalid("spec.type", "a Service cannot become NodePort; create it as one")
+		}
+		return r.checkNodePorts(n)
+	}
+	if n.Spec.Type != c.Spec.Type {
+		return errdefs.Invalid("spec.type", "field is immutable on a NodePort Service (is %q)", c.Spec.Type)
+	}
+	if len(n.Spec.Ports) != len(c.Spec.Ports) {
+		return errdefs.Invalid("spec.ports", "the ports of a NodePort Service are immutable")
+	}
+	for i := range n.Spec.Ports {
+		p := &n.Spec.Ports[i]
+		want, ok := held[servicePortKey(*p)]
+		if !ok {
+			return errdefs.Invalid(fmt.Sprintf("spec.ports[%d]", i), "the ports of a NodePort Service are immutable")
+		}
+		if p.NodePort == 0 {
+			p.NodePort = want
+		}
+		if p.NodePort != want {
+			return errdefs.Invalid(fmt.Sprintf("spec.ports[%d].nodePort", i), "field is immutable (is %d, asked %d)", want, p.NodePort)
+		}
+	}
+	return nil
+}
+
+func servicePortKey(p api.ServicePort) string {
+	proto := strings.ToUpper(p.Protocol)
+	if proto == "" {
+		proto = "TCP"
+	}
+	return p.Name + "/" + proto + "/" + strconv.Itoa(int(p.Port))
+}
+
+// releaseNodePorts frees the node ports of a deleted Service.
+func (r *registry) releaseNodePorts(ctx context.Context, obj api.Object) {
+	svc, ok := obj.(*api.Service)
+	if !ok || r.nodePorts == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			r.nodePorts.release(rctx, strconv.Itoa(int(p.NodePort)), svc.UID)
+		}
+	}
+}
