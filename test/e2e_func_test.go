@@ -22,10 +22,32 @@ import (
 )
 
 // cluster starts a one-node cluster on a private containerd with the
-// function runtime image, with scale-to-zero flags short enough for tests.
+// function runtime image, with scale-to-zero flags short enough for tests;
+// pods have their own network (netCluster).
 func cluster(t *testing.T) *framework.APIServer {
 	t.Helper()
-	return clusterWith(t, "node-e2e", "127.0.0.21", nil, nil)
+	return netCluster(t, "node-e2e", nil)
+}
+
+// netCluster is a one-node cluster whose pods have their own network: the
+// node, its kubelet (bin/kubelet, --pod-network cni) and the function
+// runner (bin/funcrunner, which reaches the pods at their addresses) in a
+// namespace of an underlay; apiserver, controllers and scheduler in the
+// test process. prepare (if any) readies the containerd further.
+func netCluster(t *testing.T, name string, prepare func(*framework.Containerd)) *framework.APIServer {
+	t.Helper()
+	ctd := framework.StartContainerd(t)
+	ctd.ImportFunctionRuntime(t)
+	if prepare != nil {
+		prepare(ctd)
+	}
+	u := framework.StartUnderlay(t, 1)
+	s := u.StartAPIServer(t, nil)
+	framework.StartNetFuncRunner(t, u.Nodes[0], s)
+	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 2 * time.Second})
+	framework.StartScheduler(t, s, scheduler.Config{})
+	framework.StartNetKubelet(t, u.Nodes[0], s, ctd, name)
+	return s
 }
 
 // clusterWith is cluster() on node name at ip; prepare (if any) readies the

@@ -17,7 +17,7 @@ import (
 // imageCluster is cluster() with the Perl example image imported too.
 func imageCluster(t *testing.T) *framework.APIServer {
 	t.Helper()
-	return clusterWith(t, "node-image", "127.0.0.26", func(c *framework.Containerd) { c.ImportPerlExample(t) }, nil)
+	return netCluster(t, "node-image", func(c *framework.Containerd) { c.ImportPerlExample(t) })
 }
 
 // TestImageFuncChainsWithPython: a function in Perl (spec.image, its image's

@@ -28,6 +28,28 @@ func (n *NetNode) Forward(t testing.TB, target string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	relay(t, l, func(ctx context.Context) (net.Conn, error) {
+		return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", target)
+	})
+	return l.Addr().String()
+}
+
+// Expose serves target, an address inside the node's namespace (its own
+// loopback, say), on the machine's loopback, at the returned address: how
+// the test and the apiserver reach a component run in the node.
+func (n *NetNode) Expose(t testing.TB, target string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay(t, l, func(ctx context.Context) (net.Conn, error) { return n.DialContext(ctx, "tcp", target) })
+	return l.Addr().String()
+}
+
+// relay copies every connection accepted on l to one dialed anew, both
+// ways, until the test ends.
+func relay(t testing.TB, l net.Listener, dial func(context.Context) (net.Conn, error)) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { l.Close(); wg.Wait() })
 	wg.Add(1)
@@ -42,32 +64,46 @@ func (n *NetNode) Forward(t testing.TB, target string) string {
 			go func() {
 				defer wg.Done()
 				defer in.Close()
-				out, err := net.DialTimeout("tcp", target, 5*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				out, err := dial(ctx)
+				cancel()
 				if err != nil {
 					return
 				}
-				defer out.Close()
-				done := make(chan struct{})
-				go func() { io.Copy(out, in); out.(*net.TCPConn).CloseWrite(); close(done) }()
-				io.Copy(in, out)
+				// Either side ending ends both: a watch stream whose
+				// client died would otherwise hold the relay open.
+				done := make(chan struct{}, 2)
+				go func() { io.Copy(out, in); done <- struct{}{} }()
+				go func() { io.Copy(in, out); done <- struct{}{} }()
+				<-done
+				out.Close()
+				in.Close()
 				<-done
 			}()
 		}
 	}()
-	return l.Addr().String()
 }
 
 // NetKubelet is a kubelet process running in a simulated node's namespace,
 // its pods networked through CNI.
 type NetKubelet struct {
-	t       testing.TB
+	*netProcess
 	Node    *NetNode
 	Name    string
 	RootDir string
-	LogPath string
 	// APIAddr is where the kubelet reaches the apiserver: the node's own
 	// loopback, forwarded to the apiserver's plain port.
 	APIAddr string
+}
+
+// netProcess is a component's process run in a node's namespace (by
+// nsenter, which enters only the network namespace: `ip netns exec` would
+// give it a mount namespace of its own too, and the pods' namespaces a
+// kubelet mounts would be out of containerd's sight).
+type netProcess struct {
+	t       testing.TB
+	what    string // "kubelet NAME", in messages
+	LogPath string
 	args    []string
 
 	mu   sync.Mutex
@@ -84,11 +120,8 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 	t.Helper()
 	bin := goBinary(t, "kubelet")
 	dir := t.TempDir()
-	k := &NetKubelet{t: t, Node: node, Name: name, RootDir: filepath.Join(dir, "root"), LogPath: filepath.Join(dir, "kubelet.log"),
-		APIAddr: node.Forward(t, s.Addr)}
-	// nsenter enters only the network namespace: `ip netns exec` would
-	// give the kubelet a mount namespace of its own too, and the pods'
-	// namespaces it mounts would be out of containerd's sight.
+	k := &NetKubelet{Node: node, Name: name, RootDir: filepath.Join(dir, "root"), APIAddr: node.Forward(t, s.Addr),
+		netProcess: &netProcess{t: t, what: "kubelet " + name, LogPath: filepath.Join(dir, "kubelet.log")}}
 	// The cluster DNS forwards no name anywhere: no nameserver.
 	resolvConf := filepath.Join(dir, "resolv.conf")
 	if err := os.WriteFile(resolvConf, []byte("# no nameserver: a test sends no query out\n"), 0o644); err != nil {
@@ -112,9 +145,7 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 			}
 		}
 		if t.Failed() {
-			data, _ := os.ReadFile(k.LogPath)
-			lines := strings.Split(string(data), "\n")
-			t.Logf("kubelet %s, last lines of its log:\n%s", name, strings.Join(lines[max(0, len(lines)-80):], "\n"))
+			k.logTail()
 		}
 	})
 	deadline := time.Now().Add(60 * time.Second)
@@ -130,27 +161,27 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 	}
 }
 
-// Start runs the kubelet (again, after Kill).
-func (k *NetKubelet) Start() {
-	k.t.Helper()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cmd != nil {
-		k.t.Fatalf("kubelet %s already runs", k.Name)
+// Start runs the process (again, after Kill).
+func (p *netProcess) Start() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		p.t.Fatalf("%s already runs", p.what)
 	}
-	logf, err := os.OpenFile(k.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		k.t.Fatal(err)
+		p.t.Fatal(err)
 	}
-	cmd := exec.Command("nsenter", k.args...)
+	cmd := exec.Command("nsenter", p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// nsenter execs the kubelet in place: it dies with the test binary.
+	// nsenter execs the component in place: it dies with the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started, done := make(chan error, 1), make(chan error, 1)
 	go func() {
 		// The parent death signal fires when the thread that forked the
-		// kubelet exits, as locked threads of NetNode.Do do: this one is
-		// kept, locked, for the kubelet's life (as pkg/containerd does).
+		// process exits, as locked threads of NetNode.Do do: this one is
+		// kept, locked, for the process's life (as pkg/containerd does).
 		runtime.LockOSThread()
 		defer logf.Close()
 		if err := cmd.Start(); err != nil {
@@ -161,25 +192,33 @@ func (k *NetKubelet) Start() {
 		done <- cmd.Wait()
 	}()
 	if err := <-started; err != nil {
-		k.t.Fatalf("starting kubelet %s: %v", k.Name, err)
+		p.t.Fatalf("starting %s: %v", p.what, err)
 	}
-	k.cmd, k.done = cmd, done
+	p.cmd, p.done = cmd, done
 }
 
-// Kill kills the kubelet as a crash would: its containers keep running.
-func (k *NetKubelet) Kill() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cmd == nil {
+// Kill kills the process as a crash would (a kubelet's containers keep
+// running).
+func (p *netProcess) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
 		return
 	}
-	_ = k.cmd.Process.Kill()
-	err := <-k.done
+	_ = p.cmd.Process.Kill()
+	err := <-p.done
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		k.t.Errorf("kubelet %s: %v", k.Name, err)
+		p.t.Errorf("%s: %v", p.what, err)
 	}
-	k.cmd = nil
+	p.cmd = nil
+}
+
+// logTail logs the last lines of the process's log.
+func (p *netProcess) logTail() {
+	data, _ := os.ReadFile(p.LogPath)
+	lines := strings.Split(string(data), "\n")
+	p.t.Logf("%s, last lines of its log:\n%s", p.what, strings.Join(lines[max(0, len(lines)-80):], "\n"))
 }
 
 // Links are the network devices of the node's namespace.
