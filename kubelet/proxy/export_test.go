@@ -14,9 +14,11 @@ func NewServicePort(namespace, name string, port, nodePort int32, clusterIP stri
 	return sp
 }
 
-func Apply(ctx context.Context, ports []ServicePort, podCIDR *net.IPNet) error {
-	_, err := apply(ctx, ports, podCIDR, "")
-	return err
+// Apply writes the rules of ports given the chains known to be there (nil:
+// read them) and returns the chains there after.
+func Apply(ctx context.Context, ports []ServicePort, podCIDR *net.IPNet, known map[string][]string) (map[string][]string, error) {
+	_, after, err := apply(ctx, ports, podCIDR, known, known != nil)
+	return after, err
 }
 
 func RuleSet(ports []ServicePort, podCIDR *net.IPNet, existing map[string][]string) string {

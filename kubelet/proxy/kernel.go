@@ -27,7 +27,12 @@ type Kernel struct {
 	endpoints *cache.Informer[api.Endpoints, *api.Endpoints]
 	podCIDR   *net.IPNet
 	changed   chan struct{}
-	last      string
+	// last is the rule set last written (without removals); known the
+	// package's chains in the kernel, by table (nil: not read yet);
+	// hooked says the jumps into them are in place.
+	last   string
+	known  map[string][]string
+	hooked bool
 }
 
 // NewKernel returns a kernel proxy fed by the factory's informers;
@@ -80,48 +85,70 @@ func (k *Kernel) Run(ctx context.Context) error {
 		}
 		if err := k.sync(ctx); err != nil {
 			log.WithError(err).Warn("proxy: programming the service rules; trying again in 5s")
-			k.last = ""
 			retry.Reset(5 * time.Second)
 		}
 	}
 }
 
-// sync writes the rules the informers' Services and Endpoints need.
+// sync writes the rules the informers' Services and Endpoints need. Most
+// events change no rule (a pod not yet ready, a Service's labels): those
+// cost no process; a change costs one iptables-restore.
 func (k *Kernel) sync(ctx context.Context) error {
 	ports := k.servicePorts()
-	rules, err := apply(ctx, ports, k.podCIDR, k.last)
+	if ruleSet(ports, k.podCIDR, nil) == k.last {
+		return nil
+	}
+	rules, known, err := apply(ctx, ports, k.podCIDR, k.known, k.hooked)
 	if err != nil {
+		k.known, k.hooked, k.last = nil, false, ""
 		return err
 	}
-	if rules != k.last {
-		log.WithField("servicePorts", len(ports)).Debug("proxy: service rules written")
-	}
-	k.last = rules
+	k.known, k.hooked = known, true
+	k.last = ruleSet(ports, k.podCIDR, nil)
+	log.WithFields(log.Fields{"servicePorts": len(ports), "bytes": len(rules)}).Debug("proxy: service rules written")
 	return nil
 }
 
-// apply makes the kernel's rules those of ports, unless they are last
-// (what the previous call wrote), and returns them.
-func apply(ctx context.Context, ports []servicePort, podCIDR *net.IPNet, last string) (string, error) {
-	existing, err := chains(ctx)
-	if err != nil {
-		return "", err
+// apply makes the kernel's rules those of ports in one iptables-restore.
+// known lists the package's chains in the kernel (nil: read them first),
+// so that those no longer needed go; hooked says the jumps into them are
+// known to be there. It returns what it wrote and the chains now there.
+func apply(ctx context.Context, ports []servicePort, podCIDR *net.IPNet, known map[string][]string, hooked bool) (string, map[string][]string, error) {
+	if known == nil {
+		var err error
+		if known, err = chains(ctx); err != nil {
+			return "", nil, err
+		}
 	}
-	rules := ruleSet(ports, podCIDR, existing)
-	if rules == last {
-		return rules, nil
-	}
+	rules := ruleSet(ports, podCIDR, known)
 	cmd := exec.CommandContext(ctx, "iptables-restore", "--noflush", "--wait")
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("iptables-restore: %w: %s", err, bytes.TrimSpace(out))
+		return "", nil, fmt.Errorf("iptables-restore: %w: %s", err, bytes.TrimSpace(out))
 	}
-	for _, h := range hooks {
-		if err := ensureJump(ctx, h.table, h.chain, h.target); err != nil {
-			return "", err
+	if !hooked {
+		for _, h := range hooks {
+			if err := ensureJump(ctx, h.table, h.chain, h.target); err != nil {
+				return "", nil, err
+			}
 		}
 	}
-	return rules, nil
+	return rules, declared(ruleSet(ports, podCIDR, nil)), nil
+}
+
+// declared lists the chains an iptables-restore input declares, by table.
+func declared(rules string) map[string][]string {
+	out := map[string][]string{}
+	table := ""
+	for _, line := range strings.Split(rules, "\n") {
+		switch {
+		case strings.HasPrefix(line, "*"):
+			table = line[1:]
+		case strings.HasPrefix(line, ":"):
+			out[table] = append(out[table], strings.Fields(line[1:])[0])
+		}
+	}
+	return out
 }
 
 // servicePorts lists every port of every Service with a cluster IP or a

@@ -98,8 +98,10 @@ func TestRulesInTheKernel(t *testing.T) {
 	}
 	web := proxy.NewServicePort("default", "web", 80, 0, "127.43.0.5", "127.42.0.7:8080")
 	old := proxy.NewServicePort("default", "old", 80, 30090, "127.43.0.9", "127.42.0.8:8080")
+	// The first write reads the chains there are; the next ones know them.
+	var known map[string][]string
 	for _, ports := range [][]proxy.ServicePort{{web, old}, {web, old}} {
-		if err := netns.Do(path, func() error { return proxy.Apply(ctx, ports, podCIDR) }); err != nil {
+		if err := netns.Do(path, func() (err error) { known, err = proxy.Apply(ctx, ports, podCIDR, known); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +114,7 @@ func TestRulesInTheKernel(t *testing.T) {
 	if n := strings.Count(first, "-A PREROUTING"); n != 1 {
 		t.Fatalf("%d jumps from PREROUTING after two syncs:\n%s", n, first)
 	}
-	if err := netns.Do(path, func() error { return proxy.Apply(ctx, []proxy.ServicePort{web}, podCIDR) }); err != nil {
+	if err := netns.Do(path, func() (err error) { _, err = proxy.Apply(ctx, []proxy.ServicePort{web}, podCIDR, known); return err }); err != nil {
 		t.Fatal(err)
 	}
 	second := save()

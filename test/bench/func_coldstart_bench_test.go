@@ -19,43 +19,67 @@ import (
 // its first result: the counter rises, the ReplicaSet scales up, the pod is
 // scheduled, started on containerd and probed ready, and the call runs.
 // Between runs the function goes back to zero pods as an idle function
-// does (a short idle window). At least 20 runs.
+// does (a short idle window). Two clusters take turns in one run: one whose
+// pods share their node's network, one whose pods have their own (kubelet
+// and runner in a node's namespace, the runner calling pods by pod IP). At
+// least 20 runs each.
 func BenchmarkFuncScaleFromZero(b *testing.B) {
 	ctd := framework.StartContainerd(b)
 	ctd.ImportFunctionRuntime(b)
-	s := framework.StartAPIServer(b)
-	framework.StartFuncRunner(b, s)
 	// A short idle window: the function scales back to zero soon after
 	// each call (the calls waiting for a pod hold it at one meanwhile).
-	framework.StartControllers(b, s, controller.Config{FuncScaleInterval: 100 * time.Millisecond, FuncIdleWindow: 500 * time.Millisecond})
-	framework.StartScheduler(b, s, scheduler.Config{})
-	framework.StartKubelet(b, s.URL, ctd, "node-bench", "127.0.0.31")
+	cc := controller.Config{FuncScaleInterval: 100 * time.Millisecond, FuncIdleWindow: 500 * time.Millisecond}
+	host := framework.StartAPIServer(b)
+	framework.StartFuncRunner(b, host)
+	framework.StartControllers(b, host, cc)
+	framework.StartScheduler(b, host, scheduler.Config{})
+	framework.StartKubelet(b, host.URL, ctd, "node-bench", "127.0.0.31")
+
+	u := framework.StartUnderlay(b, 1)
+	own := u.StartAPIServer(b, nil)
+	framework.StartNetFuncRunner(b, u.Nodes[0], own)
+	framework.StartControllers(b, own, cc)
+	framework.StartScheduler(b, own, scheduler.Config{})
+	framework.StartNetKubelet(b, u.Nodes[0], own, ctd, "node-bench-own")
+
 	ctx := context.Background()
 	zero := 0
-	f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: api.ObjectMeta{Name: "cold"},
-		Spec: api.FuncSpec{Name: "cold", Function: base64.StdEncoding.EncodeToString([]byte(echoCode)),
-			MinInstanceNum: &zero, InitInstanceNum: &zero}}
-	if _, err := s.Client.Funcs("default").Create(ctx, f); err != nil {
-		b.Fatal(err)
+	clusters := map[string]*framework.APIServer{"host": host, "own": own}
+	for _, s := range clusters {
+		f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: api.ObjectMeta{Name: "cold"},
+			Spec: api.FuncSpec{Name: "cold", Function: base64.StdEncoding.EncodeToString([]byte(echoCode)),
+				MinInstanceNum: &zero, InitInstanceNum: &zero}}
+		if _, err := s.Client.Funcs("default").Create(ctx, f); err != nil {
+			b.Fatal(err)
+		}
 	}
 	runs := max(b.N, 20)
-	lat := make([]time.Duration, 0, runs)
+	lat := map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := 0; i < runs; i++ {
-		b.StopTimer()
-		toZero(b, s, "cold")
-		b.StartTimer()
-		t0 := time.Now()
-		v := syncCall(b, s, "cold", fmt.Sprintf("run-%d", i))
-		lat = append(lat, time.Since(t0))
-		if v.Result != fmt.Sprintf("run-%d", i) {
-			b.Fatalf("result %q", v.Result)
+		for _, network := range []string{"host", "own"} {
+			s := clusters[network]
+			// Both at zero: the other's pod is not being torn down
+			// meanwhile (its kubelet deletes it once it has).
+			b.StopTimer()
+			toZero(b, host, "cold")
+			toZero(b, own, "cold")
+			b.StartTimer()
+			t0 := time.Now()
+			v := syncCall(b, s, "cold", fmt.Sprintf("run-%d", i))
+			lat[network] = append(lat[network], time.Since(t0))
+			if v.Result != fmt.Sprintf("run-%d", i) {
+				b.Fatalf("result %q", v.Result)
+			}
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(percentile(lat, 50), "cold-p50-ms")
-	b.ReportMetric(percentile(lat, 99), "cold-p99-ms")
-	b.ReportMetric(float64(len(lat)), "runs")
+	b.ReportMetric(percentile(lat["host"], 50), "cold-p50-ms")
+	b.ReportMetric(percentile(lat["host"], 99), "cold-p99-ms")
+	b.ReportMetric(percentile(lat["own"], 50), "own-network-cold-p50-ms")
+	b.ReportMetric(percentile(lat["own"], 99), "own-network-cold-p99-ms")
+	b.ReportMetric(percentile(lat["own"], 50)/percentile(lat["host"], 50), "own-vs-host-ratio")
+	b.ReportMetric(float64(runs), "runs")
 }
 
 // toZero waits until function fn has no pod and no endpoint left: the
