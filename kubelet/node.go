@@ -96,7 +96,8 @@ func (k *Kubelet) postStatus(ctx context.Context) error {
 	nodes := k.client.Nodes()
 	n, err := nodes.Get(ctx, k.cfg.NodeName)
 	if errdefs.IsNotFound(err) {
-		n = &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: api.ObjectMeta{Name: k.cfg.NodeName}}
+		n = &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"},
+			ObjectMeta: api.ObjectMeta{Name: k.cfg.NodeName, Labels: map[string]string{api.LabelPodNetwork: k.cfg.PodNetwork}}}
 		n.Status = k.nodeStatus(ctx, nil)
 		n, err = nodes.Create(ctx, n)
 		if errdefs.IsAlreadyExists(err) {
@@ -105,6 +106,19 @@ func (k *Kubelet) postStatus(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if n.Labels[api.LabelPodNetwork] != k.cfg.PodNetwork {
+		// A node registered before, or by a kubelet networking pods the
+		// other way: the scheduler must know how ports are shared.
+		up := *n
+		up.Labels = map[string]string{}
+		for key, v := range n.Labels {
+			up.Labels[key] = v
+		}
+		up.Labels[api.LabelPodNetwork] = k.cfg.PodNetwork
+		if n, err = nodes.Update(ctx, &up); err != nil {
+			return err
+		}
 	}
 	out := *n
 	out.ResourceVersion = ""

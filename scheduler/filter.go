@@ -60,10 +60,20 @@ func nodeSelector(pi *podInfo, ni *nodeInfo) []string {
 	return nil
 }
 
+// hostPorts keeps apart pods taking the same port of a node. Container
+// ports count only where pods share the node's network (a node that does
+// not say it gives pods their own).
 func hostPorts(pi *podInfo, ni *nodeInfo) []string {
+	shared := ni.node.Labels[api.LabelPodNetwork] != api.PodNetworkOwn
 	for _, hp := range pi.ports {
-		if ni.used.ports[hp] > 0 {
-			return []string{reasonPorts}
+		if hp.ifShared && !shared {
+			continue
+		}
+		for _, ifShared := range []bool{false, true} {
+			other := hostPort{protocol: hp.protocol, port: hp.port, ifShared: ifShared}
+			if (!ifShared || shared) && ni.used.ports[other] > 0 {
+				return []string{reasonPorts}
+			}
 		}
 	}
 	return nil

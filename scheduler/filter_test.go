@@ -43,6 +43,11 @@ func ports(ps ...int32) podOpt {
 		}
 	}
 }
+func hostPortOpt(port int32) podOpt {
+	return func(p *api.Pod) {
+		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, api.ContainerPort{ContainerPort: 80, HostPort: port})
+	}
+}
 func selector(k, v string) podOpt {
 	return func(p *api.Pod) { p.Spec.NodeSelector = map[string]string{k: v} }
 }
@@ -101,6 +106,14 @@ func TestFilters(t *testing.T) {
 		{"pod limit", testPod("p", "", ""), info(testNode("n", "1", "1Gi", maxPods("1")), testPod("a", "", "")), []string{reasonPods}},
 		{"host port taken", testPod("p", "", "", ports(8080)), info(testNode("n", "1", "1Gi"), testPod("a", "", "", ports(8080))), []string{reasonPorts}},
 		{"other host port", testPod("p", "", "", ports(8081)), info(testNode("n", "1", "1Gi"), testPod("a", "", "", ports(8080))), nil},
+		{"own network: container ports never conflict", testPod("p", "", "", ports(8080)),
+			info(testNode("n", "1", "1Gi", labeled(api.LabelPodNetwork, api.PodNetworkOwn)), testPod("a", "", "", ports(8080))), nil},
+		{"own network: a hostPort still does", testPod("p", "", "", hostPortOpt(8080)),
+			info(testNode("n", "1", "1Gi", labeled(api.LabelPodNetwork, api.PodNetworkOwn)), testPod("a", "", "", hostPortOpt(8080))), []string{reasonPorts}},
+		{"own network: a hostNetwork pod's port meets a hostPort", testPod("p", "", "", ports(8080), func(p *api.Pod) { p.Spec.HostNetwork = true }),
+			info(testNode("n", "1", "1Gi", labeled(api.LabelPodNetwork, api.PodNetworkOwn)), testPod("a", "", "", hostPortOpt(8080))), []string{reasonPorts}},
+		{"shared network: a hostPort meets a container port", testPod("p", "", "", hostPortOpt(8080)),
+			info(testNode("n", "1", "1Gi"), testPod("a", "", "", ports(8080))), []string{reasonPorts}},
 		{"allocated ports never conflict", testPod("p", "", "", ports(0)), info(testNode("n", "1", "1Gi"), testPod("a", "", "", ports(0))), nil},
 		{"not ready is reported before resources", testPod("p", "2", ""), info(testNode("n", "1", "1Gi", notReady)), []string{reasonNotReady}},
 	}

@@ -28,10 +28,13 @@ const (
 	defaultMemoryRequest   = 200 << 20
 )
 
-// hostPort is a port a pod takes on its node's network.
+// hostPort is a port a pod takes on its node's network: a hostPort, a
+// port of a hostNetwork pod, or (ifShared) a container port, which is a
+// port of the node only where pods share its network.
 type hostPort struct {
 	protocol string
 	port     int32
+	ifShared bool
 }
 
 // podInfo is what scheduling needs of a pod, parsed once.
@@ -58,7 +61,7 @@ func newPodInfo(pod *api.Pod) *podInfo {
 		}
 		pi.nonZero.add(resources{milliCPU: cpu, memory: mem})
 		for _, p := range c.Ports {
-			if hp, ok := portOnHost(p); ok {
+			if hp, ok := portOnHost(p, pod.Spec.HostNetwork); ok {
 				pi.ports = append(pi.ports, hp)
 			}
 		}
@@ -66,13 +69,13 @@ func newPodInfo(pod *api.Pod) *podInfo {
 	return pi
 }
 
-// portOnHost is the node port a container port takes. Pods use the node's
-// network, so a fixed container port is a port of the node; port 0 asks the
-// kubelet to allocate a free one and conflicts with nothing.
-func portOnHost(p api.ContainerPort) (hostPort, bool) {
-	port := p.HostPort
+// portOnHost is the node port a container port takes. Where pods share
+// the node's network a fixed container port is a port of the node; port 0
+// asks the kubelet to allocate a free one and conflicts with nothing.
+func portOnHost(p api.ContainerPort, hostNetwork bool) (hostPort, bool) {
+	port, ifShared := p.HostPort, false
 	if port == 0 {
-		port = p.ContainerPort
+		port, ifShared = p.ContainerPort, !hostNetwork
 	}
 	if port == 0 {
 		return hostPort{}, false
@@ -81,7 +84,7 @@ func portOnHost(p api.ContainerPort) (hostPort, bool) {
 	if proto == "" {
 		proto = "TCP"
 	}
-	return hostPort{protocol: proto, port: port}, true
+	return hostPort{protocol: proto, port: port, ifShared: ifShared}, true
 }
 
 // request reads one resource of a container; quantities were validated by

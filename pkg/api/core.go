@@ -12,6 +12,16 @@ const (
 	ResourcePods   = "pods"
 )
 
+// LabelPodNetwork, on a Node, says how its kubelet networks pods:
+// PodNetworkOwn (each pod its own address) or PodNetworkShared (the
+// node's network, where a container port is a port of the node). The
+// scheduler keeps pods' fixed ports apart only on shared nodes.
+const (
+	LabelPodNetwork  = "minik8s.io/pod-network"
+	PodNetworkOwn    = "cni"
+	PodNetworkShared = "host"
+)
+
 // Node is a machine running a kubelet.
 type Node struct {
 	TypeMeta   `json:",inline"`
