@@ -444,6 +444,9 @@ func (o *Options) describeService(ctx context.Context, w *describeWriter, s *api
 		}
 		w.kv(0, "Port", fmt.Sprintf("%s  %d/%s", name, p.Port, orDefault(p.Protocol, "TCP")))
 		w.kv(0, "TargetPort", p.TargetPort)
+		if p.NodePort != 0 {
+			w.kv(0, "NodePort", fmt.Sprintf("%s  %d/%s", name, p.NodePort, orDefault(p.Protocol, "TCP")))
+		}
 	}
 	ep, err := o.Client().Resource(api.EndpointsResource, s.Namespace).Get(ctx, s.Name)
 	switch {

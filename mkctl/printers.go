@@ -368,7 +368,11 @@ func servicePorts(s *api.Service) string {
 		if proto == "" {
 			proto = "TCP"
 		}
-		parts[i] = fmt.Sprintf("%d/%s", p.Port, proto)
+		if p.NodePort != 0 {
+			parts[i] = fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, proto) // as kubectl prints them
+		} else {
+			parts[i] = fmt.Sprintf("%d/%s", p.Port, proto)
+		}
 	}
 	return strings.Join(parts, ",")
 }

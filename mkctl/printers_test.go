@@ -194,11 +194,14 @@ func TestTables(t *testing.T) {
 					Selector: map[string]string{"tier": "front", "app": "web"},
 					Ports:    []api.ServicePort{{Port: 80, Protocol: "TCP"}, {Port: 443}}}},
 				&api.Service{ObjectMeta: meta("bare", 4*time.Hour), Spec: api.ServiceSpec{Type: "ClusterIP"}},
+				&api.Service{ObjectMeta: meta("np", 4*time.Hour), Spec: api.ServiceSpec{Type: "NodePort", ClusterIP: "127.1.0.6",
+					Ports: []api.ServicePort{{Port: 80, NodePort: 30080}}}},
 			},
 			want: "" +
 				"NAME   TYPE        CLUSTER-IP   PORT(S)          AGE   SELECTOR\n" +
 				"web    ClusterIP   127.1.0.5    80/TCP,443/TCP   4h    app=web,tier=front\n" +
-				"bare   ClusterIP   <none>       <none>           4h    <none>\n",
+				"bare   ClusterIP   <none>       <none>           4h    <none>\n" +
+				"np     NodePort    127.1.0.6    80:30080/TCP     4h    <none>\n",
 		},
 		{
 			name: "endpoints", res: api.EndpointsResource,
