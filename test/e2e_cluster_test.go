@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,49 +100,9 @@ func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
 	// The Service answers on its cluster IP, through any node's proxy.
 	addr := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "8080") + "/"
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-	waitFor(t, "the service to answer", 30*time.Second, func() bool {
-		resp, err := hc.Get(addr)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-
 	// Probe the Service all along while node-1 dies: its kubelet stops and
 	// its containers are killed, as when the machine goes down.
-	type probe struct {
-		at  time.Time // when the request was sent
-		ok  bool
-		err string // why it failed
-	}
-	var mu sync.Mutex
-	var probes []probe
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			at := time.Now()
-			resp, err := hc.Get(addr)
-			pr := probe{at: at, ok: err == nil && resp.StatusCode == 200}
-			if err != nil {
-				pr.err = err.Error()
-			} else {
-				pr.err = resp.Status
-				resp.Body.Close()
-			}
-			mu.Lock()
-			probes = append(probes, pr)
-			mu.Unlock()
-		}
-	}()
+	prober := startServiceProber(t, hc, addr)
 	kubelets["node-1"].Stop()
 	ctd.KillNode(t, "node-1")
 	if left := nodeContainers(t, ctd.Runtime, "node-1"); len(left) > 0 {
@@ -185,36 +144,7 @@ func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
 		}
 	}
 	// At least 30 requests sent after the move, each answered.
-	waitFor(t, "30 service requests after the pods moved", 60*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		after := 0
-		for _, p := range probes {
-			if p.at.After(moved) {
-				after++
-			}
-		}
-		return after >= 30
-	})
-	close(stop)
-	wg.Wait()
-	var failedAfter []string
-	failedBefore, after := 0, 0
-	for _, p := range probes {
-		switch {
-		case !p.at.After(moved) && !p.ok:
-			failedBefore++
-		case p.at.After(moved):
-			after++
-			if !p.ok {
-				failedAfter = append(failedAfter, p.at.Format("15:04:05.000")+" "+p.err)
-			}
-		}
-	}
-	t.Logf("%d requests failed while node-1 was dying, none may after its pods moved (%d sent since)", failedBefore, after)
-	if len(failedAfter) > 0 {
-		t.Errorf("%d of %d service requests failed after the pods had moved: %v", len(failedAfter), after, failedAfter)
-	}
+	prober.finish(t, moved)
 
 	// The kubelet comes back: the node is Ready again.
 	kubelets["node-1"].Start()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,41 +57,7 @@ func TestNodeFailureWithOwnNetwork(t *testing.T) {
 	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
 	hc := u.Nodes[1].HTTPClient()
 	hc.Timeout = 2 * time.Second
-	get := func() (bool, string) {
-		resp, err := hc.Get(url)
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, resp.Status
-	}
-	waitFor(t, "the service to answer", 30*time.Second, func() bool { ok, _ := get(); return ok })
-
-	type probe struct {
-		at  time.Time
-		ok  bool
-		err string
-	}
-	var mu sync.Mutex
-	var probes []probe
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			at := time.Now()
-			ok, why := get()
-			mu.Lock()
-			probes = append(probes, probe{at: at, ok: ok, err: why})
-			mu.Unlock()
-		}
-	}()
+	prober := startServiceProber(t, hc, url)
 	kubelets["node-1"].Kill()
 	ctd.KillNode(t, "node-1")
 	if out, err := u.Nodes[0].Command(ctx, "ip", "link", "set", "eth0", "down").CombinedOutput(); err != nil {
@@ -121,34 +86,5 @@ func TestNodeFailureWithOwnNetwork(t *testing.T) {
 	// Node 2's rules follow the Endpoints within a moment: requests sent
 	// from a second after the move on must all be answered.
 	moved := time.Now().Add(time.Second)
-	waitFor(t, "30 service requests after the pods moved", 60*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		after := 0
-		for _, p := range probes {
-			if p.at.After(moved) {
-				after++
-			}
-		}
-		return after >= 30
-	})
-	close(stop)
-	wg.Wait()
-	var failedAfter []string
-	failedBefore, after := 0, 0
-	for _, p := range probes {
-		switch {
-		case !p.at.After(moved) && !p.ok:
-			failedBefore++
-		case p.at.After(moved):
-			after++
-			if !p.ok {
-				failedAfter = append(failedAfter, p.at.Format("15:04:05.000")+" "+p.err)
-			}
-		}
-	}
-	t.Logf("%d requests failed while node-1 was dying, none may after its pods moved (%d sent since)", failedBefore, after)
-	if len(failedAfter) > 0 {
-		t.Errorf("%d of %d service requests failed after the pods had moved: %v", len(failedAfter), after, failedAfter)
-	}
+	prober.finish(t, moved)
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,13 @@ const execOutputMax = 4 << 10
 // (user, environment, working directory), and waits for it to exit: its
 // exit code and the start of its output. When ctx ends first the command
 // is killed and ctx's error returned.
-func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (int, string, error) {
+func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (_ int, _ string, err error) {
+	defer func() {
+		// Whichever call the deadline cut short, the caller learns it ran out.
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%q in %s: %w (%v)", strings.Join(cmd, " "), id, ctx.Err(), err)
+		}
+	}()
 	ctx = nsCtx(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
