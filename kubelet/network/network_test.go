@@ -37,6 +37,9 @@ func nodeNetwork(t *testing.T) (m *network.Manager, node, state string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = netns.Remove(node) })
+	// The pod range exists only in node, the namespace just created: the
+	// bridge, the veths and the pods' namespaces hang off it, and nothing
+	// routes out of it.
 	m, err := network.New(network.Config{StateDir: state, PodCIDR: "10.42.7.0/24", NodeNetns: node})
 	if err != nil {
 		t.Fatal(err)
