@@ -11,9 +11,14 @@ import (
 	"minik8s/pkg/storage"
 )
 
-// DefaultServiceCIDR is the range cluster IPs come from: inside loopback,
-// so that every node can listen on them without touching the network.
-const DefaultServiceCIDR = "127.1.0.0/16"
+// DefaultServiceCIDR is the range cluster IPs come from: the nodes' kernel
+// rules serve them. A cluster whose pods share their nodes' network takes
+// HostNetworkServiceCIDR instead, inside loopback, where every node's
+// proxy listens on them without touching the network.
+const (
+	DefaultServiceCIDR     = api.DefaultServiceCIDR
+	HostNetworkServiceCIDR = "127.1.0.0/16"
+)
 
 // ipAllocPrefix is where allocated cluster IPs are recorded, one key per
 // address. Creating the key is the allocation: etcd's create-if-absent

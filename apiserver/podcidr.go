@@ -18,7 +18,7 @@ import (
 // each node gets a slice of DefaultNodeCIDRMaskSize bits (256 nodes of
 // 254 pods).
 const (
-	DefaultClusterCIDR      = "10.42.0.0/16"
+	DefaultClusterCIDR      = api.DefaultClusterCIDR
 	DefaultNodeCIDRMaskSize = 24
 )
 

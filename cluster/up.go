@@ -26,6 +26,7 @@ import (
 	"minik8s/funcrunner"
 	"minik8s/images"
 	"minik8s/kubelet"
+	"minik8s/kubelet/network"
 	"minik8s/kubelet/runtime"
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
@@ -61,9 +62,14 @@ type Config struct {
 	TLSSANs       []string
 	TokenAuthFile string
 	DataDir       string
-	// NodeIP and NodeName of the one kubelet.
+	// NodeIP and NodeName of the one kubelet. NodeIP is by default the
+	// address of the default route's link (127.0.0.1 with
+	// PodNetwork host).
 	NodeIP   string
 	NodeName string
+	// PodNetwork is how the kubelet networks pods (kubelet.PodNetworkCNI
+	// by default, or kubelet.PodNetworkHost).
+	PodNetwork string
 	// ContainerdAddress of a running containerd; empty starts a private one
 	// under DataDir.
 	ContainerdAddress string
@@ -80,8 +86,9 @@ type Config struct {
 	// SkipImages leaves the images alone (they are built when missing).
 	SkipImages bool
 	// ServiceCIDR is the range of the Services' cluster IPs
-	// (apiserver.DefaultServiceCIDR); two clusters on one machine need
-	// different ranges, since every node's proxy listens on the cluster IPs.
+	// (apiserver.DefaultServiceCIDR; apiserver.HostNetworkServiceCIDR with
+	// PodNetwork host, where two clusters on one machine need different
+	// ranges, since every node's proxy listens on the cluster IPs).
 	ServiceCIDR string
 	// ClusterCIDR and NodeCIDRMaskSize: the pod range and the size of a
 	// node's slice of it (see apiserver.Config).
@@ -118,14 +125,28 @@ func (c *Config) setDefaults() error {
 		return err
 	}
 	c.DataDir = abs
+	if c.PodNetwork == "" {
+		c.PodNetwork = kubelet.PodNetworkCNI
+	}
+	if c.PodNetwork != kubelet.PodNetworkCNI && c.PodNetwork != kubelet.PodNetworkHost {
+		return errdefs.Invalid("pod-network", "%q is neither %q nor %q", c.PodNetwork, kubelet.PodNetworkCNI, kubelet.PodNetworkHost)
+	}
 	if c.NodeIP == "" {
 		c.NodeIP = "127.0.0.1"
+		if c.PodNetwork == kubelet.PodNetworkCNI {
+			if c.NodeIP, err = network.DefaultAddress(); err != nil {
+				return errdefs.Invalid("node-ip", "none given, and none found: %v", err)
+			}
+		}
 	}
 	if c.NodeName == "" {
 		c.NodeName = defaultNodeName()
 	}
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = apiserver.DefaultServiceCIDR
+		if c.PodNetwork == kubelet.PodNetworkHost {
+			c.ServiceCIDR = apiserver.HostNetworkServiceCIDR
+		}
 	}
 	if c.ClusterCIDR == "" {
 		c.ClusterCIDR = apiserver.DefaultClusterCIDR
@@ -168,11 +189,17 @@ func Up(ctx context.Context, cfg Config) error {
 		defer func() {
 			// The pods stay in etcd: the next `minik8s up` starts them again.
 			removeContainers(d.Address)
+			releasePodNetworks(cfg.DataDir)
 			log.Info("stopping containerd")
 			d.Stop()
 			drainContainers(cfg.DataDir)
 		}()
 		address = d.Address
+	}
+	if cfg.PodNetwork == kubelet.PodNetworkCNI {
+		if err := ensureNetworkTools(ctx); err != nil {
+			return err
+		}
 	}
 	if !cfg.SkipImages {
 		if err := ensureImages(ctx, address); err != nil {
@@ -248,6 +275,7 @@ func Up(ctx context.Context, cfg Config) error {
 	run("kubelet", func(ctx context.Context) error {
 		return kubelet.Run(ctx, kubelet.Config{Client: clients.kubelet, ServingCert: clients.servingCert, ServingKey: clients.servingKey,
 			ClientCA: clients.ca, CAData: clients.ca, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
+			PodNetwork: cfg.PodNetwork, ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR,
 			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName)})
 	})
 	fields := log.Fields{"apiserver": clients.admin.Server(), "node": cfg.NodeName, "nodeIP": cfg.NodeIP}
@@ -395,6 +423,21 @@ func removeContainers(address string) {
 	}
 }
 
+// releasePodNetworks tears down the pod networks of every kubelet whose
+// root is under dataDir (this node's and, by default, the extra nodes'
+// of the README), once their containers are gone: no pod namespace or
+// address outlives `minik8s up`.
+func releasePodNetworks(dataDir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dirs, _ := filepath.Glob(filepath.Join(dataDir, "kubelet", "*", kubelet.NetworkStateDir))
+	for _, dir := range dirs {
+		if err := network.ReleaseAll(ctx, dir, ""); err != nil {
+			log.WithError(err).WithField("dir", dir).Warn("releasing the pods' networks")
+		}
+	}
+}
+
 // drainContainers removes the containers that outlived containerd. The
 // kubelets of extra nodes share this containerd (see the README) and
 // restart the containers removeContainers took from them for as long as
@@ -469,6 +512,22 @@ func shutdownIdleShim(ctx context.Context, bundle string) {
 	logger.Info("stopping a shim without container")
 	// The shim exits before it answers: the error says nothing.
 	_, _ = shim.Shutdown(ctx, &shimapi.ShutdownRequest{ID: id, Now: true})
+}
+
+// ensureNetworkTools installs what the kubelet gives pods their own network
+// with when missing: the CNI plugins and iptables (the Services' rules).
+func ensureNetworkTools(ctx context.Context) error {
+	var missing []string
+	if _, err := os.Stat(filepath.Join(network.DefaultBinDir, "bridge")); err != nil {
+		missing = append(missing, "containernetworking-plugins")
+	}
+	if _, err := exec.LookPath("iptables-restore"); err != nil {
+		missing = append(missing, "iptables")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return aptInstall(ctx, missing...)
 }
 
 // aptInstall installs Debian packages, saying so.

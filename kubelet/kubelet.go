@@ -48,9 +48,11 @@ type Config struct {
 	// for it (GET /cacerts).
 	CAData   []byte
 	NodeName string
-	// NodeIP is the node's address: pods listen on it and the kubelet's
-	// HTTP server too. Several kubelets on one machine take 127.0.0.11,
-	// 127.0.0.12, ...
+	// NodeIP is the node's address: the kubelet's HTTP server listens on
+	// it, other nodes route this node's pods through it (with
+	// PodNetworkHost, pods listen on it). By default the address of the
+	// link of the default route (127.0.0.1 with PodNetworkHost, where
+	// several kubelets on one machine take 127.0.0.11, 127.0.0.12, ...).
 	NodeIP            string
 	ContainerdAddress string
 	// RootDir holds the pods' dirs (logs, volumes).
@@ -70,16 +72,19 @@ type Config struct {
 	PortMin, PortMax int32
 	// PodNetwork is how pods are networked: PodNetworkCNI gives each its
 	// own namespace and an address of the node's spec.podCIDR through the
-	// CNI plugins in CNIBinDir; PodNetworkHost (the default, until the
-	// pod network issue makes CNI the default) runs pods on the node's
-	// network with allocated ports.
+	// CNI plugins in CNIBinDir (the default); PodNetworkHost runs pods on
+	// the node's network with allocated ports.
 	PodNetwork string
 	CNIBinDir  string
 	// ServiceCIDR is the cluster's range of cluster IPs (the apiserver's
-	// --service-cidr): with PodNetworkCNI the node routes it out of its
+	// --service-cidr, api.DefaultServiceCIDR by default): with PodNetworkCNI the node routes it out of its
 	// address's link, so that connections made on the node reach the DNAT
 	// rules of the Services.
 	ServiceCIDR string
+	// ClusterCIDR is the cluster's pod range (the apiserver's
+	// --cluster-cidr, api.DefaultClusterCIDR by default): with
+	// PodNetworkCNI, pods' connections beyond it are masqueraded.
+	ClusterCIDR string
 	// ClusterDomain is the cluster's DNS domain (cluster.local): with
 	// PodNetworkCNI the kubelet serves the cluster's names to its pods at
 	// their gateway, and their resolv.conf searches it.
@@ -96,8 +101,25 @@ const (
 )
 
 func (c *Config) setDefaults() error {
+	switch c.PodNetwork {
+	case "":
+		c.PodNetwork = PodNetworkCNI
+	case PodNetworkHost, PodNetworkCNI:
+	default:
+		return errdefs.Invalid("pod-network", "%q is neither %q nor %q", c.PodNetwork, PodNetworkCNI, PodNetworkHost)
+	}
+	// The node's own address: loopback where pods share its network,
+	// else one other nodes can route its pods through.
+	given := c.NodeIP
 	if c.NodeIP == "" {
 		c.NodeIP = "127.0.0.1"
+		if c.PodNetwork == PodNetworkCNI {
+			ip, err := network.DefaultAddress()
+			if err != nil {
+				return errdefs.Invalid("node-ip", "none given, and none found: %v", err)
+			}
+			c.NodeIP = ip
+		}
 	}
 	if c.NodeName == "" {
 		h, err := os.Hostname()
@@ -106,8 +128,8 @@ func (c *Config) setDefaults() error {
 		}
 		c.NodeName = strings.ToLower(h)
 		// Extra nodes on one machine differ by address, so their default
-		// names must too: host-127-0-0-12.
-		if c.NodeIP != "127.0.0.1" {
+		// names must too: host-127-0-0-12, host-10-98-0-2.
+		if given != "" && given != "127.0.0.1" {
 			c.NodeName += "-" + strings.ReplaceAll(c.NodeIP, ".", "-")
 		}
 	}
@@ -119,6 +141,14 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ContainerdAddress == "" {
 		return errdefs.Invalid("containerd-address", "a containerd socket is required")
+	}
+	if !strings.Contains(c.ContainerdAddress, "://") {
+		// gRPC takes a relative socket path for an authority.
+		abs, err := filepath.Abs(c.ContainerdAddress)
+		if err != nil {
+			return err
+		}
+		c.ContainerdAddress = abs
 	}
 	if c.RootDir == "" {
 		c.RootDir = filepath.Join("data", "kubelet", c.NodeName)
@@ -134,13 +164,6 @@ func (c *Config) setDefaults() error {
 	if c.LogMaxBytes <= 0 {
 		c.LogMaxBytes = logs.DefaultMaxBytes
 	}
-	switch c.PodNetwork {
-	case "":
-		c.PodNetwork = PodNetworkHost
-	case PodNetworkHost, PodNetworkCNI:
-	default:
-		return errdefs.Invalid("pod-network", "%q is neither %q nor %q", c.PodNetwork, PodNetworkCNI, PodNetworkHost)
-	}
 	if c.CNIBinDir == "" {
 		c.CNIBinDir = network.DefaultBinDir
 	}
@@ -152,7 +175,13 @@ func (c *Config) setDefaults() error {
 	}
 	if c.PodNetwork == PodNetworkCNI {
 		if c.ServiceCIDR == "" {
-			return errdefs.Invalid("service-cidr", "the cluster's service range is required with --pod-network cni")
+			c.ServiceCIDR = api.DefaultServiceCIDR
+		}
+		if c.ClusterCIDR == "" {
+			c.ClusterCIDR = api.DefaultClusterCIDR
+		}
+		if _, _, err := net.ParseCIDR(c.ClusterCIDR); err != nil {
+			return errdefs.Invalid("cluster-cidr", "%q is not a CIDR range", c.ClusterCIDR)
 		}
 		if _, _, err := net.ParseCIDR(c.ServiceCIDR); err != nil {
 			return errdefs.Invalid("service-cidr", "%q is not a CIDR range", c.ServiceCIDR)
@@ -261,7 +290,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// when pods have their own network, else by a proxy on the node's.
 	var services interface{ Run(context.Context) error } = proxy.NewFromClient(c)
 	if k.network != nil {
-		if services, err = proxy.NewKernel(cache.NewFactory(c), k.network.PodCIDR()); err != nil {
+		if services, err = proxy.NewKernel(cache.NewFactory(c), k.network.PodCIDR(), k.cfg.ClusterCIDR); err != nil {
 			return err
 		}
 	}

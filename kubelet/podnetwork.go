@@ -14,6 +14,10 @@ import (
 	"minik8s/pkg/client/cache"
 )
 
+// NetworkStateDir, under the kubelet's root, keeps its pod networks' state
+// (network.Config.StateDir).
+const NetworkStateDir = "network"
+
 // podNetwork is the node's pod network over the slice of the cluster's pod
 // range the apiserver gave the node when it registered.
 func (k *Kubelet) podNetwork(ctx context.Context) (*network.Manager, error) {
@@ -24,7 +28,7 @@ func (k *Kubelet) podNetwork(ctx context.Context) (*network.Manager, error) {
 	if n.Spec.PodCIDR == "" {
 		return nil, fmt.Errorf("node %s has no spec.podCIDR: the apiserver gives one when a node registers (is its --cluster-cidr set?)", k.cfg.NodeName)
 	}
-	m, err := network.New(network.Config{BinDir: k.cfg.CNIBinDir, StateDir: filepath.Join(k.cfg.RootDir, "network"), PodCIDR: n.Spec.PodCIDR})
+	m, err := network.New(network.Config{BinDir: k.cfg.CNIBinDir, StateDir: filepath.Join(k.cfg.RootDir, NetworkStateDir), PodCIDR: n.Spec.PodCIDR})
 	if err != nil {
 		return nil, err
 	}

@@ -190,6 +190,32 @@ func podProcs(nodeIPs ...string) []framework.Proc {
 	return out
 }
 
+// podNetns lists the network namespaces of the pods whose namespaces are
+// mounted under dir (kubelets with --pod-network cni keep them in their
+// root), as /proc/PID/ns/net names them: read while they are mounted, it
+// still finds a process left in one after the mount is gone.
+func podNetns(dir string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range framework.MountsUnder(dir) {
+		var st syscall.Stat_t
+		if strings.Contains(m, "/netns/") && syscall.Stat(m, &st) == nil {
+			out[fmt.Sprintf("net:[%d]", st.Ino)] = true
+		}
+	}
+	return out
+}
+
+// procsInNetns lists the processes in one of the network namespaces ns.
+func procsInNetns(ns map[string]bool) []framework.Proc {
+	var out []framework.Proc
+	for _, p := range framework.Procs() {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.PID)); err == nil && ns[link] && p.State != 'Z' {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // uniqueProcs merges lists of processes, each once, by pid.
 func uniqueProcs(lists ...[]framework.Proc) []framework.Proc {
 	seen := map[int]bool{}
@@ -206,16 +232,22 @@ func uniqueProcs(lists ...[]framework.Proc) []framework.Proc {
 	return out
 }
 
-// tcpListeners lists the IPv4 TCP sockets listening in this network
-// namespace (pods share the host's), as "ip:port".
-func tcpListeners() ([]netip4Port, error) {
-	f, err := os.Open("/proc/net/tcp")
+// tcpListeners lists the IPv4 TCP sockets listening in the network
+// namespace at netnsPath (this one when it is empty), as "ip:port".
+func tcpListeners(netnsPath string) ([]netip4Port, error) {
+	var data []byte
+	var err error
+	if netnsPath == "" {
+		data, err = os.ReadFile("/proc/net/tcp")
+	} else {
+		// /proc/net is the reading process's namespace's.
+		data, err = exec.Command("nsenter", "--net="+netnsPath, "cat", "/proc/net/tcp").Output()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var out []netip4Port
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Scan() // header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

@@ -69,7 +69,10 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
 		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(framework.FreePort(t)), "--secure-port", strconv.Itoa(framework.FreePort(t)), "--data-dir", data,
-		"--node-ip", nodeIP, "--service-cidr", serviceCIDR, "--funcrunners", "0", "--token-auth-file", tokenFile)
+		// Pods on the machine's network: the runners are what is tested,
+		// and they reach pods on its loopback (TestMinik8sUpBinaries runs
+		// the default, pods in their own network, inside namespaces).
+		"--pod-network", "host", "--node-ip", nodeIP, "--service-cidr", serviceCIDR, "--funcrunners", "0", "--token-auth-file", tokenFile)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)
 	c.waitNodesReady(25*time.Minute, nodeIP) // the first run may build the image
@@ -106,7 +109,7 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 
 	// Ctrl-C: the runner, then the cluster; nothing may be left.
 	before := ctrlC(c, survivor, tmp, nodeIP)
-	checkNothingLeft(t, tmp, before, tasks, port, svcRange, nodeIP)
+	checkNothingLeft(t, tmp, "", before, tasks, port, svcRange, nodeIP)
 }
 
 // needUpPrereqs skips (or fails, under MINIK8S_E2E=1) a test of minik8s
@@ -278,8 +281,9 @@ func waitUpChains(t *testing.T, server string, ids []string, deadline time.Time,
 // checkNothingLeft checks, after Ctrl-C, what TestMinik8sUpBinaries
 // checks: no process of the cluster (of before, of dir, in its pods), no
 // mount under dir, no runc state or cgroup of its containers, nothing
-// listening on its addresses.
-func checkNothingLeft(t *testing.T, dir string, before []framework.Proc, tasks *taskIDs, port int, svcRange *net.IPNet, nodeIPs ...string) {
+// listening on its addresses (in the network namespace at netnsPath, or
+// this one when it is empty).
+func checkNothingLeft(t *testing.T, dir, netnsPath string, before []framework.Proc, tasks *taskIDs, port int, svcRange *net.IPNet, nodeIPs ...string) {
 	t.Helper()
 	// Shims exit once their task is deleted, a little after the answer:
 	// wait (boundedly) for the processes to go before reporting them.
@@ -314,7 +318,7 @@ func checkNothingLeft(t *testing.T, dir string, before []framework.Proc, tasks *
 			len(ids), strings.Join(left, "\n  "))
 		removeRuncLeftovers(ids)
 	}
-	ls, err := tcpListeners()
+	ls, err := tcpListeners(netnsPath)
 	if err != nil {
 		t.Fatal(err)
 	}

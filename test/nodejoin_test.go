@@ -127,7 +127,7 @@ func TestNodeJoinAndRestriction(t *testing.T) {
 
 	// A token for another CA: the kubelet refuses to send it.
 	bad := kubelet.Config{APIServer: s.SecureURL, Token: "K10" + strings.Repeat("ab", 32) + "::node:secret", NodeName: "join-c",
-		NodeIP: "127.0.0.73", ContainerdAddress: ctd.Address, RootDir: filepath.Join(t.TempDir(), "c")}
+		NodeIP: "127.0.0.73", PodNetwork: kubelet.PodNetworkHost, ContainerdAddress: ctd.Address, RootDir: filepath.Join(t.TempDir(), "c")}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := kubelet.Run(rctx, bad); err == nil || !strings.Contains(err.Error(), "refusing to send it the token") {

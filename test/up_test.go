@@ -25,18 +25,24 @@ import (
 // upCluster is a `minik8s up` run from the built binaries, as the README's
 // first session runs it, with an extra kubelet joining it.
 type upCluster struct {
-	t       *testing.T
-	bin     string // the built binaries
-	server  string // the apiserver's URL
+	t      *testing.T
+	bin    string // the built binaries
+	server string // the apiserver's URL, in machine
+	// machine, when set, is the namespace standing for the machine.
+	machine *framework.NetNode
 	up      *binProc
 	kubelet *binProc // the extra node, once started
 }
 
 // TestMinik8sUpBinaries runs the README's first session with the built
 // binaries: `minik8s up` on a private data dir (and so its own containerd),
-// an extra `kubelet` joining on another loopback address, `mkctl apply -f
-// yaml/`, the Service and a branching function chain, then Ctrl-C, after
-// which nothing of the cluster may be left: no process, mount or socket.
+// an extra `kubelet` joining in a namespace of its own made by
+// hack/netns-node, `mkctl apply -f yaml/`, the Service by cluster IP and
+// node port and a branching function chain, then Ctrl-C, after which
+// nothing of the cluster may be left: no process, mount, socket or pod
+// veth. The whole run is inside a namespace the test makes, standing for
+// the machine: pods get their own addresses by default, and nothing may be
+// configured on the machine's own network.
 //
 // The first run on a machine builds the runtime image (debootstrap, cached
 // in /var/cache/minik8s): give `go test` a long -timeout (make test: 45m).
@@ -57,6 +63,9 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	}
 	root := moduleRoot(t)
 	bin := buildBinaries(t)
+	u := framework.StartUnderlay(t, 1)
+	machine := u.Nodes[0]
+	netnsNode := filepath.Join(root, "hack", "netns-node")
 
 	// A private dir in the binary's run dir (TMPDIR, see framework.Main),
 	// so that what a killed test binary leaves is swept by the next one.
@@ -68,17 +77,15 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	}
 	data := filepath.Join(tmp, "data")
 	port, securePort, gatewayPort := framework.FreePort(t), framework.FreePort(t), framework.FreePort(t)
+	// The README's addresses, on the bridge hack/netns-node makes in the
+	// machine's namespace: they and the cluster's ranges (minik8s up's
+	// defaults) exist only in the namespaces of this test.
 	const (
-		nodeIP  = "127.0.0.41"
-		extraIP = "127.0.0.42"
-		// A service range of its own: minik8s up's default is 127.1.0.0/16,
-		// the framework's test binaries claim 127.100-199.0.0/16, and
-		// proxies share cluster IPs (SO_REUSEPORT), so the same address
-		// in two clusters would mix their traffic.
-		serviceCIDR = "127.41.0.0/16"
+		nodeIP  = "10.98.0.1"
+		extraIP = "10.98.0.2"
 	)
-	_, svcRange, _ := net.ParseCIDR(serviceCIDR)
-	c := &upCluster{t: t, bin: bin, server: "http://127.0.0.1:" + strconv.Itoa(port)}
+	_, svcRange, _ := net.ParseCIDR(api.DefaultServiceCIDR)
+	c := &upCluster{t: t, bin: bin, server: "http://127.0.0.1:" + strconv.Itoa(port), machine: machine}
 	var tasks *taskIDs // the containers its containerd ran, once it is started
 
 	// Runs last: whatever the test left, it goes, and then the dir.
@@ -92,15 +99,29 @@ func TestMinik8sUpBinaries(t *testing.T) {
 			}
 			t.Logf("containerd's log:\n%s", fileTail(filepath.Join(data, "containerd.log"), 3000))
 		}
-		sweepUpRun(t, tmp, tasks, nodeIP, extraIP)
+		sweepUpRun(t, tmp, tasks)
+	})
+
+	// The README's extra node: a namespace on a bridge of the machine.
+	extraNS := u.NamespaceName("extra")
+	// In the machine's network only (as hack/netns-node exec does): `ip
+	// netns exec` would add a mount namespace the new one's mount stays in.
+	if out, err := exec.Command("nsenter", "--net="+machine.Path(), netnsNode, "add", extraNS, extraIP).CombinedOutput(); err != nil {
+		t.Fatalf("hack/netns-node add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(netnsNode, "del", extraNS).CombinedOutput(); err != nil {
+			t.Errorf("hack/netns-node del: %v\n%s", err, out)
+		}
 	})
 
 	// make up, privately: SIGINT if this test dies, so that minik8s up
 	// does its Ctrl-C cleanup (SIGKILL would leave its containerd, which
-	// runs in its own process group, and the containers).
+	// runs in its own process group, and the containers). nsenter execs
+	// it: the signals reach minik8s itself.
 	c.up = startBinary(t, "minik8s up", tmp, filepath.Join(tmp, "up.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(framework.FreePort(t)), "--secure-port", strconv.Itoa(securePort), "--gateway-port", strconv.Itoa(gatewayPort), "--data-dir", data,
-		"--node-ip", nodeIP, "--service-cidr", serviceCIDR)
+		"nsenter", "--net="+machine.Path(), filepath.Join(bin, "minik8s"), "up", "--port", strconv.Itoa(port), "--nats-port", strconv.Itoa(framework.FreePort(t)), "--secure-port", strconv.Itoa(securePort), "--gateway-port", strconv.Itoa(gatewayPort), "--data-dir", data,
+		"--node-ip", nodeIP)
 	t.Cleanup(func() { c.up.stop(t, 3*time.Minute) })
 	tasks = watchTaskIDs(data)
 
@@ -111,22 +132,22 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	// The admin kubeconfig minik8s up wrote reaches the secure port, as
 	// kubectl would use it: mkctl with no server but --kubeconfig.
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
-	cmd := exec.Command(filepath.Join(bin, "mkctl"), "--kubeconfig", kubeconfig, "get", "nodes")
+	cmd := machine.Command(context.Background(), filepath.Join(bin, "mkctl"), "--kubeconfig", kubeconfig, "get", "nodes")
 	cmd.Env = []string{"HOME=" + tmp, "PATH=" + os.Getenv("PATH")}
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), upNode[nodeIP]) {
 		t.Errorf("mkctl --kubeconfig %s get nodes: %v\n%s", kubeconfig, err, out)
 	}
 
-	// An extra node, as the README starts it, on minik8s up's containerd:
-	// it joins the secure port with the node token.
+	// The extra node, as the README starts it from the dir minik8s up
+	// runs in (the kubelet's defaults: minik8s up's containerd, a root
+	// under data/): it joins the secure port with the node token.
 	token, err := os.ReadFile(filepath.Join(data, "node-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.kubelet = startBinary(t, "kubelet", tmp, filepath.Join(tmp, "kubelet.log"), nil, syscall.SIGINT,
-		filepath.Join(bin, "kubelet"), "--apiserver", "https://127.0.0.1:"+strconv.Itoa(securePort),
-		"--token", strings.TrimSpace(string(token)), "--node-ip", extraIP,
-		"--containerd-address", filepath.Join(data, "containerd", "containerd.sock"))
+		netnsNode, "exec", extraNS, filepath.Join(bin, "kubelet"), "--apiserver", "https://"+nodeIP+":"+strconv.Itoa(securePort),
+		"--token", strings.TrimSpace(string(token)), "--node-ip", extraIP)
 	t.Cleanup(func() { c.kubelet.stop(t, 2*time.Minute) })
 	nodes := c.waitNodesReady(2*time.Minute, nodeIP, extraIP)
 
@@ -143,7 +164,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			ok := p.Status.Phase == api.PodRunning && podReady(p) && p.DeletionTimestamp == nil
-			state = append(state, fmt.Sprintf("%s %s ready=%v on %q", p.Name, p.Status.Phase, ok, p.Spec.NodeName))
+			state = append(state, fmt.Sprintf("%s %s ready=%v on %q at %s", p.Name, p.Status.Phase, ok, p.Spec.NodeName, p.Status.PodIP))
 			if !ok {
 				continue
 			}
@@ -159,24 +180,27 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		return done, strings.Join(state, "; ")
 	})
 
-	// The Service answers on its cluster IP, from the private range.
+	// The Service answers on its cluster IP, from the service range, and
+	// on its node port at both nodes' addresses.
 	var svc api.Service
 	if err := c.getJSON(&svc, "services", "web"); err != nil {
 		t.Fatal(err)
 	}
-	if ip := net.ParseIP(svc.Spec.ClusterIP); ip == nil || !svcRange.Contains(ip) {
-		t.Fatalf("service web has cluster IP %q, outside --service-cidr %s", svc.Spec.ClusterIP, serviceCIDR)
+	if ip := net.ParseIP(svc.Spec.ClusterIP); ip == nil || !svcRange.Contains(ip) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].NodePort == 0 {
+		t.Fatalf("service web: cluster IP %q (want one of %s), ports %+v (want a node port)", svc.Spec.ClusterIP, svcRange, svc.Spec.Ports)
 	}
-	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
-	c.waitFor(2*time.Minute, "GET "+url+" through the service proxy", func() (bool, string) {
-		hc := http.Client{Timeout: 5 * time.Second}
-		resp, err := hc.Get(url)
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	nodePort := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
+	for _, url := range []string{"http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/",
+		"http://" + net.JoinHostPort(nodeIP, nodePort) + "/", "http://" + net.JoinHostPort(extraIP, nodePort) + "/"} {
+		c.waitFor(2*time.Minute, "GET "+url+" from the machine", func() (bool, string) {
+			resp, err := machine.HTTPClient().Get(url)
+			if err != nil {
+				return false, err.Error()
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, resp.Status
+		})
+	}
 
 	// yaml/func-demo.yaml: classify goes left to double for a number,
 	// right to shout otherwise.
@@ -190,7 +214,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	// yaml/trigger-demo.yaml: the same chain through the function gateway.
 	gw := "http://127.0.0.1:" + strconv.Itoa(gatewayPort) + "/classify"
 	c.waitFor(2*time.Minute, "POST "+gw, func() (bool, string) {
-		resp, err := http.Post(gw, "text/plain", strings.NewReader("21"))
+		resp, err := machine.HTTPClient().Post(gw, "text/plain", strings.NewReader("21"))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -200,9 +224,10 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	})
 
 	// Ctrl-C. Everything of the cluster, the extra kubelet's containers
-	// included (they live in minik8s up's containerd), must go.
+	// and pod networks included (they live in minik8s up's containerd and
+	// data dir), must go.
+	pods := procsInNetns(podNetns(tmp))
 	before := procsOf(tmp, c.up.cmd.Process.Pid, c.kubelet.cmd.Process.Pid)
-	pods := podProcs(nodeIP, extraIP)
 	shims := 0
 	for _, p := range before {
 		if strings.Contains(p.Cmdline, "containerd-shim") {
@@ -230,15 +255,26 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		t.Errorf("the extra kubelet exited with %v after Ctrl-C, want status 0", err)
 	}
 
-	checkNothingLeft(t, tmp, before, tasks, port, svcRange, nodeIP, extraIP)
+	checkNothingLeft(t, tmp, machine.Path(), before, tasks, port, svcRange, nodeIP, extraIP)
+	// No pod's veth is left on either node's bridge.
+	for _, ns := range []string{machine.Path(), filepath.Join("/run/netns", extraNS)} {
+		for _, l := range framework.NetnsLinks(t, ns) {
+			if strings.HasPrefix(l, "veth") {
+				t.Errorf("pod link %s left in %s after Ctrl-C", l, ns)
+			}
+		}
+	}
 }
 
 // mkctl runs bin/mkctl against the cluster as the README's shell does
-// (MINIK8S_SERVER, bin/ on PATH).
+// (MINIK8S_SERVER, bin/ on PATH), in the machine's namespace if any.
 func (c *upCluster) mkctl(timeout time.Duration, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "mkctl"), args...)
+	if c.machine != nil {
+		cmd = c.machine.Command(ctx, filepath.Join(c.bin, "mkctl"), args...)
+	}
 	cmd.Env = append(os.Environ(), "MINIK8S_SERVER="+c.server, "PATH="+c.bin+":"+os.Getenv("PATH"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -6,7 +6,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"minik8s/pkg/clusterdns"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,7 +15,9 @@ import (
 
 	"minik8s/kubelet"
 	"minik8s/kubelet/network"
+	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/clusterdns"
 )
 
 func main() {
@@ -26,8 +27,8 @@ func main() {
 	var kubeconfig string
 	flag.StringVar(&cfg.Token, "token", os.Getenv("MINIK8S_TOKEN"), "node join token (the server's DATA/node-token; or set MINIK8S_TOKEN): the kubelet gets credentials of its own with it")
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
-	flag.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name, followed by the node address unless it is 127.0.0.1)")
-	flag.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of this node: pods and the kubelet listen on it")
+	flag.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name, followed by --node-ip when that is given and not 127.0.0.1)")
+	flag.StringVar(&cfg.NodeIP, "node-ip", "", "address of this node: the kubelet listens on it, other nodes route its pods through it (default: the address of the default route's link; 127.0.0.1 with --pod-network host, where pods listen on it)")
 	flag.StringVar(&cfg.ContainerdAddress, "containerd-address", "./data/containerd/containerd.sock", "containerd socket")
 	flag.StringVar(&cfg.RootDir, "root-dir", "", "directory of the pods' logs and volumes (default ./data/kubelet/NODE)")
 	flag.IntVar(&cfg.Port, "port", 10250, "port of the kubelet's HTTP server (logs) on the node address; 0 picks one")
@@ -36,8 +37,9 @@ func main() {
 	flag.DurationVar(&cfg.BackoffMax, "max-restart-backoff", 5*time.Minute, "longest back-off")
 	flag.DurationVar(&cfg.PullTimeout, "image-pull-timeout", 2*time.Minute, "longest image pull")
 	flag.Int64Var(&cfg.LogMaxBytes, "container-log-max-size", 4<<20, "size at which a container log rotates")
-	flag.StringVar(&cfg.PodNetwork, "pod-network", kubelet.PodNetworkHost, "how pods are networked: cni (each its own namespace and an address of the node's podCIDR) or host (the node's network, allocated ports)")
-	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", "", "the cluster's range of cluster IPs (the apiserver's --service-cidr), routed by the node with --pod-network cni")
+	flag.StringVar(&cfg.PodNetwork, "pod-network", kubelet.PodNetworkCNI, "how pods are networked: cni (each its own namespace and an address of the node's podCIDR) or host (the node's network, allocated ports)")
+	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", api.DefaultServiceCIDR, "the cluster's range of cluster IPs (the apiserver's --service-cidr), routed by the node with --pod-network cni")
+	flag.StringVar(&cfg.ClusterCIDR, "cluster-cidr", api.DefaultClusterCIDR, "the cluster's pod range (the apiserver's --cluster-cidr): with --pod-network cni, pods' connections beyond it leave from the node's address")
 	flag.StringVar(&cfg.ClusterDomain, "cluster-domain", clusterdns.DefaultDomain, "the cluster's DNS domain, served to pods with --pod-network cni")
 	flag.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration: the cluster DNS forwards names outside the cluster to its nameservers")
 	flag.StringVar(&cfg.CNIBinDir, "cni-bin-dir", network.DefaultBinDir, "directory of the CNI plugins (Debian's containernetworking-plugins)")

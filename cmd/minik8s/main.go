@@ -16,6 +16,7 @@ import (
 	"minik8s/cluster"
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
+	"minik8s/kubelet"
 )
 
 const usage = `usage: minik8s up [flags]
@@ -40,13 +41,14 @@ func main() {
 	fs.StringVar(&sans, "tls-san", "", "comma-separated extra names and addresses of the serving certificate")
 	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static token file: token,user,uid,\"group1,group2\" per line")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of etcd's data, the kubelet's files and the private containerd")
-	fs.StringVar(&cfg.NodeIP, "node-ip", "127.0.0.1", "address of the node (pods listen on it)")
+	fs.StringVar(&cfg.NodeIP, "node-ip", "", "address of the node: other nodes route its pods through it (default: the address of the default route's link; 127.0.0.1 with --pod-network host)")
+	fs.StringVar(&cfg.PodNetwork, "pod-network", kubelet.PodNetworkCNI, "how pods are networked: cni (each its own namespace and address, Services in the kernel, cluster DNS) or host (the node's network, allocated ports)")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "name of the node (default: the host name)")
 	fs.StringVar(&cfg.ContainerdAddress, "containerd-address", "", "socket of a running containerd (default: start a private one under the data dir)")
 	fs.StringVar(&cfg.SchedulerPolicy, "policy", "least-allocated", "scheduling policy: least-allocated or round-robin")
 	fs.DurationVar(&cfg.FuncScaleInterval, "func-scale-interval", functions.DefaultScaleInterval, "how often idle functions' counters are lowered by one")
 	fs.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow, "how long without a call makes a function idle")
-	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from (in 127.0.0.0/8: every node's proxy listens on them)")
+	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "", "range cluster IPs of services are allocated from (default "+apiserver.DefaultServiceCIDR+"; "+apiserver.HostNetworkServiceCIDR+" with --pod-network host, where every node's proxy listens on them)")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "ports NodePort Services get on every node, FIRST-LAST")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", apiserver.DefaultClusterCIDR, "range of pod addresses; each node gets a slice of it when it registers")
 	fs.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", apiserver.DefaultNodeCIDRMaskSize, "prefix length of each node's slice of the cluster range")

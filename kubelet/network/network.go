@@ -24,10 +24,12 @@ import (
 const (
 	// DefaultBinDir is where Debian's containernetworking-plugins puts them.
 	DefaultBinDir = "/usr/lib/cni"
-	DefaultBridge = "cni0"
+	DefaultBridge = "minik8s0"
 	// networkName names the network in CNI's cache and results.
 	networkName = "minik8s"
 	podIfName   = "eth0"
+	// confFile, in the state dir, is the network's configuration.
+	confFile = "network.conflist"
 )
 
 // Config is a node's pod network.
@@ -91,7 +93,19 @@ func New(cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("network: the CNI plugin %s is not in %s (apt-get install containernetworking-plugins): %w", plugin, cfg.BinDir, err)
 		}
 	}
-	list, err := libcni.ConfListFromBytes(confList(cfg, subnet))
+	conf := confList(cfg, subnet)
+	// Kept for ReleaseAll, which runs when no kubelet knows the podCIDR.
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.StateDir, confFile), conf, 0o644); err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	return newManager(cfg, conf)
+}
+
+func newManager(cfg Config, conf []byte) (*Manager, error) {
+	list, err := libcni.ConfListFromBytes(conf)
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
@@ -101,6 +115,37 @@ func New(cfg Config) (*Manager, error) {
 	}
 	return &Manager{cfg: cfg, list: list, loopback: lo, locks: map[string]*podLock{},
 		cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.StateDir, "cache"), nil)}, nil
+}
+
+// ReleaseAll tears down every pod network kept in stateDir (a kubelet's
+// Config.StateDir), with the configuration the kubelet last used: what
+// `minik8s up` does once it has removed every container, so that no
+// namespace or address outlives the pods. A dir no network was ever set
+// up in is no error.
+func ReleaseAll(ctx context.Context, stateDir, binDir string) error {
+	conf, err := os.ReadFile(filepath.Join(stateDir, confFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if binDir == "" {
+		binDir = DefaultBinDir
+	}
+	m, err := newManager(Config{BinDir: binDir, StateDir: stateDir}, conf)
+	if err != nil {
+		return err
+	}
+	uids, err := m.Pods()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, uid := range uids {
+		errs = append(errs, m.TearDown(ctx, Pod{UID: uid}))
+	}
+	return errors.Join(errs...)
 }
 
 // confList is the node's network: a bridge with the pods' gateway on it,

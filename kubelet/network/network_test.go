@@ -171,7 +171,26 @@ func TestPodNetworks(t *testing.T) {
 	if path, _, err := again.SetUp(ctx, d); err != nil || !netns.Is(path) {
 		t.Fatalf("set up over a stale file: %s %v", path, err)
 	}
-	if err := again.TearDown(ctx, d); err != nil {
+
+	// minik8s up, stopping, releases whatever pods are left, from the
+	// state dir alone (as on the node, whose side the plugins tear down).
+	e := network.Pod{UID: "uid-e", Namespace: "default", Name: "e"}
+	if _, _, err := again.SetUp(ctx, e); err != nil {
 		t.Fatal(err)
+	}
+	if err := netns.Do(node, func() error { return network.ReleaseAll(ctx, state, "") }); err != nil {
+		t.Fatal(err)
+	}
+	if uids, err := again.Pods(); err != nil || len(uids) != 0 {
+		t.Errorf("pods after releasing all: %v %v", uids, err)
+	}
+	if held, _ := filepath.Glob(filepath.Join(state, "ipam", "*", "10.42.7.*")); len(held) > 0 {
+		t.Errorf("addresses still allocated after releasing all: %v", held)
+	}
+	if got := framework.NetnsLinks(t, node); len(got) != 2 {
+		t.Errorf("node links after releasing all %v, want lo and the bridge", got)
+	}
+	if err := network.ReleaseAll(ctx, t.TempDir(), ""); err != nil {
+		t.Errorf("releasing a dir with no network: %v", err)
 	}
 }

@@ -1,9 +1,6 @@
 package proxy
 
-import (
-	"context"
-	"net"
-)
+import "context"
 
 // ServicePort and Apply let the tests write rules without informers.
 type ServicePort = servicePort
@@ -16,11 +13,11 @@ func NewServicePort(namespace, name string, port, nodePort int32, clusterIP stri
 
 // Apply writes the rules of ports given the chains known to be there (nil:
 // read them) and returns the chains there after.
-func Apply(ctx context.Context, ports []ServicePort, podCIDR *net.IPNet, known map[string][]string) (map[string][]string, error) {
-	_, after, err := apply(ctx, ports, podCIDR, known, known != nil)
+func Apply(ctx context.Context, ports []ServicePort, nets Nets, known map[string][]string) (map[string][]string, error) {
+	_, after, err := apply(ctx, ports, nets, known, known != nil)
 	return after, err
 }
 
-func RuleSet(ports []ServicePort, podCIDR *net.IPNet, existing map[string][]string) string {
-	return ruleSet(ports, podCIDR, existing)
+func RuleSet(ports []ServicePort, nets Nets, existing map[string][]string) string {
+	return ruleSet(ports, nets, existing)
 }

@@ -25,7 +25,7 @@ import (
 type Kernel struct {
 	services  *cache.Informer[api.Service, *api.Service]
 	endpoints *cache.Informer[api.Endpoints, *api.Endpoints]
-	podCIDR   *net.IPNet
+	nets      Nets
 	changed   chan struct{}
 	// last is the rule set last written (without removals); known the
 	// package's chains in the kernel, by table (nil: not read yet);
@@ -36,19 +36,22 @@ type Kernel struct {
 }
 
 // NewKernel returns a kernel proxy fed by the factory's informers;
-// podCIDR is the node's (connections from its pods to its pods are
-// masqueraded, so that the reply comes back through the rules).
-func NewKernel(f *cache.Factory, podCIDR string) (*Kernel, error) {
-	_, n, err := net.ParseCIDR(podCIDR)
-	if err != nil {
+// podCIDR is the node's slice of clusterCIDR (see Nets).
+func NewKernel(f *cache.Factory, podCIDR, clusterCIDR string) (*Kernel, error) {
+	var nets Nets
+	var err error
+	if _, nets.PodCIDR, err = net.ParseCIDR(podCIDR); err != nil {
 		return nil, fmt.Errorf("proxy: pod CIDR %q: %w", podCIDR, err)
+	}
+	if _, nets.ClusterCIDR, err = net.ParseCIDR(clusterCIDR); err != nil {
+		return nil, fmt.Errorf("proxy: cluster CIDR %q: %w", clusterCIDR, err)
 	}
 	for _, bin := range []string{"iptables", "iptables-restore", "iptables-save"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return nil, fmt.Errorf("proxy: %s is missing (apt-get install iptables): %w", bin, err)
 		}
 	}
-	return &Kernel{services: f.Services(), endpoints: f.Endpoints(), podCIDR: n, changed: make(chan struct{}, 1)}, nil
+	return &Kernel{services: f.Services(), endpoints: f.Endpoints(), nets: nets, changed: make(chan struct{}, 1)}, nil
 }
 
 func (k *Kernel) kick() {
@@ -95,16 +98,16 @@ func (k *Kernel) Run(ctx context.Context) error {
 // cost no process; a change costs one iptables-restore.
 func (k *Kernel) sync(ctx context.Context) error {
 	ports := k.servicePorts()
-	if ruleSet(ports, k.podCIDR, nil) == k.last {
+	if ruleSet(ports, k.nets, nil) == k.last {
 		return nil
 	}
-	rules, known, err := apply(ctx, ports, k.podCIDR, k.known, k.hooked)
+	rules, known, err := apply(ctx, ports, k.nets, k.known, k.hooked)
 	if err != nil {
 		k.known, k.hooked, k.last = nil, false, ""
 		return err
 	}
 	k.known, k.hooked = known, true
-	k.last = ruleSet(ports, k.podCIDR, nil)
+	k.last = ruleSet(ports, k.nets, nil)
 	log.WithFields(log.Fields{"servicePorts": len(ports), "bytes": len(rules)}).Debug("proxy: service rules written")
 	return nil
 }
@@ -113,14 +116,14 @@ func (k *Kernel) sync(ctx context.Context) error {
 // known lists the package's chains in the kernel (nil: read them first),
 // so that those no longer needed go; hooked says the jumps into them are
 // known to be there. It returns what it wrote and the chains now there.
-func apply(ctx context.Context, ports []servicePort, podCIDR *net.IPNet, known map[string][]string, hooked bool) (string, map[string][]string, error) {
+func apply(ctx context.Context, ports []servicePort, nets Nets, known map[string][]string, hooked bool) (string, map[string][]string, error) {
 	if known == nil {
 		var err error
 		if known, err = chains(ctx); err != nil {
 			return "", nil, err
 		}
 	}
-	rules := ruleSet(ports, podCIDR, known)
+	rules := ruleSet(ports, nets, known)
 	cmd := exec.CommandContext(ctx, "iptables-restore", "--noflush", "--wait")
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -133,7 +136,7 @@ func apply(ctx context.Context, ports []servicePort, podCIDR *net.IPNet, known m
 			}
 		}
 	}
-	return rules, declared(ruleSet(ports, podCIDR, nil)), nil
+	return rules, declared(ruleSet(ports, nets, nil)), nil
 }
 
 // declared lists the chains an iptables-restore input declares, by table.

@@ -18,6 +18,8 @@ import (
 // creates (or in none): no packet is sent.
 func TestRuleSet(t *testing.T) {
 	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
+	_, clusterCIDR, _ := net.ParseCIDR("127.42.0.0/16")
+	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR}
 	cases := []struct {
 		name     string
 		ports    []proxy.ServicePort
@@ -37,6 +39,9 @@ func TestRuleSet(t *testing.T) {
 		},
 		wantNot: []string{"REJECT"},
 	}, {
+		name: "pods' connections out of the cluster masqueraded, with or without services",
+		want: []string{`-A MINIK8S-POSTROUTING -m comment --comment "pods to outside the cluster" -s 127.42.0.0/24 ! -d 127.42.0.0/16 -j MASQUERADE`},
+	}, {
 		name:    "no endpoint: refused",
 		ports:   []proxy.ServicePort{proxy.NewServicePort("default", "empty", 80, 30080, "127.43.0.6")},
 		want:    []string{"-d 127.43.0.6/32 -p tcp -m tcp --dport 80 -j REJECT", "-m addrtype --dst-type LOCAL -p tcp -m tcp --dport 30080 -j REJECT"},
@@ -46,7 +51,7 @@ func TestRuleSet(t *testing.T) {
 		ports: []proxy.ServicePort{proxy.NewServicePort("default", "np", 80, 30081, "127.43.0.8", "127.42.1.9:8080")},
 		want:  []string{"-A MINIK8S-NODEPORTS -m comment --comment \"default/np\" -p tcp -m tcp --dport 30081 -j MINIK8S-MARK-MASQ", "--dport 30081 -j MINIK8S-SVC-"},
 		// The endpoint is on another node: its reply comes back routed.
-		wantNot: []string{"-s 127.42.0.0/24"},
+		wantNot: []string{"-s 127.42.0.0/24 -j MINIK8S-MARK-MASQ"},
 	}, {
 		name:     "chains no longer used are emptied and removed; others' are left",
 		existing: map[string][]string{"nat": {"MINIK8S-SVC-OLD", "MINIK8S-SERVICES", "OTHER"}},
@@ -55,7 +60,7 @@ func TestRuleSet(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := proxy.RuleSet(tc.ports, podCIDR, tc.existing)
+			got := proxy.RuleSet(tc.ports, nets, tc.existing)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("missing %q in\n%s", w, got)
@@ -87,6 +92,8 @@ func TestRulesInTheKernel(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = netns.Remove(path) })
 	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
+	_, clusterCIDR, _ := net.ParseCIDR("127.42.0.0/16")
+	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR}
 	ctx := context.Background()
 	save := func() string {
 		t.Helper()
@@ -101,12 +108,12 @@ func TestRulesInTheKernel(t *testing.T) {
 	// The first write reads the chains there are; the next ones know them.
 	var known map[string][]string
 	for _, ports := range [][]proxy.ServicePort{{web, old}, {web, old}} {
-		if err := netns.Do(path, func() (err error) { known, err = proxy.Apply(ctx, ports, podCIDR, known); return err }); err != nil {
+		if err := netns.Do(path, func() (err error) { known, err = proxy.Apply(ctx, ports, nets, known); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first := save()
-	for _, w := range []string{"--to-destination 127.42.0.7:8080", "--to-destination 127.42.0.8:8080", "--dport 30090"} {
+	for _, w := range []string{"--to-destination 127.42.0.7:8080", "--to-destination 127.42.0.8:8080", "--dport 30090", "! -d 127.42.0.0/16"} {
 		if !strings.Contains(first, w) {
 			t.Fatalf("missing %q in\n%s", w, first)
 		}
@@ -114,7 +121,7 @@ func TestRulesInTheKernel(t *testing.T) {
 	if n := strings.Count(first, "-A PREROUTING"); n != 1 {
 		t.Fatalf("%d jumps from PREROUTING after two syncs:\n%s", n, first)
 	}
-	if err := netns.Do(path, func() (err error) { _, err = proxy.Apply(ctx, []proxy.ServicePort{web}, podCIDR, known); return err }); err != nil {
+	if err := netns.Do(path, func() (err error) { _, err = proxy.Apply(ctx, []proxy.ServicePort{web}, nets, known); return err }); err != nil {
 		t.Fatal(err)
 	}
 	second := save()

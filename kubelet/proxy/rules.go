@@ -62,6 +62,14 @@ func (sp servicePort) protocol() string {
 	return "tcp"
 }
 
+// Nets are the node's pod range and the cluster's, which the rules tell
+// apart: its pods' connections to its pods are masqueraded (so that the
+// reply comes back through the rules), and so are their connections out
+// of the cluster.
+type Nets struct {
+	PodCIDR, ClusterCIDR *net.IPNet
+}
+
 // chainName is a chain's name for a service port or an endpoint of one:
 // a hash, as kube-proxy's, since iptables limits names to 28 characters.
 func chainName(kind string, parts ...string) string {
@@ -72,7 +80,8 @@ func chainName(kind string, parts ...string) string {
 // ruleSet is the iptables-restore input that makes the nat and filter
 // tables' MINIK8S chains exactly what the service ports need; existing
 // lists the MINIK8S chains there are now (to remove those no longer used).
-func ruleSet(ports []servicePort, podCIDR *net.IPNet, existing map[string][]string) string {
+func ruleSet(ports []servicePort, nets Nets, existing map[string][]string) string {
+	podCIDR := nets.PodCIDR
 	slices.SortFunc(ports, func(a, b servicePort) int { return strings.Compare(a.String(), b.String()) })
 	nat := &table{name: "nat"}
 	filter := &table{name: "filter"}
@@ -83,6 +92,11 @@ func ruleSet(ports []servicePort, podCIDR *net.IPNet, existing map[string][]stri
 	filter.chain(chainServices)
 	nat.rule(chainMarkMasq, "-j MARK --or-mark "+strings.Split(masqMark, "/")[0])
 	nat.rule(chainPostrouting, "-m mark --mark "+masqMark+" -j MASQUERADE")
+	if nets.PodCIDR != nil && nets.ClusterCIDR != nil {
+		// Pods reach beyond the cluster from their node's address, as
+		// flannel's ipMasq has it; between pods addresses stay.
+		nat.rule(chainPostrouting, fmt.Sprintf("-m comment --comment \"pods to outside the cluster\" -s %s ! -d %s -j MASQUERADE", nets.PodCIDR, nets.ClusterCIDR))
+	}
 
 	for _, sp := range ports {
 		proto := sp.protocol()

@@ -22,6 +22,14 @@ const (
 	PodNetworkShared = "host"
 )
 
+// The cluster's address ranges by default, as k3s has them: pods'
+// addresses (each node gets a slice) and the Services' cluster IPs. The
+// kubelets and the apiserver must agree on them.
+const (
+	DefaultClusterCIDR = "10.42.0.0/16"
+	DefaultServiceCIDR = "10.43.0.0/16"
+)
+
 // Node is a machine running a kubelet.
 type Node struct {
 	TypeMeta   `json:",inline"`

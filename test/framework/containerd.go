@@ -237,6 +237,9 @@ func startKubelet(t testing.TB, apiURL, token string, ctd *Containerd, name, ip 
 		BackoffBase:       time.Second,
 		BackoffMax:        5 * time.Second,
 		PullTimeout:       20 * time.Second,
+		// In-process kubelets share the test's network: their pods run
+		// on it (StartNetKubelet gives pods their own).
+		PodNetwork: kubelet.PodNetworkHost,
 	}}
 	k.Start()
 	track(t, "kubelet "+name, k.stop)

@@ -110,6 +110,13 @@ func (u *Underlay) remove(t testing.TB) {
 	}
 }
 
+// NamespaceName is a name for a namespace the test makes itself (with
+// hack/netns-node, say) that the sweep removes with the underlay's if the
+// binary dies first; the test removes it.
+func (u *Underlay) NamespaceName(suffix string) string {
+	return strings.TrimSuffix(u.Bridge, "br") + suffix
+}
+
 // Namespaces are the names of the underlay's namespaces.
 func (u *Underlay) Namespaces() []string {
 	names := []string{u.Bridge}
