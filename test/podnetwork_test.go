@@ -182,9 +182,10 @@ sys.exit(0 if ok else 1)
 // other's pod CIDRs (host-gw) and serve Services in the kernel: a pod on
 // node 1 fetches a page from a pod on node 3 by its pod IP, by its
 // Service's cluster IP (as node 1 itself does, and as nodes do at any
-// node's address and the Service's node port), and by the Service's name
-// through the cluster DNS, in full and as the search path completes it;
-// it cannot connect to what listens on its node's loopback.
+// node's address and the Service's node port, and at node 3's address and
+// the pod's hostPort), and by the Service's name through the cluster DNS,
+// in full and as the search path completes it; it cannot connect to what
+// listens on its node's loopback.
 func TestPodsAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	u := framework.StartUnderlay(t, 3)
@@ -205,6 +206,8 @@ func TestPodsAcrossNodes(t *testing.T) {
 	nodePort := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
 	farPod := webPod("far", "across-3")
 	farPod.Labels = map[string]string{"app": "web"}
+	// Published on its node's addresses too (portmap).
+	farPod.Spec.Containers[0].Ports[0].HostPort = 18080
 	if _, err := c.Pods("default").Create(ctx, farPod); err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +218,15 @@ func TestPodsAcrossNodes(t *testing.T) {
 	byClusterIP := "http://" + svc.Spec.ClusterIP + "/"
 	// The page is up, and its endpoint in node 1's rules, before the pod
 	// that fetches starts.
-	// The node port answers on every node, the pod's too.
+	// The node port answers on every node, the pod's too; the host port
+	// on the pod's node.
 	byNodePort := map[*framework.NetNode]string{u.Nodes[0]: "http://" + net.JoinHostPort(u.Nodes[1].IP, nodePort) + "/",
 		u.Nodes[1]: "http://" + net.JoinHostPort(u.Nodes[2].IP, nodePort) + "/"}
 	for _, fetch := range []struct {
 		from *framework.NetNode
 		url  string
-	}{{u.Nodes[0], byIP}, {u.Nodes[0], byClusterIP}, {u.Nodes[0], byNodePort[u.Nodes[0]]}, {u.Nodes[1], byNodePort[u.Nodes[1]]}} {
+	}{{u.Nodes[0], byIP}, {u.Nodes[0], byClusterIP}, {u.Nodes[0], byNodePort[u.Nodes[0]]}, {u.Nodes[1], byNodePort[u.Nodes[1]]},
+		{u.Nodes[0], "http://" + net.JoinHostPort(u.Nodes[2].IP, "18080") + "/"}} {
 		url := fetch.url
 		waitUntil(t, 30*time.Second, fetch.from.Name+" fetching "+url, func() bool {
 			resp, err := fetch.from.HTTPClient().Get(url)

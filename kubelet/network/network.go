@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/containernetworking/cni/libcni"
@@ -53,6 +54,18 @@ type Config struct {
 // Pod names the pod a namespace is for.
 type Pod struct {
 	UID, Namespace, Name string
+	// Ports are published on the node's addresses (hostPort).
+	Ports []PortMapping
+}
+
+// PortMapping publishes a pod's port on the node: portmap's DNAT rules
+// send HostPort at the node's addresses (HostIP's only, when set) to the
+// pod's ContainerPort.
+type PortMapping struct {
+	HostPort, ContainerPort int32
+	// Protocol is tcp or udp (sctp too, where the kernel has it).
+	Protocol string
+	HostIP   string
 }
 
 // Manager sets up and tears down the pods' networks of one node.
@@ -188,8 +201,21 @@ func (m *Manager) Gateway() net.IP {
 func (m *Manager) Path(uid string) string { return filepath.Join(m.cfg.StateDir, "netns", uid) }
 
 func (m *Manager) runtimeConf(p Pod, path, ifName string) *libcni.RuntimeConf {
-	return &libcni.RuntimeConf{ContainerID: p.UID, NetNS: path, IfName: ifName,
+	rc := &libcni.RuntimeConf{ContainerID: p.UID, NetNS: path, IfName: ifName,
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", p.Namespace}, {"K8S_POD_NAME", p.Name}, {"K8S_POD_UID", p.UID}}}
+	if len(p.Ports) > 0 {
+		// portmap's capability, spelled as its runtimeConfig has it.
+		var mappings []map[string]any
+		for _, pm := range p.Ports {
+			e := map[string]any{"hostPort": pm.HostPort, "containerPort": pm.ContainerPort, "protocol": strings.ToLower(pm.Protocol)}
+			if pm.HostIP != "" {
+				e["hostIP"] = pm.HostIP
+			}
+			mappings = append(mappings, e)
+		}
+		rc.CapabilityArgs = map[string]any{"portMappings": mappings}
+	}
+	return rc
 }
 
 func (m *Manager) lock(uid string) func() {

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +194,46 @@ func TestPodNetworks(t *testing.T) {
 	}
 	if err := network.ReleaseAll(ctx, t.TempDir(), ""); err != nil {
 		t.Errorf("releasing a dir with no network: %v", err)
+	}
+}
+
+// TestHostPorts: a pod's hostPort is published on the node's addresses by
+// portmap (here the gateway, the node's only one in its namespace), from
+// the node and from another pod; tearing the pod down removes its rules.
+func TestHostPorts(t *testing.T) {
+	ctx := context.Background()
+	m, node, _ := nodeNetwork(t)
+	a := network.Pod{UID: "uid-hp-a", Namespace: "default", Name: "a",
+		Ports: []network.PortMapping{{HostPort: 18080, ContainerPort: 8080, Protocol: "TCP"}}}
+	b := network.Pod{UID: "uid-hp-b", Namespace: "default", Name: "b"}
+	pathA, ipA, err := m.SetUp(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathB, _, err := m.SetUp(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo(t, pathA, ipA+":8080")
+	gateway := m.Gateway().String()
+	talk(t, node, gateway+":18080")
+	talk(t, pathB, gateway+":18080")
+	save := func() string {
+		out, err := exec.Command("nsenter", "--net="+node, "iptables-save", "-t", "nat").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	if rules := save(); !strings.Contains(rules, "18080") {
+		t.Fatalf("no rule for host port 18080:\n%s", rules)
+	}
+	for _, p := range []network.Pod{a, b} {
+		if err := m.TearDown(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rules := save(); strings.Contains(rules, "18080") || strings.Contains(rules, ipA) {
+		t.Errorf("pod a's host port rules left after its tear down:\n%s", rules)
 	}
 }

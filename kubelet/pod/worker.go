@@ -435,8 +435,20 @@ func (w *Worker) ownNetwork(p *api.Pod) bool {
 
 func (w *Worker) networkPod(p *api.Pod) network.Pod {
 	np := network.Pod{UID: w.uid}
-	if p != nil {
-		np.Namespace, np.Name = p.Namespace, p.Name
+	if p == nil {
+		return np
+	}
+	np.Namespace, np.Name = p.Namespace, p.Name
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.HostPort != 0 && port.ContainerPort != 0 {
+				proto := port.Protocol
+				if proto == "" {
+					proto = "TCP"
+				}
+				np.Ports = append(np.Ports, network.PortMapping{HostPort: port.HostPort, ContainerPort: port.ContainerPort, Protocol: proto, HostIP: port.HostIP})
+			}
+		}
 	}
 	return np
 }

@@ -174,6 +174,8 @@ type ContainerPort struct {
 	ContainerPort int32  `json:"containerPort,omitempty"`
 	HostPort      int32  `json:"hostPort,omitempty"`
 	Protocol      string `json:"protocol,omitempty"`
+	// HostIP limits a hostPort to one of the node's addresses.
+	HostIP string `json:"hostIP,omitempty"`
 }
 
 type ResourceRequirements struct {

@@ -251,6 +251,12 @@ func PodSpec(field string, s *api.PodSpec) error {
 			if p.HostPort < 0 || p.HostPort > 65535 {
 				return errdefs.Invalid(pf+".hostPort", "%d is not in 0..65535", p.HostPort)
 			}
+			if p.HostIP != "" && (net.ParseIP(p.HostIP) == nil || net.ParseIP(p.HostIP).To4() == nil) {
+				return errdefs.Invalid(pf+".hostIP", "%q is not an IPv4 address", p.HostIP)
+			}
+			if p.HostIP != "" && p.HostPort == 0 {
+				return errdefs.Invalid(pf+".hostIP", "needs a hostPort")
+			}
 			if p.Name != "" {
 				if len(p.Name) > 15 || !dnsLabel.MatchString(p.Name) {
 					return errdefs.Invalid(pf+".name", "%q must be a DNS label of at most 15 characters", p.Name)

@@ -140,6 +140,10 @@ func TestPod(t *testing.T) {
 		{"bad memory", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "64Zi"} }, "spec.containers[0].resources.requests.memory"},
 		{"port range", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 70000 }, "spec.containers[0].ports[0].containerPort"},
 		{"udp", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].Protocol = "UDP" }, "spec.containers[0].ports[0].protocol"},
+		{"host IP not an address", func(p *api.Pod) {
+			p.Spec.Containers[0].Ports[0].HostPort, p.Spec.Containers[0].Ports[0].HostIP = 8080, "node-1"
+		}, "spec.containers[0].ports[0].hostIP"},
+		{"host IP without host port", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].HostIP = "10.98.0.2" }, "spec.containers[0].ports[0].hostIP"},
 		{"restart policy", func(p *api.Pod) { p.Spec.RestartPolicy = "Sometimes" }, "spec.restartPolicy"},
 		{"mount without volume", func(p *api.Pod) {
 			p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "v", MountPath: "/v"}}
