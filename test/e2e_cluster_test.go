@@ -108,31 +108,12 @@ func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
 	if left := nodeContainers(t, ctd.Runtime, "node-1"); len(left) > 0 {
 		t.Fatalf("node-1's containers still there after the kill: %v", left)
 	}
-	waitFor(t, "node-1's pods to run on node-2 and node-3", 120*time.Second, func() bool {
-		m := readyPodsByNode(t, c)
-		return m["node-2"]+m["node-3"] == 6
-	})
 	// The pods have moved once the Service's Endpoints list the six new
 	// ones and none of the dead node's: from then on every request must
 	// succeed, with no allowance (a proxy whose watch lags a little may
 	// still pick a dead endpoint, but the dial is refused at once and the
 	// proxy tries the next).
-	waitFor(t, "the web Endpoints to list no pod of node-1", 60*time.Second, func() bool {
-		ep, ok := endpointsOf(t, ctx, c, "web")
-		if !ok {
-			return false
-		}
-		n := 0
-		for _, sub := range ep.Subsets {
-			for _, a := range sub.Addresses {
-				if a.NodeName == "node-1" || a.IP == "127.0.0.11" {
-					return false
-				}
-				n++
-			}
-		}
-		return n == 6
-	})
+	waitMovedOff(t, ctx, c, "127.0.0.11")
 	moved := time.Now()
 	n, err := c.Nodes().Get(ctx, "node-1")
 	if err != nil {

@@ -63,26 +63,7 @@ func TestNodeFailureWithOwnNetwork(t *testing.T) {
 	if out, err := u.Nodes[0].Command(ctx, "ip", "link", "set", "eth0", "down").CombinedOutput(); err != nil {
 		t.Fatalf("taking node 1's link down: %v: %s", err, out)
 	}
-	waitFor(t, "node-1's pods to run on node-2 and node-3", 120*time.Second, func() bool {
-		m := readyPodsByNode(t, c)
-		return m["node-2"]+m["node-3"] == 6
-	})
-	waitFor(t, "the web Endpoints to list no pod of node-1", 60*time.Second, func() bool {
-		ep, ok := endpointsOf(t, ctx, c, "web")
-		if !ok {
-			return false
-		}
-		n := 0
-		for _, sub := range ep.Subsets {
-			for _, a := range sub.Addresses {
-				if a.NodeName == "node-1" {
-					return false
-				}
-				n++
-			}
-		}
-		return n == 6
-	})
+	waitMovedOff(t, ctx, c, "")
 	// Node 2's rules follow the Endpoints within a moment: requests sent
 	// from a second after the move on must all be answered.
 	moved := time.Now().Add(time.Second)

@@ -1,10 +1,13 @@
 package test
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	"minik8s/pkg/client"
 )
 
 // serviceProber sends a request to a Service every 100 ms while a node
@@ -94,4 +97,31 @@ func (p *serviceProber) finish(t *testing.T, moved time.Time) {
 	if len(failedAfter) > 0 {
 		t.Errorf("%d of %d service requests failed after the pods had moved: %v", len(failedAfter), after, failedAfter)
 	}
+}
+
+// waitMovedOff waits until the six web pods run ready on node-2 and node-3
+// and the web Endpoints list exactly them: none of node-1's (nor any at
+// node-1's address deadIP, when pods share their node's).
+func waitMovedOff(t *testing.T, ctx context.Context, c *client.Client, deadIP string) {
+	t.Helper()
+	waitFor(t, "node-1's pods to run on node-2 and node-3", 120*time.Second, func() bool {
+		m := readyPodsByNode(t, c)
+		return m["node-2"]+m["node-3"] == 6
+	})
+	waitFor(t, "the web Endpoints to list no pod of node-1", 60*time.Second, func() bool {
+		ep, ok := endpointsOf(t, ctx, c, "web")
+		if !ok {
+			return false
+		}
+		n := 0
+		for _, sub := range ep.Subsets {
+			for _, a := range sub.Addresses {
+				if a.NodeName == "node-1" || deadIP != "" && a.IP == deadIP {
+					return false
+				}
+				n++
+			}
+		}
+		return n == 6
+	})
 }
