@@ -51,6 +51,16 @@ func decodeStrict(data []byte, contentType string, out any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return errdefs.BadRequest("", "request body is empty")
 	}
+	if contentType == protobufContentType {
+		j, err := protobufToJSON(data)
+		if err != nil {
+			return err
+		}
+		data, contentType = j, "application/json"
+	}
+	if contentType != "" && !strings.Contains(contentType, "json") && !strings.Contains(contentType, "yaml") {
+		return fmt.Errorf("%w: the body's Content-Type %q is not read here: send application/json or application/yaml", errdefs.ErrUnsupportedMediaType, contentType)
+	}
 	if strings.Contains(contentType, "yaml") {
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {

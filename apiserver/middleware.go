@@ -14,6 +14,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 	"minik8s/pkg/storage/etcd"
 )
 
@@ -41,7 +42,49 @@ func errorMiddleware() gin.HandlerFunc {
 		if code == http.StatusTooManyRequests {
 			c.Header("Retry-After", "1")
 		}
-		c.JSON(code, api.Status{Error: err.Error(), Reason: reason, Field: errdefs.Field(err), Code: code})
+		st := api.Status{Error: err.Error(), Reason: reason, Field: errdefs.Field(err), Code: code}
+		if !isReferenceRoute(c.Request.URL.Path) {
+			kubernetesStatus(&st, err, requestAttributes(c.Request))
+		}
+		c.JSON(code, st)
+	}
+}
+
+// keyless says "/registry/pods/default/web: not found" as Kubernetes
+// does, `pods "web" not found`: storage keys are no business of clients.
+func keyless(msg string) string {
+	key, rest, ok := strings.Cut(msg, ": ")
+	if !ok || !strings.HasPrefix(key, keyRoot) {
+		return msg
+	}
+	parts := strings.Split(strings.TrimPrefix(key, keyRoot), "/")
+	return fmt.Sprintf("%s %q %s", parts[0], parts[len(parts)-1], rest)
+}
+
+// isReferenceRoute: the reference design's function API, whose error
+// answers keep its own format.
+func isReferenceRoute(path string) bool {
+	return strings.HasPrefix(path, "/api/funcs") || strings.HasPrefix(path, "/api/watch/funcs")
+}
+
+// kubernetesStatus fills in what Kubernetes' Status has: kubectl prints
+// `Error from server (NotFound): pods "web" not found` from it.
+func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
+	st.TypeMeta = api.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	st.Status = "Failure"
+	st.Message = keyless(err.Error())
+	if !a.ResourceRequest {
+		return
+	}
+	st.Details = &api.StatusDetails{Name: a.Name, Group: a.APIGroup, Kind: a.Resource}
+	switch {
+	case a.Name != "" && errors.Is(err, errdefs.ErrNotFound):
+		st.Message = fmt.Sprintf("%s %q not found", a.Resource, a.Name)
+	case a.Name != "" && errors.Is(err, errdefs.ErrAlreadyExists):
+		st.Message = fmt.Sprintf("%s %q already exists", a.Resource, a.Name)
+	}
+	if st.Field != "" {
+		st.Details.Causes = []api.StatusCause{{Type: "Field" + st.Reason, Message: err.Error(), Field: st.Field}}
 	}
 }
 

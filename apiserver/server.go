@@ -474,6 +474,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/readyz", s.health)
 	r.GET("/livez", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
+	newDiscovery().routes(r)
 
 	for _, res := range api.Resources {
 		reg := s.registries[res.Name]

@@ -72,10 +72,33 @@ const (
 	ConditionUnknown = "Unknown"
 )
 
-// Status is the body of every error answer.
+// Status is the body of every error answer. On the Kubernetes routes it
+// is also Kubernetes' meta/v1 Status (kind, status, message, details), as
+// kubectl and client-go read it; the function API's answers keep the
+// reference design's fields only (error, reason, field, code).
 type Status struct {
-	Error  string `json:"error"`
-	Reason string `json:"reason,omitempty"`
-	Field  string `json:"field,omitempty"`
-	Code   int    `json:"code,omitempty"`
+	TypeMeta `json:",inline"`
+	// Status is "Failure" on the Kubernetes routes.
+	Status  string         `json:"status,omitempty"`
+	Message string         `json:"message,omitempty"`
+	Error   string         `json:"error"`
+	Reason  string         `json:"reason,omitempty"`
+	Details *StatusDetails `json:"details,omitempty"`
+	Field   string         `json:"field,omitempty"`
+	Code    int            `json:"code,omitempty"`
+}
+
+// StatusDetails names the object an error is about, and the fields at
+// fault.
+type StatusDetails struct {
+	Name   string        `json:"name,omitempty"`
+	Group  string        `json:"group,omitempty"`
+	Kind   string        `json:"kind,omitempty"`
+	Causes []StatusCause `json:"causes,omitempty"`
+}
+
+type StatusCause struct {
+	Type    string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	Field   string `json:"field,omitempty"`
 }

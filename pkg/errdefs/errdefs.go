@@ -27,6 +27,9 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden: the requester may not do this.
 	ErrForbidden = errors.New("forbidden")
+	// ErrUnsupportedMediaType: the body is in an encoding the server does
+	// not read (protobuf); clients fall back to JSON.
+	ErrUnsupportedMediaType = errors.New("unsupported media type")
 )
 
 // FieldError is an Invalid or BadRequest error that names the offending field.
@@ -85,6 +88,7 @@ var classes = []struct {
 	{ErrUnauthorized, http.StatusUnauthorized, "Unauthorized"},
 	{ErrForbidden, http.StatusForbidden, "Forbidden"},
 	{ErrUnavailable, http.StatusServiceUnavailable, "ServiceUnavailable"},
+	{ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, "UnsupportedMediaType"},
 }
 
 // HTTPStatus maps an error to its status code and reason word; an error of no

@@ -28,6 +28,7 @@ const (
 	FunctionInvoker         = "function-invoker"
 	SystemPublicInfoViewer  = "system:public-info-viewer"
 	SystemBasicUser         = "system:basic-user"
+	SystemDiscovery         = "system:discovery"
 	SystemNodeBootstrapper  = "system:node-bootstrapper"
 )
 
@@ -194,6 +195,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		clusterRole(SystemPublicInfoViewer,
 			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/", "/cacerts"}},
 		),
+		clusterRole(SystemDiscovery,
+			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/"}},
+		),
 		clusterRole(SystemNodeBootstrapper,
 			api.PolicyRule{Verbs: verbs("post"), NonResourceURLs: []string{api.NodeCredentialsPath}},
 		),
@@ -209,6 +213,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		clusterRoleBinding(SystemFuncRunner, group(FuncRunnersGroup)),
 		clusterRoleBinding(SystemPublicInfoViewer, group(AllAuthenticated), group(AllUnauthenticated)),
 		clusterRoleBinding(SystemBasicUser, group(AllAuthenticated)),
+		clusterRoleBinding(SystemDiscovery, group(AllAuthenticated)),
 		// Nodes renew their credentials as they got them.
 		clusterRoleBinding(SystemNodeBootstrapper, group(BootstrappersGroup), group(NodesGroup)),
 	}

@@ -422,15 +422,15 @@ func TestCovers(t *testing.T) {
 
 func TestRulesFor(t *testing.T) {
 	src := testSource(t)
-	// The public info viewer and basic user, granted to everyone
-	// authenticated, and pod-reader in dev.
-	if rules := RulesFor(src, authn("bob"), "dev"); len(rules) != 4 {
+	// The public info viewer, basic user and discovery, granted to
+	// everyone authenticated, and pod-reader in dev.
+	if rules := RulesFor(src, authn("bob"), "dev"); len(rules) != 5 {
 		t.Errorf("bob in dev: %v", rules)
 	}
-	if rules := RulesFor(src, authn("bob"), "prod"); len(rules) != 2 {
+	if rules := RulesFor(src, authn("bob"), "prod"); len(rules) != 3 {
 		t.Errorf("bob in prod: %v", rules)
 	}
-	if rules := RulesFor(src, authn("bob"), ""); len(rules) != 2 {
+	if rules := RulesFor(src, authn("bob"), ""); len(rules) != 3 {
 		t.Errorf("bob cluster-wide: %v", rules)
 	}
 }

@@ -1,0 +1,155 @@
+package apiserver
+
+import (
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"minik8s/pkg/api"
+)
+
+// The Kubernetes release whose API this server speaks: kubectl and
+// client-go compare it with their own (a skew of one minor is supported).
+const (
+	kubernetesMajor = "1"
+	kubernetesMinor = "32"
+)
+
+// discovery is what /api and /apis list, built once from api.Resources.
+type discovery struct {
+	core   api.APIResourceList
+	groups []api.APIGroup
+	// lists of the named groups, by group version ("apps/v1").
+	lists map[string]api.APIResourceList
+}
+
+// served are kinds served apart from api.Resources (no storage).
+var served = []struct {
+	groupVersion string
+	res          api.APIResource
+}{
+	{"authorization.k8s.io/v1", api.APIResource{Name: "selfsubjectaccessreviews", SingularName: "selfsubjectaccessreview", Kind: "SelfSubjectAccessReview", Verbs: []string{"create"}}},
+	{"authorization.k8s.io/v1", api.APIResource{Name: "subjectaccessreviews", SingularName: "subjectaccessreview", Kind: "SubjectAccessReview", Verbs: []string{"create"}}},
+}
+
+// allCategory are the kinds `kubectl get all` shows, as in Kubernetes.
+var allCategory = []string{"pods", "services", "replicasets"}
+
+func newDiscovery() *discovery {
+	d := &discovery{lists: map[string]api.APIResourceList{}}
+	d.core = api.APIResourceList{TypeMeta: api.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1"}
+	var order []string
+	add := func(gv string, r ...api.APIResource) {
+		if gv == "v1" {
+			d.core.Resources = append(d.core.Resources, r...)
+			return
+		}
+		l, ok := d.lists[gv]
+		if !ok {
+			order = append(order, gv)
+			l = api.APIResourceList{TypeMeta: api.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
+		}
+		l.Resources = append(l.Resources, r...)
+		d.lists[gv] = l
+	}
+	for _, res := range api.Resources {
+		add(res.GroupVersion(), discoveryResources(res)...)
+	}
+	for _, s := range served {
+		add(s.groupVersion, s.res)
+	}
+	for _, gv := range order {
+		group, version, _ := strings.Cut(gv, "/")
+		v := api.GroupVersionForDiscovery{GroupVersion: gv, Version: version}
+		d.groups = append(d.groups, api.APIGroup{Name: group, Versions: []api.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
+	return d
+}
+
+// discoveryResources are a kind and its subresources as discovery lists
+// them: the verbs its routes serve, its short names.
+func discoveryResources(res api.Resource) []api.APIResource {
+	singular := strings.ToLower(res.Kind)
+	main := api.APIResource{Name: res.Name, SingularName: singular, Namespaced: res.Namespaced, Kind: res.Kind,
+		Verbs: []string{"create", "delete", "get", "list", "update", "watch"}}
+	for _, s := range res.ShortNames {
+		if s != singular && s != res.Name {
+			main.ShortNames = append(main.ShortNames, s)
+		}
+	}
+	if slices.Contains(allCategory, res.Name) {
+		main.Categories = []string{"all"}
+	}
+	if res.Name == api.FuncInstancesResource.Name {
+		// Made by calling a function, advanced by runners (status).
+		main.Verbs = []string{"create", "delete", "get", "list", "watch"}
+	}
+	out := []api.APIResource{main}
+	sub := func(name string, verbs ...string) api.APIResource {
+		return api.APIResource{Name: res.Name + "/" + name, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: verbs}
+	}
+	if res.HasStatus {
+		out = append(out, sub("status", "get", "update"))
+	}
+	switch res.Name {
+	case api.NamespacesResource.Name:
+		out = append(out, sub("finalize", "update"))
+	case api.PodsResource.Name:
+		binding := sub("binding", "create")
+		binding.Kind = "Binding"
+		out = append(out, binding, sub("log", "get"))
+	case api.ServiceAccountsResource.Name:
+		token := sub("token", "create")
+		token.Group, token.Version, token.Kind = "authentication.k8s.io", "v1", "TokenRequest"
+		out = append(out, token)
+	case api.ReplicaSetsResource.Name:
+		scale := sub("scale", "get", "update")
+		scale.Group, scale.Version, scale.Kind = "autoscaling", "v1", "Scale"
+		out = append(out, scale)
+	}
+	return out
+}
+
+// routes serves the discovery documents.
+func (d *discovery) routes(r *gin.Engine) {
+	r.GET("/version", serveVersion)
+	r.GET("/api", func(c *gin.Context) {
+		c.JSON(http.StatusOK, api.APIVersions{TypeMeta: api.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
+			ServerAddressByClientCIDRs: []api.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: c.Request.Host}}})
+	})
+	r.GET("/api/v1", func(c *gin.Context) { c.JSON(http.StatusOK, d.core) })
+	r.GET("/apis", func(c *gin.Context) {
+		c.JSON(http.StatusOK, api.APIGroupList{TypeMeta: api.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: d.groups})
+	})
+	for _, g := range d.groups {
+		group := g
+		group.TypeMeta = api.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		r.GET("/apis/"+g.Name, func(c *gin.Context) { c.JSON(http.StatusOK, group) })
+		list := d.lists[g.PreferredVersion.GroupVersion]
+		r.GET("/apis/"+g.PreferredVersion.GroupVersion, func(c *gin.Context) { c.JSON(http.StatusOK, list) })
+	}
+}
+
+func serveVersion(c *gin.Context) {
+	v := api.VersionInfo{Major: kubernetesMajor, Minor: kubernetesMinor, GitVersion: "v" + kubernetesMajor + "." + kubernetesMinor + ".0-minik8s",
+		GitTreeState: "clean", BuildDate: "1970-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.GitCommit = s.Value
+			case "vcs.time":
+				v.BuildDate = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					v.GitTreeState = "dirty"
+				}
+			}
+		}
+	}
+	c.JSON(http.StatusOK, v)
+}
