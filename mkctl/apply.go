@@ -153,8 +153,17 @@ func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error
 			d.Spec.NodeName = c.Spec.NodeName
 		}
 	case *api.Service:
-		if c := cur.(*api.Service); d.Spec.ClusterIP == "" {
+		c := cur.(*api.Service)
+		if d.Spec.ClusterIP == "" {
 			d.Spec.ClusterIP = c.Spec.ClusterIP
+		}
+		// Node ports the server allocated stay, by port, as it keeps them.
+		for i := range d.Spec.Ports {
+			for _, cp := range c.Spec.Ports {
+				if d.Spec.Ports[i].NodePort == 0 && cp.Port == d.Spec.Ports[i].Port && cp.Name == d.Spec.Ports[i].Name {
+					d.Spec.Ports[i].NodePort = cp.NodePort
+				}
+			}
 		}
 	case *api.Node:
 		if c := cur.(*api.Node); d.Spec.PodCIDR == "" && len(d.Spec.PodCIDRs) == 0 {

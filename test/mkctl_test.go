@@ -168,7 +168,7 @@ func TestMkctlApplyGetDescribeDelete(t *testing.T) {
 			t.Errorf("rs row %q", r)
 		}
 		svc := tableRows(t, mustMkctl(t, s, "get", "svc"), "NAME", "TYPE", "CLUSTER-IP", "PORT(S)", "AGE")
-		if r := svc["web"]; len(r) != 5 || r[1] != "ClusterIP" || r[3] != "80/TCP" {
+		if r := svc["web"]; len(r) != 5 || r[1] != "NodePort" || !regexp.MustCompile(`^80:3\d{4}/TCP$`).MatchString(r[3]) {
 			t.Errorf("svc row %q", r)
 		}
 		nodes := tableRows(t, mustMkctl(t, s, "get", "no"), "NAME", "STATUS", "AGE", "VERSION")
