@@ -75,7 +75,7 @@ func newDiscovery() *discovery {
 func discoveryResources(res api.Resource) []api.APIResource {
 	singular := strings.ToLower(res.Kind)
 	main := api.APIResource{Name: res.Name, SingularName: singular, Namespaced: res.Namespaced, Kind: res.Kind,
-		Verbs: []string{"create", "delete", "get", "list", "update", "watch"}}
+		Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}}
 	for _, s := range res.ShortNames {
 		if s != singular && s != res.Name {
 			main.ShortNames = append(main.ShortNames, s)
@@ -93,7 +93,11 @@ func discoveryResources(res api.Resource) []api.APIResource {
 		return api.APIResource{Name: res.Name + "/" + name, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: verbs}
 	}
 	if res.HasStatus {
-		out = append(out, sub("status", "get", "update"))
+		status := sub("status", "get", "patch", "update")
+		if res.Name == api.FuncInstancesResource.Name {
+			status.Verbs = []string{"get", "update"}
+		}
+		out = append(out, status)
 	}
 	switch res.Name {
 	case api.NamespacesResource.Name:
@@ -107,7 +111,7 @@ func discoveryResources(res api.Resource) []api.APIResource {
 		token.Group, token.Version, token.Kind = "authentication.k8s.io", "v1", "TokenRequest"
 		out = append(out, token)
 	case api.ReplicaSetsResource.Name:
-		scale := sub("scale", "get", "update")
+		scale := sub("scale", "get", "patch", "update")
 		scale.Group, scale.Version, scale.Kind = "autoscaling", "v1", "Scale"
 		out = append(out, scale)
 	}

@@ -325,6 +325,11 @@ func (h *handlers) updateScale(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	h.setScale(c, &sc)
+}
+
+// setScale writes a ReplicaSet's replicas from its scale.
+func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 	if sc.Spec.Replicas < 0 {
 		fail(c, errdefs.Invalid("spec.replicas", "%d must not be negative", sc.Spec.Replicas))
 		return

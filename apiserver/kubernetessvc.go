@@ -35,7 +35,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) e
 	if _, err := svcs.get(ctx, api.DefaultNamespace, kubernetesService); errdefs.IsNotFound(err) {
 		svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: kubernetesService, Namespace: api.DefaultNamespace,
 			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
-			Spec: api.ServiceSpec{Ports: []api.ServicePort{{Name: "https", Protocol: "TCP", Port: 443, TargetPort: strconv.Itoa(int(port))}}}}
+			Spec: api.ServiceSpec{Ports: []api.ServicePort{{Name: "https", Protocol: "TCP", Port: 443, TargetPort: api.IntOrString(strconv.Itoa(int(port)))}}}}
 		if ip, err := kubernetesServiceIP(s.cfg.ServiceCIDR); err == nil {
 			svc.Spec.ClusterIP = ip.String()
 		}

@@ -503,9 +503,15 @@ func (s *Server) routes() *gin.Engine {
 		r.GET(one, name, h.get)
 		r.PUT(one, name, update)
 		r.DELETE(one, name, h.delete)
+		if res.Name != api.FuncInstancesResource.Name {
+			r.PATCH(one, name, h.patch(h.reg.update, true))
+		}
 		if res.HasStatus {
 			r.GET(one+"/status", name, h.get)
 			r.PUT(one+"/status", name, updateStatus)
+			if res.Name != api.FuncInstancesResource.Name {
+				r.PATCH(one+"/status", name, h.patch(h.reg.updateStatus, false))
+			}
 		}
 		switch res.Name {
 		case api.NamespacesResource.Name:
@@ -518,6 +524,7 @@ func (s *Server) routes() *gin.Engine {
 		case api.ReplicaSetsResource.Name:
 			r.GET(coll+"/:name/scale", h.getScale)
 			r.PUT(coll+"/:name/scale", h.updateScale)
+			r.PATCH(coll+"/:name/scale", h.patchScale)
 		}
 	}
 

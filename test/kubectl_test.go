@@ -66,3 +66,62 @@ func TestKubectlDiscoveryAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestKubectlApplyAndPatch: `kubectl apply` of yaml/'s Kubernetes kinds
+// creates them, then finds them unchanged, then configures a changed one
+// (client-side apply: strategic merge patches against the
+// last-applied-configuration); label, annotate, patch of every type, scale
+// (a patch of the scale subresource) and set image work as on Kubernetes.
+func TestKubectlApplyAndPatch(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	run := func(want string, args ...string) string {
+		t.Helper()
+		out, errOut, err := kubectl(t, s, args...)
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("kubectl %s: %v, want %q in\n%s%s", strings.Join(args, " "), err, want, out, errOut)
+		}
+		return out
+	}
+	var files []string
+	for _, f := range []string{"configmap", "endpoints", "node", "pod", "replicaset", "service"} {
+		files = append(files, "-f", filepath.Join(examplesDir, f+".yaml"))
+	}
+	// Until the server serves OpenAPI, kubectl cannot validate on its side.
+	apply := append([]string{"apply", "--validate=false"}, files...)
+	run("replicaset.apps/web created", apply...)
+	out := run("replicaset.apps/web unchanged", apply...)
+	if strings.Contains(out, "configured") || strings.Contains(out, "created") {
+		t.Errorf("second apply changed something:\n%s", out)
+	}
+	changed := filepath.Join(t.TempDir(), "configmap.yaml")
+	data, err := os.ReadFile(filepath.Join(examplesDir, "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(changed, append(data, []byte("  extra: \"1\"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("configmap/app-config configured", "apply", "--validate=false", "-f", changed)
+	run("1", "get", "cm", "app-config", "-o", "jsonpath={.data.extra}")
+
+	run("pod/http-server labeled", "label", "pod", "http-server", "tier=front")
+	run("pod/http-server annotated", "annotate", "pod", "http-server", "owner=course")
+	run("front course", "get", "pod", "http-server", "-o", `jsonpath={.metadata.labels.tier} {.metadata.annotations.owner}`)
+	run("configmap/app-config patched", "patch", "cm", "app-config", "--type", "merge", "-p", `{"data":{"m":"merge"}}`)
+	run("configmap/app-config patched", "patch", "cm", "app-config", "--type", "json", "-p", `[{"op":"add","path":"/data/j","value":"json"}]`)
+	run("merge json", "get", "cm", "app-config", "-o", "jsonpath={.data.m} {.data.j}")
+	// Strategic: containers merge by name, so the image changes and the
+	// command stays.
+	run("pod/http-server patched", "patch", "pod", "http-server", "-p", `{"spec":{"containers":[{"name":"server","image":"minik8s/python-runtime:v2"}]}}`)
+	run("minik8s/python-runtime:v2 python3", "get", "pod", "http-server", "-o", "jsonpath={.spec.containers[0].image} {.spec.containers[0].command[0]}")
+	run("pod/http-server image updated", "set", "image", "pod/http-server", "server=minik8s/python-runtime:v3")
+	run("replicaset.apps/web scaled", "scale", "rs", "web", "--replicas=5")
+	run("5", "get", "rs", "web", "-o", "jsonpath={.spec.replicas}")
+
+	// A patch the object refuses is refused whole, with the field named.
+	out, errOut, err := kubectl(t, s, "patch", "rs", "web", "--type", "merge", "-p", `{"spec":{"replicas":-1}}`)
+	if err == nil || !strings.Contains(errOut, "spec.replicas") {
+		t.Errorf("a negative replica count by patch: %v\n%s%s", err, out, errOut)
+	}
+	run("5", "get", "rs", "web", "-o", "jsonpath={.spec.replicas}")
+}

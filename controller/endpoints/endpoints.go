@@ -225,7 +225,7 @@ func Subsets(svc *api.Service, pods []*api.Pod) []api.EndpointSubset {
 // used as it is; a name is looked up among the ports the pod's containers
 // were given (status), then among those declared in its spec.
 func TargetPort(sp api.ServicePort, p *api.Pod) (int32, bool) {
-	tp := sp.TargetPort
+	tp := string(sp.TargetPort)
 	if tp == "" {
 		return sp.Port, sp.Port > 0
 	}

@@ -55,7 +55,7 @@ func TestTargetPort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := TargetPort(api.ServicePort{Port: 80, TargetPort: tt.target}, tt.pod)
+			got, ok := TargetPort(api.ServicePort{Port: 80, TargetPort: api.IntOrString(tt.target)}, tt.pod)
 			if got != tt.want || ok != tt.ok {
 				t.Fatalf("TargetPort = %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
 			}

@@ -59,7 +59,7 @@ func URL(host string, p *api.Probe, ports []api.ContainerPort) (string, error) {
 	if p.HTTPGet == nil {
 		return "", errdefs.Invalid("httpGet", "not an HTTP probe")
 	}
-	port, err := ResolvePort(p.HTTPGet.Port, ports)
+	port, err := ResolvePort(string(p.HTTPGet.Port), ports)
 	if err != nil {
 		return "", err
 	}
@@ -97,7 +97,7 @@ func checker(host string, p *api.Probe, ports []api.ContainerPort, exec Execer, 
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		return func(ctx context.Context) error { return Check(ctx, client, url) }, nil
 	case p.TCPSocket != nil:
-		port, err := ResolvePort(p.TCPSocket.Port, ports)
+		port, err := ResolvePort(string(p.TCPSocket.Port), ports)
 		if err != nil {
 			return nil, err
 		}

@@ -52,7 +52,7 @@ func TestWorkerReadinessAndLiveness(t *testing.T) {
 	changed := make(chan struct{}, 16)
 	w := Start(context.Background(), host, ports, nil,
 		&api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/ready", Port: "web"}, PeriodSeconds: 1},
-		&api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/live", Port: portStr}, PeriodSeconds: 1, FailureThreshold: 2},
+		&api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/live", Port: api.IntOrString(portStr)}, PeriodSeconds: 1, FailureThreshold: 2},
 		func() { changed <- struct{}{} })
 	defer w.Stop()
 	deadline := time.After(20 * time.Second)
@@ -104,7 +104,7 @@ func TestReadinessProbesFastUntilFirstSuccess(t *testing.T) {
 	defer cancel()
 	// A period far longer than the test: only the startup interval can
 	// make the container ready in time.
-	probe := &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: portStr}, PeriodSeconds: 60, FailureThreshold: 1}
+	probe := &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: api.IntOrString(portStr)}, PeriodSeconds: 60, FailureThreshold: 1}
 	w := Start(ctx, host, nil, nil, probe, nil, func() { changed <- struct{}{} })
 	time.Sleep(300 * time.Millisecond)
 	serving.Store(true)
@@ -153,8 +153,8 @@ func TestCheckers(t *testing.T) {
 		probe   api.Probe
 		wantErr string // "" passes
 	}{
-		{"tcp open", api.Probe{TCPSocket: &api.TCPSocketAction{Port: open}}, ""},
-		{"tcp closed", api.Probe{TCPSocket: &api.TCPSocketAction{Port: closedPort}}, "TCP probe of 127.0.0.1:" + closedPort},
+		{"tcp open", api.Probe{TCPSocket: &api.TCPSocketAction{Port: api.IntOrString(open)}}, ""},
+		{"tcp closed", api.Probe{TCPSocket: &api.TCPSocketAction{Port: api.IntOrString(closedPort)}}, "TCP probe of 127.0.0.1:" + closedPort},
 		{"tcp named port", api.Probe{TCPSocket: &api.TCPSocketAction{Port: "nope"}}, `no container port is named "nope"`},
 		{"exec passes", api.Probe{Exec: &api.ExecAction{Command: []string{"true"}}}, ""},
 		{"exec fails", api.Probe{Exec: &api.ExecAction{Command: []string{"false", "x"}}}, `exec probe "false x" exited with 3: not yet`},

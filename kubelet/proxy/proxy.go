@@ -282,7 +282,7 @@ func subsetPort(s api.EndpointSubset, sp api.ServicePort) int32 {
 			return ep.Port
 		}
 	}
-	if n, err := strconv.Atoi(sp.TargetPort); err == nil {
+	if n, err := strconv.Atoi(string(sp.TargetPort)); err == nil {
 		return int32(n)
 	}
 	return 0

@@ -230,7 +230,7 @@ type Probe struct {
 // TCPSocketAction passes when podIP:port accepts a connection; Port is a
 // number or the name of a container port.
 type TCPSocketAction struct {
-	Port string `json:"port"`
+	Port IntOrString `json:"port"`
 }
 
 // ExecAction runs Command in the container; exit status 0 passes.
@@ -242,7 +242,7 @@ type ExecAction struct {
 // of a container port.
 type HTTPGetAction struct {
 	Path string `json:"path,omitempty"`
-	Port string `json:"port"`
+	Port IntOrString `json:"port"`
 }
 
 type PodStatus struct {
@@ -424,7 +424,7 @@ type ServicePort struct {
 	Name       string `json:"name,omitempty"`
 	Protocol   string `json:"protocol,omitempty"`
 	Port       int32  `json:"port"`
-	TargetPort string `json:"targetPort,omitempty"`
+	TargetPort IntOrString `json:"targetPort,omitempty"`
 	// NodePort, on a Service of type NodePort, is the port every node
 	// serves it on, at the node's address.
 	NodePort int32 `json:"nodePort,omitempty"`

@@ -40,7 +40,7 @@ func Default(res api.Resource, obj api.Object) {
 				p.Protocol = "TCP"
 			}
 			if p.TargetPort == "" {
-				p.TargetPort = strconv.Itoa(int(p.Port))
+				p.TargetPort = api.IntOrString(strconv.Itoa(int(p.Port)))
 			}
 		}
 	case *api.FuncInstance:

@@ -401,9 +401,9 @@ func service(s *api.Service) error {
 		if p.Protocol != "TCP" {
 			return errdefs.Invalid(f+".protocol", "%q is not supported (only TCP)", p.Protocol)
 		}
-		if n, err := strconv.Atoi(p.TargetPort); err == nil && (n < 1 || n > 65535) {
+		if n, err := strconv.Atoi(string(p.TargetPort)); err == nil && (n < 1 || n > 65535) {
 			return errdefs.Invalid(f+".targetPort", "%d is not in 1..65535", n)
-		} else if err != nil && !dnsLabel.MatchString(p.TargetPort) {
+		} else if err != nil && !dnsLabel.MatchString(string(p.TargetPort)) {
 			return errdefs.Invalid(f+".targetPort", "%q is neither a port number nor a port name", p.TargetPort)
 		}
 	}
@@ -647,13 +647,13 @@ func validateProbeHandler(field string, p *api.Probe, ports []api.ContainerPort)
 	handlers := 0
 	if p.HTTPGet != nil {
 		handlers++
-		if err := probePort(field+".httpGet.port", p.HTTPGet.Port, ports); err != nil {
+		if err := probePort(field+".httpGet.port", string(p.HTTPGet.Port), ports); err != nil {
 			return err
 		}
 	}
 	if p.TCPSocket != nil {
 		handlers++
-		if err := probePort(field+".tcpSocket.port", p.TCPSocket.Port, ports); err != nil {
+		if err := probePort(field+".tcpSocket.port", string(p.TCPSocket.Port), ports); err != nil {
 			return err
 		}
 	}

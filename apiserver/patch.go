@@ -1,0 +1,160 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// The patch types (a PATCH's Content-Type), as Kubernetes names them.
+const (
+	jsonPatchType      = "application/json-patch+json"
+	mergePatchType     = "application/merge-patch+json"
+	strategicPatchType = "application/strategic-merge-patch+json"
+)
+
+// patchRetries bounds the retries of a patch whose object changed between
+// its read and its write: the patch is applied again to the new version.
+const patchRetries = 5
+
+// applyPatch applies a patch of type ctype to doc, an object's JSON. A
+// strategic merge patch needs the merge keys of the object's Kubernetes
+// type (containers by name, ports by containerPort…): the kinds that are
+// not Kubernetes' own take JSON merge patches only, as custom resources do.
+func applyPatch(ctype string, doc, patch []byte, gvk schema.GroupVersionKind) ([]byte, error) {
+	switch ctype {
+	case jsonPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, errdefs.BadRequest("", "malformed JSON patch: %v", err)
+		}
+		out, err := p.Apply(doc)
+		if err != nil {
+			return nil, errdefs.Invalid("", "the JSON patch does not apply: %v", err)
+		}
+		return out, nil
+	case mergePatchType:
+		out, err := jsonpatch.MergePatch(doc, patch)
+		if err != nil {
+			return nil, errdefs.BadRequest("", "malformed merge patch: %v", err)
+		}
+		return out, nil
+	case strategicPatchType:
+		typed, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("%w: strategic merge patch is not supported for %s: send a JSON merge patch (%s)", errdefs.ErrUnsupportedMediaType, gvk.Kind, mergePatchType)
+		}
+		out, err := strategicpatch.StrategicMergePatch(doc, patch, typed)
+		if err != nil {
+			return nil, errdefs.BadRequest("", "the strategic merge patch does not apply: %v", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: %q is not a patch type: send %s, %s or %s", errdefs.ErrUnsupportedMediaType, ctype, jsonPatchType, mergePatchType, strategicPatchType)
+}
+
+func (h *handlers) gvk() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: h.reg.res.Group, Version: h.reg.res.Version, Kind: h.reg.res.Kind}
+}
+
+// writeFunc writes a patched object: the object or its status.
+type writeFunc func(ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
+
+// patch answers PATCH of an object (write: update) or of its status
+// (write: updateStatus): the patch is applied to the object as stored and
+// the result written as a PUT would, admission and validation included.
+// A patch that leaves the resourceVersion alone applies to whatever
+// version is current; one that sets it applies to that version only.
+func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		data, err := readBody(c, h.maxBody)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		ctx, ns, name := c.Request.Context(), h.ns(c), c.Param("name")
+		for attempt := 0; ; attempt++ {
+			out, pinned, err := h.patchOnce(ctx, ns, name, c.ContentType(), data, write, admit)
+			if errors.Is(err, errdefs.ErrConflict) && !pinned && attempt < patchRetries {
+				continue
+			}
+			if err != nil {
+				fail(c, err)
+				return
+			}
+			c.JSON(http.StatusOK, out)
+			return
+		}
+	}
+}
+
+// patchOnce reads, patches and writes once; pinned says the patch chose
+// the version it applies to.
+func (h *handlers) patchOnce(ctx context.Context, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
+	cur, err := h.reg.get(ctx, ns, name)
+	if err != nil {
+		return nil, false, err
+	}
+	doc, err := json.Marshal(cur)
+	if err != nil {
+		return nil, false, err
+	}
+	patched, err := applyPatch(ctype, doc, patch, h.gvk())
+	if err != nil {
+		return nil, false, err
+	}
+	obj := h.reg.res.New()
+	if err := decodeStrict(patched, "application/json", obj); err != nil {
+		return nil, false, err
+	}
+	pinned := obj.GetObjectMeta().ResourceVersion != cur.GetObjectMeta().ResourceVersion
+	if admit {
+		if err := h.srv.admit(ctx, ns, obj); err != nil {
+			return nil, pinned, err
+		}
+	}
+	out, err := write(ctx, ns, name, obj)
+	return out, pinned, err
+}
+
+// patchScale answers PATCH of a ReplicaSet's scale (kubectl scale).
+func (h *handlers) patchScale(c *gin.Context) {
+	data, err := readBody(c, h.maxBody)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ctx, ns, name := c.Request.Context(), h.ns(c), c.Param("name")
+	cur, err := h.reg.get(ctx, ns, name)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	doc, err := json.Marshal(scaleOf(cur.(*api.ReplicaSet)))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	patched, err := applyPatch(c.ContentType(), doc, data, schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var sc api.Scale
+	if err := decodeStrict(patched, "application/json", &sc); err != nil {
+		fail(c, err)
+		return
+	}
+	h.setScale(c, &sc)
+}
