@@ -241,7 +241,7 @@ type ExecAction struct {
 // HTTPGetAction probes http://podIP:port/path; Port is a number or the name
 // of a container port.
 type HTTPGetAction struct {
-	Path string `json:"path,omitempty"`
+	Path string      `json:"path,omitempty"`
 	Port IntOrString `json:"port"`
 }
 
@@ -421,9 +421,9 @@ type ServiceSpec struct {
 // ServicePort: TargetPort is a number or the name of a container port, since
 // allocated ports differ from pod to pod.
 type ServicePort struct {
-	Name       string `json:"name,omitempty"`
-	Protocol   string `json:"protocol,omitempty"`
-	Port       int32  `json:"port"`
+	Name       string      `json:"name,omitempty"`
+	Protocol   string      `json:"protocol,omitempty"`
+	Port       int32       `json:"port"`
 	TargetPort IntOrString `json:"targetPort,omitempty"`
 	// NodePort, on a Service of type NodePort, is the port every node
 	// serves it on, at the node's address.
