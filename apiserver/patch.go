@@ -30,9 +30,9 @@ const patchRetries = 5
 
 // applyPatch applies a patch of type ctype to doc, an object's JSON. A
 // strategic merge patch needs the merge keys of the object's Kubernetes
-// type (containers by name, ports by containerPort…): the kinds that are
-// not Kubernetes' own take JSON merge patches only, as custom resources do.
-func applyPatch(ctype string, doc, patch []byte, gvk schema.GroupVersionKind) ([]byte, error) {
+// type (containers by name, ports by containerPort…); own is the object's
+// type here, for the kinds that are not Kubernetes'.
+func applyPatch(ctype string, doc, patch []byte, gvk schema.GroupVersionKind, own any) ([]byte, error) {
 	switch ctype {
 	case jsonPatchType:
 		p, err := jsonpatch.DecodePatch(patch)
@@ -51,9 +51,13 @@ func applyPatch(ctype string, doc, patch []byte, gvk schema.GroupVersionKind) ([
 		}
 		return out, nil
 	case strategicPatchType:
-		typed, err := scheme.Scheme.New(gvk)
-		if err != nil {
-			return nil, fmt.Errorf("%w: strategic merge patch is not supported for %s: send a JSON merge patch (%s)", errdefs.ErrUnsupportedMediaType, gvk.Kind, mergePatchType)
+		// Kubernetes' own type knows the merge keys; the kinds that are
+		// not Kubernetes' have none, and their lists are replaced, as a
+		// JSON merge patch would (kubectl sends strategic patches to
+		// whatever kind OpenAPI describes).
+		var typed any = own
+		if k8s, err := scheme.Scheme.New(gvk); err == nil {
+			typed = k8s
 		}
 		out, err := strategicpatch.StrategicMergePatch(doc, patch, typed)
 		if err != nil {
@@ -110,7 +114,7 @@ func (h *handlers) patchOnce(ctx context.Context, ns, name, ctype string, patch 
 	if err != nil {
 		return nil, false, err
 	}
-	patched, err := applyPatch(ctype, doc, patch, h.gvk())
+	patched, err := applyPatch(ctype, doc, patch, h.gvk(), h.reg.res.New())
 	if err != nil {
 		return nil, false, err
 	}
@@ -146,7 +150,7 @@ func (h *handlers) patchScale(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	patched, err := applyPatch(c.ContentType(), doc, data, schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
+	patched, err := applyPatch(c.ContentType(), doc, data, schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, &api.Scale{})
 	if err != nil {
 		fail(c, err)
 		return

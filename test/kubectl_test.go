@@ -86,8 +86,9 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 	for _, f := range []string{"configmap", "endpoints", "node", "pod", "replicaset", "service"} {
 		files = append(files, "-f", filepath.Join(examplesDir, f+".yaml"))
 	}
-	// Until the server serves OpenAPI, kubectl cannot validate on its side.
-	apply := append([]string{"apply", "--validate=false"}, files...)
+	// Validated as kubectl validates: OpenAPI says the server checks
+	// fields (fieldValidation), and it does.
+	apply := append([]string{"apply"}, files...)
 	run("replicaset.apps/web created", apply...)
 	out := run("replicaset.apps/web unchanged", apply...)
 	if strings.Contains(out, "configured") || strings.Contains(out, "created") {
@@ -101,7 +102,7 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 	if err := os.WriteFile(changed, append(data, []byte("  extra: \"1\"\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run("configmap/app-config configured", "apply", "--validate=false", "-f", changed)
+	run("configmap/app-config configured", "apply", "-f", changed)
 	run("1", "get", "cm", "app-config", "-o", "jsonpath={.data.extra}")
 
 	run("pod/http-server labeled", "label", "pod", "http-server", "tier=front")
@@ -117,6 +118,23 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 	run("pod/http-server image updated", "set", "image", "pod/http-server", "server=minik8s/python-runtime:v3")
 	run("replicaset.apps/web scaled", "scale", "rs", "web", "--replicas=5")
 	run("5", "get", "rs", "web", "-o", "jsonpath={.spec.replicas}")
+
+	// A field no kind has is refused, named.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ncolour: blue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := kubectl(t, s, "apply", "-f", bad); err == nil || !strings.Contains(errOut, `unknown field "colour"`) {
+		t.Errorf("kubectl apply of an unknown field: %v\n%s%s", err, out, errOut)
+	}
+	// kubectl explain reads the kinds' schemas from OpenAPI v3.
+	for _, tc := range []struct{ path, want string }{
+		{"pod.spec.containers", "imagePullPolicy\t<string>"},
+		{"rs.spec", "replicas\t<integer>"},
+		{"svc.spec.ports", "targetPort\t<IntOrString>"},
+	} {
+		run(tc.want, "explain", tc.path)
+	}
 
 	// A patch the object refuses is refused whole, with the field named.
 	out, errOut, err := kubectl(t, s, "patch", "rs", "web", "--type", "merge", "-p", `{"spec":{"replicas":-1}}`)
