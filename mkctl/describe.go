@@ -19,6 +19,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/printers"
 )
 
 func newDescribeCommand(o *Options) *cobra.Command {
@@ -96,7 +97,7 @@ func (w *describeWriter) line(level int, format string, args ...any) {
 func (w *describeWriter) kv(level int, key string, value any) {
 	s := fmt.Sprint(value)
 	if s == "" {
-		s = none
+		s = printers.None
 	}
 	w.line(level, "%s:\t%s", key, s)
 }
@@ -117,7 +118,7 @@ func (w *describeWriter) text(level int, s string) {
 // labels writes a map one "k=v" per line under key, as kubectl does.
 func (w *describeWriter) mapLines(level int, key string, m map[string]string, sep string) {
 	if len(m) == 0 {
-		w.kv(level, key, none)
+		w.kv(level, key, printers.None)
 		return
 	}
 	keys := make([]string, 0, len(m))
@@ -184,13 +185,13 @@ func (o *Options) describe(ctx context.Context, res api.Resource, obj api.Object
 
 func timestamp(t *time.Time) string {
 	if t == nil {
-		return none
+		return printers.None
 	}
 	return t.Local().Format(time.RFC1123Z)
 }
 
 func describePod(w *describeWriter, p *api.Pod, now time.Time) {
-	node := orNone(p.Spec.NodeName)
+	node := printers.OrNone(p.Spec.NodeName)
 	if p.Spec.NodeName != "" && p.Status.HostIP != "" {
 		node += "/" + p.Status.HostIP
 	}
@@ -198,7 +199,7 @@ func describePod(w *describeWriter, p *api.Pod, now time.Time) {
 	w.kv(0, "Start Time", timestamp(p.Status.StartTime))
 	status := p.Status.Phase
 	if p.DeletionTimestamp != nil {
-		status = "Terminating (lasts " + Age(p.DeletionTimestamp, now) + ")"
+		status = "Terminating (lasts " + printers.Age(p.DeletionTimestamp, now) + ")"
 		if p.DeletionGracePeriodSeconds != nil {
 			w.kv(0, "Termination Grace Period", fmt.Sprintf("%ds", *p.DeletionGracePeriodSeconds))
 		}
@@ -269,7 +270,7 @@ func describePod(w *describeWriter, p *api.Pod, now time.Time) {
 	}
 	w.line(0, "Conditions:")
 	if len(p.Status.Conditions) == 0 {
-		w.line(1, none)
+		w.line(1, printers.None)
 	} else {
 		w.line(1, "Type\tStatus")
 		for _, c := range p.Status.Conditions {
@@ -292,7 +293,7 @@ func describePod(w *describeWriter, p *api.Pod, now time.Time) {
 			}
 		}
 	}
-	w.kv(0, "Node-Selectors", mapString(p.Spec.NodeSelector))
+	w.kv(0, "Node-Selectors", printers.MapString(p.Spec.NodeSelector))
 }
 
 func (w *describeWriter) resources(level int, rl api.ResourceList) {
@@ -310,7 +311,7 @@ func (w *describeWriter) resources(level int, rl api.ResourceList) {
 // allocated (containerPort 0), the port it picked.
 func containerPorts(spec, allocated []api.ContainerPort) string {
 	if len(spec) == 0 && len(allocated) == 0 {
-		return none
+		return printers.None
 	}
 	got := map[string]int32{}
 	for _, p := range allocated {
@@ -382,7 +383,7 @@ func (o *Options) describeReplicaSet(ctx context.Context, w *describeWriter, rs 
 		desired = *rs.Spec.Replicas
 	}
 	sel, selErr := labels.FromLabelSelector(rs.Spec.Selector)
-	w.kv(0, "Selector", selectorString(rs.Spec.Selector))
+	w.kv(0, "Selector", printers.SelectorString(rs.Spec.Selector))
 	w.kv(0, "Replicas", fmt.Sprintf("%d current / %d desired", rs.Status.Replicas, desired))
 	if selErr == nil && !sel.Empty() {
 		pods, _, err := o.Client().Resource(api.PodsResource, rs.Namespace).List(ctx, client.ListOptions{LabelSelector: sel.String()})
@@ -434,7 +435,7 @@ func ownedBy(refs []api.OwnerReference, uid string) bool {
 }
 
 func (o *Options) describeService(ctx context.Context, w *describeWriter, s *api.Service) error {
-	w.kv(0, "Selector", mapString(s.Spec.Selector))
+	w.kv(0, "Selector", printers.MapString(s.Spec.Selector))
 	w.kv(0, "Type", s.Spec.Type)
 	w.kv(0, "IP", s.Spec.ClusterIP)
 	for _, p := range s.Spec.Ports {
@@ -451,11 +452,11 @@ func (o *Options) describeService(ctx context.Context, w *describeWriter, s *api
 	ep, err := o.Client().Resource(api.EndpointsResource, s.Namespace).Get(ctx, s.Name)
 	switch {
 	case errdefs.IsNotFound(err):
-		w.kv(0, "Endpoints", none)
+		w.kv(0, "Endpoints", printers.None)
 	case err != nil:
 		return err
 	default:
-		w.kv(0, "Endpoints", EndpointsString(ep.(*api.Endpoints), 0))
+		w.kv(0, "Endpoints", printers.EndpointsString(ep.(*api.Endpoints), 0))
 	}
 	return nil
 }
@@ -463,7 +464,7 @@ func (o *Options) describeService(ctx context.Context, w *describeWriter, s *api
 func describeEndpoints(w *describeWriter, e *api.Endpoints) {
 	w.line(0, "Subsets:")
 	if len(e.Subsets) == 0 {
-		w.line(1, none)
+		w.line(1, printers.None)
 		return
 	}
 	addrs := func(as []api.EndpointAddress) string {
@@ -481,7 +482,7 @@ func describeEndpoints(w *describeWriter, e *api.Endpoints) {
 		w.kv(1, "NotReadyAddresses", addrs(s.NotReadyAddresses))
 		w.line(1, "Ports:")
 		if len(s.Ports) == 0 {
-			w.line(2, none)
+			w.line(2, printers.None)
 			continue
 		}
 		w.line(2, "Name\tPort\tProtocol")
@@ -493,12 +494,12 @@ func describeEndpoints(w *describeWriter, e *api.Endpoints) {
 }
 
 func (o *Options) describeNode(ctx context.Context, w *describeWriter, n *api.Node, now time.Time) error {
-	w.kv(0, "PodCIDR", orNone(n.Spec.PodCIDR))
-	w.kv(0, "PodCIDRs", orNone(strings.Join(n.Spec.PodCIDRs, ",")))
+	w.kv(0, "PodCIDR", printers.OrNone(n.Spec.PodCIDR))
+	w.kv(0, "PodCIDRs", printers.OrNone(strings.Join(n.Spec.PodCIDRs, ",")))
 	w.kv(0, "Unschedulable", strconv.FormatBool(n.Spec.Unschedulable))
 	w.line(0, "Conditions:")
 	if len(n.Status.Conditions) == 0 {
-		w.line(1, none)
+		w.line(1, printers.None)
 	} else {
 		w.line(1, "Type\tStatus\tLastHeartbeatTime\tLastTransitionTime\tReason\tMessage")
 		w.line(1, "----\t------\t-----------------\t------------------\t------\t-------")
@@ -509,7 +510,7 @@ func (o *Options) describeNode(ctx context.Context, w *describeWriter, n *api.No
 	}
 	w.line(0, "Addresses:")
 	if len(n.Status.Addresses) == 0 {
-		w.line(1, none)
+		w.line(1, printers.None)
 	}
 	for _, a := range n.Status.Addresses {
 		w.kv(1, a.Type, a.Address)
@@ -544,7 +545,7 @@ func (o *Options) describeNode(ctx context.Context, w *describeWriter, n *api.No
 		w.line(1, "---------\t----\t------\t---")
 		for _, obj := range pods {
 			p := obj.(*api.Pod)
-			w.line(1, "%s\t%s\t%s\t%s", p.Namespace, p.Name, PodStatus(p), Age(p.CreationTimestamp, now))
+			w.line(1, "%s\t%s\t%s\t%s", p.Namespace, p.Name, printers.PodStatus(p), printers.Age(p.CreationTimestamp, now))
 		}
 	}
 	return nil
@@ -571,7 +572,7 @@ func describeConfigMap(w *describeWriter, c *api.ConfigMap) {
 
 func describeFunc(w *describeWriter, f *api.Func) {
 	mode := "v2 (calls go to a warm pool of pods)"
-	if funcVersion(f) == api.FuncAPIVersionV1 {
+	if printers.FuncVersion(f) == api.FuncAPIVersionV1 {
 		mode = "v1 (each call step runs in a fresh pod)"
 	}
 	w.kv(0, "Version", mode)
@@ -592,8 +593,8 @@ func describeFunc(w *describeWriter, f *api.Func) {
 	w.kv(0, "Service Address", f.Spec.ServiceAddress)
 	if p := f.Spec.Plugins; p != nil && (len(p.Pre) > 0 || len(p.Post) > 0) {
 		w.line(0, "Plugins:")
-		w.kv(1, "Pre", orNone(strings.Join(p.Pre, ", ")))
-		w.kv(1, "Post", orNone(strings.Join(p.Post, ", ")))
+		w.kv(1, "Pre", printers.OrNone(strings.Join(p.Pre, ", ")))
+		w.kv(1, "Post", printers.OrNone(strings.Join(p.Post, ", ")))
 	}
 	if len(f.Spec.Files) > 0 {
 		w.line(0, "Files:")
@@ -623,7 +624,7 @@ func describeFunc(w *describeWriter, f *api.Func) {
 // decodedSource shows base64 source as text, or says why it cannot.
 func decodedSource(b64 string) string {
 	if b64 == "" {
-		return none
+		return printers.None
 	}
 	data, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
@@ -646,11 +647,11 @@ func describeFuncInstance(w *describeWriter, fi *api.FuncInstance) {
 	w.kv(0, "Hops", fi.Status.Hops)
 	w.kv(0, "Completed", timestamp(fi.Status.CompletionTime))
 	if n := fi.Status.Next; n != nil {
-		w.kv(0, "Next", fmt.Sprintf("%s(%s)", n.Function, truncate(oneLine(n.Arg), 60)))
+		w.kv(0, "Next", fmt.Sprintf("%s(%s)", n.Function, printers.Truncate(oneLine(n.Arg), 60)))
 	}
 	w.line(0, "Steps:")
 	if len(fi.Status.Steps) == 0 {
-		w.line(1, none)
+		w.line(1, printers.None)
 		return
 	}
 	w.line(1, "Function\tPod\tNode\tCheck\tDuration\tResult\tError")
@@ -660,8 +661,8 @@ func describeFuncInstance(w *describeWriter, fi *api.FuncInstance) {
 		if s.Check != nil {
 			check = strconv.FormatBool(*s.Check)
 		}
-		w.line(1, "%s\t%s\t%s\t%s\t%dms\t%s\t%s", s.Function, orNone(s.Pod), orNone(s.Node), check, s.DurationMs,
-			truncate(oneLine(s.Result), 40), truncate(oneLine(s.Error), 60))
+		w.line(1, "%s\t%s\t%s\t%s\t%dms\t%s\t%s", s.Function, printers.OrNone(s.Pod), printers.OrNone(s.Node), check, s.DurationMs,
+			printers.Truncate(oneLine(s.Result), 40), printers.Truncate(oneLine(s.Error), 60))
 	}
 	for i, s := range fi.Status.Steps {
 		for _, e := range s.PluginErrors {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/printers"
 )
 
 func newFuncListCommand(o *Options) *cobra.Command {
@@ -57,7 +58,7 @@ func PrintFuncList(w io.Writer, items []api.FuncSummary, wide bool, now time.Tim
 	for _, f := range items {
 		last := "<never>"
 		if f.LastCall != nil {
-			last = HumanDuration(now.Sub(*f.LastCall)) + " ago"
+			last = printers.HumanDuration(now.Sub(*f.LastCall)) + " ago"
 		}
 		row := strings.Join([]string{f.Name, f.Version, triggerList(f.Triggers), strconv.Itoa(f.Counter), strconv.Itoa(f.ReadyPods), last}, "\t")
 		if wide {

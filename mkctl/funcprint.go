@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/printers"
 )
 
 // PrintFuncResult writes an instance for people: its status, the chain it
@@ -62,7 +63,7 @@ func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (step
 	for i := first; i < len(steps); i++ {
 		s := steps[i]
 		fmt.Fprintf(b, "\nStep %d: %s\n", i+1, s.Function)
-		where := orNone(s.Pod)
+		where := printers.OrNone(s.Pod)
 		if s.Node != "" {
 			where += " on " + s.Node
 		}
@@ -74,12 +75,12 @@ func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (step
 		if s.Error == "" {
 			field(b, "  ", "Check", checkString(s.Check))
 		}
-		field(b, "  ", "Argument", truncate(oneLine(s.Arg), 120))
+		field(b, "  ", "Argument", printers.Truncate(oneLine(s.Arg), 120))
 		if s.Error == "" {
-			field(b, "  ", "Result", truncate(oneLine(s.Result), 120))
+			field(b, "  ", "Result", printers.Truncate(oneLine(s.Result), 120))
 		}
 		if s.Output == "" {
-			field(b, "  ", "Output", none)
+			field(b, "  ", "Output", printers.None)
 		} else {
 			b.WriteString("  Output:\n")
 			b.WriteString(indent(s.Output, "    "))

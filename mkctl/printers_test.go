@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/printers"
 )
 
 func TestHumanDuration(t *testing.T) {
@@ -39,14 +40,14 @@ func TestHumanDuration(t *testing.T) {
 		{(2*365 + 30) * 24 * time.Hour, "2y30d"},
 		{9 * 365 * 24 * time.Hour, "9y"},
 	} {
-		if got := HumanDuration(tc.d); got != tc.want {
+		if got := printers.HumanDuration(tc.d); got != tc.want {
 			t.Errorf("HumanDuration(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }
 
 func TestAgeOfMissingTimestamp(t *testing.T) {
-	if got := Age(nil, time.Now()); got != "<unknown>" {
+	if got := printers.Age(nil, time.Now()); got != "<unknown>" {
 		t.Errorf("Age(nil) = %q", got)
 	}
 }
@@ -74,7 +75,7 @@ func TestPodStatus(t *testing.T) {
 			{State: api.ContainerState{Waiting: &api.ContainerStateWaiting{}}}}}}, "Pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := PodStatus(&tc.pod); got != tc.want {
+			if got := printers.PodStatus(&tc.pod); got != tc.want {
 				t.Errorf("PodStatus = %q, want %q", got, tc.want)
 			}
 		})
@@ -96,7 +97,7 @@ func TestNodeStatus(t *testing.T) {
 		{api.Node{Spec: api.NodeSpec{Unschedulable: true}, Status: api.NodeStatus{Conditions: ready(api.ConditionTrue)}}, "Ready,SchedulingDisabled"},
 		{api.Node{Spec: api.NodeSpec{Unschedulable: true}}, "Unknown,SchedulingDisabled"},
 	} {
-		if got := NodeStatus(&tc.node); got != tc.want {
+		if got := printers.NodeStatus(&tc.node); got != tc.want {
 			t.Errorf("NodeStatus(%+v) = %q, want %q", tc.node, got, tc.want)
 		}
 	}
@@ -126,7 +127,7 @@ func TestEndpointsString(t *testing.T) {
 			Addresses: []api.EndpointAddress{{IP: "127.0.0.1", Port: 1}, {IP: "127.0.0.1", Port: 2}}}}}, 0, "127.0.0.1:1,127.0.0.1:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := EndpointsString(&tc.ep, tc.limit); got != tc.want {
+			if got := printers.EndpointsString(&tc.ep, tc.limit); got != tc.want {
 				t.Errorf("EndpointsString = %q, want %q", got, tc.want)
 			}
 		})
@@ -231,13 +232,13 @@ func TestTables(t *testing.T) {
 				&api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: meta("big", 90*time.Second),
 					Spec: api.FuncSpec{Name: "big", InitInstanceNum: intp(12), Right: "hello"}},
 				// With its pool: desired/current and ready replicas.
-				&FuncRow{Func: &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: meta("pooled", 90*time.Second),
+				&printers.FuncRow{Func: &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: meta("pooled", 90*time.Second),
 					Spec: api.FuncSpec{Name: "pooled"}, Status: api.FuncStatus{Counter: 3}},
 					Pool: &api.ReplicaSet{Spec: api.ReplicaSetSpec{Replicas: int32p(3)}, Status: api.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1}}},
 				// Looked up and not found.
-				&FuncRow{Func: &api.Func{ObjectMeta: meta("nopool", 90*time.Second), Spec: api.FuncSpec{Name: "nopool"}}},
+				&printers.FuncRow{Func: &api.Func{ObjectMeta: meta("nopool", 90*time.Second), Spec: api.FuncSpec{Name: "nopool"}}},
 				// A v1 function has no pool, whatever is there.
-				&FuncRow{Func: &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v1"}, ObjectMeta: meta("fresh", 90*time.Second),
+				&printers.FuncRow{Func: &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v1"}, ObjectMeta: meta("fresh", 90*time.Second),
 					Spec: api.FuncSpec{Name: "fresh"}}, Pool: &api.ReplicaSet{Spec: api.ReplicaSetSpec{Replicas: int32p(1)}}},
 			},
 			want: "" +

@@ -9,6 +9,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/printers"
 )
 
 func newTriggerCommand(o *Options) *cobra.Command {
@@ -124,7 +125,7 @@ func waitTriggerReady(ctx context.Context, triggers *client.ResourceClient[api.T
 }
 
 func kindOf(t *api.Trigger) string {
-	kind, _ := triggerSource(t)
+	kind, _ := printers.TriggerSource(t)
 	return kind
 }
 

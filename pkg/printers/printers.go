@@ -1,0 +1,428 @@
+// Package printers says how each kind shows as a table row, as kubectl
+// shows it: the columns mkctl prints and the apiserver serves as Tables.
+package printers
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
+	"minik8s/pkg/function"
+	"minik8s/pkg/labels"
+)
+
+// None is what a table shows for a missing value.
+const None = "<none>"
+
+// Columns are how one kind prints as a table: the usual columns and, for
+// -o wide, a few more after them.
+type Columns struct {
+	Headers []string
+	Wide    []string
+	Row     func(obj api.Object, now time.Time) (cells, wide []string)
+}
+
+// tables has the columns of every kind; a kind without an entry prints
+// NAME and AGE.
+var tables = map[string]Columns{
+	api.LeasesResource.Name: {
+		Headers: []string{"NAME", "HOLDER", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			l := o.(*api.Lease)
+			holder := ""
+			if l.Spec.HolderIdentity != nil {
+				holder = *l.Spec.HolderIdentity
+			}
+			return []string{l.Name, holder, Age(l.CreationTimestamp, now)}, nil
+		},
+	},
+	api.PodsResource.Name: {
+		Headers: []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"},
+		Wide:    []string{"IP", "NODE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			p := o.(*api.Pod)
+			ready, total, restarts := 0, len(p.Spec.Containers), int32(0)
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Ready {
+					ready++
+				}
+				restarts += cs.RestartCount
+			}
+			return []string{p.Name, fmt.Sprintf("%d/%d", ready, total), PodStatus(p), strconv.Itoa(int(restarts)), Age(p.CreationTimestamp, now)},
+				[]string{OrNone(p.Status.PodIP), OrNone(p.Spec.NodeName)}
+		},
+	},
+	api.NodesResource.Name: {
+		Headers: []string{"NAME", "STATUS", "AGE", "VERSION"},
+		Wide:    []string{"INTERNAL-IP", "CPU", "MEMORY"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			n := o.(*api.Node)
+			return []string{n.Name, NodeStatus(n), Age(n.CreationTimestamp, now), OrNone(n.Status.NodeInfo.KubeletVersion)},
+				[]string{OrNone(NodeAddress(n, api.NodeInternalIP)), OrNone(n.Status.Capacity[api.ResourceCPU]), OrNone(n.Status.Capacity[api.ResourceMemory])}
+		},
+	},
+	api.ReplicaSetsResource.Name: {
+		Headers: []string{"NAME", "DESIRED", "CURRENT", "READY", "AGE"},
+		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			rs := o.(*api.ReplicaSet)
+			desired := int32(0)
+			if rs.Spec.Replicas != nil {
+				desired = *rs.Spec.Replicas
+			}
+			var names, images []string
+			for _, c := range rs.Spec.Template.Spec.Containers {
+				names = append(names, c.Name)
+				images = append(images, c.Image)
+			}
+			return []string{rs.Name, Itoa(desired), Itoa(rs.Status.Replicas), Itoa(rs.Status.ReadyReplicas), Age(rs.CreationTimestamp, now)},
+				[]string{OrNone(strings.Join(names, ",")), OrNone(strings.Join(images, ",")), OrNone(SelectorString(rs.Spec.Selector))}
+		},
+	},
+	api.ServicesResource.Name: {
+		Headers: []string{"NAME", "TYPE", "CLUSTER-IP", "PORT(S)", "AGE"},
+		Wide:    []string{"SELECTOR"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			s := o.(*api.Service)
+			return []string{s.Name, s.Spec.Type, OrNone(s.Spec.ClusterIP), ServicePorts(s), Age(s.CreationTimestamp, now)},
+				[]string{OrNone(MapString(s.Spec.Selector))}
+		},
+	},
+	api.EndpointsResource.Name: {
+		Headers: []string{"NAME", "ENDPOINTS", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			e := o.(*api.Endpoints)
+			return []string{e.Name, EndpointsString(e, 3), Age(e.CreationTimestamp, now)}, nil
+		},
+	},
+	api.ConfigMapsResource.Name: {
+		Headers: []string{"NAME", "DATA", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			c := o.(*api.ConfigMap)
+			return []string{c.Name, strconv.Itoa(len(c.Data) + len(c.BinaryData)), Age(c.CreationTimestamp, now)}, nil
+		},
+	},
+	api.FuncsResource.Name: {
+		Headers: []string{"NAME", "VERSION", "LEFT", "RIGHT", "MIN", "MAX", "COUNTER", "REPLICAS", "READY", "AGE"},
+		Wide:    []string{"INIT", "SERVICE-ADDRESS", "IMAGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			f, pool := FuncAndPool(o)
+			min, init, max := validation.FuncBounds(&f.Spec)
+			replicas, ready := PoolColumns(f, pool)
+			return []string{f.Name, FuncVersion(f), OrNone(f.Spec.Left), OrNone(f.Spec.Right), strconv.Itoa(min), strconv.Itoa(max),
+					strconv.Itoa(f.Status.Counter), replicas, ready, Age(f.CreationTimestamp, now)},
+				[]string{strconv.Itoa(init), OrNone(f.Spec.ServiceAddress), FuncImage(f)}
+		},
+	},
+	api.FuncInstancesResource.Name: {
+		Headers: []string{"NAME", "FUNCTION", "STATUS", "AGE"},
+		Wide:    []string{"STEPS", "RESULT"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			fi := o.(*api.FuncInstance)
+			return []string{fi.Name, fi.Spec.Function, OrNone(fi.Status.Phase), Age(fi.CreationTimestamp, now)},
+				[]string{strconv.Itoa(len(fi.Status.Steps)), OrNone(Truncate(OneLine(fi.Status.Result), 40))}
+		},
+	},
+	api.TriggersResource.Name: {
+		Headers: []string{"NAME", "FUNCTION", "TYPE", "SOURCE", "READY", "AGE"},
+		Wide:    []string{"SERVED-BY", "MESSAGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			t := o.(*api.Trigger)
+			kind, source := TriggerSource(t)
+			return []string{t.Name, t.Spec.Function, kind, source, strconv.FormatBool(t.Status.Ready), Age(t.CreationTimestamp, now)},
+				[]string{OrNone(t.Status.ServedBy), OrNone(t.Status.Message)}
+		},
+	},
+}
+
+// TriggerSource says what a trigger listens to.
+func TriggerSource(t *api.Trigger) (kind, source string) {
+	kind, source = function.TriggerSource(t)
+	return OrNone(kind), OrNone(source)
+}
+
+var defaultColumns = Columns{
+	Headers: []string{"NAME", "AGE"},
+	Row: func(o api.Object, now time.Time) ([]string, []string) {
+		m := o.GetObjectMeta()
+		return []string{m.Name, Age(m.CreationTimestamp, now)}, nil
+	},
+}
+
+// PodStatus is the STATUS column of a pod: Terminating once deletion has
+// begun, else the reason a container is waiting or terminated, else the phase.
+func PodStatus(p *api.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "Terminating"
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return w.Reason
+		}
+		if t := cs.State.Terminated; t != nil {
+			if t.Reason != "" {
+				return t.Reason
+			}
+			if t.Signal != 0 {
+				return fmt.Sprintf("Signal:%d", t.Signal)
+			}
+			return fmt.Sprintf("ExitCode:%d", t.ExitCode)
+		}
+	}
+	if p.Status.Reason != "" {
+		return p.Status.Reason
+	}
+	if p.Status.Phase == "" {
+		return api.PodPending
+	}
+	return p.Status.Phase
+}
+
+// NodeStatus is Ready, NotReady or Unknown from the Ready condition, with
+// ",SchedulingDisabled" when the node is cordoned.
+func NodeStatus(n *api.Node) string {
+	s := "Unknown"
+	for _, c := range n.Status.Conditions {
+		if c.Type != api.NodeReady {
+			continue
+		}
+		switch c.Status {
+		case api.ConditionTrue:
+			s = "Ready"
+		case api.ConditionFalse:
+			s = "NotReady"
+		}
+	}
+	if n.Spec.Unschedulable {
+		s += ",SchedulingDisabled"
+	}
+	return s
+}
+
+func NodeAddress(n *api.Node, typ string) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == typ {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+func ServicePorts(s *api.Service) string {
+	if len(s.Spec.Ports) == 0 {
+		return None
+	}
+	parts := make([]string, len(s.Spec.Ports))
+	for i, p := range s.Spec.Ports {
+		proto := p.Protocol
+		if proto == "" {
+			proto = "TCP"
+		}
+		if p.NodePort != 0 {
+			parts[i] = fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, proto) // as kubectl prints them
+		} else {
+			parts[i] = fmt.Sprintf("%d/%s", p.Port, proto)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// endpointList lists "ip:port" of an Endpoints' ready addresses; an address
+// with its own port (host networking) uses it, others take the subset ports.
+func endpointList(e *api.Endpoints) []string {
+	var out []string
+	for _, s := range e.Subsets {
+		for _, a := range s.Addresses {
+			switch {
+			case a.Port != 0:
+				out = append(out, fmt.Sprintf("%s:%d", a.IP, a.Port))
+			case len(s.Ports) == 0:
+				out = append(out, a.IP)
+			default:
+				for _, p := range s.Ports {
+					out = append(out, fmt.Sprintf("%s:%d", a.IP, p.Port))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// EndpointsString shows up to limit endpoints and counts the rest, as
+// kubectl does ("1.2.3.4:80,1.2.3.5:80 + 3 more...").
+func EndpointsString(e *api.Endpoints, limit int) string {
+	list := endpointList(e)
+	if len(list) == 0 {
+		return None
+	}
+	if limit > 0 && len(list) > limit {
+		return strings.Join(list[:limit], ",") + fmt.Sprintf(" + %d more...", len(list)-limit)
+	}
+	return strings.Join(list, ",")
+}
+
+// FuncImage is the image a function's pods run: its own, or the Python
+// runtime its source runs in.
+func FuncImage(f *api.Func) string {
+	if f.Spec.Image != "" {
+		return f.Spec.Image
+	}
+	return orDefault(f.Spec.Runtime, validation.DefaultFuncRuntime)
+}
+
+func FuncVersion(f *api.Func) string {
+	if f.APIVersion == "" {
+		return api.FuncAPIVersionV2
+	}
+	return f.APIVersion
+}
+
+// Age is how long ago t was, as kubectl writes it: 45s, 3m20s, 14m, 5h3m,
+// 20h, 3d4h, 40d, 2y30d.
+func Age(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "<unknown>"
+	}
+	return HumanDuration(now.Sub(*t))
+}
+
+// HumanDuration is kubectl's rendering of a duration: precise when short,
+// coarser as it grows.
+func HumanDuration(d time.Duration) string {
+	seconds := int(d.Seconds())
+	switch {
+	case seconds < -1:
+		return "<invalid>"
+	case seconds < 0:
+		return "0s"
+	case seconds < 60*2:
+		return fmt.Sprintf("%ds", seconds)
+	}
+	minutes := int(d / time.Minute)
+	if minutes < 10 {
+		if s := seconds % 60; s != 0 {
+			return fmt.Sprintf("%dm%ds", minutes, s)
+		}
+		return fmt.Sprintf("%dm", minutes)
+	}
+	if minutes < 60*3 {
+		return fmt.Sprintf("%dm", minutes)
+	}
+	hours := int(d / time.Hour)
+	switch {
+	case hours < 8:
+		if m := minutes % 60; m != 0 {
+			return fmt.Sprintf("%dh%dm", hours, m)
+		}
+		return fmt.Sprintf("%dh", hours)
+	case hours < 48:
+		return fmt.Sprintf("%dh", hours)
+	case hours < 24*8:
+		if h := hours % 24; h != 0 {
+			return fmt.Sprintf("%dd%dh", hours/24, h)
+		}
+		return fmt.Sprintf("%dd", hours/24)
+	case hours < 24*365*2:
+		return fmt.Sprintf("%dd", hours/24)
+	case hours < 24*365*8:
+		if dy := (hours / 24) % 365; dy != 0 {
+			return fmt.Sprintf("%dy%dd", hours/24/365, dy)
+		}
+		return fmt.Sprintf("%dy", hours/24/365)
+	}
+	return fmt.Sprintf("%dy", hours/24/365)
+}
+
+func OrNone(s string) string {
+	if s == "" {
+		return None
+	}
+	return s
+}
+
+func Itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// MapString writes labels or a selector as k=v,k=v in key order.
+func MapString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func SelectorString(ls *api.LabelSelector) string {
+	sel, err := labels.FromLabelSelector(ls)
+	if err != nil {
+		return ""
+	}
+	return sel.String()
+}
+
+// FuncRow is a function as the funcs table shows it: with its pool, the
+// ReplicaSet function.ObjectName(name) that serves it (nil when there is
+// none).
+type FuncRow struct {
+	*api.Func
+	Pool *api.ReplicaSet
+}
+
+var _ api.Object = (*FuncRow)(nil)
+
+// FuncAndPool takes a row of the funcs table apart; a bare Func has no pool.
+func FuncAndPool(o api.Object) (*api.Func, *api.ReplicaSet) {
+	if r, ok := o.(*FuncRow); ok {
+		return r.Func, r.Pool
+	}
+	return o.(*api.Func), nil
+}
+
+// PoolColumns are REPLICAS (desired/current) and READY of a function's
+// pool; "-" for a v1 function, which has no pool, or when there is none.
+func PoolColumns(f *api.Func, pool *api.ReplicaSet) (replicas, ready string) {
+	if pool == nil || FuncVersion(f) == api.FuncAPIVersionV1 {
+		return "-", "-"
+	}
+	desired := int32(0)
+	if pool.Spec.Replicas != nil {
+		desired = *pool.Spec.Replicas
+	}
+	return Itoa(desired) + "/" + Itoa(pool.Status.Replicas), Itoa(pool.Status.ReadyReplicas)
+}
+
+// For is the columns of a resource (by plural); a kind without its own
+// prints NAME and AGE.
+func For(resource string) Columns {
+	if c, ok := tables[resource]; ok {
+		return c
+	}
+	return defaultColumns
+}
+
+// OneLine folds s into one line of single spaces.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
