@@ -122,6 +122,10 @@ func (h *handlers) list(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if wantsTable(c.Request) {
+		c.JSON(http.StatusOK, h.table(c.Request.Context(), objs, strconv.FormatInt(rev, 10), true))
+		return
+	}
 	c.JSON(http.StatusOK, listBody(h.reg.res, objs, rev))
 }
 
@@ -165,6 +169,10 @@ func (h *handlers) get(c *gin.Context) {
 	}
 	if err != nil {
 		fail(c, err)
+		return
+	}
+	if wantsTable(c.Request) {
+		c.JSON(http.StatusOK, h.table(c.Request.Context(), []api.Object{out}, out.GetObjectMeta().ResourceVersion, true))
 		return
 	}
 	c.JSON(http.StatusOK, out)

@@ -74,9 +74,14 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
 	enc := json.NewEncoder(c.Writer)
+	asTable, columnsSent := wantsTable(c.Request), false
 	// Events are flushed when no more are waiting: a burst of changes
 	// goes out in a few writes, not one each.
 	write := func(ev watchEvent, more bool) bool {
+		if o, ok := ev.Object.(api.Object); ok && asTable {
+			ev.Object = h.table(ctx, []api.Object{o}, o.GetObjectMeta().ResourceVersion, !columnsSent)
+			columnsSent = true
+		}
 		if err := enc.Encode(ev); err != nil {
 			return false
 		}

@@ -2,11 +2,13 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"minik8s/test/framework"
 )
@@ -134,6 +136,37 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 		{"svc.spec.ports", "targetPort\t<IntOrString>"},
 	} {
 		run(tc.want, "explain", tc.path)
+	}
+
+	// kubectl get prints the server's Tables: the columns mkctl prints.
+	run("READY   STATUS    RESTARTS   AGE   IP       NODE", "get", "pods", "-o", "wide")
+	run("DESIRED   CURRENT   READY   AGE   CONTAINERS   IMAGES", "get", "rs", "-o", "wide")
+	out = run("TYPE        CLUSTER-IP", "get", "nodes,svc,cm")
+	for _, want := range []string{"node/example-node", "Unknown,SchedulingDisabled", "service/web", "NodePort", "configmap/app-config"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get nodes,svc,cm lacks %q:\n%s", want, out)
+		}
+	}
+	run("NAMESPACE   NAME          READY", "get", "pods", "-A")
+
+	// kubectl get -w: the table, then a row per change.
+	bin, _ := exec.LookPath("kubectl")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	watch := exec.CommandContext(ctx, bin, "--server", s.URL, "get", "pods", "-w")
+	watch.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var watched syncBuffer
+	watch.Stdout, watch.Stderr = &watched, &watched
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "kubectl get pods -w printing the table", func() bool { return strings.Contains(watched.String(), "http-server") })
+	run("pod/http-server labeled", "label", "pod", "http-server", "watched=yes")
+	waitUntil(t, 10*time.Second, "kubectl get pods -w printing the change", func() bool { return strings.Count(watched.String(), "http-server") >= 2 })
+	cancel()
+	_ = watch.Wait()
+	if got := watched.String(); !strings.HasPrefix(got, "NAME") || strings.Count(got, "NAME") != 1 {
+		t.Errorf("kubectl get pods -w printed:\n%s", got)
 	}
 
 	// A patch the object refuses is refused whole, with the field named.
