@@ -150,10 +150,13 @@ func (h *handlers) create(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	err := h.srv.admit(c.Request.Context(), h.ns(c), obj)
+	reg, err := h.registryFor(c)
+	if err == nil {
+		err = h.srv.admit(c.Request.Context(), h.ns(c), obj)
+	}
 	var out api.Object
 	if err == nil {
-		out, err = h.reg.create(c.Request.Context(), h.ns(c), obj)
+		out, err = reg.create(c.Request.Context(), h.ns(c), obj)
 	}
 	if err != nil {
 		fail(c, err)
@@ -184,10 +187,13 @@ func (h *handlers) update(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	err := h.srv.admit(c.Request.Context(), h.ns(c), obj)
+	reg, err := h.registryFor(c)
+	if err == nil {
+		err = h.srv.admit(c.Request.Context(), h.ns(c), obj)
+	}
 	var out api.Object
 	if err == nil {
-		out, err = h.reg.update(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+		out, err = reg.update(c.Request.Context(), h.ns(c), c.Param("name"), obj)
 	}
 	if err != nil {
 		fail(c, err)
@@ -202,7 +208,11 @@ func (h *handlers) updateStatus(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out, err := h.reg.updateStatus(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+	reg, err := h.registryFor(c)
+	var out api.Object
+	if err == nil {
+		out, err = reg.updateStatus(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -231,12 +241,17 @@ func (h *handlers) delete(c *gin.Context) {
 		}
 		opts.GracePeriodSeconds = &n
 	}
-	out, err := h.reg.delete(c.Request.Context(), h.ns(c), c.Param("name"), opts)
+	reg, err := h.registryFor(c, opts.DryRun...)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	if ns, ok := out.(*api.Namespace); ok {
+	out, err := reg.delete(c.Request.Context(), h.ns(c), c.Param("name"), opts)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if ns, ok := out.(*api.Namespace); ok && reg == h.reg {
 		// Refuse creates in it from now on, before the index's watch sees it.
 		h.srv.namespaces.observe(ns)
 	}
@@ -342,8 +357,13 @@ func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 		fail(c, errdefs.Invalid("spec.replicas", "%d must not be negative", sc.Spec.Replicas))
 		return
 	}
+	reg, err := h.registryFor(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
 	name := c.Param("name")
-	obj, err := h.reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
+	obj, err := reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
 		rs := cur.(*api.ReplicaSet)
 		if sc.ResourceVersion != "" && sc.ResourceVersion != rs.ResourceVersion {
 			return nil, fmt.Errorf("replicaset %q: resourceVersion %s is stale: %w", name, sc.ResourceVersion, errdefs.ErrConflict)

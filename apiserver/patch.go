@@ -72,8 +72,9 @@ func (h *handlers) gvk() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: h.reg.res.Group, Version: h.reg.res.Version, Kind: h.reg.res.Kind}
 }
 
-// writeFunc writes a patched object: the object or its status.
-type writeFunc func(ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
+// writeFunc writes a patched object through a registry: the object or its
+// status ((*registry).update, (*registry).updateStatus).
+type writeFunc func(r *registry, ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
 
 // patch answers PATCH of an object (write: update) or of its status
 // (write: updateStatus): the patch is applied to the object as stored and
@@ -87,9 +88,14 @@ func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 			fail(c, err)
 			return
 		}
+		reg, err := h.registryFor(c)
+		if err != nil {
+			fail(c, err)
+			return
+		}
 		ctx, ns, name := c.Request.Context(), h.ns(c), c.Param("name")
 		for attempt := 0; ; attempt++ {
-			out, pinned, err := h.patchOnce(ctx, ns, name, c.ContentType(), data, write, admit)
+			out, pinned, err := h.patchOnce(ctx, reg, ns, name, c.ContentType(), data, write, admit)
 			if errors.Is(err, errdefs.ErrConflict) && !pinned && attempt < patchRetries {
 				continue
 			}
@@ -105,7 +111,7 @@ func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 
 // patchOnce reads, patches and writes once; pinned says the patch chose
 // the version it applies to.
-func (h *handlers) patchOnce(ctx context.Context, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
+func (h *handlers) patchOnce(ctx context.Context, reg *registry, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
 	cur, err := h.reg.get(ctx, ns, name)
 	if err != nil {
 		return nil, false, err
@@ -128,7 +134,7 @@ func (h *handlers) patchOnce(ctx context.Context, ns, name, ctype string, patch 
 			return nil, pinned, err
 		}
 	}
-	out, err := write(ctx, ns, name, obj)
+	out, err := write(reg, ctx, ns, name, obj)
 	return out, pinned, err
 }
 

@@ -337,6 +337,8 @@ func (r *registry) mutateFrom(ctx context.Context, cur api.Object, fn storage.Up
 // deleteOptions are the parts of Kubernetes' DeleteOptions minik8s honours.
 type deleteOptions struct {
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	// DryRun: kubectl delete --dry-run=server says it here.
+	DryRun []string `json:"dryRun,omitempty"`
 	Preconditions      *struct {
 		UID             string `json:"uid,omitempty"`
 		ResourceVersion string `json:"resourceVersion,omitempty"`

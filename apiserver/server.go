@@ -505,13 +505,13 @@ func (s *Server) routes() *gin.Engine {
 		r.PUT(one, name, update)
 		r.DELETE(one, name, h.delete)
 		if res.Name != api.FuncInstancesResource.Name {
-			r.PATCH(one, name, h.patch(h.reg.update, true))
+			r.PATCH(one, name, h.patch((*registry).update, true))
 		}
 		if res.HasStatus {
 			r.GET(one+"/status", name, h.get)
 			r.PUT(one+"/status", name, updateStatus)
 			if res.Name != api.FuncInstancesResource.Name {
-				r.PATCH(one+"/status", name, h.patch(h.reg.updateStatus, false))
+				r.PATCH(one+"/status", name, h.patch((*registry).updateStatus, false))
 			}
 		}
 		switch res.Name {

@@ -169,6 +169,21 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 		t.Errorf("kubectl get pods -w printed:\n%s", got)
 	}
 
+	// Server dry runs check everything and write nothing.
+	run("configmap/dry created (server dry run)", "create", "configmap", "dry", "--from-literal=a=b", "--dry-run=server")
+	if out, errOut, err := kubectl(t, s, "get", "cm", "dry"); err == nil || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("a dry-run create was written: %v\n%s%s", err, out, errOut)
+	}
+	run("(server dry run)", "delete", "cm", "app-config", "--dry-run=server")
+	run("configmap/app-config patched", "patch", "cm", "app-config", "--type", "merge", "-p", `{"data":{"m":"dry"}}`, "--dry-run=server")
+	run("(server dry run)", "scale", "rs", "web", "--replicas=1", "--dry-run=server")
+	run("merge 5", "get", "cm,rs", "-o", `jsonpath={.items[0].data.m} {.items[1].spec.replicas}`)
+	run("service/dry created (server dry run)", "create", "service", "nodeport", "dry", "--tcp=80:8080", "--dry-run=server")
+	run("web", "get", "svc")
+	if out := run("web", "get", "svc", "-o", "name"); strings.Contains(out, "dry") {
+		t.Errorf("a dry-run service was written:\n%s", out)
+	}
+
 	// A patch the object refuses is refused whole, with the field named.
 	out, errOut, err := kubectl(t, s, "patch", "rs", "web", "--type", "merge", "-p", `{"spec":{"replicas":-1}}`)
 	if err == nil || !strings.Contains(errOut, "spec.replicas") {

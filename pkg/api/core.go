@@ -430,7 +430,20 @@ type ServicePort struct {
 	NodePort int32 `json:"nodePort,omitempty"`
 }
 
-type ServiceStatus struct{}
+// ServiceStatus: minik8s has no load balancers; the field is there for
+// what Kubernetes' clients send (an empty loadBalancer).
+type ServiceStatus struct {
+	LoadBalancer *LoadBalancerStatus `json:"loadBalancer,omitempty"`
+}
+
+type LoadBalancerStatus struct {
+	Ingress []LoadBalancerIngress `json:"ingress,omitempty"`
+}
+
+type LoadBalancerIngress struct {
+	IP       string `json:"ip,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+}
 
 type ServiceList struct {
 	TypeMeta `json:",inline"`
