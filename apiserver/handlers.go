@@ -227,6 +227,12 @@ func (h *handlers) delete(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if len(bytes.TrimSpace(data)) > 0 && c.ContentType() == protobufContentType {
+		if data, err = protobufToJSON(data); err != nil {
+			fail(c, err)
+			return
+		}
+	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		if err := decodeLenient(data, &opts); err != nil {
 			fail(c, err)

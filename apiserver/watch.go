@@ -11,6 +11,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 )
 
 // watchEvent is one line of a watch stream.
@@ -45,8 +46,11 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	defer release()
 	var initial []api.Object
 	var from int64
-	switch rv := c.Query("resourceVersion"); rv {
-	case "", "0":
+	// sendInitialEvents: client-go's streaming list (WatchList): the
+	// current objects as ADDED, then a BOOKMARK saying they are all there.
+	initialEvents := c.Query("sendInitialEvents") == "true"
+	switch rv := c.Query("resourceVersion"); {
+	case rv == "" || rv == "0" || initialEvents:
 		objs, rev, err := h.reg.list(ctx, ns, f)
 		if err != nil {
 			fail(c, err)
@@ -78,7 +82,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	// Events are flushed when no more are waiting: a burst of changes
 	// goes out in a few writes, not one each.
 	write := func(ev watchEvent, more bool) bool {
-		if o, ok := ev.Object.(api.Object); ok && asTable {
+		if o, ok := ev.Object.(api.Object); ok && asTable && ev.Type != api.Bookmark {
 			ev.Object = h.table(ctx, []api.Object{o}, o.GetObjectMeta().ResourceVersion, !columnsSent)
 			columnsSent = true
 		}
@@ -92,14 +96,19 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	}
 	c.Writer.Flush()
 	for i, o := range initial {
-		if !write(watchEvent{Type: api.Added, Object: o}, i < len(initial)-1) {
+		if !write(watchEvent{Type: api.Added, Object: o}, initialEvents || i < len(initial)-1) {
 			return
 		}
+	}
+	if initialEvents && !write(watchEvent{Type: api.Bookmark, Object: h.bookmark(from, true)}, false) {
+		return
 	}
 	for ev := range events {
 		if ev.Type == api.Error {
 			code, reason := errdefs.HTTPStatus(ev.Err)
-			write(watchEvent{Type: api.Error, Object: api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}}, false)
+			st := api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}
+			kubernetesStatus(&st, ev.Err, rbac.Attributes{})
+			write(watchEvent{Type: api.Error, Object: st}, false)
 			return
 		}
 		typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
@@ -113,6 +122,19 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 			return
 		}
 	}
+}
+
+// bookmark is a BOOKMARK event's object: an empty object of the kind at
+// revision rev; initialEnd marks the end of the initial events.
+func (h *handlers) bookmark(rev int64, initialEnd bool) api.Object {
+	o := h.reg.res.New()
+	*o.GetTypeMeta() = api.TypeMeta{Kind: h.reg.res.Kind, APIVersion: h.reg.res.GroupVersion()}
+	meta := o.GetObjectMeta()
+	meta.ResourceVersion = strconv.FormatInt(rev, 10)
+	if initialEnd {
+		meta.Annotations = map[string]string{"k8s.io/initial-events-end": "true"}
+	}
+	return o
 }
 
 // filtered says how a change looks through a filter: an object that starts
