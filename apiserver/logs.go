@@ -76,6 +76,17 @@ func (s *Server) podLog(c *gin.Context) {
 	if f := c.Query("follow"); f == "true" || f == "1" {
 		q.Set("follow", "true")
 	}
+	if t := c.Query("tailLines"); t != "" {
+		q.Set("tailLines", t)
+	}
+	for _, p := range []string{"sinceSeconds", "sinceTime", "timestamps", "previous"} {
+		// Container output is kept as written, without times or the
+		// previous run's apart: say so rather than answer as if.
+		if v := c.Query(p); v != "" && v != "false" {
+			fail(c, errdefs.BadRequest(p, "not supported: the kubelet keeps container output without timestamps, and a restarted container's output follows its previous run's"))
+			return
+		}
+	}
 	scheme, transport := "http", http.RoundTripper(kubeletTransport)
 	if node.Status.DaemonEndpoints.KubeletEndpoint.Scheme == "https" {
 		if s.creds == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"sort"
 
 	"minik8s/kubelet/logs"
@@ -108,7 +109,16 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("pod %s has no container %q: %w", name, container, errdefs.ErrNotFound))
 		return
 	}
-	follow := r.URL.Query().Get("follow") == "true" || r.URL.Query().Get("follow") == "1"
+	q := r.URL.Query()
+	opts := logs.StreamOptions{Follow: q.Get("follow") == "true" || q.Get("follow") == "1", TailLines: -1}
+	if t := q.Get("tailLines"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			writeError(w, errdefs.BadRequest("tailLines", "%q is not a number of lines", t))
+			return
+		}
+		opts.TailLines = n
+	}
 	path := logs.Path(wk.Dir(), container)
 	flusher, _ := w.(http.Flusher)
 	headerSent := false
@@ -127,7 +137,7 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		return !wk.ContainerRunning(container)
 	}
-	err := logs.Stream(r.Context(), path, follow, out, flush, done)
+	err := logs.Stream(r.Context(), path, opts, out, flush, done)
 	if err != nil && !headerSent {
 		if errors.Is(err, errdefs.ErrNotFound) {
 			// Not started yet: an empty log.

@@ -66,4 +66,22 @@ func TestMkctlImageAndLogs(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "NotFound") {
 		t.Errorf("logs of a missing pod: %d %q", code, errOut)
 	}
+
+	// The real kubectl reads the same log: -f, -c, --tail.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "talker", "-f"}, "talk 0\ntalk 1\ntalk 2\n"},
+		{[]string{"logs", "talker", "-c", "main"}, "talk 0\ntalk 1\ntalk 2\n"},
+		{[]string{"logs", "talker", "--tail=2"}, "talk 1\ntalk 2\n"},
+	} {
+		if out, errOut, err := kubectl(t, as, tc.args...); err != nil || out != tc.want {
+			t.Errorf("kubectl %s: %v %q %s, want %q", strings.Join(tc.args, " "), err, out, errOut, tc.want)
+		}
+	}
+	// Times are not kept: said, not ignored.
+	if out, errOut, err := kubectl(t, as, "logs", "talker", "--since=1m"); err == nil || !strings.Contains(errOut, "sinceSeconds") {
+		t.Errorf("kubectl logs --since: %v %q %q", err, out, errOut)
+	}
 }

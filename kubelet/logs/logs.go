@@ -3,6 +3,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,22 +56,24 @@ func Rotate(path string, max int64) error {
 	return os.Truncate(path, 0)
 }
 
+// StreamOptions: Follow keeps the stream open for what the container adds;
+// TailLines, when not negative, starts with the last TailLines lines only
+// (kubectl logs --tail).
+type StreamOptions struct {
+	Follow    bool
+	TailLines int
+}
+
 // Stream writes the container's log (the rotated part first) to w. With
-// follow it keeps writing what the container adds until ctx ends or
+// Follow it keeps writing what the container adds until ctx ends or
 // done() says the container will write no more.
-func Stream(ctx context.Context, path string, follow bool, w io.Writer, flush func(), done func() bool) error {
+func Stream(ctx context.Context, path string, opts StreamOptions, w io.Writer, flush func(), done func() bool) error {
+	follow := opts.Follow
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("log of %s: %w", filepath.Base(path), errdefs.ErrNotFound)
 		}
 		return err
-	}
-	if old, err := os.Open(path + ".1"); err == nil {
-		_, err = io.Copy(w, old)
-		old.Close()
-		if err != nil {
-			return err
-		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -78,6 +81,17 @@ func Stream(ctx context.Context, path string, follow bool, w io.Writer, flush fu
 	}
 	defer f.Close()
 	var off int64
+	if opts.TailLines >= 0 {
+		if off, err = writeTail(path, f, opts.TailLines, w); err != nil {
+			return err
+		}
+	} else if old, err := os.Open(path + ".1"); err == nil {
+		_, err = io.Copy(w, old)
+		old.Close()
+		if err != nil {
+			return err
+		}
+	}
 	last := false // one more read after the writer is done
 	buf := make([]byte, 32<<10)
 	for {
@@ -113,4 +127,27 @@ func Stream(ctx context.Context, path string, follow bool, w io.Writer, flush fu
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// writeTail writes the last n lines of the log (its rotated part and f, as
+// far as f goes now) and returns where in f it stopped. The parts are at
+// most the rotation size each, so reading them whole is bounded.
+func writeTail(path string, f *os.File, n int, w io.Writer) (int64, error) {
+	cur, err := io.ReadAll(f)
+	if err != nil {
+		return 0, err
+	}
+	data := cur
+	if old, err := os.ReadFile(path + ".1"); err == nil {
+		data = append(old, cur...)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if last := len(lines) - 1; last >= 0 && len(lines[last]) == 0 {
+		lines = lines[:last] // the final newline ends a line, it starts none
+	}
+	if n < len(lines) {
+		lines = lines[len(lines)-n:]
+	}
+	_, err = w.Write(bytes.Join(lines, nil))
+	return int64(len(cur)), err
 }

@@ -41,7 +41,7 @@ func TestRotateCapsTheFile(t *testing.T) {
 		t.Errorf("a small file was rotated: %q", cur)
 	}
 	var buf bytes.Buffer
-	if err := Stream(context.Background(), path, false, &buf, nil, nil); err != nil {
+	if err := Stream(context.Background(), path, StreamOptions{TailLines: -1}, &buf, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if buf.String() != strings.Repeat("a", 100)+"after" {
@@ -76,7 +76,7 @@ func TestStreamFollowsUntilDone(t *testing.T) {
 	out := &syncBuffer{}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Stream(context.Background(), path, true, out, nil, func() bool {
+		errc <- Stream(context.Background(), path, StreamOptions{Follow: true, TailLines: -1}, out, nil, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return finished
@@ -106,8 +106,41 @@ func TestStreamFollowsUntilDone(t *testing.T) {
 }
 
 func TestStreamMissingLog(t *testing.T) {
-	err := Stream(context.Background(), filepath.Join(t.TempDir(), "none.log"), false, &bytes.Buffer{}, nil, nil)
+	err := Stream(context.Background(), filepath.Join(t.TempDir(), "none.log"), StreamOptions{TailLines: -1}, &bytes.Buffer{}, nil, nil)
 	if !errdefs.IsNotFound(err) {
 		t.Errorf("err = %v, want NotFound", err)
+	}
+}
+
+// TestStreamTail: --tail takes the last lines across the rotated part and
+// the current file; a last line without its newline counts.
+func TestStreamTail(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.log")
+	if err := os.WriteFile(path+".1", []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		current string
+		n       int
+		want    string
+	}{
+		{"three\nfour\n", 3, "two\nthree\nfour\n"},
+		{"three\nfour\n", 0, ""},
+		{"three\nfour\n", 10, "one\ntwo\nthree\nfour\n"},
+		{"three\nfour", 1, "four"},
+		{"three\nfour", 2, "three\nfour"},
+		{"", 1, "two\n"},
+	} {
+		if err := os.WriteFile(path, []byte(tc.current), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := Stream(context.Background(), path, StreamOptions{TailLines: tc.n}, &buf, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if buf.String() != tc.want {
+			t.Errorf("tail %d of %q: %q, want %q", tc.n, tc.current, buf.String(), tc.want)
+		}
 	}
 }
