@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"sort"
+	"strconv"
 
 	"minik8s/kubelet/logs"
 	"minik8s/pkg/api"
