@@ -101,6 +101,10 @@ const DefaultMaxBodyBytes = 1 << 20
 // before new ones wait (429).
 const DefaultMaxPendingCalls = 20000
 
+// EventTTL is how long an event is kept after it was first made, as
+// Kubernetes keeps them.
+const EventTTL = time.Hour
+
 // DefaultFuncInstanceTTL is the retention of call records.
 const DefaultFuncInstanceTTL = time.Hour
 
@@ -169,6 +173,9 @@ func New(cfg Config, store storage.Interface) *Server {
 		reg.cache = newWatchCache(store, reg.prefix(""), res.New)
 		if res.Kind == api.FuncInstancesResource.Kind {
 			reg.ttl = cfg.FuncInstanceTTL
+		}
+		if res.Kind == api.EventsResource.Kind {
+			reg.ttl = EventTTL
 		}
 		if res.Kind == api.ServicesResource.Kind {
 			ips, err := newIPAllocator(store, cfg.ServiceCIDR)

@@ -26,6 +26,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 )
 
 // Config configures the controller manager.
@@ -55,6 +56,8 @@ type Context struct {
 	Client    *client.Client
 	Informers *cache.Factory
 	Config    Config
+	// Events records the controllers' events.
+	Events *events.Recorder
 }
 
 // Runner is a built controller.
@@ -67,7 +70,7 @@ var Controllers = []struct {
 	Name string
 	New  func(*Context) Runner
 }{
-	{replicaset.Name, func(c *Context) Runner { return replicaset.New(c.Client, c.Informers) }},
+	{replicaset.Name, func(c *Context) Runner { return replicaset.New(c.Client, c.Informers, c.Events) }},
 	{nodelifecycle.Name, func(c *Context) Runner {
 		return nodelifecycle.New(c.Client, c.Informers, c.Config.NodeMonitorGracePeriod)
 	}},
@@ -106,7 +109,8 @@ func Run(ctx context.Context, cfg Config) error {
 			return errdefs.Invalid("controllers", "unknown controller %q", n)
 		}
 	}
-	cctx := &Context{Client: c, Informers: cache.NewFactory(c), Config: cfg}
+	cctx := &Context{Client: c, Informers: cache.NewFactory(c), Config: cfg, Events: events.New(c, "controller-manager", "")}
+	go cctx.Events.Run(ctx)
 	type built struct {
 		name string
 		r    Runner

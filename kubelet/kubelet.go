@@ -29,6 +29,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/clusterdns"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 )
 
 // Config configures a kubelet.
@@ -230,10 +231,12 @@ func Run(ctx context.Context, cfg Config) error {
 	case c == nil:
 		c = client.New(cfg.APIServer)
 	}
+	recorder := events.New(c, "kubelet", cfg.NodeName)
+	go recorder.Run(ctx)
 	k := &Kubelet{
 		cfg: cfg, client: c, rt: rt,
 		podCfg: &pod.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
-			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax},
+			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Events: recorder},
 		ports:   pod.NewPorts(cfg.NodeIP, cfg.PortMin, cfg.PortMax),
 		apiImpl: &apiAdapter{c: c, caData: cfg.CAData},
 		workers: map[string]*pod.Worker{},

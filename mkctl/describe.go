@@ -180,7 +180,51 @@ func (o *Options) describe(ctx context.Context, res api.Resource, obj api.Object
 	if err != nil {
 		return "", err
 	}
+	if res.Name != api.EventsResource.Name {
+		o.describeEvents(ctx, w, obj, now)
+	}
 	return w.String(), nil
+}
+
+// describeEvents lists the events about obj, as kubectl describe does:
+// oldest first, with how often and when last each happened.
+func (o *Options) describeEvents(ctx context.Context, w *describeWriter, obj api.Object, now time.Time) {
+	meta := obj.GetObjectMeta()
+	ns := meta.Namespace
+	if ns == "" {
+		ns = api.DefaultNamespace
+	}
+	sel := "involvedObject.name=" + meta.Name
+	if meta.UID != "" {
+		sel += ",involvedObject.uid=" + meta.UID
+	}
+	evs, _, err := o.Client().Events(ns).List(ctx, client.ListOptions{FieldSelector: sel})
+	if err != nil {
+		w.kv(0, "Events", "<unknown: "+err.Error()+">")
+		return
+	}
+	if len(evs) == 0 {
+		w.kv(0, "Events", printers.None)
+		return
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		a, b := evs[i].FirstTimestamp, evs[j].FirstTimestamp
+		return a != nil && b != nil && a.Before(*b)
+	})
+	w.line(0, "Events:")
+	w.line(1, "Type\tReason\tAge\tFrom\tMessage")
+	w.line(1, "----\t------\t----\t----\t-------")
+	for _, e := range evs {
+		age := printers.Age(e.LastTimestamp, now)
+		if e.Count > 1 {
+			age = fmt.Sprintf("%s (x%d over %s)", age, e.Count, printers.Age(e.FirstTimestamp, now))
+		}
+		from := e.Source.Component
+		if e.Source.Host != "" {
+			from += ", " + e.Source.Host
+		}
+		w.line(1, "%s\t%s\t%s\t%s\t%s", e.Type, e.Reason, age, from, e.Message)
+	}
 }
 
 func timestamp(t *time.Time) string {

@@ -18,6 +18,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
@@ -35,6 +36,13 @@ type NodeLister interface {
 type PodLister interface {
 	Get(namespace, name string) (*api.Pod, bool)
 }
+
+// EventRecorder records an event about an object (pkg/events).
+type EventRecorder interface {
+	Eventf(obj api.Object, typ, reason, format string, args ...any)
+}
+
+var _ EventRecorder = (*events.Recorder)(nil)
 
 // Binder binds a pod (of that uid) to a node; it fails with
 // errdefs.ErrConflict when the pod is bound already.
@@ -97,6 +105,8 @@ type Scheduler struct {
 
 	bindSlots chan struct{}
 	binds     sync.WaitGroup
+	// events records Scheduled and FailedScheduling (nil: none).
+	events EventRecorder
 
 	mu sync.Mutex
 	// unschedulable: keys of pods that fit nowhere, retried on changes.
@@ -154,6 +164,9 @@ func Run(ctx context.Context, cfg Config) error {
 	f := cache.NewFactory(c)
 	nodeInf, podInf := f.Nodes(), f.Pods()
 	s := New(policy, cfg.Name, nodeInf.Lister(), podInf.Lister(), binder, statusWriter{c}, cfg.BindWorkers)
+	rec := events.New(c, "default-scheduler", "")
+	go rec.Run(ctx)
+	s.events = rec
 	podInf.AddEventHandler(s.PodHandler())
 	nodeInf.AddEventHandler(s.NodeHandler())
 	f.Start(ctx)
@@ -343,6 +356,9 @@ func (s *Scheduler) bind(ctx context.Context, key string, pi *podInfo, node stri
 		case err == nil:
 			log.WithFields(fields).Debug("bound pod")
 			s.queue.Forget(key)
+			if s.events != nil {
+				s.events.Eventf(p, api.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", p.Namespace, p.Name, node)
+			}
 			return
 		case errdefs.IsNotFound(err):
 			// Deleted meanwhile; its delete event cleans up.
@@ -371,6 +387,9 @@ func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, msg str
 		if c.Type == api.PodScheduled && c.Status == api.ConditionFalse && c.Reason == "Unschedulable" && c.Message == msg {
 			return nil
 		}
+	}
+	if s.events != nil {
+		s.events.Eventf(pod, api.EventTypeWarning, "FailedScheduling", "%s", msg)
 	}
 	up := cache.DeepCopy(pod)
 	now := time.Now().UTC()

@@ -18,6 +18,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/workqueue"
 )
@@ -57,24 +58,41 @@ func (a clientAPI) UpdateReplicaSetStatus(ctx context.Context, rs *api.ReplicaSe
 	return a.c.ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs)
 }
 
-// Controller is the ReplicaSet controller.
-type Controller struct {
-	api   API
-	rss   *cache.Lister[api.ReplicaSet, *api.ReplicaSet]
-	pods  *cache.Lister[api.Pod, *api.Pod]
-	queue *workqueue.Queue
-	exp   *expectations
+// EventRecorder records an event about an object (pkg/events).
+type EventRecorder interface {
+	Eventf(obj api.Object, typ, reason, format string, args ...any)
 }
 
-// New returns the controller, registered with the factory's informers.
-func New(c *client.Client, f *cache.Factory) *Controller {
+var _ EventRecorder = (*events.Recorder)(nil)
+
+// Controller is the ReplicaSet controller.
+type Controller struct {
+	api    API
+	rss    *cache.Lister[api.ReplicaSet, *api.ReplicaSet]
+	pods   *cache.Lister[api.Pod, *api.Pod]
+	queue  *workqueue.Queue
+	exp    *expectations
+	events EventRecorder
+}
+
+// event records an event about rs, if there is a recorder.
+func (rc *Controller) event(rs *api.ReplicaSet, typ, reason, format string, args ...any) {
+	if rc.events != nil {
+		rc.events.Eventf(rs, typ, reason, format, args...)
+	}
+}
+
+// New returns the controller, registered with the factory's informers;
+// rec records the pods it creates and deletes.
+func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	rsInf, podInf := f.ReplicaSets(), f.Pods()
 	rc := &Controller{
-		api:   clientAPI{c},
-		rss:   rsInf.Lister(),
-		pods:  podInf.Lister(),
-		queue: workqueue.New(),
-		exp:   newExpectations(),
+		events: rec,
+		api:    clientAPI{c},
+		rss:    rsInf.Lister(),
+		pods:   podInf.Lister(),
+		queue:  workqueue.New(),
+		exp:    newExpectations(),
 	}
 	rsInf.AddEventHandler(cache.Handler[*api.ReplicaSet]{
 		OnAdd:    func(rs *api.ReplicaSet) { rc.queue.Add(cache.Key(rs)) },
@@ -215,6 +233,9 @@ func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet
 			go func() {
 				defer wg.Done()
 				err := rc.api.DeletePod(ctx, p.Namespace, p.Name, p.UID)
+				if err == nil {
+					rc.event(rs, api.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+				}
 				if err != nil && !errdefs.IsNotFound(err) {
 					rc.exp.deletionObserved(key, p.UID)
 					errs[i] = fmt.Errorf("deleting pod %s: %w", p.Name, err)
@@ -267,8 +288,10 @@ func (rc *Controller) createPod(ctx context.Context, rs *api.ReplicaSet) error {
 			continue // the random name was taken
 		}
 		if err != nil {
+			rc.event(rs, api.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 			return fmt.Errorf("creating a pod of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
+		rc.event(rs, api.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 		return nil
 	}
 }

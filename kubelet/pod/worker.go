@@ -19,6 +19,7 @@ import (
 	"minik8s/kubelet/volume"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 )
 
 // Runtime is what a pod worker needs of containerd.
@@ -66,6 +67,22 @@ type Config struct {
 	// DNS, with Network, is the resolver configuration of pods with their
 	// own network: the cluster DNS server and the cluster domain.
 	DNS DNSConfig
+	// Events records what happens to the pods' containers (nil: nothing).
+	Events EventRecorder
+}
+
+// EventRecorder records an event about an object (pkg/events).
+type EventRecorder interface {
+	Eventf(obj api.Object, typ, reason, format string, args ...any)
+}
+
+var _ EventRecorder = (*events.Recorder)(nil)
+
+// event records an event about the pod p, if there is a recorder.
+func (w *Worker) event(p *api.Pod, typ, reason, format string, args ...any) {
+	if w.cfg.Events != nil && p != nil {
+		w.cfg.Events.Eventf(p, typ, reason, format, args...)
+	}
 }
 
 // DNSConfig says how pods with their own network resolve names.
@@ -342,6 +359,9 @@ func (w *Worker) terminate(ctx context.Context, p *api.Pod, gone bool) bool {
 			g = *p.DeletionGracePeriodSeconds
 		}
 		grace = time.Duration(g) * time.Second
+		for _, c := range p.Spec.Containers {
+			w.event(p, api.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+		}
 		if p.DeletionTimestamp != nil {
 			// A kubelet that restarts mid-way does not start the wait again.
 			if left := time.Until(p.DeletionTimestamp.Add(grace)); left < grace {

@@ -89,6 +89,8 @@ var (
 		Namespaced: true, New: func() Object { return &RoleBinding{} }}
 	ClusterRoleBindingsResource = Resource{Name: "clusterrolebindings", Kind: "ClusterRoleBinding", ShortNames: []string{"clusterrolebinding"}, Group: RBACGroup, Version: "v1",
 		New: func() Object { return &ClusterRoleBinding{} }}
+	EventsResource = Resource{Name: "events", Kind: "Event", ShortNames: []string{"ev", "event"}, Version: "v1",
+		Namespaced: true, New: func() Object { return &Event{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
@@ -96,7 +98,7 @@ var (
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
-	EndpointsResource, ConfigMapsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, LeasesResource,
+	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }

@@ -69,6 +69,10 @@ func (c *Client) FuncInstances(ns string) *ResourceClient[api.FuncInstance, *api
 	return newResource[api.FuncInstance](c, api.FuncInstancesResource, ns)
 }
 
+func (c *Client) Events(ns string) *ResourceClient[api.Event, *api.Event] {
+	return newResource[api.Event](c, api.EventsResource, ns)
+}
+
 func (c *Client) Leases(ns string) *ResourceClient[api.Lease, *api.Lease] {
 	return newResource[api.Lease](c, api.LeasesResource, ns)
 }

@@ -99,6 +99,16 @@ var tables = map[string]Columns{
 			return []string{e.Name, EndpointsString(e, 3), Age(e.CreationTimestamp, now)}, nil
 		},
 	},
+	api.EventsResource.Name: {
+		Headers: []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"},
+		Wide:    []string{"SOURCE", "COUNT", "FIRST SEEN"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			e := o.(*api.Event)
+			obj := strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
+			return []string{Age(e.LastTimestamp, now), e.Type, e.Reason, obj, e.Message},
+				[]string{OrNone(e.Source.Component), strconv.Itoa(int(e.Count)), Age(e.FirstTimestamp, now)}
+		},
+	},
 	api.ConfigMapsResource.Name: {
 		Headers: []string{"NAME", "DATA", "AGE"},
 		Row: func(o api.Object, now time.Time) ([]string, []string) {

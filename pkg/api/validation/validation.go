@@ -125,6 +125,8 @@ func Object(res api.Resource, obj api.Object) error {
 		return binding(o.Subjects, o.RoleRef, true)
 	case *api.ClusterRoleBinding:
 		return binding(o.Subjects, o.RoleRef, false)
+	case *api.Event:
+		return event(o)
 	case *api.Lease:
 		if d := o.Spec.LeaseDurationSeconds; d != nil && *d < 1 {
 			return errdefs.Invalid("spec.leaseDurationSeconds", "%d must be at least 1", *d)
@@ -670,4 +672,18 @@ func validateProbeHandler(field string, p *api.Probe, ports []api.ContainerPort)
 		return nil
 	}
 	return errdefs.Invalid(field, "only one of httpGet, tcpSocket and exec may be given")
+}
+
+func event(e *api.Event) error {
+	switch {
+	case e.InvolvedObject.Name == "" || e.InvolvedObject.Kind == "":
+		return errdefs.Invalid("involvedObject", "the object the event is about needs a kind and a name")
+	case e.Reason == "":
+		return errdefs.Invalid("reason", "required")
+	case e.Type != "" && e.Type != api.EventTypeNormal && e.Type != api.EventTypeWarning:
+		return errdefs.Invalid("type", "%q is neither %s nor %s", e.Type, api.EventTypeNormal, api.EventTypeWarning)
+	case e.InvolvedObject.Namespace != "" && e.InvolvedObject.Namespace != e.Namespace:
+		return errdefs.Invalid("involvedObject.namespace", "%q is not the event's namespace %q", e.InvolvedObject.Namespace, e.Namespace)
+	}
+	return nil
 }
