@@ -79,7 +79,7 @@ var Controllers = []struct {
 	{namespace.Name, func(c *Context) Runner { return namespace.New(c.Client, c.Informers) }},
 	{functions.Name, func(c *Context) Runner {
 		return functions.New(c.Client, c.Informers,
-			functions.Config{ScaleInterval: c.Config.FuncScaleInterval, IdleWindow: c.Config.FuncIdleWindow})
+			functions.Config{ScaleInterval: c.Config.FuncScaleInterval, IdleWindow: c.Config.FuncIdleWindow, Events: c.Events})
 	}},
 	// Its own informer, of slimmed instances: it waits for it in Run.
 	{funcinstancegc.Name, func(c *Context) Runner { return funcinstancegc.New(c.Client, c.Config.FuncInstanceBudget) }},

@@ -19,6 +19,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/workqueue"
@@ -33,6 +34,22 @@ type Config struct {
 	ScaleInterval time.Duration
 	// IdleWindow is how long without a call makes a function idle.
 	IdleWindow time.Duration
+	// Events records the functions' scale steps (nil: none).
+	Events EventRecorder
+}
+
+// EventRecorder records an event about an object (pkg/events).
+type EventRecorder interface {
+	Eventf(obj api.Object, typ, reason, format string, args ...any)
+}
+
+var _ EventRecorder = (*events.Recorder)(nil)
+
+// event records an event about f, if there is a recorder.
+func (c *Controller) event(f *api.Func, reason, format string, args ...any) {
+	if c.cfg.Events != nil {
+		c.cfg.Events.Eventf(f, api.EventTypeNormal, reason, format, args...)
+	}
 }
 
 // Defaults as the seed describes them.
@@ -288,6 +305,9 @@ func (c *Controller) syncReplicaSet(ctx context.Context, f *api.Func) (*api.Repl
 		return nil, 0, fmt.Errorf("replicaset of func %s: %w", f.Name, err)
 	}
 	log.WithFields(log.Fields{"func": f.Name, "replicas": replicas}).Info("function pool updated")
+	if cur == nil || cur.Spec.Replicas == nil || *cur.Spec.Replicas != replicas {
+		c.event(f, "ScalingReplicaSet", "Scaled the pool of %s to %d", f.Name, replicas)
+	}
 	return updated, counter, nil
 }
 

@@ -43,6 +43,7 @@ func (c *Controller) decay(ctx context.Context, cached *api.Func) error {
 		return err
 	}
 	log.WithFields(log.Fields{"func": f.Name, "counter": f.Status.Counter}).Info("idle function scaled down one step")
+	c.event(f, "ScaledDown", "Idle for %s: counter lowered to %d", c.cfg.IdleWindow, f.Status.Counter)
 	return nil
 }
 
