@@ -252,6 +252,19 @@ func (h *handlers) delete(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if p := c.Query("propagationPolicy"); p != "" {
+		opts.PropagationPolicy = p
+	}
+	if err := checkPropagation(opts.PropagationPolicy); err != nil {
+		fail(c, err)
+		return
+	}
+	if opts.PropagationPolicy == propagationOrphan {
+		if err := h.orphanDependents(c.Request.Context(), reg, h.ns(c), c.Param("name")); err != nil {
+			fail(c, err)
+			return
+		}
+	}
 	out, err := reg.delete(c.Request.Context(), h.ns(c), c.Param("name"), opts)
 	if err != nil {
 		fail(c, err)

@@ -338,8 +338,10 @@ func (r *registry) mutateFrom(ctx context.Context, cur api.Object, fn storage.Up
 type deleteOptions struct {
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 	// DryRun: kubectl delete --dry-run=server says it here.
-	DryRun        []string `json:"dryRun,omitempty"`
-	Preconditions *struct {
+	DryRun []string `json:"dryRun,omitempty"`
+	// PropagationPolicy: what becomes of the object's dependents.
+	PropagationPolicy string `json:"propagationPolicy,omitempty"`
+	Preconditions     *struct {
 		UID             string `json:"uid,omitempty"`
 		ResourceVersion string `json:"resourceVersion,omitempty"`
 	} `json:"preconditions,omitempty"`

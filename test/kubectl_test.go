@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/pkg/api"
 	"minik8s/test/framework"
 )
 
@@ -190,4 +191,23 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 		t.Errorf("a negative replica count by patch: %v\n%s%s", err, out, errOut)
 	}
 	run("5", "get", "rs", "web", "-o", "jsonpath={.spec.replicas}")
+
+	// kubectl delete --cascade=orphan keeps the dependents, freed of the
+	// owner; foreground is refused, saying so.
+	rs, err := s.Client.ReplicaSets("default").Get(context.Background(), "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "web-kept", OwnerReferences: []api.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: rs.UID}}},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := s.Client.Pods("default").Create(context.Background(), dep); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := kubectl(t, s, "delete", "rs", "web", "--cascade=foreground"); err == nil || !strings.Contains(errOut, "Foreground is not supported") {
+		t.Errorf("kubectl delete --cascade=foreground: %v\n%s%s", err, out, errOut)
+	}
+	run(`replicaset.apps "web" deleted`, "delete", "rs", "web", "--cascade=orphan")
+	if p, err := s.Client.Pods("default").Get(context.Background(), "web-kept"); err != nil || len(p.OwnerReferences) != 0 {
+		t.Errorf("the orphaned pod: %v, owners %v", err, p)
+	}
 }
