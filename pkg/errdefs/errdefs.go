@@ -135,12 +135,15 @@ func (e *remoteError) Unwrap() error { return e.class }
 func IsNotFound(err error) bool      { return errors.Is(err, ErrNotFound) }
 func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
 func IsConflict(err error) bool      { return errors.Is(err, ErrConflict) }
-func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
-func IsGone(err error) bool          { return errors.Is(err, ErrGone) }
-func IsTooLarge(err error) bool      { return errors.Is(err, ErrTooLarge) }
-func IsUnavailable(err error) bool   { return errors.Is(err, ErrUnavailable) }
-func IsUnauthorized(err error) bool  { return errors.Is(err, ErrUnauthorized) }
-func IsForbidden(err error) bool     { return errors.Is(err, ErrForbidden) }
+
+// IsUnsupportedMediaType: the body was in an encoding the server does not read.
+func IsUnsupportedMediaType(err error) bool { return errors.Is(err, ErrUnsupportedMediaType) }
+func IsInvalid(err error) bool              { return errors.Is(err, ErrInvalid) }
+func IsGone(err error) bool                 { return errors.Is(err, ErrGone) }
+func IsTooLarge(err error) bool             { return errors.Is(err, ErrTooLarge) }
+func IsUnavailable(err error) bool          { return errors.Is(err, ErrUnavailable) }
+func IsUnauthorized(err error) bool         { return errors.Is(err, ErrUnauthorized) }
+func IsForbidden(err error) bool            { return errors.Is(err, ErrForbidden) }
 func IsTooManyRequests(err error) bool {
 	return errors.Is(err, ErrTooManyRequests)
 }
