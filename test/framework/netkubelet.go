@@ -134,7 +134,7 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
 	k.Start()
 	t.Cleanup(func() {
-		k.Kill()
+		k.Stop()
 		// Pods still running keep their namespaces, but not the mounts
 		// that would keep the kubelet's root dir from being removed; their
 		// containers go with the containerd, their veths with the node.
@@ -213,6 +213,35 @@ func (p *netProcess) Kill() {
 	}
 	p.cmd = nil
 }
+
+// Stop ends the process as a shutdown does (SIGTERM), and kills it if it
+// has not ended within stopGrace: a kubelet then finishes the container
+// creations under way, which a kill would cut (containerd 1.6 leaves a
+// runc container behind a create cut short).
+func (p *netProcess) Stop() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		p.mu.Lock()
+		p.cmd = nil
+		p.mu.Unlock()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			p.t.Errorf("%s: %v", p.what, err)
+		}
+	case <-time.After(stopGrace):
+		p.Kill()
+	}
+}
+
+// stopGrace bounds a component's shutdown at a test's end.
+const stopGrace = 20 * time.Second
 
 // logTail logs the last lines of the process's log.
 func (p *netProcess) logTail() {
