@@ -24,12 +24,12 @@ func TestConfigDefaults(t *testing.T) {
 			network: PodNetworkHost, ip: "127.0.0.1", node: host},
 		{name: "another loopback address names the node", in: Config{PodNetwork: PodNetworkHost, NodeIP: "127.0.0.12", ContainerdAddress: "/run/c.sock"},
 			network: PodNetworkHost, ip: "127.0.0.12", node: host + "-127-0-0-12"},
-		{name: "own network by default, with the default ranges", in: Config{NodeIP: "10.98.0.2", ContainerdAddress: "/run/c.sock"},
-			network: PodNetworkCNI, ip: "10.98.0.2", node: host + "-10-98-0-2", svc: api.DefaultServiceCIDR},
-		{name: "a named node keeps its name", in: Config{NodeIP: "10.98.0.2", NodeName: "n2", ContainerdAddress: "/run/c.sock"},
-			network: PodNetworkCNI, ip: "10.98.0.2", node: "n2", svc: api.DefaultServiceCIDR},
+		{name: "own network by default, with the default ranges", in: Config{NodeIP: "127.0.0.12", ContainerdAddress: "/run/c.sock"},
+			network: PodNetworkCNI, ip: "127.0.0.12", node: host + "-127-0-0-12", svc: api.DefaultServiceCIDR},
+		{name: "a named node keeps its name", in: Config{NodeIP: "127.0.0.12", NodeName: "n2", ContainerdAddress: "/run/c.sock"},
+			network: PodNetworkCNI, ip: "127.0.0.12", node: "n2", svc: api.DefaultServiceCIDR},
 		{name: "unknown network", in: Config{PodNetwork: "overlay", ContainerdAddress: "/run/c.sock"}, e: "pod-network"},
-		{name: "bad cluster range", in: Config{NodeIP: "10.98.0.2", ClusterCIDR: "10.42/16", ContainerdAddress: "/run/c.sock"}, e: "cluster-cidr"},
+		{name: "bad cluster range", in: Config{NodeIP: "127.0.0.12", ClusterCIDR: "10.42/16", ContainerdAddress: "/run/c.sock"}, e: "cluster-cidr"},
 		{name: "bad address", in: Config{PodNetwork: PodNetworkHost, NodeIP: "node-1", ContainerdAddress: "/run/c.sock"}, e: "node-ip"},
 	}
 	for _, tc := range cases {
