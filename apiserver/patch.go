@@ -68,6 +68,20 @@ func applyPatch(ctype string, doc, patch []byte, gvk schema.GroupVersionKind, ow
 	return nil, fmt.Errorf("%w: %q is not a patch type: send %s, %s or %s", errdefs.ErrUnsupportedMediaType, ctype, jsonPatchType, mergePatchType, strategicPatchType)
 }
 
+// patchInto applies a patch of type ctype to cur and decodes the result,
+// strictly, into out, an empty object of cur's type.
+func patchInto(ctype string, cur any, patch []byte, gvk schema.GroupVersionKind, out any) error {
+	doc, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	patched, err := applyPatch(ctype, doc, patch, gvk, out)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(patched, "application/json", out)
+}
+
 func (h *handlers) gvk() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: h.reg.res.Group, Version: h.reg.res.Version, Kind: h.reg.res.Kind}
 }
@@ -116,16 +130,8 @@ func (h *handlers) patchOnce(ctx context.Context, reg *registry, ns, name, ctype
 	if err != nil {
 		return nil, false, err
 	}
-	doc, err := json.Marshal(cur)
-	if err != nil {
-		return nil, false, err
-	}
-	patched, err := applyPatch(ctype, doc, patch, h.gvk(), h.reg.res.New())
-	if err != nil {
-		return nil, false, err
-	}
 	obj := h.reg.res.New()
-	if err := decodeStrict(patched, "application/json", obj); err != nil {
+	if err := patchInto(ctype, cur, patch, h.gvk(), obj); err != nil {
 		return nil, false, err
 	}
 	pinned := obj.GetObjectMeta().ResourceVersion != cur.GetObjectMeta().ResourceVersion
@@ -151,18 +157,9 @@ func (h *handlers) patchScale(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	doc, err := json.Marshal(scaleOf(cur.(*api.ReplicaSet)))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	patched, err := applyPatch(c.ContentType(), doc, data, schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, &api.Scale{})
-	if err != nil {
-		fail(c, err)
-		return
-	}
 	var sc api.Scale
-	if err := decodeStrict(patched, "application/json", &sc); err != nil {
+	gvk := schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+	if err := patchInto(c.ContentType(), scaleOf(cur.(*api.ReplicaSet)), data, gvk, &sc); err != nil {
 		fail(c, err)
 		return
 	}
