@@ -57,6 +57,7 @@ func newDiscovery() *discovery {
 		d.lists[gv] = l
 	}
 	for _, res := range api.Resources {
+		res = res.Served()
 		add(res.GroupVersion(), discoveryResources(res)...)
 	}
 	for _, s := range served {

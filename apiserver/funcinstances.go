@@ -59,7 +59,7 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, out)
+	h.reply(c, http.StatusOK, out)
 }
 
 // onlyCallback says whether next only adds the delivery of the callback to

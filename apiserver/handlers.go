@@ -24,6 +24,8 @@ type handlers struct {
 	srv     *Server
 	reg     *registry
 	maxBody int64
+	// view, when set, is the form the routes show objects in.
+	view objectView
 }
 
 // readBody reads the whole request body, turning an overflow into 413.
@@ -39,12 +41,19 @@ func readBody(c *gin.Context, limit int64) ([]byte, error) {
 }
 
 // decodeBody reads a JSON (or, by Content-Type, YAML) body strictly into out.
+// An object is then turned from the routes' view into its stored form.
 func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	data, err := readBody(c, h.maxBody)
 	if err != nil {
 		return err
 	}
-	return decodeStrict(data, c.ContentType(), out)
+	if err := decodeStrict(data, c.ContentType(), out); err != nil {
+		return err
+	}
+	if obj, ok := out.(api.Object); ok {
+		return h.take(obj)
+	}
+	return nil
 }
 
 func decodeStrict(data []byte, contentType string, out any) error {
@@ -128,7 +137,7 @@ func (h *handlers) list(c *gin.Context) {
 		c.JSON(http.StatusOK, h.table(c.Request.Context(), objs, strconv.FormatInt(rev, 10), true))
 		return
 	}
-	c.JSON(http.StatusOK, listBody(h.reg.res, objs, rev))
+	c.JSON(http.StatusOK, h.listBody(objs, rev))
 }
 
 // objectList is the wire form of every KindList.
@@ -138,12 +147,16 @@ type objectList struct {
 	Items        []api.Object `json:"items"`
 }
 
-func listBody(res api.Resource, objs []api.Object, rev int64) objectList {
-	return objectList{
-		TypeMeta: api.TypeMeta{APIVersion: res.GroupVersion(), Kind: res.Kind + "List"},
+func (h *handlers) listBody(objs []api.Object, rev int64) objectList {
+	l := objectList{
+		TypeMeta: api.TypeMeta{APIVersion: h.groupVersion(), Kind: h.reg.res.Kind + "List"},
 		ListMeta: api.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)},
-		Items:    append([]api.Object{}, objs...),
+		Items:    make([]api.Object, 0, len(objs)),
 	}
+	for _, o := range objs {
+		l.Items = append(l.Items, h.show(o))
+	}
+	return l
 }
 
 func (h *handlers) create(c *gin.Context) {
@@ -164,7 +177,7 @@ func (h *handlers) create(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, out)
+	h.reply(c, http.StatusCreated, out)
 }
 
 func (h *handlers) get(c *gin.Context) {
@@ -180,7 +193,7 @@ func (h *handlers) get(c *gin.Context) {
 		c.JSON(http.StatusOK, h.table(c.Request.Context(), []api.Object{out}, out.GetObjectMeta().ResourceVersion, true))
 		return
 	}
-	c.JSON(http.StatusOK, out)
+	h.reply(c, http.StatusOK, out)
 }
 
 func (h *handlers) update(c *gin.Context) {
@@ -201,7 +214,7 @@ func (h *handlers) update(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, out)
+	h.reply(c, http.StatusOK, out)
 }
 
 func (h *handlers) updateStatus(c *gin.Context) {
@@ -219,7 +232,7 @@ func (h *handlers) updateStatus(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, out)
+	h.reply(c, http.StatusOK, out)
 }
 
 func (h *handlers) delete(c *gin.Context) {
@@ -276,7 +289,7 @@ func (h *handlers) delete(c *gin.Context) {
 		// Refuse creates in it from now on, before the index's watch sees it.
 		h.srv.namespaces.observe(ns)
 	}
-	c.JSON(http.StatusOK, out)
+	h.reply(c, http.StatusOK, out)
 }
 
 // decodeLenient decodes DeleteOptions, which clients send with

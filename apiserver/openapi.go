@@ -29,6 +29,7 @@ type openAPI struct {
 func newOpenAPI() *openAPI {
 	byGV := map[string][]api.Resource{}
 	for _, res := range api.Resources {
+		res = res.Served()
 		gv := "api/" + res.Version
 		if res.Group != "" {
 			gv = "apis/" + res.Group + "/" + res.Version

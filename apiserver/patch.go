@@ -117,7 +117,7 @@ func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 				fail(c, err)
 				return
 			}
-			c.JSON(http.StatusOK, out)
+			h.reply(c, http.StatusOK, out)
 			return
 		}
 	}
@@ -130,8 +130,12 @@ func (h *handlers) patchOnce(ctx context.Context, reg *registry, ns, name, ctype
 	if err != nil {
 		return nil, false, err
 	}
+	// The patch applies to the object as the route shows it.
 	obj := h.reg.res.New()
-	if err := patchInto(ctype, cur, patch, h.gvk(), obj); err != nil {
+	if err := patchInto(ctype, h.show(cur), patch, h.gvk(), obj); err != nil {
+		return nil, false, err
+	}
+	if err := h.take(obj); err != nil {
 		return nil, false, err
 	}
 	pinned := obj.GetObjectMeta().ResourceVersion != cur.GetObjectMeta().ResourceVersion

@@ -485,54 +485,14 @@ func (s *Server) routes() *gin.Engine {
 	newOpenAPI().routes(r)
 
 	for _, res := range api.Resources {
-		reg := s.registries[res.Name]
-		h := &handlers{srv: s, reg: reg, maxBody: s.cfg.MaxBodyBytes}
-		base := res.Prefix()
-		if res.Namespaced {
-			// All namespaces, as kubectl get -A.
-			r.GET(base+"/"+res.Name, h.list)
-			base += "/namespaces/:ns"
-		}
-		coll := base + "/" + res.Name
-		create, update, updateStatus := h.create, h.update, h.updateStatus
-		if res.Name == api.FuncInstancesResource.Name {
-			// Instances are made only by calling a function; runners
-			// advance them through the status subresource.
-			create, update, updateStatus = h.createTriggerRecord, refuseInstanceWrite, h.updateInstanceStatus
-		}
-		r.GET(coll, h.list)
-		r.POST(coll, create)
-		one, name := coll+"/:name", nameParam
-		if res.Name == api.NamespacesResource.Name {
-			// The router takes one wildcard name per position, and the
-			// namespaced kinds have :ns there.
-			one, name = coll+"/:ns", namespaceAsName
-		}
-		r.GET(one, name, h.get)
-		r.PUT(one, name, update)
-		r.DELETE(one, name, h.delete)
-		if res.Name != api.FuncInstancesResource.Name {
-			r.PATCH(one, name, h.patch((*registry).update, true))
-		}
-		if res.HasStatus {
-			r.GET(one+"/status", name, h.get)
-			r.PUT(one+"/status", name, updateStatus)
-			if res.Name != api.FuncInstancesResource.Name {
-				r.PATCH(one+"/status", name, h.patch((*registry).updateStatus, false))
-			}
-		}
-		switch res.Name {
-		case api.NamespacesResource.Name:
-			r.PUT(one+"/finalize", name, h.finalizeNamespace)
-		case api.PodsResource.Name:
-			r.POST(coll+"/:name/binding", h.bind)
-			r.GET(coll+"/:name/log", s.podLog)
-		case api.ServiceAccountsResource.Name:
-			r.POST(coll+"/:name/token", h.serviceAccountToken)
-		case api.ReplicaSetsResource.Name:
-			r.GET(coll+"/:name/scale", h.getScale)
-			r.PUT(coll+"/:name/scale", h.updateScale)
-			r.PATCH(coll+"/:name/scale", h.patchScale)
+		h := &handlers{srv: s, reg: s.registries[res.Name], maxBody: s.cfg.MaxBodyBytes}
+		s.resourceRoutes(r, res.Prefix(), h)
+		if served := res.Served(); served.Group != res.Group {
+			// The function kinds: the minik8s.io/v1 view beside the
+			// reference form under /api/v1.
+			view := *h
+			view.view = funcGroupView{}
+			s.resourceRoutes(r, served.Prefix(), &view)
 		}
 	}
 
@@ -557,6 +517,58 @@ func (s *Server) routes() *gin.Engine {
 	return r
 }
 
+// resourceRoutes serves the REST paths of h's resource under base
+// ("/api/v1", "/apis/apps/v1").
+func (s *Server) resourceRoutes(r *gin.Engine, base string, h *handlers) {
+	res := h.reg.res
+	if res.Namespaced {
+		// All namespaces, as kubectl get -A.
+		r.GET(base+"/"+res.Name, h.list)
+		base += "/namespaces/:ns"
+	}
+	coll := base + "/" + res.Name
+	create, update, updateStatus := h.create, h.update, h.updateStatus
+	if res.Name == api.FuncInstancesResource.Name {
+		// Instances are made only by calling a function; runners
+		// advance them through the status subresource.
+		create, update, updateStatus = h.createTriggerRecord, refuseInstanceWrite, h.updateInstanceStatus
+	}
+	r.GET(coll, h.list)
+	r.POST(coll, create)
+	one, name := coll+"/:name", nameParam
+	if res.Name == api.NamespacesResource.Name {
+		// The router takes one wildcard name per position, and the
+		// namespaced kinds have :ns there.
+		one, name = coll+"/:ns", namespaceAsName
+	}
+	r.GET(one, name, h.get)
+	r.PUT(one, name, update)
+	r.DELETE(one, name, h.delete)
+	if res.Name != api.FuncInstancesResource.Name {
+		r.PATCH(one, name, h.patch((*registry).update, true))
+	}
+	if res.HasStatus {
+		r.GET(one+"/status", name, h.get)
+		r.PUT(one+"/status", name, updateStatus)
+		if res.Name != api.FuncInstancesResource.Name {
+			r.PATCH(one+"/status", name, h.patch((*registry).updateStatus, false))
+		}
+	}
+	switch res.Name {
+	case api.NamespacesResource.Name:
+		r.PUT(one+"/finalize", name, h.finalizeNamespace)
+	case api.PodsResource.Name:
+		r.POST(coll+"/:name/binding", h.bind)
+		r.GET(coll+"/:name/log", s.podLog)
+	case api.ServiceAccountsResource.Name:
+		r.POST(coll+"/:name/token", h.serviceAccountToken)
+	case api.ReplicaSetsResource.Name:
+		r.GET(coll+"/:name/scale", h.getScale)
+		r.PUT(coll+"/:name/scale", h.updateScale)
+		r.PATCH(coll+"/:name/scale", h.patchScale)
+	}
+}
+
 // refuseInstanceWrite answers a REST write of a FuncInstance: such a
 // record would claim a call that never ran.
 func refuseInstanceWrite(c *gin.Context) {
@@ -568,7 +580,7 @@ func refuseInstanceWrite(c *gin.Context) {
 }
 
 func notFoundPath(path string) error {
-	for _, p := range []string{"/api/v1/", "/apis/apps/v1/", "/apis/coordination.k8s.io/v1/"} {
+	for _, p := range []string{"/api/v1/", "/apis/apps/v1/", "/apis/coordination.k8s.io/v1/", "/apis/" + api.FuncGroupVersion + "/"} {
 		if strings.HasPrefix(path, p) {
 			parts := strings.Split(strings.TrimPrefix(path, p), "/")
 			kind := parts[0]

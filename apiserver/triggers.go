@@ -79,7 +79,10 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		return
 	}
 	inst := &api.FuncInstance{}
-	if err := decodeStrict(data, c.ContentType(), inst); err != nil {
+	if err := decodeStrict(data, c.ContentType(), inst); err == nil {
+		err = h.take(inst)
+	}
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -92,7 +95,7 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, out)
+	h.reply(c, http.StatusCreated, out)
 }
 
 // createTriggerRecords takes the records of many ended calls of triggers
@@ -110,6 +113,10 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 	for i := range list.Items {
 		inst := &list.Items[i]
 		field := fmt.Sprintf("items[%d]", i)
+		if err := h.take(inst); err != nil {
+			fail(c, fmt.Errorf("%s: %w", field, err))
+			return
+		}
 		switch {
 		case inst.Spec.Trigger == nil || inst.Spec.Trigger.Name == "":
 			fail(c, errdefs.Invalid(field+".spec.trigger", "a record names the trigger that made the call"))

@@ -82,9 +82,13 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	// Events are flushed when no more are waiting: a burst of changes
 	// goes out in a few writes, not one each.
 	write := func(ev watchEvent, more bool) bool {
-		if o, ok := ev.Object.(api.Object); ok && asTable && ev.Type != api.Bookmark {
-			ev.Object = h.table(ctx, []api.Object{o}, o.GetObjectMeta().ResourceVersion, !columnsSent)
-			columnsSent = true
+		if o, ok := ev.Object.(api.Object); ok && ev.Type != api.Bookmark {
+			if asTable {
+				ev.Object = h.table(ctx, []api.Object{o}, o.GetObjectMeta().ResourceVersion, !columnsSent)
+				columnsSent = true
+			} else {
+				ev.Object = h.show(o)
+			}
 		}
 		if err := enc.Encode(ev); err != nil {
 			return false
@@ -128,7 +132,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 // revision rev; initialEnd marks the end of the initial events.
 func (h *handlers) bookmark(rev int64, initialEnd bool) api.Object {
 	o := h.reg.res.New()
-	*o.GetTypeMeta() = api.TypeMeta{Kind: h.reg.res.Kind, APIVersion: h.reg.res.GroupVersion()}
+	*o.GetTypeMeta() = api.TypeMeta{Kind: h.reg.res.Kind, APIVersion: h.groupVersion()}
 	meta := o.GetObjectMeta()
 	meta.ResourceVersion = strconv.FormatInt(rev, 10)
 	if initialEnd {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/function"
 )
 
 // Document is one object read from a manifest.
@@ -299,7 +300,9 @@ func decodeMap(m map[string]any) ([]decoded, error) {
 	if !ok || res.Kind != kind {
 		return nil, fmt.Errorf("unknown kind %q (known kinds: %s)", kind, knownKinds())
 	}
-	if v, _ := m["apiVersion"].(string); v != "" && res.Kind != "Func" && v != res.GroupVersion() {
+	v, _ := m["apiVersion"].(string)
+	view := v == api.FuncGroupVersion && res.Served().Group == api.FuncGroup
+	if v != "" && res.Kind != "Func" && v != res.GroupVersion() && !view {
 		return nil, fmt.Errorf("apiVersion %q is not the version of %s (want %q)", v, kind, res.GroupVersion())
 	}
 	normalizeIntOrString(m, "")
@@ -312,6 +315,12 @@ func decodeMap(m map[string]any) ([]decoded, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(obj); err != nil {
 		return nil, decodeError(err, m)
+	}
+	if view {
+		// The kubectl view of the function kinds: stored in the reference form.
+		if err := fromView(obj); err != nil {
+			return nil, err
+		}
 	}
 	if err := prepare(obj); err != nil {
 		return nil, err
@@ -417,6 +426,16 @@ func normalizeIntOrString(v any, parent string) {
 			normalizeIntOrString(c, parent)
 		}
 	}
+}
+
+// fromView turns an object of the minik8s.io/v1 view into the reference
+// form the /api/v1 paths take.
+func fromView(obj api.Object) error {
+	if f, ok := obj.(*api.Func); ok {
+		return function.FromView(f)
+	}
+	obj.GetTypeMeta().APIVersion = ""
+	return nil
 }
 
 // prepare fills what a manifest may leave out and mkctl can infer.

@@ -3,6 +3,8 @@ package test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -209,5 +211,70 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 	run(`replicaset.apps "web" deleted`, "delete", "rs", "web", "--cascade=orphan")
 	if p, err := s.Client.Pods("default").Get(context.Background(), "web-kept"); err != nil || len(p.OwnerReferences) != 0 {
 		t.Errorf("the orphaned pod: %v, owners %v", err, p)
+	}
+}
+
+// TestKubectlFuncKinds: kubectl applies yaml/ whole, functions and
+// triggers included (the minik8s.io/v1 view: mode in the spec, source as
+// text), then finds it unchanged; the same objects read through /api/v1
+// keep the reference form; a change of mode is a change of the stored
+// apiVersion; delete -f yaml/ removes everything.
+func TestKubectlFuncKinds(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	run := func(want string, args ...string) string {
+		t.Helper()
+		out, errOut, err := kubectl(t, s, args...)
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("kubectl %s: %v, want %q in\n%s%s", strings.Join(args, " "), err, want, out, errOut)
+		}
+		return out
+	}
+	out := run("func.minik8s.io/classify created", "apply", "-f", examplesDir)
+	for _, want := range []string{"func.minik8s.io/halve created", "func.minik8s.io/perl_shout created", "trigger.minik8s.io/classify-web created", "app.minik8s.io/", "replicaset.apps/web created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl apply -f yaml/ lacks %q:\n%s", want, out)
+		}
+	}
+	out = run("func.minik8s.io/classify unchanged", "apply", "-f", examplesDir)
+	if strings.Contains(out, "configured") || strings.Contains(out, "created") {
+		t.Errorf("the second apply of yaml/ changed something:\n%s", out)
+	}
+	run("classify", "get", "funcs")
+	run("pool def run(arg):", "get", "fn", "classify", "-o", "jsonpath={.spec.mode} {.spec.function}")
+	run("minik8s.io/v1", "get", "triggers", "classify-web", "-o", "jsonpath={.apiVersion}")
+	run("mode\t<string>", "explain", "funcs.spec")
+
+	// The alias path and the reference routes keep the reference form.
+	var ref api.Func
+	getJSON(t, s.URL+"/api/v1/namespaces/default/funcs/classify", &ref)
+	if ref.APIVersion != api.FuncAPIVersionV2 || ref.Spec.Mode != "" || ref.Spec.Name != "classify" || strings.Contains(ref.Spec.Function, "def run") {
+		t.Errorf("the reference form of classify: apiVersion %q, mode %q, name %q, function %.20q", ref.APIVersion, ref.Spec.Mode, ref.Spec.Name, ref.Spec.Function)
+	}
+
+	// The mode is the stored apiVersion; a wrong one is refused, named.
+	run("func.minik8s.io/double patched", "patch", "fn", "double", "--type", "merge", "-p", `{"spec":{"mode":"fresh"}}`)
+	getJSON(t, s.URL+"/api/v1/namespaces/default/funcs/double", &ref)
+	if ref.APIVersion != api.FuncAPIVersionV1 {
+		t.Errorf("double in mode fresh is stored with apiVersion %q, want v1", ref.APIVersion)
+	}
+	if out, errOut, err := kubectl(t, s, "patch", "fn", "double", "--type", "merge", "-p", `{"spec":{"mode":"warm"}}`); err == nil || !strings.Contains(errOut, "spec.mode") {
+		t.Errorf("an unknown mode: %v\n%s%s", err, out, errOut)
+	}
+
+	run(`func.minik8s.io "classify" deleted`, "delete", "-f", examplesDir)
+	if out, errOut, err := kubectl(t, s, "get", "funcs,triggers,apps.minik8s.io,pods,rs", "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("after delete -f yaml/: %v\n%s%s", err, out, errOut)
+	}
+}
+
+// getJSON reads url's JSON body into out.
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	code, body := httpGet(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	if err := json.Unmarshal([]byte(body), out); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
 }

@@ -13,12 +13,19 @@ type Func struct {
 
 // FuncSpec carries the seed's fields with the reference JSON names.
 type FuncSpec struct {
-	// Name must equal metadata.name (the reference design sends both).
-	Name string `json:"name"`
+	// Name must equal metadata.name (the reference design sends both); the
+	// minik8s.io/v1 view leaves it out.
+	Name string `json:"name,omitempty"`
+	// Mode is how calls are served, in the minik8s.io/v1 view only: pool
+	// (the default: a warm ReplicaSet pool, the reference apiVersion v2) or
+	// fresh (a fresh pod per call step, v1). The reference form says it
+	// with its apiVersion and leaves Mode out.
+	Mode string `json:"mode,omitempty"`
 	// ServiceAddress is the cluster IP of the function's Service; empty
 	// means allocate one.
 	ServiceAddress string `json:"serviceAddress,omitempty"`
-	// PreRun is base64 of a shell script run once when a pod starts.
+	// PreRun is base64 of a shell script run once when a pod starts (plain
+	// text in the minik8s.io/v1 view, as Function and Files are).
 	PreRun string `json:"preRun,omitempty"`
 	// Function is base64 of Python source defining run(arg) and maybe check(ret).
 	Function string `json:"function"`
@@ -75,6 +82,12 @@ const (
 const (
 	FuncAPIVersionV1 = "v1"
 	FuncAPIVersionV2 = "v2"
+)
+
+// The modes of a Func in the minik8s.io/v1 view.
+const (
+	FuncModePool  = "pool"
+	FuncModeFresh = "fresh"
 )
 
 type FuncList struct {

@@ -95,6 +95,29 @@ var (
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
 
+// The function kinds are stored, and served to the components, in their
+// reference form under /api/v1 (paths that stay as aliases for users);
+// kubectl and client-go see them in the minik8s.io/v1 group, where a Func
+// shows its mode in the spec and its source as text: one object, two views.
+const (
+	FuncGroup        = "minik8s.io"
+	FuncGroupVersion = FuncGroup + "/v1"
+)
+
+// FuncGroupResources are the kinds of the minik8s.io/v1 group.
+var FuncGroupResources = []string{FuncsResource.Name, FuncInstancesResource.Name, TriggersResource.Name, AppsResource.Name}
+
+// Served is the resource as discovery lists it: the function kinds in the
+// minik8s.io group, the others as they are.
+func (r Resource) Served() Resource {
+	for _, n := range FuncGroupResources {
+		if r.Name == n && r.Group == "" {
+			r.Group = FuncGroup
+		}
+	}
+	return r
+}
+
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,

@@ -39,7 +39,7 @@ const (
 	coordinationGroup = "coordination.k8s.io"
 	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
 	// them too, so rules on them name both groups.
-	FuncGroup = "minik8s.io"
+	FuncGroup = api.FuncGroup
 )
 
 var (

@@ -467,6 +467,9 @@ func Func(f *api.Func) error {
 	if f.Spec.Name != f.Name {
 		return errdefs.Invalid("spec.name", "%q must equal metadata.name %q", f.Spec.Name, f.Name)
 	}
+	if f.Spec.Mode != "" {
+		return errdefs.Invalid("spec.mode", "is written in the %s view (/apis/%s); here apiVersion v1 or v2 selects the mode", api.FuncGroupVersion, api.FuncGroupVersion)
+	}
 	if err := funcCode(&f.Spec); err != nil {
 		return err
 	}
