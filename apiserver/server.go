@@ -91,7 +91,14 @@ type Config struct {
 	// ServiceNodePortRange is where NodePort Services' node ports come
 	// from (DefaultServiceNodePortRange).
 	ServiceNodePortRange string
+	// BookmarkInterval is how often a watch that allows bookmarks gets one
+	// (DefaultBookmarkInterval), so that a client resumes from a recent
+	// version even when its filter let no change through.
+	BookmarkInterval time.Duration
 }
+
+// DefaultBookmarkInterval: Kubernetes sends a bookmark about every minute.
+const DefaultBookmarkInterval = time.Minute
 
 // DefaultMaxBodyBytes fits function sources comfortably and stays under
 // etcd's request limit.
@@ -126,6 +133,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.BookmarkInterval <= 0 {
+		c.BookmarkInterval = DefaultBookmarkInterval
 	}
 	if c.FuncInstanceTTL <= 0 {
 		c.FuncInstanceTTL = DefaultFuncInstanceTTL

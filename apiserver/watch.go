@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
+	"minik8s/pkg/storage"
 )
 
 // watchEvent is one line of a watch stream.
@@ -107,7 +109,38 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	if initialEvents && !write(watchEvent{Type: api.Bookmark, Object: h.bookmark(from, true)}, false) {
 		return
 	}
-	for ev := range events {
+	// allowWatchBookmarks: a BOOKMARK at the last version seen every
+	// BookmarkInterval, filtered-out changes included.
+	var tick <-chan time.Time
+	if c.Query("allowWatchBookmarks") == "true" {
+		t := time.NewTicker(h.srv.cfg.BookmarkInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	last := from
+	for {
+		var ev storage.Event
+		var ok bool
+		select {
+		case ev, ok = <-events:
+			if !ok {
+				return
+			}
+		case <-tick:
+			if !write(watchEvent{Type: api.Bookmark, Object: h.bookmark(last, false)}, false) {
+				return
+			}
+			continue
+		}
+		if ev.Type == api.Error && !errdefs.IsGone(ev.Err) {
+			// The store's watch broke (etcd, or this server, going
+			// away): the stream just ends, as Kubernetes ends it, and
+			// the client resumes from the last version it saw. An ERROR
+			// event would make client-go's reflectors list again and
+			// miss the changes between.
+			log.WithError(ev.Err).WithField("resource", h.reg.res.Name).Debug("apiserver: watch ended")
+			return
+		}
 		if ev.Type == api.Error {
 			code, reason := errdefs.HTTPStatus(ev.Err)
 			st := api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}
@@ -115,6 +148,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 			write(watchEvent{Type: api.Error, Object: st}, false)
 			return
 		}
+		last = max(last, ev.Revision)
 		typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
 		if !ok {
 			if len(events) == 0 {

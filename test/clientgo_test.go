@@ -3,17 +3,20 @@ package test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"minik8s/apiserver"
 	"minik8s/test/framework"
 )
 
@@ -104,4 +107,43 @@ func TestClientGoInformer(t *testing.T) {
 	if got, err := factory.Core().V1().Pods().Lister().Pods("default").Get("a"); err != nil || got.Labels["step"] != "3" {
 		t.Errorf("the informer's cache has pod a as %v (%v)", got, err)
 	}
+}
+
+// TestClientGoWatchBookmarks: a client-go watch that allows bookmarks gets
+// one at least every BookmarkInterval, at the version of the latest change
+// even when its selector let that change through to no one, so that it
+// resumes from there rather than from an old (soon compacted) version.
+func TestClientGoWatchBookmarks(t *testing.T) {
+	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.BookmarkInterval = 200 * time.Millisecond })
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cms := cs.CoreV1().ConfigMaps("default")
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{LabelSelector: "app=none", AllowWatchBookmarks: true, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	other, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unselected"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := strconv.ParseInt(other.ResourceVersion, 10, 64)
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Bookmark {
+			t.Fatalf("the watch of app=none got %s %v", ev.Type, ev.Object)
+		}
+		rv, _ := strconv.ParseInt(ev.Object.(*corev1.ConfigMap).ResourceVersion, 10, 64)
+		if rv >= want {
+			return
+		}
+	}
+	t.Fatalf("no bookmark at version %d or later before the watch ended: %v", want, ctx.Err())
 }
