@@ -274,11 +274,15 @@ func (h *handlers) delete(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if opts.PropagationPolicy == propagationOrphan {
-		if err := h.orphanDependents(c.Request.Context(), reg, h.ns(c), c.Param("name")); err != nil {
-			fail(c, err)
-			return
-		}
+	switch opts.PropagationPolicy {
+	case propagationOrphan:
+		err = h.orphanDependents(c.Request.Context(), reg, h.ns(c), c.Param("name"))
+	case propagationForeground:
+		opts.PropagationPolicy, err = h.foregroundPolicy(c.Request.Context(), reg, h.ns(c), c.Param("name"))
+	}
+	if err != nil {
+		fail(c, err)
+		return
 	}
 	out, err := reg.delete(c.Request.Context(), h.ns(c), c.Param("name"), opts)
 	if err != nil {

@@ -242,6 +242,9 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		meta.DeletionTimestamp = curMeta.DeletionTimestamp
 		meta.DeletionGracePeriodSeconds = curMeta.DeletionGracePeriodSeconds
 		meta.Generation = curMeta.Generation
+		if err := checkNewFinalizers(curMeta, meta); err != nil {
+			return nil, err
+		}
 		if r.res.HasStatus {
 			setStatus(next, statusOf(cur))
 		}
@@ -268,7 +271,7 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 	if err != nil {
 		return nil, r.notFound(err, ns, name)
 	}
-	return updated, nil
+	return r.finalized(ctx, ns, name, updated)
 }
 
 // checkImmutable refuses changes Kubernetes refuses too.
@@ -363,15 +366,17 @@ func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptio
 		if err != nil || done {
 			return marked, err
 		}
-	} else if uid != "" {
-		cur, err := r.get(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
-		if cur.GetObjectMeta().UID != uid {
-			return nil, fmt.Errorf("%s %q: uid precondition %s does not match %s: %w", r.res.Kind, name, uid, cur.GetObjectMeta().UID, errdefs.ErrConflict)
-		}
 	}
+	marked, kept, err := r.markDeleting(ctx, ns, name, opts, rv, uid)
+	if err != nil || kept {
+		return marked, err
+	}
+	return r.remove(ctx, ns, name, rv)
+}
+
+// remove deletes the object from the store (at version rv, if given) and
+// frees what was allocated for it.
+func (r *registry) remove(ctx context.Context, ns, name, rv string) (api.Object, error) {
 	out := r.res.New()
 	if err := r.store.Delete(ctx, r.key(ns, name), out, rv); err != nil {
 		return nil, r.notFound(err, ns, name)

@@ -8,11 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"minik8s/controller"
 	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/errdefs"
 	"minik8s/test/framework"
 )
 
@@ -195,7 +199,7 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 	run("5", "get", "rs", "web", "-o", "jsonpath={.spec.replicas}")
 
 	// kubectl delete --cascade=orphan keeps the dependents, freed of the
-	// owner; foreground is refused, saying so.
+	// owner.
 	rs, err := s.Client.ReplicaSets("default").Get(context.Background(), "web")
 	if err != nil {
 		t.Fatal(err)
@@ -204,9 +208,6 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 		Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox"}}}}
 	if _, err := s.Client.Pods("default").Create(context.Background(), dep); err != nil {
 		t.Fatal(err)
-	}
-	if out, errOut, err := kubectl(t, s, "delete", "rs", "web", "--cascade=foreground"); err == nil || !strings.Contains(errOut, "Foreground is not supported") {
-		t.Errorf("kubectl delete --cascade=foreground: %v\n%s%s", err, out, errOut)
 	}
 	run(`replicaset.apps "web" deleted`, "delete", "rs", "web", "--cascade=orphan")
 	if p, err := s.Client.Pods("default").Get(context.Background(), "web-kept"); err != nil || len(p.OwnerReferences) != 0 {
@@ -276,5 +277,68 @@ func getJSON(t *testing.T, url string, out any) {
 	}
 	if err := json.Unmarshal([]byte(body), out); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// TestKubectlDeleteForeground: `kubectl delete --cascade=foreground` keeps
+// the ReplicaSet (deletionTimestamp set, the foregroundDeletion finalizer)
+// while its pods are there, one of them held by a finalizer of the user's;
+// when that is removed the pod goes, then the ReplicaSet, and kubectl,
+// which waited, returns.
+func TestKubectlDeleteForeground(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	framework.StartControllers(t, s, controller.Config{Controllers: []string{"replicaset", "garbagecollector"}})
+	run := func(want string, args ...string) string {
+		t.Helper()
+		out, errOut, err := kubectl(t, s, args...)
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("kubectl %s: %v, want %q in\n%s%s", strings.Join(args, " "), err, want, out, errOut)
+		}
+		return out
+	}
+	run("replicaset.apps/web created", "apply", "-f", filepath.Join(examplesDir, "replicaset.yaml"))
+	ctx := context.Background()
+	var held string
+	waitUntil(t, 10*time.Second, "the ReplicaSet's pods", func() bool {
+		pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{})
+		if err != nil || len(pods) == 0 {
+			return false
+		}
+		held = pods[0].Name
+		return true
+	})
+	run("pod/"+held+" patched", "patch", "pod", held, "--type", "merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	bin, _ := exec.LookPath("kubectl")
+	del := exec.CommandContext(kctx, bin, "--server", s.URL, "delete", "rs", "web", "--cascade=foreground")
+	del.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var out syncBuffer
+	del.Stdout, del.Stderr = &out, &out
+	if err := del.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the ReplicaSet marked, its held pod left alone", func() bool {
+		rs, err := s.Client.ReplicaSets("default").Get(ctx, "web")
+		if err != nil || rs.DeletionTimestamp == nil || !slices.Contains(rs.Finalizers, api.FinalizerForeground) {
+			return false
+		}
+		pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{})
+		return err == nil && len(pods) == 1 && pods[0].Name == held && pods[0].DeletionTimestamp != nil
+	})
+	// A finalizer cannot be added to what is being deleted.
+	if o, errOut, err := kubectl(t, s, "patch", "rs", "web", "--type", "merge", "-p", `{"metadata":{"finalizers":["foregroundDeletion","example.com/more"]}}`); err == nil || !strings.Contains(errOut, "metadata.finalizers") {
+		t.Errorf("adding a finalizer to a ReplicaSet being deleted: %v\n%s%s", err, o, errOut)
+	}
+	run("pod/"+held+" patched", "patch", "pod", held, "--type", "json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+	if err := del.Wait(); err != nil || !strings.Contains(out.String(), `replicaset.apps "web" deleted`) {
+		t.Fatalf("kubectl delete --cascade=foreground: %v\n%s", err, out.String())
+	}
+	if _, err := s.Client.ReplicaSets("default").Get(ctx, "web"); !errdefs.IsNotFound(err) {
+		t.Errorf("the ReplicaSet after kubectl returned: %v", err)
+	}
+	if pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{}); err != nil || len(pods) != 0 {
+		t.Errorf("pods left: %d (%v)", len(pods), err)
 	}
 }

@@ -138,8 +138,10 @@ func (ec *Controller) sync(ctx context.Context, key string) error {
 		}
 		return nil
 	}
-	if len(svc.Spec.Selector) == 0 {
-		return nil // a Service without selector has its Endpoints written by hand
+	if len(svc.Spec.Selector) == 0 || svc.DeletionTimestamp != nil {
+		// A Service without selector has its Endpoints written by hand;
+		// one being deleted (in the foreground) gets none made again.
+		return nil
 	}
 	pods := ec.pods.ListNamespace(ns, labels.SelectorFromSet(svc.Spec.Selector))
 	subsets := Subsets(svc, pods)

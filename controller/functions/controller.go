@@ -150,6 +150,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !ok {
 		return c.cleanup(ctx, ns, name)
 	}
+	if cached.DeletionTimestamp != nil {
+		// Deleted in the foreground: the garbage collector removes what
+		// was made for it, and nothing is made again meanwhile.
+		return nil
+	}
 	f := cache.DeepCopy(cached)
 	if err := c.syncConfigMap(ctx, f); err != nil {
 		return err

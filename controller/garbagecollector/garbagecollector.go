@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,15 +112,47 @@ func follow[T any, PT client.Object[T]](gc *Controller, res api.Resource, inf *c
 	})
 	gc.kinds[res.Name] = informerKind[T, PT]{res: res, l: inf.Lister()}
 	check := func(o PT) {
-		if len(o.GetObjectMeta().OwnerReferences) > 0 {
+		meta := o.GetObjectMeta()
+		if len(meta.OwnerReferences) > 0 {
 			gc.queue.Add(itemKey(res, o))
+		}
+		if foregroundDeleting(meta) {
+			// Its dependents go first, then its finalizer.
+			gc.ownerDeleted(meta.UID)
+			gc.queue.Add(ownerKey(res, meta.Namespace, meta.Name))
 		}
 	}
 	inf.AddEventHandler(cache.Handler[PT]{
 		OnAdd:    check,
 		OnUpdate: func(_, o PT) { check(o) },
-		OnDelete: func(o PT) { gc.ownerDeleted(o.GetObjectMeta().UID) },
+		OnDelete: func(o PT) {
+			meta := o.GetObjectMeta()
+			gc.ownerDeleted(meta.UID)
+			// An owner deleted in the foreground may now have none left.
+			for _, ref := range meta.OwnerReferences {
+				if owner, ok := api.LookupResource(ref.Kind); ok {
+					gc.queue.Add(ownerKey(owner, meta.Namespace, ref.Name))
+				}
+			}
+		},
 	})
+}
+
+// foregroundDeleting says an object is being deleted in the foreground:
+// it waits for the collector to delete its dependents.
+func foregroundDeleting(meta *api.ObjectMeta) bool {
+	return meta.DeletionTimestamp != nil && slices.Contains(meta.Finalizers, api.FinalizerForeground)
+}
+
+// ownerKeyPrefix marks the queue's keys of owners whose foreground
+// finalizer is to be removed once they own nothing.
+const ownerKeyPrefix = "owner:"
+
+func ownerKey(res api.Resource, ns, name string) string {
+	if !res.Namespaced || ns == "" {
+		return ownerKeyPrefix + res.Name + "/" + name
+	}
+	return ownerKeyPrefix + res.Name + "/" + ns + "/" + name
 }
 
 // itemKey names an object across kinds: "pods/namespace/name".
@@ -152,6 +185,9 @@ func (gc *Controller) sweep() {
 }
 
 func (gc *Controller) sync(ctx context.Context, key string) error {
+	if owner, ok := strings.CutPrefix(key, ownerKeyPrefix); ok {
+		return gc.finishForeground(ctx, owner)
+	}
 	resName, rest, _ := strings.Cut(key, "/")
 	k, ok := gc.kinds[resName]
 	if !ok {
@@ -166,19 +202,28 @@ func (gc *Controller) sync(ctx context.Context, key string) error {
 	if meta.DeletionTimestamp != nil || len(meta.OwnerReferences) == 0 {
 		return nil
 	}
+	// Deleted when no owner is left but owners being deleted in the
+	// foreground, which wait for it: then it goes in the foreground too.
+	foreground := false
 	for _, ref := range meta.OwnerReferences {
-		alive, err := gc.ownerExists(ctx, ns, ref)
+		state, err := gc.ownerState(ctx, ns, ref)
 		if err != nil {
 			return err
 		}
-		if alive {
+		switch state {
+		case ownerAlive:
 			return nil
+		case ownerForeground:
+			foreground = true
 		}
 	}
 	res := k.resource()
-	log.WithFields(log.Fields{"kind": res.Kind, "object": cache.Key(obj), "owner": meta.OwnerReferences[0].Kind + "/" + meta.OwnerReferences[0].Name}).
-		Info("deleting object whose owners are gone")
+	log.WithFields(log.Fields{"kind": res.Kind, "object": cache.Key(obj), "owner": meta.OwnerReferences[0].Kind + "/" + meta.OwnerReferences[0].Name,
+		"foreground": foreground}).Info("deleting object whose owners are gone")
 	body := map[string]any{"preconditions": map[string]string{"uid": meta.UID}}
+	if foreground {
+		body["propagationPolicy"] = "Foreground"
+	}
 	err := gc.c.Do(ctx, http.MethodDelete, res.Path(ns, name), body, nil)
 	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
 		return fmt.Errorf("deleting %s %s: %w", res.Kind, cache.Key(obj), err)
@@ -186,29 +231,83 @@ func (gc *Controller) sync(ctx context.Context, key string) error {
 	return nil
 }
 
-// ownerExists reports whether the object ref names exists with ref's uid.
-// The cache is asked first; since it may lag (an owner just created by
-// another process), absence is confirmed with the apiserver.
-func (gc *Controller) ownerExists(ctx context.Context, ns string, ref api.OwnerReference) (bool, error) {
+// ownerStates: an owner is alive, gone, or being deleted in the
+// foreground (waiting for its dependents).
+type ownerStates int
+
+const (
+	ownerAlive ownerStates = iota
+	ownerGone
+	ownerForeground
+)
+
+// ownerState says what became of the object ref names (by uid). The cache
+// is asked first; since it may lag (an owner just created by another
+// process), absence is confirmed with the apiserver.
+func (gc *Controller) ownerState(ctx context.Context, ns string, ref api.OwnerReference) (ownerStates, error) {
 	res, ok := api.LookupResource(ref.Kind)
 	if !ok {
-		return true, nil // a kind minik8s does not serve: keep what it owns
+		return ownerAlive, nil // a kind minik8s does not serve: keep what it owns
 	}
 	if !res.Namespaced {
 		ns = ""
 	}
+	state := func(o api.Object) ownerStates {
+		switch meta := o.GetObjectMeta(); {
+		case meta.UID != ref.UID:
+			return ownerGone
+		case foregroundDeleting(meta):
+			return ownerForeground
+		}
+		return ownerAlive
+	}
 	if k, ok := gc.kinds[res.Name]; ok {
 		if o, ok := k.get(ns, ref.Name); ok && o.GetObjectMeta().UID == ref.UID {
-			return true, nil
+			return state(o), nil
 		}
 	}
 	owner := res.New()
 	err := gc.c.Do(ctx, http.MethodGet, res.Path(ns, ref.Name), nil, owner)
 	switch {
 	case errdefs.IsNotFound(err):
-		return false, nil
+		return ownerGone, nil
 	case err != nil:
-		return false, fmt.Errorf("looking up owner %s %s: %w", ref.Kind, ref.Name, err)
+		return ownerAlive, fmt.Errorf("looking up owner %s %s: %w", ref.Kind, ref.Name, err)
 	}
-	return owner.GetObjectMeta().UID == ref.UID, nil
+	return state(owner), nil
+}
+
+// finishForeground removes the foreground finalizer of an owner ("pods/
+// ns/name") whose dependents are all gone, which deletes it.
+func (gc *Controller) finishForeground(ctx context.Context, key string) error {
+	resName, rest, _ := strings.Cut(key, "/")
+	res, ok := api.LookupResource(resName)
+	if !ok {
+		return nil
+	}
+	ns, name := cache.SplitKey(rest)
+	owner := res.New()
+	err := gc.c.Do(ctx, http.MethodGet, res.Path(ns, name), nil, owner)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", res.Kind, rest, err)
+	}
+	meta := owner.GetObjectMeta()
+	if !foregroundDeleting(meta) {
+		return nil
+	}
+	for _, k := range gc.kinds {
+		if len(k.byOwner(meta.UID)) > 0 {
+			return nil // the deletion of the last one brings it back here
+		}
+	}
+	meta.Finalizers = slices.DeleteFunc(meta.Finalizers, func(f string) bool { return f == api.FinalizerForeground })
+	err = gc.c.Do(ctx, http.MethodPut, res.Path(ns, name), owner, nil)
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("removing the foreground finalizer of %s %s: %w", res.Kind, rest, err)
+	}
+	log.WithFields(log.Fields{"kind": res.Kind, "object": rest}).Info("dependents gone: deleting owner")
+	return nil
 }

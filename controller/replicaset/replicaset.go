@@ -188,7 +188,9 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	var manageErr error
-	if rc.exp.satisfied(key) {
+	// A ReplicaSet being deleted (in the foreground: its finalizer keeps
+	// it while the garbage collector deletes its pods) makes no more.
+	if rc.exp.satisfied(key) && rs.DeletionTimestamp == nil {
 		manageErr = rc.manage(ctx, key, rs, active)
 	}
 	if err := rc.updateStatus(ctx, rs, active); err != nil {

@@ -25,7 +25,15 @@ type ObjectMeta struct {
 	Labels                     map[string]string `json:"labels,omitempty"`
 	Annotations                map[string]string `json:"annotations,omitempty"`
 	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
+	// Finalizers must all be removed before a deleted object goes: until
+	// then it stays, with DeletionTimestamp set. foregroundDeletion is the
+	// garbage collector's, on an owner deleted in the foreground.
+	Finalizers []string `json:"finalizers,omitempty"`
 }
+
+// FinalizerForeground keeps an owner deleted with propagationPolicy
+// Foreground until its dependents are gone.
+const FinalizerForeground = "foregroundDeletion"
 
 // OwnerReference ties an object to the one that made it, for garbage collection.
 type OwnerReference struct {
@@ -34,6 +42,9 @@ type OwnerReference struct {
 	Name       string `json:"name"`
 	UID        string `json:"uid"`
 	Controller *bool  `json:"controller,omitempty"`
+	// BlockOwnerDeletion is what Kubernetes' clients send; a foreground
+	// deletion here waits for every dependent, blocking or not.
+	BlockOwnerDeletion *bool `json:"blockOwnerDeletion,omitempty"`
 }
 
 // ListMeta is the metadata of a list: the store revision it was read at.

@@ -90,6 +90,9 @@ func Object(res api.Resource, obj api.Object) error {
 	if err := labelSet("metadata.labels", meta.Labels); err != nil {
 		return err
 	}
+	if err := finalizers(meta.Finalizers); err != nil {
+		return err
+	}
 	switch o := obj.(type) {
 	case *api.Pod:
 		return PodSpec("spec", &o.Spec)
@@ -130,6 +133,28 @@ func Object(res api.Resource, obj api.Object) error {
 	case *api.Lease:
 		if d := o.Spec.LeaseDurationSeconds; d != nil && *d < 1 {
 			return errdefs.Invalid("spec.leaseDurationSeconds", "%d must be at least 1", *d)
+		}
+	}
+	return nil
+}
+
+// finalizers are qualified names, as label keys are ("example.com/hold"),
+// or one of Kubernetes' own without a prefix, each once.
+func finalizers(fs []string) error {
+	for i, f := range fs {
+		field := fmt.Sprintf("metadata.finalizers[%d]", i)
+		if slices.Contains(fs[:i], f) {
+			return errdefs.Invalid(field, "%q is listed twice", f)
+		}
+		switch f {
+		case api.FinalizerForeground, "orphan", "kubernetes":
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			return errdefs.Invalid(field, "%q must be a qualified name (prefix/name, as example.com/cleanup) or one of foregroundDeletion, orphan, kubernetes", f)
+		}
+		if err := labelSet(field, map[string]string{f: ""}); err != nil {
+			return errdefs.Invalid(field, "%q is not a qualified name (prefix/name, as example.com/cleanup)", f)
 		}
 	}
 	return nil
