@@ -2,18 +2,22 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
 
 	"minik8s/pkg/api"
 )
 
 // OpenAPI v3, as kubectl reads it: /openapi/v3 lists a document per group
-// version; each has a path per kind whose PATCH takes fieldValidation (so
+// version (/openapi/v2 is one document of them all, for older clients);
+// each has a path per kind whose PATCH takes fieldValidation (so
 // kubectl validates on the server, which refuses unknown fields) and the
 // kinds' schemas, built from the Go types by their JSON tags, marked with
 // their group, version and kind (so `kubectl explain` finds them).
@@ -24,6 +28,9 @@ const openAPISchemaPrefix = "io.minik8s.api."
 type openAPI struct {
 	// docs by group version path ("api/v1", "apis/apps/v1").
 	docs map[string][]byte
+	// v2 is the OpenAPI v2 (Swagger 2.0) document of every group, as
+	// JSON and as the protobuf client-go asks for.
+	v2, v2Proto []byte
 }
 
 func newOpenAPI() *openAPI {
@@ -38,43 +45,94 @@ func newOpenAPI() *openAPI {
 	}
 	o := &openAPI{docs: map[string][]byte{}}
 	for gv, resources := range byGV {
-		g := &schemaGen{schemas: map[string]any{}}
+		g := &schemaGen{schemas: map[string]any{}, refPrefix: "#/components/schemas/"}
 		paths := map[string]any{}
 		for _, res := range resources {
-			name := g.named(reflect.TypeOf(res.New()).Elem())
-			gvk := []map[string]string{{"group": res.Group, "version": res.Version, "kind": res.Kind}}
-			g.schemas[name].(map[string]any)["x-kubernetes-group-version-kind"] = gvk
-			item := res.Path("", "{name}")
-			if res.Namespaced {
-				item = res.Prefix() + "/namespaces/{namespace}/" + res.Name + "/{name}"
-			}
-			body := map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + name}}}}
-			op := func(verb string, params ...string) map[string]any {
-				out := map[string]any{"operationId": verb + res.Kind, "x-kubernetes-group-version-kind": gvk[0],
-					"responses": map[string]any{"200": map[string]any{"description": "OK", "content": body["content"]}}}
-				var ps []map[string]any
-				for _, p := range params {
-					ps = append(ps, map[string]any{"name": p, "in": "query", "schema": map[string]string{"type": "string"}})
-				}
-				if ps != nil {
-					out["parameters"] = ps
-				}
-				return out
-			}
-			put := op("replace", "dryRun", "fieldManager", "fieldValidation")
-			put["requestBody"] = body
-			patch := op("patch", "dryRun", "fieldManager", "fieldValidation", "force")
-			patch["requestBody"] = map[string]any{"content": map[string]any{mergePatchType: map[string]any{"schema": map[string]string{"type": "object"}}}}
-			paths[item] = map[string]any{"get": op("read"), "put": put, "patch": patch, "delete": op("delete", "dryRun")}
+			item, ops := openAPIPaths(g, res, false)
+			paths[item] = ops
 		}
-		doc := map[string]any{"openapi": "3.0.0", "info": map[string]string{"title": "minik8s", "version": "v" + kubernetesMajor + "." + kubernetesMinor},
+		doc := map[string]any{"openapi": "3.0.0", "info": openAPIInfo(),
 			"paths": paths, "components": map[string]any{"schemas": g.schemas}}
 		o.docs[gv], _ = json.Marshal(doc)
+	}
+	g := &schemaGen{schemas: map[string]any{}, refPrefix: "#/definitions/"}
+	paths := map[string]any{}
+	for _, res := range api.Resources {
+		item, ops := openAPIPaths(g, res.Served(), true)
+		paths[item] = ops
+	}
+	o.v2, _ = json.Marshal(map[string]any{"swagger": "2.0", "info": openAPIInfo(), "paths": paths, "definitions": g.schemas})
+	doc, err := openapi_v2.ParseDocument(o.v2)
+	if err != nil {
+		panic(fmt.Sprintf("the OpenAPI v2 document does not parse: %v", err))
+	}
+	if o.v2Proto, err = proto.Marshal(doc); err != nil {
+		panic(fmt.Sprintf("encoding the OpenAPI v2 document: %v", err))
 	}
 	return o
 }
 
+func openAPIInfo() map[string]string {
+	return map[string]string{"title": "minik8s", "version": "v" + kubernetesMajor + "." + kubernetesMinor}
+}
+
+// openAPIPaths describes the object path of res, in OpenAPI v3 or v2
+// (whose bodies are parameters and responses carry a bare schema), and
+// makes its kind's schema, marked with its group, version and kind.
+func openAPIPaths(g *schemaGen, res api.Resource, v2 bool) (string, map[string]any) {
+	name := g.named(reflect.TypeOf(res.New()).Elem())
+	gvk := []map[string]string{{"group": res.Group, "version": res.Version, "kind": res.Kind}}
+	g.schemas[name].(map[string]any)["x-kubernetes-group-version-kind"] = gvk
+	item := res.Path("", "{name}")
+	if res.Namespaced {
+		item = res.Prefix() + "/namespaces/{namespace}/" + res.Name + "/{name}"
+	}
+	ref := map[string]any{"$ref": g.refPrefix + name}
+	content := map[string]any{"application/json": map[string]any{"schema": ref}}
+	op := func(verb string, params ...string) map[string]any {
+		ok := map[string]any{"description": "OK", "content": content}
+		if v2 {
+			ok = map[string]any{"description": "OK", "schema": ref}
+		}
+		out := map[string]any{"operationId": verb + res.Kind, "x-kubernetes-group-version-kind": gvk[0],
+			"responses": map[string]any{"200": ok}}
+		var ps []map[string]any
+		for _, p := range params {
+			if v2 {
+				ps = append(ps, map[string]any{"name": p, "in": "query", "type": "string"})
+			} else {
+				ps = append(ps, map[string]any{"name": p, "in": "query", "schema": map[string]string{"type": "string"}})
+			}
+		}
+		if ps != nil {
+			out["parameters"] = ps
+		}
+		return out
+	}
+	body := func(o map[string]any, schema map[string]any, ctype string) map[string]any {
+		if v2 {
+			ps, _ := o["parameters"].([]map[string]any)
+			o["parameters"] = append(ps, map[string]any{"name": "body", "in": "body", "required": true, "schema": schema})
+			o["consumes"] = []string{ctype}
+			return o
+		}
+		o["requestBody"] = map[string]any{"content": map[string]any{ctype: map[string]any{"schema": schema}}}
+		return o
+	}
+	put := body(op("replace", "dryRun", "fieldManager", "fieldValidation"), ref, "application/json")
+	patch := body(op("patch", "dryRun", "fieldManager", "fieldValidation", "force"), map[string]any{"type": "object"}, mergePatchType)
+	return item, map[string]any{"get": op("read"), "put": put, "patch": patch, "delete": op("delete", "dryRun")}
+}
+
 func (o *openAPI) routes(r *gin.Engine) {
+	r.GET("/openapi/v2", func(c *gin.Context) {
+		// client-go asks for protobuf (gnostic's Document); others get JSON.
+		if strings.Contains(c.GetHeader("Accept"), "protobuf") {
+			c.Data(http.StatusOK, openAPIV2Protobuf, o.v2Proto)
+			return
+		}
+		c.Data(http.StatusOK, "application/json", o.v2)
+	})
 	r.GET("/openapi/v3", func(c *gin.Context) {
 		paths := map[string]any{}
 		for gv := range o.docs {
@@ -92,10 +150,18 @@ func (o *openAPI) routes(r *gin.Engine) {
 	})
 }
 
+// openAPIV2Protobuf is the media type of the protobuf OpenAPI v2 document
+// as Kubernetes answers it (clients ask for ...v2@v1.0+protobuf, which Go's
+// media type parser, and so client-go, would not read back).
+const openAPIV2Protobuf = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
 // schemaGen builds OpenAPI schemas from Go types: a named struct becomes a
 // component, referred to by $ref (which also ends recursion).
 type schemaGen struct {
 	schemas map[string]any
+	// refPrefix is where references point: components (v3) or
+	// definitions (v2).
+	refPrefix string
 }
 
 var (
@@ -148,7 +214,7 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		// As Kubernetes describes it (kubectl explain says <IntOrString>).
 		const name = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 		g.schemas[name] = map[string]any{"format": "int-or-string", "x-kubernetes-int-or-string": true}
-		return map[string]any{"allOf": []any{map[string]any{"$ref": "#/components/schemas/" + name}}}
+		return map[string]any{"allOf": []any{map[string]any{"$ref": g.refPrefix + name}}}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -159,7 +225,7 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 			g.fields(t, props)
 			return map[string]any{"type": "object", "properties": props}
 		}
-		return map[string]any{"$ref": "#/components/schemas/" + g.named(t)}
+		return map[string]any{"$ref": g.refPrefix + g.named(t)}
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return map[string]any{"type": "string", "format": "byte"}

@@ -147,3 +147,26 @@ func TestClientGoWatchBookmarks(t *testing.T) {
 	}
 	t.Fatalf("no bookmark at version %d or later before the watch ended: %v", want, ctx.Err())
 }
+
+// TestClientGoOpenAPIV2: client-go's discovery reads the OpenAPI v2
+// document (protobuf), with every kind's definition.
+func TestClientGoOpenAPIV2(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := cs.Discovery().OpenAPISchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]bool{}
+	for _, d := range doc.GetDefinitions().GetAdditionalProperties() {
+		defs[d.GetName()] = true
+	}
+	for _, want := range []string{"io.minik8s.api.Pod", "io.minik8s.api.ReplicaSet", "io.minik8s.api.Func"} {
+		if !defs[want] {
+			t.Errorf("OpenAPI v2 lacks %s (has %d definitions)", want, len(defs))
+		}
+	}
+}

@@ -53,6 +53,10 @@ func TestKubectlDiscoveryAndErrors(t *testing.T) {
 			t.Errorf("kubectl api-resources lacks %q:\n%s", want, out)
 		}
 	}
+	// OpenAPI v2 too (protobuf, as kubectl and client-go ask for it).
+	if out, errOut, err := kubectl(t, s, "explain", "pod.spec.containers", "--output=plaintext-openapiv2"); err != nil || !strings.Contains(out, "imagePullPolicy\t<string>") {
+		t.Errorf("kubectl explain --output=plaintext-openapiv2: %v\n%s%s", err, out, errOut)
+	}
 	if out, errOut, err := kubectl(t, s, "version"); err != nil || !strings.Contains(out, "Server Version: v1.32") {
 		t.Errorf("kubectl version: %v\n%s%s", err, out, errOut)
 	}
