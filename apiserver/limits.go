@@ -82,7 +82,9 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 // server's bound.
 func (s *Server) requestTimeout() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if isWatch(c) || c.Query("follow") == "true" {
+		// Watches, followed logs and upgraded connections (kubectl exec)
+		// last as long as their client wants.
+		if isWatch(c) || c.Query("follow") == "true" || c.GetHeader("Upgrade") != "" {
 			c.Next()
 			return
 		}

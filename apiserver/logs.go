@@ -1,12 +1,18 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -36,25 +42,28 @@ func (s *Server) kubeletTLS() *http.Transport {
 	return s.kubeletHTTPS
 }
 
-// podLog serves GET .../pods/:name/log?container=&follow= by asking the
-// kubelet of the pod's node and streaming its answer through.
-func (s *Server) podLog(c *gin.Context) {
-	ctx := c.Request.Context()
-	ns, name := c.Param("ns"), c.Param("name")
+// kubeletTarget is where the kubelet of a pod's node serves, and how the
+// apiserver reaches it.
+type kubeletTarget struct {
+	node      *api.Node
+	base      string // scheme://host:port
+	https     bool
+	transport http.RoundTripper
+}
+
+// podKubelet finds the kubelet of the node the pod ns/name is bound to.
+func (s *Server) podKubelet(ctx context.Context, ns, name string) (kubeletTarget, error) {
 	obj, err := s.registries[api.PodsResource.Name].get(ctx, ns, name)
 	if err != nil {
-		fail(c, err)
-		return
+		return kubeletTarget{}, err
 	}
 	pod := obj.(*api.Pod)
 	if pod.Spec.NodeName == "" {
-		fail(c, errdefs.BadRequest("", "pod %s/%s is not scheduled to a node yet: it has no logs", ns, name))
-		return
+		return kubeletTarget{}, errdefs.BadRequest("", "pod %s/%s is not scheduled to a node yet", ns, name)
 	}
 	nobj, err := s.registries[api.NodesResource.Name].get(ctx, "", pod.Spec.NodeName)
 	if err != nil {
-		fail(c, fmt.Errorf("node %s of pod %s/%s: %w", pod.Spec.NodeName, ns, name, err))
-		return
+		return kubeletTarget{}, fmt.Errorf("node %s of pod %s/%s: %w", pod.Spec.NodeName, ns, name, err)
 	}
 	node := nobj.(*api.Node)
 	addr := ""
@@ -66,7 +75,36 @@ func (s *Server) podLog(c *gin.Context) {
 	}
 	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
 	if addr == "" || port == 0 {
-		fail(c, fmt.Errorf("node %s has not reported its kubelet's address: %w", node.Name, errdefs.ErrUnavailable))
+		return kubeletTarget{}, fmt.Errorf("node %s has not reported its kubelet's address: %w", node.Name, errdefs.ErrUnavailable)
+	}
+	t := kubeletTarget{node: node, base: "http://" + net.JoinHostPort(addr, strconv.Itoa(int(port))), transport: kubeletTransport}
+	if node.Status.DaemonEndpoints.KubeletEndpoint.Scheme == "https" {
+		if s.creds == nil {
+			return kubeletTarget{}, fmt.Errorf("node %s's kubelet serves TLS and this apiserver has no credentials to reach it: %w", node.Name, errdefs.ErrUnavailable)
+		}
+		t.base, t.https, t.transport = "https://"+net.JoinHostPort(addr, strconv.Itoa(int(port))), true, s.kubeletTLS()
+	}
+	return t, nil
+}
+
+// checkPeer says whether the kubelet that answered over TLS is the node's:
+// another node's kubelet at the address is not the one the pod is bound to.
+func (t kubeletTarget) checkPeer(cs *tls.ConnectionState) error {
+	want := rbac.NodeUserPrefix + t.node.Name
+	if cs == nil || len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != want {
+		return fmt.Errorf("the kubelet at %s is not node %s's (its certificate is not %q): %w", t.base, t.node.Name, want, errdefs.ErrUnavailable)
+	}
+	return nil
+}
+
+// podLog serves GET .../pods/:name/log?container=&follow= by asking the
+// kubelet of the pod's node and streaming its answer through.
+func (s *Server) podLog(c *gin.Context) {
+	ctx := c.Request.Context()
+	ns, name := c.Param("ns"), c.Param("name")
+	target, err := s.podKubelet(ctx, ns, name)
+	if err != nil {
+		fail(c, err)
 		return
 	}
 	q := url.Values{}
@@ -87,36 +125,24 @@ func (s *Server) podLog(c *gin.Context) {
 			return
 		}
 	}
-	scheme, transport := "http", http.RoundTripper(kubeletTransport)
-	if node.Status.DaemonEndpoints.KubeletEndpoint.Scheme == "https" {
-		if s.creds == nil {
-			fail(c, fmt.Errorf("node %s's kubelet serves TLS and this apiserver has no credentials to reach it: %w", node.Name, errdefs.ErrUnavailable))
-			return
-		}
-		scheme, transport = "https", s.kubeletTLS()
-	}
-	target := fmt.Sprintf("%s://%s/containerLogs/%s/%s", scheme, net.JoinHostPort(addr, strconv.Itoa(int(port))),
-		url.PathEscape(ns), url.PathEscape(name))
+	target.base += fmt.Sprintf("/containerLogs/%s/%s", url.PathEscape(ns), url.PathEscape(name))
 	if len(q) > 0 {
-		target += "?" + q.Encode()
+		target.base += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.base, nil)
 	if err != nil {
 		fail(c, errdefs.BadRequest("", "log request: %v", err))
 		return
 	}
-	resp, err := transport.RoundTrip(req)
+	resp, err := target.transport.RoundTrip(req)
 	if err != nil {
-		fail(c, fmt.Errorf("kubelet of node %s at %s: %w: %v", node.Name, req.URL.Host, errdefs.ErrUnavailable, err))
+		fail(c, fmt.Errorf("kubelet of node %s at %s: %w: %v", target.node.Name, req.URL.Host, errdefs.ErrUnavailable, err))
 		return
 	}
 	defer resp.Body.Close()
-	if scheme == "https" {
-		// The certificate must be this node's: another node's kubelet at
-		// the address is not the one the pod is bound to.
-		want := rbac.NodeUserPrefix + node.Name
-		if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 || resp.TLS.PeerCertificates[0].Subject.CommonName != want {
-			fail(c, fmt.Errorf("the kubelet at %s is not node %s's (its certificate is not %q): %w", req.URL.Host, node.Name, want, errdefs.ErrUnavailable))
+	if target.https {
+		if err := target.checkPeer(resp.TLS); err != nil {
+			fail(c, err)
 			return
 		}
 	}
@@ -138,3 +164,66 @@ func (s *Server) podLog(c *gin.Context) {
 		}
 	}
 }
+
+// podExec serves .../pods/:name/exec (kubectl exec): the websocket upgrade
+// goes through to the kubelet of the pod's node, which runs the command.
+func (s *Server) podExec(c *gin.Context) {
+	ns, name := c.Param("ns"), c.Param("name")
+	target, err := s.podKubelet(c.Request.Context(), ns, name)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	dest, err := url.Parse(fmt.Sprintf("%s/exec/%s/%s?%s", target.base, url.PathEscape(ns), url.PathEscape(name), c.Request.URL.RawQuery))
+	if err != nil {
+		fail(c, errdefs.BadRequest("", "exec request: %v", err))
+		return
+	}
+	transport := target.transport
+	if target.https {
+		// The peer is checked as the connection is made: an upgraded
+		// connection has no response to check afterwards.
+		t := s.kubeletTLS().Clone()
+		t.TLSClientConfig.VerifyConnection = func(cs tls.ConnectionState) error { return target.checkPeer(&cs) }
+		transport = t
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL, pr.Out.Host = dest, ""
+			// The kubelet knows the apiserver by its certificate; the
+			// user's credentials stay here.
+			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Del("Cookie")
+		},
+		Transport:     transport,
+		FlushInterval: -1,
+		// The kubelet's refusal (no such container, not running…) is
+		// answered as this server's errors are.
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode < http.StatusBadRequest {
+				return nil
+			}
+			defer resp.Body.Close()
+			var st api.Status
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			if json.Unmarshal(data, &st) != nil || st.Error == "" {
+				st.Error = strings.TrimSpace(string(data))
+			}
+			return kubeletRefusal{errdefs.FromHTTP(resp.StatusCode, st.Reason, st.Field, st.Error)}
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var refusal kubeletRefusal
+			if errors.As(err, &refusal) {
+				fail(c, refusal.err)
+				return
+			}
+			fail(c, fmt.Errorf("kubelet of node %s: %w: %v", target.node.Name, errdefs.ErrUnavailable, err))
+		},
+	}
+	proxy.ServeHTTP(c.Writer, c.Request)
+}
+
+// kubeletRefusal carries an error the kubelet answered through the proxy.
+type kubeletRefusal struct{ err error }
+
+func (r kubeletRefusal) Error() string { return r.err.Error() }

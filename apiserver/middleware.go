@@ -77,8 +77,10 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 		return
 	}
 	st.Details = &api.StatusDetails{Name: a.Name, Group: a.APIGroup, Kind: a.Resource}
+	// A log or exec may miss a container, not the pod: its own words.
+	object := a.Subresource != "log" && a.Subresource != "exec"
 	switch {
-	case a.Name != "" && errors.Is(err, errdefs.ErrNotFound):
+	case object && a.Name != "" && errors.Is(err, errdefs.ErrNotFound):
 		st.Message = fmt.Sprintf("%s %q not found", a.Resource, a.Name)
 	case a.Name != "" && errors.Is(err, errdefs.ErrAlreadyExists):
 		st.Message = fmt.Sprintf("%s %q already exists", a.Resource, a.Name)

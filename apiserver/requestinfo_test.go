@@ -16,6 +16,8 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/api/v1/namespaces/default/pods", rbac.Attributes{Verb: "list", Resource: "pods", Namespace: "default", ResourceRequest: true}},
 		{"GET", "/api/v1/namespaces/default/pods?watch=true", rbac.Attributes{Verb: "watch", Resource: "pods", Namespace: "default", ResourceRequest: true}},
 		{"GET", "/api/v1/namespaces/ns1/pods/web/log", rbac.Attributes{Verb: "get", Resource: "pods", Subresource: "log", Name: "web", Namespace: "ns1", ResourceRequest: true}},
+		{"GET", "/api/v1/namespaces/ns1/pods/web/exec?command=sh", rbac.Attributes{Verb: "create", Resource: "pods", Subresource: "exec", Name: "web", Namespace: "ns1", ResourceRequest: true}},
+		{"GET", "/apis/minik8s.io/v1/namespaces/ns1/funcs/f", rbac.Attributes{Verb: "get", APIGroup: "minik8s.io", Resource: "funcs", Name: "f", Namespace: "ns1", ResourceRequest: true}},
 		{"PUT", "/api/v1/nodes/n1/status", rbac.Attributes{Verb: "update", Resource: "nodes", Subresource: "status", Name: "n1", ResourceRequest: true}},
 		{"GET", "/api/v1/pods", rbac.Attributes{Verb: "list", Resource: "pods", ResourceRequest: true}},
 		{"DELETE", "/api/v1/namespaces/team", rbac.Attributes{Verb: "delete", Resource: "namespaces", Name: "team", Namespace: "team", ResourceRequest: true}},

@@ -570,6 +570,8 @@ func (s *Server) resourceRoutes(r *gin.Engine, base string, h *handlers) {
 	case api.PodsResource.Name:
 		r.POST(coll+"/:name/binding", h.bind)
 		r.GET(coll+"/:name/log", s.podLog)
+		r.GET(coll+"/:name/exec", s.podExec)
+		r.POST(coll+"/:name/exec", s.podExec)
 	case api.ServiceAccountsResource.Name:
 		r.POST(coll+"/:name/token", h.serviceAccountToken)
 	case api.ReplicaSetsResource.Name:

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 
 	"minik8s/kubelet/logs"
+	"minik8s/kubelet/pod"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/pki"
@@ -51,6 +53,8 @@ func (k *Kubelet) handler() http.Handler {
 	mux.HandleFunc("GET /pods", k.servePods)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}", k.serveLogs)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
+	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.serveExec)
+	mux.HandleFunc("/exec/{namespace}/{pod}", k.serveExec)
 	return pki.OnlyAPIServer("the kubelet's API", mux)
 }
 
@@ -78,35 +82,9 @@ func (k *Kubelet) servePods(w http.ResponseWriter, r *http.Request) {
 // serveLogs streams a container's log; ?follow=true keeps streaming until
 // the container stops or the client goes.
 func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
-	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	k.mu.Lock()
-	wk := k.workers[k.byName[ns+"/"+name]]
-	k.mu.Unlock()
-	if wk == nil {
-		writeError(w, fmt.Errorf("pod %s/%s is not on node %s: %w", ns, name, k.cfg.NodeName, errdefs.ErrNotFound))
-		return
-	}
-	p := wk.Pod()
-	if container == "" {
-		container = r.URL.Query().Get("container")
-	}
-	if container == "" {
-		if len(p.Spec.Containers) != 1 {
-			names := make([]string, 0, len(p.Spec.Containers))
-			for _, c := range p.Spec.Containers {
-				names = append(names, c.Name)
-			}
-			writeError(w, errdefs.BadRequest("container", "pod %s has several containers %v: name one", name, names))
-			return
-		}
-		container = p.Spec.Containers[0].Name
-	}
-	found := false
-	for _, c := range p.Spec.Containers {
-		found = found || c.Name == container
-	}
-	if !found {
-		writeError(w, fmt.Errorf("pod %s has no container %q: %w", name, container, errdefs.ErrNotFound))
+	wk, container, err := k.podContainer(r)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	q := r.URL.Query()
@@ -137,7 +115,7 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		return !wk.ContainerRunning(container)
 	}
-	err := logs.Stream(r.Context(), path, opts, out, flush, done)
+	err = logs.Stream(r.Context(), path, opts, out, flush, done)
 	if err != nil && !headerSent {
 		if errors.Is(err, errdefs.ErrNotFound) {
 			// Not started yet: an empty log.
@@ -146,6 +124,37 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, err)
 	}
+}
+
+// podContainer finds the pod worker and the container a request names by
+// its path ({namespace}, {pod}, {container}) or ?container=; a pod of one
+// container need not name it.
+func (k *Kubelet) podContainer(r *http.Request) (*pod.Worker, string, error) {
+	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	k.mu.Lock()
+	wk := k.workers[k.byName[ns+"/"+name]]
+	k.mu.Unlock()
+	if wk == nil {
+		return nil, "", fmt.Errorf("pod %s/%s is not on node %s: %w", ns, name, k.cfg.NodeName, errdefs.ErrNotFound)
+	}
+	p := wk.Pod()
+	if container == "" {
+		container = r.URL.Query().Get("container")
+	}
+	names := make([]string, 0, len(p.Spec.Containers))
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if container == "" {
+		if len(names) != 1 {
+			return nil, "", errdefs.BadRequest("container", "pod %s has several containers %v: name one", name, names)
+		}
+		container = names[0]
+	}
+	if !slices.Contains(names, container) {
+		return nil, "", fmt.Errorf("pod %s has no container %q: %w", name, container, errdefs.ErrNotFound)
+	}
+	return wk, container, nil
 }
 
 // lazyHeader sets the content type before the first byte, so that an

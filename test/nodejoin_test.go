@@ -68,6 +68,11 @@ func TestNodeJoinAndRestriction(t *testing.T) {
 		data, _ := io.ReadAll(rc)
 		return strings.Contains(string(data), "hello from a")
 	})
+	// kubectl exec goes the same way: its websocket is upgraded through to
+	// the kubelet's TLS port, whose certificate must be join-a's.
+	if out, errOut, err := kubectl(t, s, "exec", "on-a", "--", "echo", "exec on a"); err != nil || out != "exec on a\n" {
+		t.Errorf("kubectl exec on a joined node: %v %q %q", err, out, errOut)
+	}
 	kubeletURL := fmt.Sprintf("127.0.0.71:%d", nodeA.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	if resp, err := http.Get("http://" + kubeletURL + "/pods"); err == nil {
 		resp.Body.Close()

@@ -40,7 +40,7 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 			w.log.WithError(err).WithField("container", c.name).Warn("container status")
 			return
 		case st.State == runtime.StateRunning:
-			w.setRunning(c.name, true)
+			w.setRunning(c.name, c.id)
 			if c.state.Running == nil {
 				started := c.startedAt
 				c.state = api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: &started}}
@@ -120,9 +120,11 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func (w *Worker) setRunning(name string, running bool) {
+// setRunning records the containerd id of the container's running task
+// ("" once it stopped), for the kubelet's log and exec handlers.
+func (w *Worker) setRunning(name, id string) {
 	w.mu.Lock()
-	w.running[name] = running
+	w.running[name] = id
 	w.mu.Unlock()
 }
 
@@ -138,7 +140,7 @@ func (w *Worker) handleExit(p *api.Pod, c *container, term api.ContainerStateTer
 	if !shouldRestart(p.Spec.RestartPolicy, term.ExitCode) {
 		c.state = api.ContainerState{Terminated: &term}
 		c.done = true
-		w.setRunning(c.name, false)
+		w.setRunning(c.name, "")
 		w.log.WithFields(fields).Info("container exited")
 		return
 	}
@@ -227,7 +229,7 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 	}
 	started := c.startedAt
 	c.state = api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: &started}}
-	w.setRunning(c.name, true)
+	w.setRunning(c.name, c.id)
 	w.event(p, api.EventTypeNormal, "Started", "Started container %s", c.name)
 	w.startProber(ctx, spec, c)
 	w.log.WithFields(log.Fields{"container": c.name, "id": id, "restartCount": attempt}).Info("container started")

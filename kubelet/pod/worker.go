@@ -127,7 +127,7 @@ type Worker struct {
 	mu      sync.Mutex
 	pod     *api.Pod
 	gone    bool
-	running map[string]bool // container name -> its task runs (for log follow)
+	running map[string]string // container name -> the id of its running task
 
 	poke     chan struct{}
 	finished chan struct{}
@@ -177,7 +177,7 @@ func NewWorker(cfg *Config, rt Runtime, apiClient API, ports *Ports, p *api.Pod,
 		cfg: cfg, rt: rt, api: apiClient, ports: ports, uid: p.UID, dir: Dir(cfg.RootDir, p.UID),
 		log:     log.WithFields(log.Fields{"pod": p.Namespace + "/" + p.Name, "uid": p.UID}),
 		pod:     p,
-		running: map[string]bool{},
+		running: map[string]string{},
 		poke:    make(chan struct{}, 1), finished: make(chan struct{}),
 		containers: map[string]*container{},
 		adopted:    adopted,
@@ -235,7 +235,16 @@ func (w *Worker) Finished() <-chan struct{} { return w.finished }
 func (w *Worker) ContainerRunning(name string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.running[name]
+	return w.running[name] != ""
+}
+
+// RunningContainer is the containerd id of the container named name while
+// it runs.
+func (w *Worker) RunningContainer(name string) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	id := w.running[name]
+	return id, id != ""
 }
 
 // Dir is the pod's dir.
@@ -412,7 +421,7 @@ func (w *Worker) terminate(ctx context.Context, p *api.Pod, gone bool) bool {
 		w.netnsPath, w.podIP = "", ""
 	}
 	w.mu.Lock()
-	w.running = map[string]bool{}
+	w.running = map[string]string{}
 	w.mu.Unlock()
 	w.ports.Release(w.uid)
 	if err := os.RemoveAll(w.dir); err != nil {

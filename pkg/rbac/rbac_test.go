@@ -127,6 +127,7 @@ func TestAuthorize(t *testing.T) {
 		{"view cannot create pods", req(victor, "create", "", "pods", "dev", ""), false, ""},
 		{"view cannot delete funcs", req(victor, "delete", FuncGroup, "funcs", "dev", "f"), false, ""},
 		{"view cannot invoke", req(victor, "create", FuncGroup, "funcs/invoke", "dev", "f"), false, ""},
+		{"view cannot exec", req(victor, "create", "", "pods/exec", "dev", "web"), false, ""},
 		{"view cannot read roles", req(victor, "list", api.RBACGroup, "roles", "dev", ""), false, ""},
 
 		// a RoleBinding to a ClusterRole grants in its namespace only
@@ -135,6 +136,7 @@ func TestAuthorize(t *testing.T) {
 		{"edit writes secrets", req(alice, "update", "", "secrets", "dev", "s"), true, "dev-edit"},
 		{"edit reads secrets", req(alice, "get", "", "secrets", "dev", "s"), true, "dev-edit"},
 		{"edit invokes", req(alice, "create", FuncGroup, "funcs/invoke", "dev", "f"), true, "dev-edit"},
+		{"edit execs in pods", req(alice, "create", "", "pods/exec", "dev", "web"), true, "dev-edit"},
 		{"edit cannot write roles", req(alice, "create", api.RBACGroup, "roles", "dev", ""), false, ""},
 		{"edit cannot bind", req(alice, "create", api.RBACGroup, "rolebindings", "dev", ""), false, ""},
 		{"edit not in prod", req(alice, "create", "", "pods", "prod", ""), false, ""},

@@ -1,0 +1,63 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/test/framework"
+)
+
+// TestKubectlExec: the real kubectl exec (the websocket channel protocol,
+// v5) runs commands in a pod's container through the apiserver and the
+// kubelet on real containerd: output on stdout and stderr apart, the exit
+// code passed on, stdin to its end.
+func TestKubectlExec(t *testing.T) {
+	ctd := framework.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	as := framework.StartAPIServer(t)
+	framework.StartKubelet(t, as.URL, ctd, "node-x", "127.0.0.27")
+	ctx := context.Background()
+	if _, err := as.Client.Pods("default").Create(ctx, pythonPod("sleeper", "node-x", "import time\ntime.sleep(600)\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, as.Client, "sleeper", 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
+
+	run := func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command("kubectl", append([]string{"--server", as.URL}, args...)...)
+		home := filepath.Join(t.TempDir(), "home")
+		cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG="+filepath.Join(home, "none"))
+		var out, errOut bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			return out.String(), errOut.String(), exit.ExitCode()
+		case err != nil:
+			framework.NeedE2E(t, "kubectl: %v", err)
+		}
+		return out.String(), errOut.String(), 0
+	}
+	if out, errOut, code := run("", "exec", "sleeper", "--", "echo", "hello"); code != 0 || out != "hello\n" {
+		t.Errorf("kubectl exec -- echo hello: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code := run("", "exec", "sleeper", "-c", "main", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+	if code != 3 || out != "out\n" || !strings.Contains(errOut, "err\n") || !strings.Contains(errOut, "exit code 3") {
+		t.Errorf("kubectl exec of a failing command: %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := run("piped\nin\n", "exec", "-i", "sleeper", "--", "python3", "-c", "import sys; print(sys.stdin.read().upper(), end='')"); code != 0 || out != "PIPED\nIN\n" {
+		t.Errorf("kubectl exec -i with stdin: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := run("", "exec", "sleeper", "-c", "nope", "--", "true"); code == 0 || !strings.Contains(errOut, `no container "nope"`) {
+		t.Errorf("kubectl exec in a missing container: %d %q", code, errOut)
+	}
+}
