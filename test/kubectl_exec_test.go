@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/test/framework"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
 )
 
 // TestKubectlExec: the real kubectl exec (the websocket channel protocol,
@@ -60,4 +64,41 @@ func TestKubectlExec(t *testing.T) {
 	if _, errOut, code := run("", "exec", "sleeper", "-c", "nope", "--", "true"); code == 0 || !strings.Contains(errOut, `no container "nope"`) {
 		t.Errorf("kubectl exec in a missing container: %d %q", code, errOut)
 	}
+
+	// With a terminal (kubectl exec -it): its size as the client sets it,
+	// what is typed echoed and read line by line.
+	shown := execTTY(t, as, "sleeper", 100, 40, "typed\n", "sh", "-c", "sleep 0.5; stty size; read x; echo got $x")
+	if !strings.Contains(shown, "40 100") || !strings.Contains(shown, "got typed") {
+		t.Errorf("exec -it showed %q, want the size 40 100 and the line read back", shown)
+	}
+}
+
+// sizes hands out one terminal size, then says resizing is over.
+type sizes struct {
+	ch chan *remotecommand.TerminalSize
+}
+
+func (s sizes) Next() *remotecommand.TerminalSize { return <-s.ch }
+
+// execTTY runs cmd in pod's container with a terminal of the given size
+// through client-go's websocket executor (what kubectl exec -it uses),
+// typing in, and returns what the terminal showed.
+func execTTY(t *testing.T, as *framework.APIServer, pod string, width, height uint16, in string, cmd ...string) string {
+	t.Helper()
+	q := url.Values{"command": cmd, "stdin": {"true"}, "stdout": {"true"}, "tty": {"true"}}
+	ex, err := remotecommand.NewWebSocketExecutor(&rest.Config{Host: as.URL}, "GET", as.URL+"/api/v1/namespaces/default/pods/"+pod+"/exec?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := sizes{ch: make(chan *remotecommand.TerminalSize, 2)}
+	queue.ch <- &remotecommand.TerminalSize{Width: width, Height: height}
+	defer close(queue.ch)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(in), Stdout: &out, Tty: true, TerminalSizeQueue: queue})
+	if err != nil {
+		t.Fatalf("exec -it %v: %v (shown %q)", cmd, err, out.String())
+	}
+	return out.String()
 }
