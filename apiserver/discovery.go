@@ -106,7 +106,7 @@ func discoveryResources(res api.Resource) []api.APIResource {
 	case api.PodsResource.Name:
 		binding := sub("binding", "create")
 		binding.Kind = "Binding"
-		out = append(out, binding, sub("log", "get"), sub("exec", "create", "get"))
+		out = append(out, binding, sub("log", "get"), sub("exec", "create", "get"), sub("portforward", "create", "get"))
 	case api.ServiceAccountsResource.Name:
 		token := sub("token", "create")
 		token.Group, token.Version, token.Kind = "authentication.k8s.io", "v1", "TokenRequest"

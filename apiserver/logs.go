@@ -167,16 +167,32 @@ func (s *Server) podLog(c *gin.Context) {
 
 // podExec serves .../pods/:name/exec (kubectl exec): the websocket upgrade
 // goes through to the kubelet of the pod's node, which runs the command.
-func (s *Server) podExec(c *gin.Context) {
+func (s *Server) podExec(c *gin.Context) { s.podUpgrade(c, "exec") }
+
+// podPortForward serves .../pods/:name/portforward (kubectl port-forward):
+// the SPDY upgrade goes through to the kubelet, which forwards the
+// streams to the pod's ports. kubectl first tries SPDY tunnelled in a
+// websocket; refused, it speaks SPDY itself.
+func (s *Server) podPortForward(c *gin.Context) {
+	if strings.EqualFold(c.GetHeader("Upgrade"), "websocket") {
+		fail(c, errdefs.BadRequest("", "port-forward is served over SPDY/3.1 (%s), not websockets", "portforward.k8s.io"))
+		return
+	}
+	s.podUpgrade(c, "portForward")
+}
+
+// podUpgrade proxies an upgraded connection to the kubelet's handler of
+// the pod (/exec/NS/NAME, /portForward/NS/NAME).
+func (s *Server) podUpgrade(c *gin.Context, handler string) {
 	ns, name := c.Param("ns"), c.Param("name")
 	target, err := s.podKubelet(c.Request.Context(), ns, name)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	dest, err := url.Parse(fmt.Sprintf("%s/exec/%s/%s?%s", target.base, url.PathEscape(ns), url.PathEscape(name), c.Request.URL.RawQuery))
+	dest, err := url.Parse(fmt.Sprintf("%s/%s/%s/%s?%s", target.base, handler, url.PathEscape(ns), url.PathEscape(name), c.Request.URL.RawQuery))
 	if err != nil {
-		fail(c, errdefs.BadRequest("", "exec request: %v", err))
+		fail(c, errdefs.BadRequest("", "%s request: %v", handler, err))
 		return
 	}
 	transport := target.transport

@@ -78,7 +78,7 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 	}
 	st.Details = &api.StatusDetails{Name: a.Name, Group: a.APIGroup, Kind: a.Resource}
 	// A log or exec may miss a container, not the pod: its own words.
-	object := a.Subresource != "log" && a.Subresource != "exec"
+	object := a.Subresource != "log" && a.Subresource != "exec" && a.Subresource != "portforward"
 	switch {
 	case object && a.Name != "" && errors.Is(err, errdefs.ErrNotFound):
 		st.Message = fmt.Sprintf("%s %q not found", a.Resource, a.Name)

@@ -47,7 +47,7 @@ func requestAttributes(r *http.Request) rbac.Attributes {
 		a.Subresource = rest[2]
 	}
 	a.Verb = resourceVerb(r, a.Name != "")
-	if a.Resource == "pods" && a.Subresource == "exec" {
+	if a.Resource == "pods" && (a.Subresource == "exec" || a.Subresource == "portforward") {
 		// Running a command is a create, whatever the method (kubectl's
 		// websocket upgrade is a GET), as Kubernetes authorizes it.
 		a.Verb = "create"

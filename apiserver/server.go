@@ -572,6 +572,8 @@ func (s *Server) resourceRoutes(r *gin.Engine, base string, h *handlers) {
 		r.GET(coll+"/:name/log", s.podLog)
 		r.GET(coll+"/:name/exec", s.podExec)
 		r.POST(coll+"/:name/exec", s.podExec)
+		r.GET(coll+"/:name/portforward", s.podPortForward)
+		r.POST(coll+"/:name/portforward", s.podPortForward)
 	case api.ServiceAccountsResource.Name:
 		r.POST(coll+"/:name/token", h.serviceAccountToken)
 	case api.ReplicaSetsResource.Name:

@@ -55,6 +55,7 @@ func (k *Kubelet) handler() http.Handler {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
 	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.serveExec)
 	mux.HandleFunc("/exec/{namespace}/{pod}", k.serveExec)
+	mux.HandleFunc("/portForward/{namespace}/{pod}", k.servePortForward)
 	return pki.OnlyAPIServer("the kubelet's API", mux)
 }
 

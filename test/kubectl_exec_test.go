@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +66,43 @@ func TestKubectlExec(t *testing.T) {
 	if _, errOut, code := run("", "exec", "sleeper", "-c", "nope", "--", "true"); code == 0 || !strings.Contains(errOut, `no container "nope"`) {
 		t.Errorf("kubectl exec in a missing container: %d %q", code, errOut)
 	}
+
+	// kubectl port-forward: SPDY streams through the apiserver to the
+	// kubelet, which connects to the pod's port.
+	web := pythonPod("web", "node-x", "import http.server\n"+
+		"class H(http.server.BaseHTTPRequestHandler):\n"+
+		"    def do_GET(self):\n"+
+		"        self.send_response(200); self.end_headers(); self.wfile.write(b'forwarded ' + self.path.encode())\n"+
+		"http.server.HTTPServer(('127.0.0.27', 18099), H).serve_forever()\n")
+	if _, err := as.Client.Pods("default").Create(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, as.Client, "web", 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
+	pfCtx, stopPF := context.WithCancel(ctx)
+	defer stopPF()
+	pf := exec.CommandContext(pfCtx, "kubectl", "--server", as.URL, "port-forward", "pod/web", ":18099")
+	pf.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var pfOut syncBuffer
+	pf.Stdout, pf.Stderr = &pfOut, &pfOut
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	local := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 18099`)
+	var body string
+	waitUntil(t, 20*time.Second, "a request through kubectl port-forward", func() bool {
+		m := local.FindStringSubmatch(pfOut.String())
+		if m == nil {
+			return false
+		}
+		code, b := httpGet(t, "http://127.0.0.1:"+m[1]+"/hello")
+		body = b
+		return code == http.StatusOK
+	})
+	if body != "forwarded /hello" {
+		t.Errorf("through port-forward: %q\n%s", body, pfOut.String())
+	}
+	stopPF()
+	_ = pf.Wait()
 
 	// With a terminal (kubectl exec -it): its size as the client sets it,
 	// what is typed echoed and read line by line.

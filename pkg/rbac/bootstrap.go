@@ -78,7 +78,7 @@ func editRules() []api.PolicyRule {
 	return append(viewRules(),
 		rule(readWrite, groups(coreGroup), "pods", "services", "endpoints", "configmaps", "secrets",
 			"serviceaccounts"),
-		rule(verbs("create", "get"), groups(coreGroup), "pods/exec"),
+		rule(verbs("create", "get"), groups(coreGroup), "pods/exec", "pods/portforward"),
 		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
 		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
