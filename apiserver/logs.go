@@ -117,13 +117,16 @@ func (s *Server) podLog(c *gin.Context) {
 	if t := c.Query("tailLines"); t != "" {
 		q.Set("tailLines", t)
 	}
-	for _, p := range []string{"sinceSeconds", "sinceTime", "timestamps", "previous"} {
-		// Container output is kept as written, without times or the
-		// previous run's apart: say so rather than answer as if.
-		if v := c.Query(p); v != "" && v != "false" {
-			fail(c, errdefs.BadRequest(p, "not supported: the kubelet keeps container output without timestamps, and a restarted container's output follows its previous run's"))
-			return
+	for _, p := range []string{"sinceSeconds", "sinceTime", "timestamps"} {
+		if v := c.Query(p); v != "" {
+			q.Set(p, v)
 		}
+	}
+	if v := c.Query("previous"); v != "" && v != "false" {
+		// A restarted container's output follows its previous run's in
+		// one log: say so rather than answer as if.
+		fail(c, errdefs.BadRequest("previous", "not supported: a restarted container's output follows its previous run's in one log (kubectl logs shows both)"))
+		return
 	}
 	target.base += fmt.Sprintf("/containerLogs/%s/%s", url.PathEscape(ns), url.PathEscape(name))
 	if len(q) > 0 {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,6 +70,11 @@ type Config struct {
 	PullTimeout time.Duration
 	// LogMaxBytes is the size at which a container's log rotates.
 	LogMaxBytes int64
+	// ContainerLogger is the path of minik8s-logger, which keeps each line
+	// of container output with its time (kubectl logs --since,
+	// --timestamps); default: the one beside this program, else on PATH.
+	// Without one, output is kept as written, without times.
+	ContainerLogger string
 	// PortMin and PortMax bound the ports allocated to containers.
 	PortMin, PortMax int32
 	// PodNetwork is how pods are networked: PodNetworkCNI gives each its
@@ -165,6 +171,11 @@ func (c *Config) setDefaults() error {
 	if c.LogMaxBytes <= 0 {
 		c.LogMaxBytes = logs.DefaultMaxBytes
 	}
+	if c.ContainerLogger == "" {
+		c.ContainerLogger = findLogger()
+	} else if st, err := os.Stat(c.ContainerLogger); err != nil || st.IsDir() {
+		return errdefs.Invalid("container-logger", "%q is not a program: %v", c.ContainerLogger, err)
+	}
 	if c.CNIBinDir == "" {
 		c.CNIBinDir = network.DefaultBinDir
 	}
@@ -217,7 +228,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(filepath.Join(cfg.RootDir, "pods"), 0o755); err != nil {
 		return fmt.Errorf("root dir: %w", err)
 	}
-	rt, err := runtime.New(ctx, cfg.ContainerdAddress, runtime.Options{PullTimeout: cfg.PullTimeout})
+	if cfg.ContainerLogger == "" {
+		log.Warnf("kubelet: no %s beside this program or on PATH: container output is kept without times (kubectl logs --since and --timestamps are refused)", LoggerName)
+	}
+	rt, err := runtime.New(ctx, cfg.ContainerdAddress, runtime.Options{PullTimeout: cfg.PullTimeout, Logger: cfg.ContainerLogger})
 	if err != nil {
 		return err
 	}
@@ -497,4 +511,24 @@ func (k *Kubelet) sweep(ctx context.Context) {
 			k.removePodDir(d.Name())
 		}
 	}
+}
+
+// LoggerName is the container logger's program (cmd/minik8s-logger).
+const LoggerName = "minik8s-logger"
+
+// findLogger finds the container logger beside this program, else on
+// PATH; "" when there is none.
+func findLogger() string {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), LoggerName)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(LoggerName); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return ""
 }

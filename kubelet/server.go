@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"minik8s/kubelet/logs"
 	"minik8s/kubelet/pod"
@@ -88,15 +90,10 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	q := r.URL.Query()
-	opts := logs.StreamOptions{Follow: q.Get("follow") == "true" || q.Get("follow") == "1", TailLines: -1}
-	if t := q.Get("tailLines"); t != "" {
-		n, err := strconv.Atoi(t)
-		if err != nil || n < 0 {
-			writeError(w, errdefs.BadRequest("tailLines", "%q is not a number of lines", t))
-			return
-		}
-		opts.TailLines = n
+	opts, err := k.logOptions(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	path := logs.Path(wk.Dir(), container)
 	flusher, _ := w.(http.Flusher)
@@ -125,6 +122,44 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, err)
 	}
+}
+
+// logOptions reads a log request's options as Kubernetes names them:
+// follow, tailLines, sinceSeconds or sinceTime (RFC 3339), timestamps.
+func (k *Kubelet) logOptions(q url.Values) (logs.StreamOptions, error) {
+	flag := func(name string) bool { return q.Get(name) == "true" || q.Get(name) == "1" }
+	opts := logs.StreamOptions{Follow: flag("follow"), TailLines: -1, Timestamps: flag("timestamps")}
+	if t := q.Get("tailLines"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			return opts, errdefs.BadRequest("tailLines", "%q is not a number of lines", t)
+		}
+		opts.TailLines = n
+	}
+	switch s, t := q.Get("sinceSeconds"), q.Get("sinceTime"); {
+	case s != "" && t != "":
+		return opts, errdefs.BadRequest("sinceSeconds", "give sinceSeconds or sinceTime, not both")
+	case s != "":
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return opts, errdefs.BadRequest("sinceSeconds", "%q is not a positive number of seconds", s)
+		}
+		opts.Since = time.Now().Add(-time.Duration(n) * time.Second)
+	case t != "":
+		since, err := time.Parse(time.RFC3339, t)
+		if err != nil {
+			return opts, errdefs.BadRequest("sinceTime", "%q is not an RFC 3339 time", t)
+		}
+		opts.Since = since
+	}
+	if (opts.Timestamps || !opts.Since.IsZero()) && !k.rt.Timestamped() {
+		field := "timestamps"
+		if !opts.Since.IsZero() {
+			field = "since"
+		}
+		return opts, errdefs.BadRequest(field, "node %s keeps container output without times: its kubelet has no %s", k.cfg.NodeName, LoggerName)
+	}
+	return opts, nil
 }
 
 // podContainer finds the pod worker and the container a request names by

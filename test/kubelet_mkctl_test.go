@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -80,8 +81,35 @@ func TestMkctlImageAndLogs(t *testing.T) {
 			t.Errorf("kubectl %s: %v %q %s, want %q", strings.Join(tc.args, " "), err, out, errOut, tc.want)
 		}
 	}
-	// Times are not kept: said, not ignored.
-	if out, errOut, err := kubectl(t, as, "logs", "talker", "--since=1m"); err == nil || !strings.Contains(errOut, "sinceSeconds") {
-		t.Errorf("kubectl logs --since: %v %q %q", err, out, errOut)
+	// Each line is kept with its time (the container logger): --since,
+	// --since-time and --timestamps.
+	if out, errOut, err := kubectl(t, as, "logs", "talker", "--since=1h"); err != nil || out != "talk 0\ntalk 1\ntalk 2\n" {
+		t.Errorf("kubectl logs --since=1h: %v %q %q", err, out, errOut)
+	}
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if out, errOut, err := kubectl(t, as, "logs", "talker", "--since-time="+later); err != nil || out != "" {
+		t.Errorf("kubectl logs --since-time in an hour: %v %q %q", err, out, errOut)
+	}
+	out, errOut, err = kubectl(t, as, "logs", "talker", "--timestamps", "--tail=2")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if err != nil || len(lines) != 2 {
+		t.Fatalf("kubectl logs --timestamps --tail=2: %v %q %q", err, out, errOut)
+	}
+	var times []time.Time
+	for i, l := range lines {
+		ts, text, _ := strings.Cut(l, " ")
+		at, perr := time.Parse(time.RFC3339Nano, ts)
+		if perr != nil || time.Since(at) > 5*time.Minute || text != fmt.Sprintf("talk %d", i+1) {
+			t.Errorf("kubectl logs --timestamps line %q: %v", l, perr)
+		}
+		times = append(times, at)
+	}
+	if len(times) == 2 && times[1].Sub(times[0]) < 200*time.Millisecond {
+		t.Errorf("the lines printed 0.3 s apart are stamped %v and %v", times[0], times[1])
+	}
+	// A restarted container's output is one log with its previous run's:
+	// said, not ignored.
+	if out, errOut, err := kubectl(t, as, "logs", "talker", "--previous"); err == nil || !strings.Contains(errOut, "previous") {
+		t.Errorf("kubectl logs --previous: %v %q %q", err, out, errOut)
 	}
 }

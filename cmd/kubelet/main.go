@@ -37,6 +37,7 @@ func main() {
 	flag.DurationVar(&cfg.BackoffMax, "max-restart-backoff", 5*time.Minute, "longest back-off")
 	flag.DurationVar(&cfg.PullTimeout, "image-pull-timeout", 2*time.Minute, "longest image pull")
 	flag.Int64Var(&cfg.LogMaxBytes, "container-log-max-size", 4<<20, "size at which a container log rotates")
+	flag.StringVar(&cfg.ContainerLogger, "container-logger", "", "path of minik8s-logger, which keeps each line of container output with its time (default: beside this program, else on PATH)")
 	flag.StringVar(&cfg.PodNetwork, "pod-network", kubelet.PodNetworkCNI, "how pods are networked: cni (each its own namespace and an address of the node's podCIDR) or host (the node's network, allocated ports)")
 	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", api.DefaultServiceCIDR, "the cluster's range of cluster IPs (the apiserver's --service-cidr), routed by the node with --pod-network cni")
 	flag.StringVar(&cfg.ClusterCIDR, "cluster-cidr", api.DefaultClusterCIDR, "the cluster's pod range (the apiserver's --cluster-cidr): with --pod-network cni, pods' connections beyond it leave from the node's address")

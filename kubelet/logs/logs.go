@@ -58,10 +58,14 @@ func Rotate(path string, max int64) error {
 
 // StreamOptions: Follow keeps the stream open for what the container adds;
 // TailLines, when not negative, starts with the last TailLines lines only
-// (kubectl logs --tail).
+// (kubectl logs --tail); Since leaves out the lines written before it and
+// Timestamps begins each line with its time (--since, --timestamps: the
+// records of the container logger have both).
 type StreamOptions struct {
-	Follow    bool
-	TailLines int
+	Follow     bool
+	TailLines  int
+	Since      time.Time
+	Timestamps bool
 }
 
 // Stream writes the container's log (the rotated part first) to w. With
@@ -82,14 +86,19 @@ func Stream(ctx context.Context, path string, opts StreamOptions, w io.Writer, f
 	defer f.Close()
 	var off int64
 	if opts.TailLines >= 0 {
-		if off, err = writeTail(path, f, opts.TailLines, w); err != nil {
+		if off, err = writeTail(path, f, opts, w); err != nil {
 			return err
 		}
-	} else if old, err := os.Open(path + ".1"); err == nil {
-		_, err = io.Copy(w, old)
-		old.Close()
-		if err != nil {
-			return err
+	}
+	rw := &renderer{w: w, opts: opts}
+	w = rw
+	if opts.TailLines < 0 {
+		if old, err := os.Open(path + ".1"); err == nil {
+			_, err = io.Copy(w, old)
+			old.Close()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	last := false // one more read after the writer is done
@@ -107,7 +116,7 @@ func Stream(ctx context.Context, path string, opts StreamOptions, w io.Writer, f
 			return err
 		}
 		if !follow || last {
-			return nil
+			return rw.flush()
 		}
 		if flush != nil {
 			flush()
@@ -129,25 +138,48 @@ func Stream(ctx context.Context, path string, opts StreamOptions, w io.Writer, f
 	}
 }
 
-// writeTail writes the last n lines of the log (its rotated part and f, as
-// far as f goes now) and returns where in f it stopped. The parts are at
-// most the rotation size each, so reading them whole is bounded.
-func writeTail(path string, f *os.File, n int, w io.Writer) (int64, error) {
+// writeTail writes the last opts.TailLines lines of the log that opts
+// shows (its rotated part and f, as far as f goes now in whole lines) and
+// returns where in f it stopped. The parts are at most the rotation size
+// each, so reading them whole is bounded.
+func writeTail(path string, f *os.File, opts StreamOptions, w io.Writer) (int64, error) {
 	cur, err := io.ReadAll(f)
 	if err != nil {
 		return 0, err
 	}
-	data := cur
+	end := len(cur)
+	if opts.Follow {
+		end = bytes.LastIndexByte(cur, '\n') + 1 // a line being written comes with the rest
+	}
+	data := cur[:end]
 	if old, err := os.ReadFile(path + ".1"); err == nil {
-		data = append(old, cur...)
+		data = append(old, data...)
 	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	if last := len(lines) - 1; last >= 0 && len(lines[last]) == 0 {
-		lines = lines[:last] // the final newline ends a line, it starts none
+	lines := bytes.Split(data, []byte("\n"))
+	// What follows the last newline: nothing, or a line without its newline.
+	rest := lines[len(lines)-1]
+	// A line of output may span records (pieces, then its end): the tail
+	// counts lines.
+	var shown [][]byte
+	var line []byte
+	for _, l := range lines[:len(lines)-1] {
+		if out, ok := render(l, opts); ok {
+			if line = append(line, out...); bytes.HasSuffix(out, []byte("\n")) {
+				shown, line = append(shown, line), nil
+			}
+		}
 	}
-	if n < len(lines) {
-		lines = lines[len(lines)-n:]
+	if len(rest) > 0 {
+		if out, ok := render(rest, opts); ok {
+			line = append(line, bytes.TrimSuffix(out, []byte("\n"))...)
+		}
 	}
-	_, err = w.Write(bytes.Join(lines, nil))
-	return int64(len(cur)), err
+	if len(line) > 0 {
+		shown = append(shown, line)
+	}
+	if n := opts.TailLines; n < len(shown) {
+		shown = shown[len(shown)-n:]
+	}
+	_, err = w.Write(bytes.Join(shown, nil))
+	return int64(end), err
 }

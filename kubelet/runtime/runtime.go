@@ -56,6 +56,7 @@ type Runtime struct {
 	// pullTimeout bounds one pull, so that an unreachable registry ends in
 	// an error rather than a hang.
 	pullTimeout time.Duration
+	logger      string
 
 	mu sync.Mutex
 	// oomed holds containers that containerd reported out of memory.
@@ -66,6 +67,10 @@ type Runtime struct {
 type Options struct {
 	// PullTimeout bounds one image pull; default 2 minutes.
 	PullTimeout time.Duration
+	// Logger, when set, is the container logger containerd's shim runs
+	// beside each container (cmd/minik8s-logger): output is kept with the
+	// time of each line. Without it the shim writes output as it comes.
+	Logger string
 }
 
 // New connects to the containerd listening on address (a unix socket path).
@@ -80,8 +85,12 @@ func New(ctx context.Context, address string, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w: %v", address, errdefs.ErrUnavailable, err)
 	}
-	return &Runtime{client: c, pullTimeout: opts.PullTimeout, oomed: map[string]bool{}}, nil
+	return &Runtime{client: c, pullTimeout: opts.PullTimeout, logger: opts.Logger, oomed: map[string]bool{}}, nil
 }
+
+// Timestamped says whether container output is kept with the time of
+// each line (the runtime has a logger).
+func (r *Runtime) Timestamped() bool { return r.logger != "" }
 
 // Close closes the connection; containers keep running.
 func (r *Runtime) Close() error { return r.client.Close() }
@@ -259,7 +268,11 @@ func (r *Runtime) StartContainer(ctx context.Context, id, logPath string) error 
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return fmt.Errorf("log dir of %s: %w", id, err)
 	}
-	task, err := c.NewTask(ctx, cio.LogFile(logPath))
+	output := cio.LogFile(logPath)
+	if r.logger != "" {
+		output = cio.BinaryIO(r.logger, map[string]string{"path": logPath})
+	}
+	task, err := c.NewTask(ctx, output)
 	if err != nil {
 		return wrap(err, "creating task of %s", id)
 	}

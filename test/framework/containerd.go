@@ -239,7 +239,8 @@ func startKubelet(t testing.TB, apiURL, token string, ctd *Containerd, name, ip 
 		PullTimeout:       20 * time.Second,
 		// In-process kubelets share the test's network: their pods run
 		// on it (StartNetKubelet gives pods their own).
-		PodNetwork: kubelet.PodNetworkHost,
+		PodNetwork:      kubelet.PodNetworkHost,
+		ContainerLogger: goBinary(t, kubelet.LoggerName),
 	}}
 	k.Start()
 	track(t, "kubelet "+name, k.stop)

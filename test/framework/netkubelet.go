@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/kubelet"
 	"minik8s/pkg/netns"
 )
 
@@ -130,7 +131,7 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 	k.args = []string{"--net=" + node.Path(), bin, "--resolv-conf", resolvConf,
 		"--apiserver", "http://" + k.APIAddr, "--service-cidr", s.ServiceCIDR,
 		"--node-name", name, "--node-ip", node.IP, "--port", "0",
-		"--containerd-address", ctd.Address, "--root-dir", k.RootDir,
+		"--containerd-address", ctd.Address, "--root-dir", k.RootDir, "--container-logger", goBinary(t, kubelet.LoggerName),
 		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
 	k.Start()
 	t.Cleanup(func() {
