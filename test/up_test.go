@@ -37,7 +37,8 @@ type upCluster struct {
 // TestMinik8sUpBinaries runs the README's first session with the built
 // binaries: `minik8s up` on a private data dir (and so its own containerd),
 // an extra `kubelet` joining in a namespace of its own made by
-// hack/netns-node, `mkctl apply -f yaml/`, the Service by cluster IP and
+// hack/netns-node, `kubectl apply -f yaml/` (twice: created, unchanged),
+// kubectl get, exec, logs and describe, the Service by cluster IP and
 // node port and a branching function chain, then Ctrl-C, after which
 // nothing of the cluster may be left: no process, mount, socket or pod
 // veth. The whole run is inside a namespace the test makes, standing for
@@ -151,8 +152,13 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	t.Cleanup(func() { c.kubelet.stop(t, 2*time.Minute) })
 	nodes := c.waitNodesReady(2*time.Minute, nodeIP, extraIP)
 
-	// mkctl apply -f yaml/, and the pods of the manifests run, on both nodes.
-	c.mustMkctl(time.Minute, "apply", "-f", filepath.Join(root, "yaml")+"/")
+	// kubectl apply -f yaml/ with the admin kubeconfig (as a Kubernetes
+	// user would; mkctl apply takes the same files), and the pods of the
+	// manifests run, on both nodes.
+	yamlDir := filepath.Join(root, "yaml") + "/"
+	if out := c.mustKubectl(kubeconfig, "apply", "-f", yamlDir); !strings.Contains(out, "func.minik8s.io/classify created") || !strings.Contains(out, "replicaset.apps/web created") {
+		t.Errorf("kubectl apply -f yaml/:\n%s", out)
+	}
 	c.waitFor(10*time.Minute, "the pods of yaml/ running and ready on both nodes", func() (bool, string) {
 		var pods api.PodList
 		if err := c.getJSON(&pods, "pods"); err != nil {
@@ -179,6 +185,32 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		done := server && web == 3 && onNode[nodes[nodeIP]] > 0 && onNode[nodes[extraIP]] > 0
 		return done, strings.Join(state, "; ")
 	})
+
+	// kubectl sees what a Kubernetes user expects: a second apply changes
+	// nothing; get shows every kind's columns; exec and logs reach pods on
+	// both nodes through their kubelets' TLS ports.
+	if out := c.mustKubectl(kubeconfig, "apply", "-f", yamlDir); strings.Contains(out, "created") || strings.Contains(out, "configured") {
+		t.Errorf("the second kubectl apply -f yaml/ changed something:\n%s", out)
+	}
+	out := c.mustKubectl(kubeconfig, "get", "nodes,pods,rs,svc,cm,funcs", "-o", "wide")
+	for _, want := range []string{"node/", "pod/http-server", "replicaset.apps/web", "service/web", "configmap/app-config", "func.minik8s.io/classify"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get nodes,pods,rs,svc,cm,funcs -o wide lacks %q:\n%s", want, out)
+		}
+	}
+	var webPods api.PodList
+	if err := c.getJSON(&webPods, "pods", "-l", "app=web"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range webPods.Items {
+		if out := c.mustKubectl(kubeconfig, "exec", p.Name, "--", "cat", "/etc/hostname"); strings.TrimSpace(out) == "" {
+			t.Errorf("kubectl exec %s (on %s): no output", p.Name, p.Spec.NodeName)
+		}
+	}
+	c.mustKubectl(kubeconfig, "logs", "http-server", "--timestamps")
+	if out := c.mustKubectl(kubeconfig, "describe", "pod", "http-server"); !strings.Contains(out, "Started") {
+		t.Errorf("kubectl describe pod http-server shows no Started event:\n%s", out)
+	}
 
 	// The Service answers on its cluster IP, from the service range, and
 	// on its node port at both nodes' addresses.
@@ -289,6 +321,26 @@ func (c *upCluster) mustMkctl(timeout time.Duration, args ...string) string {
 		c.t.Fatalf("mkctl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errOut)
 	}
 	return out
+}
+
+// mustKubectl runs the real kubectl with kubeconfig, in the machine's
+// namespace, and fails the test when it fails.
+func (c *upCluster) mustKubectl(kubeconfig string, args ...string) string {
+	c.t.Helper()
+	bin, err := exec.LookPath("kubectl")
+	if err != nil {
+		framework.NeedE2E(c.t, "kubectl is not installed: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := c.machine.Command(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+c.t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
 }
 
 // getJSON decodes `mkctl get ARGS -o json`.
