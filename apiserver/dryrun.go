@@ -59,10 +59,8 @@ func (r *registry) dryRun() *registry {
 // dryRun is the allocator over a dry run of its store: it finds a free
 // member as it would, and allocates nothing.
 func (a *rangeAllocator) dryRun() *rangeAllocator {
-	a.mu.Lock()
-	next := a.next
-	a.mu.Unlock()
-	return &rangeAllocator{store: storage.DryRun{Interface: a.store}, what: a.what, kind: a.kind, rangeText: a.rangeText, prefix: a.prefix,
-		size: a.size, member: a.member, recordName: a.recordName, newRecord: a.newRecord, newEmpty: a.newEmpty, holderOf: a.holderOf,
-		holders: a.holders, newOwner: a.newOwner, holds: a.holds, next: next}
+	d := *a
+	d.store = storage.DryRun{Interface: a.store}
+	d.cursor = &rangeCursor{next: a.cursor.get()}
+	return &d
 }

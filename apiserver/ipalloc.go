@@ -63,7 +63,7 @@ func newIPAllocator(store storage.Interface, cidr string) (*ipAllocator, error) 
 	}
 	ones, _ := n.Mask.Size()
 	a := &ipAllocator{cidr: n, first: binary.BigEndian.Uint32(n.IP.To4()) + 1}
-	a.rangeAllocator = &rangeAllocator{
+	a.rangeAllocator = &rangeAllocator{cursor: &rangeCursor{},
 		store: store, what: "cluster IP", kind: api.ServicesResource.Kind, rangeText: "service range " + n.String(),
 		prefix: ipAllocPrefix,
 		// Without the range's network and broadcast addresses.

@@ -61,10 +61,16 @@ func keyless(msg string) string {
 	return fmt.Sprintf("%s %q %s", parts[0], parts[len(parts)-1], rest)
 }
 
-// isReferenceRoute: the reference design's function API, whose error
-// answers keep its own format.
+// isReferenceRoute: the reference design's function API (/api/funcs...,
+// /api/watch/funcs...), whose error answers keep its own format and whose
+// requests are authorized as the function kinds' (funcAttributes).
 func isReferenceRoute(path string) bool {
-	return strings.HasPrefix(path, "/api/funcs") || strings.HasPrefix(path, "/api/watch/funcs")
+	for _, root := range []string{"/api/funcs", "/api/watch/funcs"} {
+		if path == root || strings.HasPrefix(path, root+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // kubernetesStatus fills in what Kubernetes' Status has: kubectl prints

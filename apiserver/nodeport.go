@@ -48,7 +48,7 @@ func newNodePortAllocator(store storage.Interface, text string) (*nodePortAlloca
 		return nil, err
 	}
 	a := &nodePortAllocator{base: first, last: last}
-	a.rangeAllocator = &rangeAllocator{
+	a.rangeAllocator = &rangeAllocator{cursor: &rangeCursor{},
 		store: store, what: "node port", kind: api.ServicesResource.Kind, rangeText: "node port range " + text,
 		prefix:     nodePortAllocPrefix,
 		size:       uint32(last - first + 1),

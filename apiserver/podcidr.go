@@ -68,7 +68,7 @@ func newPodCIDRAllocator(store storage.Interface, cidr string, nodeMask int) (*p
 	}
 	ones, _ := n.Mask.Size()
 	a := &podCIDRAllocator{cidr: n, mask: nodeMask, first: binary.BigEndian.Uint32(n.IP.To4())}
-	a.rangeAllocator = &rangeAllocator{
+	a.rangeAllocator = &rangeAllocator{cursor: &rangeCursor{},
 		store: store, what: "pod CIDR", kind: api.NodesResource.Kind, rangeText: "cluster range " + n.String(),
 		prefix:     podCIDRAllocPrefix,
 		size:       uint32(1) << (nodeMask - ones),

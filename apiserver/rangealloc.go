@@ -43,8 +43,26 @@ type rangeAllocator struct {
 	newOwner func() api.Object
 	holds    func(holder api.Object, member string) bool
 
+	// cursor is where the next search starts, to spread reuse; behind a
+	// pointer so that a dry run's copy of the allocator has its own.
+	cursor *rangeCursor
+}
+
+type rangeCursor struct {
 	mu   sync.Mutex
-	next uint32 // where the next search starts, to spread reuse
+	next uint32
+}
+
+func (c *rangeCursor) get() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next
+}
+
+func (c *rangeCursor) set(next uint32) {
+	c.mu.Lock()
+	c.next = next
+	c.mu.Unlock()
 }
 
 // used is the members allocated, by record name.
@@ -81,9 +99,7 @@ func (a *rangeAllocator) create(ctx context.Context, key string, holder api.Obje
 		if err != nil {
 			return err
 		}
-		a.mu.Lock()
-		start := a.next
-		a.mu.Unlock()
+		start := a.cursor.get()
 		for k := uint32(0); k < a.size; k++ {
 			i := (start + k) % a.size
 			m := a.member(i)
@@ -103,9 +119,7 @@ func (a *rangeAllocator) create(ctx context.Context, key string, holder api.Obje
 				set("")
 				return err
 			}
-			a.mu.Lock()
-			a.next = (i + 1) % a.size
-			a.mu.Unlock()
+			a.cursor.set((i + 1) % a.size)
 			return nil
 		}
 		// Full: reclaim members whose holder is gone, then look again.
@@ -127,9 +141,7 @@ func (a *rangeAllocator) free(ctx context.Context, n int, skip map[string]bool) 
 		if err != nil {
 			return nil, err
 		}
-		a.mu.Lock()
-		start := a.next
-		a.mu.Unlock()
+		start := a.cursor.get()
 		var out []string
 		for k := uint32(0); k < a.size && len(out) < n; k++ {
 			i := (start + k) % a.size
@@ -139,9 +151,7 @@ func (a *rangeAllocator) free(ctx context.Context, n int, skip map[string]bool) 
 			}
 			out = append(out, m)
 			if len(out) == n {
-				a.mu.Lock()
-				a.next = (i + 1) % a.size
-				a.mu.Unlock()
+				a.cursor.set((i + 1) % a.size)
 				return out, nil
 			}
 		}

@@ -15,7 +15,7 @@ import (
 func requestAttributes(r *http.Request) rbac.Attributes {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(parts) >= 2 && parts[0] == "api" && (parts[1] == "funcs" || (parts[1] == "watch" && len(parts) >= 3 && parts[2] == "funcs")) {
+	if isReferenceRoute(r.URL.Path) {
 		return funcAttributes(r, parts)
 	}
 	a := rbac.Attributes{Path: r.URL.Path, Verb: nonResourceVerb(r.Method)}

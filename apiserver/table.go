@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/function"
 	"minik8s/pkg/printers"
 )
 
@@ -63,11 +62,12 @@ func (h *handlers) rowObject(ctx context.Context, o api.Object) api.Object {
 	if !ok {
 		return o
 	}
-	row := &printers.FuncRow{Func: f}
-	if rs := h.srv.registries[api.ReplicaSetsResource.Name]; rs != nil && printers.FuncVersion(f) != api.FuncAPIVersionV1 {
-		if pool, err := rs.get(ctx, f.Namespace, function.ObjectName(f.Name)); err == nil {
-			row.Pool = pool.(*api.ReplicaSet)
+	return printers.PoolRow(f, func(ns, name string) *api.ReplicaSet {
+		if rs := h.srv.registries[api.ReplicaSetsResource.Name]; rs != nil {
+			if pool, err := rs.get(ctx, ns, name); err == nil {
+				return pool.(*api.ReplicaSet)
+			}
 		}
-	}
-	return row
+		return nil
+	})
 }

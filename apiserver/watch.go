@@ -46,30 +46,13 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 		return
 	}
 	defer release()
-	var initial []api.Object
-	var from int64
 	// sendInitialEvents: client-go's streaming list (WatchList): the
 	// current objects as ADDED, then a BOOKMARK saying they are all there.
 	initialEvents := c.Query("sendInitialEvents") == "true"
-	switch rv := c.Query("resourceVersion"); {
-	case rv == "" || rv == "0" || initialEvents:
-		objs, rev, err := h.reg.list(ctx, ns, f)
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		initial, from = objs, rev
-	default:
-		n, err := strconv.ParseInt(rv, 10, 64)
-		if err != nil || n < 0 {
-			fail(c, errdefs.BadRequest("resourceVersion", "%q is not a resource version", rv))
-			return
-		}
-		if err := h.srv.watchRevision(ctx, n); err != nil {
-			fail(c, err)
-			return
-		}
-		from = n
+	initial, from, err := h.watchStart(ctx, c.Query("resourceVersion"), initialEvents, ns, f)
+	if err != nil {
+		fail(c, err)
+		return
 	}
 	events, err := h.reg.watch(ctx, ns, from)
 	if err != nil {
@@ -79,34 +62,14 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	c.Header("Content-Type", "application/json")
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
-	enc := json.NewEncoder(c.Writer)
-	asTable, columnsSent := wantsTable(c.Request), false
-	// Events are flushed when no more are waiting: a burst of changes
-	// goes out in a few writes, not one each.
-	write := func(ev watchEvent, more bool) bool {
-		if o, ok := ev.Object.(api.Object); ok && ev.Type != api.Bookmark {
-			if asTable {
-				ev.Object = h.table(ctx, []api.Object{o}, o.GetObjectMeta().ResourceVersion, !columnsSent)
-				columnsSent = true
-			} else {
-				ev.Object = h.show(o)
-			}
-		}
-		if err := enc.Encode(ev); err != nil {
-			return false
-		}
-		if !more {
-			c.Writer.Flush()
-		}
-		return true
-	}
+	w := &watchWriter{h: h, ctx: ctx, c: c, enc: json.NewEncoder(c.Writer), asTable: wantsTable(c.Request)}
 	c.Writer.Flush()
 	for i, o := range initial {
-		if !write(watchEvent{Type: api.Added, Object: o}, initialEvents || i < len(initial)-1) {
+		if !w.write(watchEvent{Type: api.Added, Object: o}, initialEvents || i < len(initial)-1) {
 			return
 		}
 	}
-	if initialEvents && !write(watchEvent{Type: api.Bookmark, Object: h.bookmark(from, true)}, false) {
+	if initialEvents && !w.write(watchEvent{Type: api.Bookmark, Object: h.bookmark(from, true)}, false) {
 		return
 	}
 	// allowWatchBookmarks: a BOOKMARK at the last version seen every
@@ -119,47 +82,96 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	}
 	last := from
 	for {
-		var ev storage.Event
-		var ok bool
 		select {
-		case ev, ok = <-events:
-			if !ok {
+		case ev, ok := <-events:
+			if !ok || !w.change(ev, f, len(events) > 0) {
 				return
 			}
+			last = max(last, ev.Revision)
 		case <-tick:
-			if !write(watchEvent{Type: api.Bookmark, Object: h.bookmark(last, false)}, false) {
+			if !w.write(watchEvent{Type: api.Bookmark, Object: h.bookmark(last, false)}, false) {
 				return
 			}
-			continue
-		}
-		if ev.Type == api.Error && !errdefs.IsGone(ev.Err) {
-			// The store's watch broke (etcd, or this server, going
-			// away): the stream just ends, as Kubernetes ends it, and
-			// the client resumes from the last version it saw. An ERROR
-			// event would make client-go's reflectors list again and
-			// miss the changes between.
-			log.WithError(ev.Err).WithField("resource", h.reg.res.Name).Debug("apiserver: watch ended")
-			return
-		}
-		if ev.Type == api.Error {
-			code, reason := errdefs.HTTPStatus(ev.Err)
-			st := api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}
-			kubernetesStatus(&st, ev.Err, rbac.Attributes{})
-			write(watchEvent{Type: api.Error, Object: st}, false)
-			return
-		}
-		last = max(last, ev.Revision)
-		typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
-		if !ok {
-			if len(events) == 0 {
-				c.Writer.Flush() // what was held back for this one
-			}
-			continue
-		}
-		if !write(watchEvent{Type: typ, Object: ev.Object}, len(events) > 0) {
-			return
 		}
 	}
+}
+
+// watchWriter writes the events of one watch.
+type watchWriter struct {
+	h           *handlers
+	ctx         context.Context
+	c           *gin.Context
+	enc         *json.Encoder
+	asTable     bool
+	columnsSent bool
+}
+
+// write sends ev, as a Table row when the client asked for Tables. Events
+// are flushed when no more are waiting (more is false): a burst of
+// changes goes out in a few writes, not one each.
+func (w *watchWriter) write(ev watchEvent, more bool) bool {
+	if o, ok := ev.Object.(api.Object); ok && ev.Type != api.Bookmark {
+		if w.asTable {
+			ev.Object = w.h.table(w.ctx, []api.Object{o}, o.GetObjectMeta().ResourceVersion, !w.columnsSent)
+			w.columnsSent = true
+		} else {
+			ev.Object = w.h.show(o)
+		}
+	}
+	if err := w.enc.Encode(ev); err != nil {
+		return false
+	}
+	if !more {
+		w.c.Writer.Flush()
+	}
+	return true
+}
+
+// change sends a change of the store as the watch's filter sees it; false
+// ends the watch.
+func (w *watchWriter) change(ev storage.Event, f filter, more bool) bool {
+	if ev.Type == api.Error && !errdefs.IsGone(ev.Err) {
+		// The store's watch broke (etcd, or this server, going away):
+		// the stream just ends, as Kubernetes ends it, and the client
+		// resumes from the last version it saw. An ERROR event would
+		// make client-go's reflectors list again and miss the changes
+		// between.
+		log.WithError(ev.Err).WithField("resource", w.h.reg.res.Name).Debug("apiserver: watch ended")
+		return false
+	}
+	if ev.Type == api.Error {
+		code, reason := errdefs.HTTPStatus(ev.Err)
+		st := api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}
+		kubernetesStatus(&st, ev.Err, rbac.Attributes{})
+		w.write(watchEvent{Type: api.Error, Object: st}, false)
+		return false
+	}
+	typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
+	if !ok {
+		if !more {
+			w.c.Writer.Flush() // what was held back for this one
+		}
+		return true
+	}
+	return w.write(watchEvent{Type: typ, Object: ev.Object}, more)
+}
+
+// watchStart says where a watch from resourceVersion rv begins: with no
+// version (or "0"), or with the initial events asked for, the current
+// objects and the revision they were read at; else that version, if the
+// store still has the changes after it (410 Gone otherwise).
+func (h *handlers) watchStart(ctx context.Context, rv string, initialEvents bool, ns string, f filter) ([]api.Object, int64, error) {
+	if rv == "" || rv == "0" || initialEvents {
+		return h.reg.list(ctx, ns, f)
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return nil, 0, errdefs.BadRequest("resourceVersion", "%q is not a resource version", rv)
+	}
+	if err := h.srv.watchRevision(ctx, n); err != nil {
+		return nil, 0, err
+	}
+	return nil, n, nil
 }
 
 // bookmark is a BOOKMARK event's object: an empty object of the kind at

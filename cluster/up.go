@@ -125,11 +125,8 @@ func (c *Config) setDefaults() error {
 		return err
 	}
 	c.DataDir = abs
-	if c.PodNetwork == "" {
-		c.PodNetwork = kubelet.PodNetworkCNI
-	}
-	if c.PodNetwork != kubelet.PodNetworkCNI && c.PodNetwork != kubelet.PodNetworkHost {
-		return errdefs.Invalid("pod-network", "%q is neither %q nor %q", c.PodNetwork, kubelet.PodNetworkCNI, kubelet.PodNetworkHost)
+	if c.PodNetwork, err = kubelet.PodNetworkOf(c.PodNetwork); err != nil {
+		return err
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = "127.0.0.1"

@@ -108,12 +108,9 @@ const (
 )
 
 func (c *Config) setDefaults() error {
-	switch c.PodNetwork {
-	case "":
-		c.PodNetwork = PodNetworkCNI
-	case PodNetworkHost, PodNetworkCNI:
-	default:
-		return errdefs.Invalid("pod-network", "%q is neither %q nor %q", c.PodNetwork, PodNetworkCNI, PodNetworkHost)
+	var err error
+	if c.PodNetwork, err = PodNetworkOf(c.PodNetwork); err != nil {
+		return err
 	}
 	// The node's own address: loopback where pods share its network,
 	// else one other nodes can route its pods through.
@@ -511,6 +508,17 @@ func (k *Kubelet) sweep(ctx context.Context) {
 			k.removePodDir(d.Name())
 		}
 	}
+}
+
+// PodNetworkOf checks a --pod-network value; "" is the default, cni.
+func PodNetworkOf(v string) (string, error) {
+	switch v {
+	case "":
+		return PodNetworkCNI, nil
+	case PodNetworkHost, PodNetworkCNI:
+		return v, nil
+	}
+	return "", errdefs.Invalid("pod-network", "%q is neither %q nor %q", v, PodNetworkCNI, PodNetworkHost)
 }
 
 // LoggerName is the container logger's program (cmd/minik8s-logger).

@@ -5,7 +5,6 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
-	"minik8s/pkg/function"
 	"minik8s/pkg/printers"
 )
 
@@ -25,8 +24,7 @@ func (o *Options) withFuncPools(ctx context.Context, ns string, objs []api.Objec
 	}
 	rows := make([]api.Object, len(objs))
 	for i, obj := range objs {
-		f := obj.(*api.Func)
-		rows[i] = &printers.FuncRow{Func: f, Pool: byKey[f.Namespace+"/"+function.ObjectName(f.Name)]}
+		rows[i] = printers.PoolRow(obj.(*api.Func), func(ns, name string) *api.ReplicaSet { return byKey[ns+"/"+name] })
 	}
 	return rows, nil
 }
@@ -38,12 +36,11 @@ func (o *Options) withFuncPool(ctx context.Context, obj api.Object) api.Object {
 	if !ok {
 		return obj
 	}
-	row := &printers.FuncRow{Func: f}
-	if printers.FuncVersion(f) == api.FuncAPIVersionV1 {
-		return row
-	}
-	if rs, err := o.Client().ReplicaSets(f.Namespace).Get(ctx, function.ObjectName(f.Name)); err == nil {
-		row.Pool = rs
-	}
-	return row
+	return printers.PoolRow(f, func(ns, name string) *api.ReplicaSet {
+		rs, err := o.Client().ReplicaSets(ns).Get(ctx, name)
+		if err != nil {
+			return nil
+		}
+		return rs
+	})
 }

@@ -395,6 +395,16 @@ type FuncRow struct {
 
 var _ api.Object = (*FuncRow)(nil)
 
+// PoolRow is the row of function f with its pool, the ReplicaSet named
+// after it in its namespace, which pool finds (a v1 function has none).
+func PoolRow(f *api.Func, pool func(ns, name string) *api.ReplicaSet) *FuncRow {
+	row := &FuncRow{Func: f}
+	if FuncVersion(f) != api.FuncAPIVersionV1 {
+		row.Pool = pool(f.Namespace, function.ObjectName(f.Name))
+	}
+	return row
+}
+
 // FuncAndPool takes a row of the funcs table apart; a bare Func has no pool.
 func FuncAndPool(o api.Object) (*api.Func, *api.ReplicaSet) {
 	if r, ok := o.(*FuncRow); ok {
