@@ -37,6 +37,17 @@ func kubectl(t *testing.T, s *framework.APIServer, args ...string) (string, stri
 	return out.String(), errOut.String(), err
 }
 
+// mustKubectl runs kubectl and fails the test unless it succeeds and
+// prints want.
+func mustKubectl(t *testing.T, s *framework.APIServer, want string, args ...string) string {
+	t.Helper()
+	out, errOut, err := kubectl(t, s, args...)
+	if err != nil || !strings.Contains(out, want) {
+		t.Fatalf("kubectl %s: %v, want %q in\n%s%s", strings.Join(args, " "), err, want, out, errOut)
+	}
+	return out
+}
+
 // TestKubectlDiscoveryAndErrors: the real kubectl finds every kind through
 // discovery (api-resources, with short names and groups), reads the
 // server's version, creates a ConfigMap (a protobuf body, as kubectl sends
@@ -87,14 +98,7 @@ func TestKubectlDiscoveryAndErrors(t *testing.T) {
 // (a patch of the scale subresource) and set image work as on Kubernetes.
 func TestKubectlApplyAndPatch(t *testing.T) {
 	s := framework.StartAPIServer(t)
-	run := func(want string, args ...string) string {
-		t.Helper()
-		out, errOut, err := kubectl(t, s, args...)
-		if err != nil || !strings.Contains(out, want) {
-			t.Fatalf("kubectl %s: %v, want %q in\n%s%s", strings.Join(args, " "), err, want, out, errOut)
-		}
-		return out
-	}
+	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, s, want, args...) }
 	var files []string
 	for _, f := range []string{"configmap", "endpoints", "node", "pod", "replicaset", "service"} {
 		files = append(files, "-f", filepath.Join(examplesDir, f+".yaml"))
@@ -226,14 +230,7 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 // apiVersion; delete -f yaml/ removes everything.
 func TestKubectlFuncKinds(t *testing.T) {
 	s := framework.StartAPIServer(t)
-	run := func(want string, args ...string) string {
-		t.Helper()
-		out, errOut, err := kubectl(t, s, args...)
-		if err != nil || !strings.Contains(out, want) {
-			t.Fatalf("kubectl %s: %v, want %q in\n%s%s", strings.Join(args, " "), err, want, out, errOut)
-		}
-		return out
-	}
+	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, s, want, args...) }
 	out := run("func.minik8s.io/classify created", "apply", "-f", examplesDir)
 	for _, want := range []string{"func.minik8s.io/halve created", "func.minik8s.io/perl_shout created", "trigger.minik8s.io/classify-web created", "app.minik8s.io/", "replicaset.apps/web created"} {
 		if !strings.Contains(out, want) {
@@ -292,14 +289,7 @@ func getJSON(t *testing.T, url string, out any) {
 func TestKubectlDeleteForeground(t *testing.T) {
 	s := framework.StartAPIServer(t)
 	framework.StartControllers(t, s, controller.Config{Controllers: []string{"replicaset", "garbagecollector"}})
-	run := func(want string, args ...string) string {
-		t.Helper()
-		out, errOut, err := kubectl(t, s, args...)
-		if err != nil || !strings.Contains(out, want) {
-			t.Fatalf("kubectl %s: %v, want %q in\n%s%s", strings.Join(args, " "), err, want, out, errOut)
-		}
-		return out
-	}
+	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, s, want, args...) }
 	run("replicaset.apps/web created", "apply", "-f", filepath.Join(examplesDir, "replicaset.yaml"))
 	ctx := context.Background()
 	var held string

@@ -30,21 +30,6 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (_ int, _ s
 			err = fmt.Errorf("%q in %s: %w (%v)", strings.Join(cmd, " "), id, ctx.Err(), err)
 		}
 	}()
-	ctx = nsCtx(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return 0, "", wrap(err, "container %s", id)
-	}
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		return 0, "", wrap(err, "task of %s", id)
-	}
-	spec, err := c.Spec(ctx)
-	if err != nil {
-		return 0, "", wrap(err, "spec of %s", id)
-	}
-	proc := *spec.Process
-	proc.Args, proc.Terminal = cmd, false
 	// The shim writes the output to a file, as it does containers' logs:
 	// no FIFOs to keep open.
 	dir, err := os.MkdirTemp("", "minik8s-exec-")
@@ -53,24 +38,12 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (_ int, _ s
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "output")
-	execID := "exec-" + uuid.NewString()[:13]
-	p, err := task.Exec(ctx, execID, &proc, cio.LogFile(out))
+	ctx = nsCtx(ctx)
+	p, exited, err := r.startExec(ctx, id, cmd, false, cio.LogFile(out))
 	if err != nil {
-		return 0, "", wrap(err, "exec in %s", id)
+		return 0, "", err
 	}
-	// Deleting the process must not be cut short (see uninterrupted).
-	defer func() {
-		dctx, cancel := uninterrupted(ctx)
-		defer cancel()
-		_, _ = p.Delete(dctx, containerd.WithProcessKill)
-	}()
-	exited, err := p.Wait(ctx)
-	if err != nil {
-		return 0, "", wrap(err, "waiting for exec in %s", id)
-	}
-	if err := p.Start(ctx); err != nil {
-		return 0, "", wrap(err, "starting %q in %s", strings.Join(cmd, " "), id)
-	}
+	defer deleteProcess(ctx, p)
 	select {
 	case st := <-exited:
 		code, _, err := st.Result()
@@ -95,4 +68,45 @@ func readStart(path string, max int64) string {
 	defer f.Close()
 	data, _ := io.ReadAll(io.LimitReader(f, max))
 	return string(data)
+}
+
+// startExec starts cmd in the running container id as its main process
+// runs (user, environment, working directory), its output to output, and
+// returns it with its exit. The caller deletes it (deleteProcess).
+func (r *Runtime) startExec(ctx context.Context, id string, cmd []string, tty bool, output cio.Creator) (containerd.Process, <-chan containerd.ExitStatus, error) {
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, nil, wrap(err, "container %s", id)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return nil, nil, wrap(err, "task of %s", id)
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		return nil, nil, wrap(err, "spec of %s", id)
+	}
+	proc := *spec.Process
+	proc.Args, proc.Terminal = cmd, tty
+	p, err := task.Exec(ctx, "exec-"+uuid.NewString()[:13], &proc, output)
+	if err != nil {
+		return nil, nil, wrap(err, "exec in %s", id)
+	}
+	exited, err := p.Wait(ctx)
+	if err == nil {
+		err = p.Start(ctx)
+	}
+	if err != nil {
+		deleteProcess(ctx, p)
+		return nil, nil, wrap(err, "starting %q in %s", strings.Join(cmd, " "), id)
+	}
+	return p, exited, nil
+}
+
+// deleteProcess removes an exec'd process, killing it if it runs; the
+// deletion is not cut short (see uninterrupted).
+func deleteProcess(ctx context.Context, p containerd.Process) {
+	dctx, cancel := uninterrupted(ctx)
+	defer cancel()
+	_, _ = p.Delete(dctx, containerd.WithProcessKill)
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"io"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/cio"
-	"github.com/google/uuid"
 )
 
 // TermSize is a terminal's size in characters.
@@ -32,21 +30,6 @@ type ExecStreams struct {
 // exec), and returns its exit code once it exited and its output is
 // written. When ctx ends first the command is killed.
 func (r *Runtime) ExecStream(ctx context.Context, id string, cmd []string, s ExecStreams) (int, error) {
-	ctx = nsCtx(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return 0, wrap(err, "container %s", id)
-	}
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		return 0, wrap(err, "task of %s", id)
-	}
-	spec, err := c.Spec(ctx)
-	if err != nil {
-		return 0, wrap(err, "spec of %s", id)
-	}
-	proc := *spec.Process
-	proc.Args, proc.Terminal = cmd, s.TTY
 	// The FIFOs between the shim and this process live in a dir of ours.
 	dir, err := os.MkdirTemp("", "minik8s-exec-")
 	if err != nil {
@@ -57,23 +40,12 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, cmd []string, s Exe
 	if s.TTY {
 		opts = append(opts, cio.WithTerminal)
 	}
-	execID := "exec-" + uuid.NewString()[:13]
-	p, err := task.Exec(ctx, execID, &proc, cio.NewCreator(opts...))
+	ctx = nsCtx(ctx)
+	p, exited, err := r.startExec(ctx, id, cmd, s.TTY, cio.NewCreator(opts...))
 	if err != nil {
-		return 0, wrap(err, "exec in %s", id)
+		return 0, err
 	}
-	defer func() {
-		dctx, cancel := uninterrupted(ctx)
-		defer cancel()
-		_, _ = p.Delete(dctx, containerd.WithProcessKill)
-	}()
-	exited, err := p.Wait(ctx)
-	if err != nil {
-		return 0, wrap(err, "waiting for exec in %s", id)
-	}
-	if err := p.Start(ctx); err != nil {
-		return 0, wrap(err, "starting %q in %s", strings.Join(cmd, " "), id)
-	}
+	defer deleteProcess(ctx, p)
 	if s.Stdin != nil && !s.TTY {
 		// The command sees the end of its input when the caller's ends.
 		go func() {
