@@ -37,7 +37,7 @@ var served = []struct {
 }
 
 // allCategory are the kinds `kubectl get all` shows, as in Kubernetes.
-var allCategory = []string{"pods", "services", "replicasets"}
+var allCategory = []string{"pods", "services", "replicasets", "deployments"}
 
 func newDiscovery() *discovery {
 	d := &discovery{lists: map[string]api.APIResourceList{}}
@@ -111,7 +111,7 @@ func discoveryResources(res api.Resource) []api.APIResource {
 		token := sub("token", "create")
 		token.Group, token.Version, token.Kind = "authentication.k8s.io", "v1", "TokenRequest"
 		out = append(out, token)
-	case api.ReplicaSetsResource.Name:
+	case api.ReplicaSetsResource.Name, api.DeploymentsResource.Name:
 		scale := sub("scale", "get", "patch", "update")
 		scale.Group, scale.Version, scale.Kind = "autoscaling", "v1", "Scale"
 		out = append(out, scale)

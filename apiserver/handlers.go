@@ -357,18 +357,40 @@ func setPodCondition(s *api.PodStatus, cond api.PodCondition) {
 	s.Conditions = append(s.Conditions, cond)
 }
 
-func scaleOf(rs *api.ReplicaSet) *api.Scale {
-	sel, _ := labels.FromLabelSelector(rs.Spec.Selector)
+// scaleOf is the scale subresource of a ReplicaSet or a Deployment.
+func scaleOf(obj api.Object) *api.Scale {
+	var replicas *int32
+	var selector *api.LabelSelector
+	var current int32
+	switch o := obj.(type) {
+	case *api.ReplicaSet:
+		replicas, selector, current = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	case *api.Deployment:
+		replicas, selector, current = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	}
+	meta := obj.GetObjectMeta()
+	sel, _ := labels.FromLabelSelector(selector)
 	sc := &api.Scale{
 		TypeMeta: api.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
-		ObjectMeta: api.ObjectMeta{Name: rs.Name, Namespace: rs.Namespace, UID: rs.UID,
-			ResourceVersion: rs.ResourceVersion, CreationTimestamp: rs.CreationTimestamp},
-		Status: api.ScaleStatus{Replicas: rs.Status.Replicas, Selector: sel.String()},
+		ObjectMeta: api.ObjectMeta{Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID,
+			ResourceVersion: meta.ResourceVersion, CreationTimestamp: meta.CreationTimestamp},
+		Status: api.ScaleStatus{Replicas: current, Selector: sel.String()},
 	}
-	if rs.Spec.Replicas != nil {
-		sc.Spec.Replicas = *rs.Spec.Replicas
+	if replicas != nil {
+		sc.Spec.Replicas = *replicas
 	}
 	return sc
+}
+
+// replicasOf is where a scalable object keeps its desired count.
+func replicasOf(obj api.Object) **int32 {
+	switch o := obj.(type) {
+	case *api.ReplicaSet:
+		return &o.Spec.Replicas
+	case *api.Deployment:
+		return &o.Spec.Replicas
+	}
+	return nil
 }
 
 func (h *handlers) getScale(c *gin.Context) {
@@ -377,7 +399,7 @@ func (h *handlers) getScale(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, scaleOf(obj.(*api.ReplicaSet)))
+	c.JSON(http.StatusOK, scaleOf(obj))
 }
 
 func (h *handlers) updateScale(c *gin.Context) {
@@ -402,20 +424,20 @@ func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 	}
 	name := c.Param("name")
 	obj, err := reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
-		rs := cur.(*api.ReplicaSet)
-		if sc.ResourceVersion != "" && sc.ResourceVersion != rs.ResourceVersion {
-			return nil, fmt.Errorf("replicaset %q: resourceVersion %s is stale: %w", name, sc.ResourceVersion, errdefs.ErrConflict)
+		meta := cur.GetObjectMeta()
+		if sc.ResourceVersion != "" && sc.ResourceVersion != meta.ResourceVersion {
+			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale: %w", h.reg.res.Name, name, sc.ResourceVersion, errdefs.ErrConflict)
 		}
-		if rs.Spec.Replicas == nil || *rs.Spec.Replicas != sc.Spec.Replicas {
+		if replicas := replicasOf(cur); *replicas == nil || **replicas != sc.Spec.Replicas {
 			n := sc.Spec.Replicas
-			rs.Spec.Replicas = &n
-			rs.Generation++
+			*replicas = &n
+			meta.Generation++
 		}
-		return rs, nil
+		return cur, nil
 	})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, scaleOf(obj.(*api.ReplicaSet)))
+	c.JSON(http.StatusOK, scaleOf(obj))
 }

@@ -148,7 +148,8 @@ func (h *handlers) patchOnce(ctx context.Context, reg *registry, ns, name, ctype
 	return out, pinned, err
 }
 
-// patchScale answers PATCH of a ReplicaSet's scale (kubectl scale).
+// patchScale answers PATCH of a ReplicaSet's or Deployment's scale
+// (kubectl scale).
 func (h *handlers) patchScale(c *gin.Context) {
 	data, err := readBody(c, h.maxBody)
 	if err != nil {
@@ -163,7 +164,7 @@ func (h *handlers) patchScale(c *gin.Context) {
 	}
 	var sc api.Scale
 	gvk := schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
-	if err := patchInto(c.ContentType(), scaleOf(cur.(*api.ReplicaSet)), data, gvk, &sc); err != nil {
+	if err := patchInto(c.ContentType(), scaleOf(cur), data, gvk, &sc); err != nil {
 		fail(c, err)
 		return
 	}

@@ -576,7 +576,7 @@ func (s *Server) resourceRoutes(r *gin.Engine, base string, h *handlers) {
 		r.POST(coll+"/:name/portforward", s.podPortForward)
 	case api.ServiceAccountsResource.Name:
 		r.POST(coll+"/:name/token", h.serviceAccountToken)
-	case api.ReplicaSetsResource.Name:
+	case api.ReplicaSetsResource.Name, api.DeploymentsResource.Name:
 		r.GET(coll+"/:name/scale", h.getScale)
 		r.PUT(coll+"/:name/scale", h.updateScale)
 		r.PATCH(coll+"/:name/scale", h.patchScale)

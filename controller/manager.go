@@ -16,6 +16,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/controller/deployment"
 	"minik8s/controller/endpoints"
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
@@ -71,6 +72,7 @@ var Controllers = []struct {
 	New  func(*Context) Runner
 }{
 	{replicaset.Name, func(c *Context) Runner { return replicaset.New(c.Client, c.Informers, c.Events) }},
+	{deployment.Name, func(c *Context) Runner { return deployment.New(c.Client, c.Informers, c.Events) }},
 	{nodelifecycle.Name, func(c *Context) Runner {
 		return nodelifecycle.New(c.Client, c.Informers, c.Config.NodeMonitorGracePeriod)
 	}},

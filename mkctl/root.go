@@ -30,6 +30,7 @@ var commands = []func(*Options) *cobra.Command{
 	newImageCommand,
 	newAuthCommand,
 	newTriggerCommand,
+	newRolloutCommand,
 }
 
 // Options are the settings every command shares.

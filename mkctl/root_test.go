@@ -51,8 +51,8 @@ func TestLookupKind(t *testing.T) {
 			t.Errorf("lookupKind(%q) = %s, %v; want %s", name, res.Kind, err, want)
 		}
 	}
-	_, err := lookupKind("deployments")
-	if err == nil || !strings.Contains(err.Error(), `resource type "deployments"`) {
+	_, err := lookupKind("statefulsets")
+	if err == nil || !strings.Contains(err.Error(), `resource type "statefulsets"`) {
 		t.Errorf("unknown kind: %v", err)
 	}
 	if got := kindName(api.ReplicaSetsResource, "web"); got != "replicaset/web" {

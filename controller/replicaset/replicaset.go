@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	log "github.com/sirupsen/logrus"
 
@@ -390,25 +391,49 @@ func restarts(p *api.Pod) int32 {
 	return n
 }
 
-// computeStatus counts the active pods of a ReplicaSet.
-func computeStatus(rs *api.ReplicaSet, active []*api.Pod) api.ReplicaSetStatus {
-	st := api.ReplicaSetStatus{Replicas: int32(len(active)), ObservedGeneration: rs.Generation}
+// computeStatus counts the active pods of a ReplicaSet at now; recheck,
+// when not 0, is when a ready pod becomes available (minReadySeconds).
+func computeStatus(rs *api.ReplicaSet, active []*api.Pod, now time.Time) (st api.ReplicaSetStatus, recheck time.Duration) {
+	st = api.ReplicaSetStatus{Replicas: int32(len(active)), ObservedGeneration: rs.Generation}
 	tmplSel := labels.SelectorFromSet(rs.Spec.Template.Labels)
+	minReady := time.Duration(rs.Spec.MinReadySeconds) * time.Second
 	for _, p := range active {
 		if tmplSel.Matches(p.Labels) {
 			st.FullyLabeledReplicas++
 		}
-		if isReady(p) {
-			st.ReadyReplicas++
-			// minReadySeconds is not supported: ready is available.
+		since, ready := readySince(p)
+		if !ready {
+			continue
+		}
+		st.ReadyReplicas++
+		switch wait := since.Add(minReady).Sub(now); {
+		case minReady == 0 || wait <= 0:
 			st.AvailableReplicas++
+		case recheck == 0 || wait < recheck:
+			recheck = wait
 		}
 	}
-	return st
+	return st, recheck
+}
+
+// readySince says whether a pod is ready, and since when.
+func readySince(p *api.Pod) (time.Time, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == api.PodReady && c.Status == api.ConditionTrue {
+			if c.LastTransitionTime != nil {
+				return *c.LastTransitionTime, true
+			}
+			return time.Time{}, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (rc *Controller) updateStatus(ctx context.Context, rs *api.ReplicaSet, active []*api.Pod) error {
-	st := computeStatus(rs, active)
+	st, recheck := computeStatus(rs, active, time.Now())
+	if recheck > 0 {
+		rc.queue.AddAfter(cache.Key(rs), recheck)
+	}
 	if st == rs.Status {
 		return nil
 	}

@@ -148,7 +148,7 @@ func TestNewPodAndStatus(t *testing.T) {
 	partial.Labels = map[string]string{"app": "web"}
 	full := rsPod("b", "n1", api.PodRunning, false, 1, 0)
 	full.Labels = map[string]string{"app": "web", "tier": "fe"}
-	st := computeStatus(rs, []*api.Pod{partial, full})
+	st, _ := computeStatus(rs, []*api.Pod{partial, full}, time.Now())
 	want := api.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 4}
 	if st != want {
 		t.Fatalf("status %+v, want %+v", st, want)

@@ -370,6 +370,8 @@ type ReplicaSetSpec struct {
 	Replicas *int32          `json:"replicas,omitempty"`
 	Selector *LabelSelector  `json:"selector"`
 	Template PodTemplateSpec `json:"template"`
+	// MinReadySeconds a pod must have been ready to count as available.
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 }
 
 type ReplicaSetStatus struct {

@@ -59,6 +59,8 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &Pod{} }}
 	ReplicaSetsResource = Resource{Name: "replicasets", Kind: "ReplicaSet", ShortNames: []string{"rs", "replicaset"},
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &ReplicaSet{} }}
+	DeploymentsResource = Resource{Name: "deployments", Kind: "Deployment", ShortNames: []string{"deploy", "deployment"},
+		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }}
 	ServicesResource = Resource{Name: "services", Kind: "Service", ShortNames: []string{"svc", "service"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &Service{} }}
 	EndpointsResource = Resource{Name: "endpoints", Kind: "Endpoints", ShortNames: []string{"ep"}, Version: "v1",
@@ -120,7 +122,7 @@ func (r Resource) Served() Resource {
 
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
-	NodesResource, PodsResource, ReplicaSetsResource, ServicesResource,
+	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,

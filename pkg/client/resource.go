@@ -41,6 +41,10 @@ func (c *Client) ReplicaSets(ns string) *ResourceClient[api.ReplicaSet, *api.Rep
 	return newResource[api.ReplicaSet](c, api.ReplicaSetsResource, ns)
 }
 
+func (c *Client) Deployments(ns string) *ResourceClient[api.Deployment, *api.Deployment] {
+	return newResource[api.Deployment](c, api.DeploymentsResource, ns)
+}
+
 func (c *Client) Services(ns string) *ResourceClient[api.Service, *api.Service] {
 	return newResource[api.Service](c, api.ServicesResource, ns)
 }

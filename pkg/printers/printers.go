@@ -65,6 +65,20 @@ var tables = map[string]Columns{
 				[]string{OrNone(NodeAddress(n, api.NodeInternalIP)), OrNone(n.Status.Capacity[api.ResourceCPU]), OrNone(n.Status.Capacity[api.ResourceMemory])}
 		},
 	},
+	api.DeploymentsResource.Name: {
+		Headers: []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"},
+		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			d := o.(*api.Deployment)
+			desired := int32(1)
+			if d.Spec.Replicas != nil {
+				desired = *d.Spec.Replicas
+			}
+			names, images := containerNamesImages(d.Spec.Template.Spec.Containers)
+			return []string{d.Name, fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, desired), Itoa(d.Status.UpdatedReplicas), Itoa(d.Status.AvailableReplicas), Age(d.CreationTimestamp, now)},
+				[]string{names, images, OrNone(SelectorString(d.Spec.Selector))}
+		},
+	},
 	api.ReplicaSetsResource.Name: {
 		Headers: []string{"NAME", "DESIRED", "CURRENT", "READY", "AGE"},
 		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
@@ -74,13 +88,9 @@ var tables = map[string]Columns{
 			if rs.Spec.Replicas != nil {
 				desired = *rs.Spec.Replicas
 			}
-			var names, images []string
-			for _, c := range rs.Spec.Template.Spec.Containers {
-				names = append(names, c.Name)
-				images = append(images, c.Image)
-			}
+			names, images := containerNamesImages(rs.Spec.Template.Spec.Containers)
 			return []string{rs.Name, Itoa(desired), Itoa(rs.Status.Replicas), Itoa(rs.Status.ReadyReplicas), Age(rs.CreationTimestamp, now)},
-				[]string{OrNone(strings.Join(names, ",")), OrNone(strings.Join(images, ",")), OrNone(SelectorString(rs.Spec.Selector))}
+				[]string{names, images, OrNone(SelectorString(rs.Spec.Selector))}
 		},
 	},
 	api.ServicesResource.Name: {
@@ -445,4 +455,15 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// containerNamesImages are a template's containers and images, comma
+// separated, as kubectl's wide columns show them.
+func containerNamesImages(cs []api.Container) (string, string) {
+	var names, images []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+		images = append(images, c.Image)
+	}
+	return OrNone(strings.Join(names, ",")), OrNone(strings.Join(images, ","))
 }

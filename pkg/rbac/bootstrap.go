@@ -64,7 +64,8 @@ func viewRules() []api.PolicyRule {
 		rule(read, groups(coreGroup), "pods", "pods/log", "pods/status", "services", "services/status",
 			"endpoints", "configmaps", "serviceaccounts", "namespaces", "namespaces/status", "events",
 			"nodes", "nodes/status"),
-		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale"),
+		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale",
+			"deployments", "deployments/status", "deployments/scale"),
 		rule(read, groups(coordinationGroup), "leases"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
 			"triggers", "triggers/status", "apps"),
@@ -79,7 +80,7 @@ func editRules() []api.PolicyRule {
 		rule(readWrite, groups(coreGroup), "pods", "services", "endpoints", "configmaps", "secrets",
 			"serviceaccounts"),
 		rule(verbs("create", "get"), groups(coreGroup), "pods/exec", "pods/portforward"),
-		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale"),
+		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
 		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 		rule(verbs("create"), funcGroups, "funcs/invoke"),
@@ -162,7 +163,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 				"pods", "pods/status", "services", "services/status", "endpoints", "configmaps", "secrets",
 				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
-				"replicasets", "replicasets/status", "replicasets/scale"),
+				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status"),
 			// ReplicaSets' templates were admitted when their authors
 			// wrote them: their pods may be privileged.
 			rule(verbs("create"), groups(coreGroup), "pods/privileged"),

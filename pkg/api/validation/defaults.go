@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/rollout"
 )
 
 // Default fills the fields Kubernetes fills on create and update. Func specs
@@ -30,6 +31,8 @@ func Default(res api.Resource, obj api.Object) {
 			o.Spec.Replicas = &one
 		}
 		DefaultPodSpec(&o.Spec.Template.Spec)
+	case *api.Deployment:
+		defaultDeployment(o)
 	case *api.Service:
 		if o.Spec.Type == "" {
 			o.Spec.Type = "ClusterIP"
@@ -103,4 +106,37 @@ func DefaultPodSpec(s *api.PodSpec) {
 			}
 		}
 	}
+}
+
+func defaultDeployment(d *api.Deployment) {
+	if d.Spec.Replicas == nil {
+		one := int32(1)
+		d.Spec.Replicas = &one
+	}
+	st := &d.Spec.Strategy
+	if st.Type == "" {
+		st.Type = api.DeploymentRollingUpdate
+	}
+	if st.Type == api.DeploymentRollingUpdate {
+		if st.RollingUpdate == nil {
+			st.RollingUpdate = &api.RollingUpdateDeployment{}
+		}
+		if st.RollingUpdate.MaxSurge == nil {
+			v := api.IntOrString(rollout.DefaultMaxSurge)
+			st.RollingUpdate.MaxSurge = &v
+		}
+		if st.RollingUpdate.MaxUnavailable == nil {
+			v := api.IntOrString(rollout.DefaultMaxUnavailable)
+			st.RollingUpdate.MaxUnavailable = &v
+		}
+	}
+	if d.Spec.RevisionHistoryLimit == nil {
+		n := int32(rollout.DefaultRevisionHistoryLimit)
+		d.Spec.RevisionHistoryLimit = &n
+	}
+	if d.Spec.ProgressDeadlineSeconds == nil {
+		n := int32(rollout.DefaultProgressDeadlineSeconds)
+		d.Spec.ProgressDeadlineSeconds = &n
+	}
+	DefaultPodSpec(&d.Spec.Template.Spec)
 }

@@ -16,6 +16,7 @@ import (
 	imageref "github.com/google/go-containerregistry/pkg/name"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/rollout"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/quantity"
@@ -98,6 +99,8 @@ func Object(res api.Resource, obj api.Object) error {
 		return PodSpec("spec", &o.Spec)
 	case *api.ReplicaSet:
 		return replicaSet(o)
+	case *api.Deployment:
+		return deploymentSpec(o)
 	case *api.Service:
 		return service(o)
 	case *api.Endpoints:
@@ -387,6 +390,9 @@ func replicaSet(rs *api.ReplicaSet) error {
 	if rs.Spec.Replicas != nil && *rs.Spec.Replicas < 0 {
 		return errdefs.Invalid("spec.replicas", "%d must not be negative", *rs.Spec.Replicas)
 	}
+	if rs.Spec.MinReadySeconds < 0 {
+		return errdefs.Invalid("spec.minReadySeconds", "%d must not be negative", rs.Spec.MinReadySeconds)
+	}
 	sel, err := labels.FromLabelSelector(rs.Spec.Selector)
 	if err != nil {
 		return errdefs.Invalid("spec.selector", "%v", err)
@@ -404,6 +410,58 @@ func replicaSet(rs *api.ReplicaSet) error {
 		return errdefs.Invalid("spec.template.spec.restartPolicy", "only Always is supported for a ReplicaSet")
 	}
 	return PodSpec("spec.template.spec", &rs.Spec.Template.Spec)
+}
+
+func deploymentSpec(d *api.Deployment) error {
+	// The pod template and selector are checked as a ReplicaSet's are.
+	rs := &api.ReplicaSet{Spec: api.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+	if err := replicaSet(rs); err != nil {
+		return err
+	}
+	if _, ok := d.Spec.Template.Labels[api.LabelPodTemplateHash]; ok {
+		return errdefs.Invalid("spec.template.metadata.labels", "%s is set by the deployment controller", api.LabelPodTemplateHash)
+	}
+	switch st := d.Spec.Strategy; st.Type {
+	case api.DeploymentRecreate:
+		if st.RollingUpdate != nil {
+			return errdefs.Invalid("spec.strategy.rollingUpdate", "may not be given with type Recreate")
+		}
+	case api.DeploymentRollingUpdate:
+		if ru := st.RollingUpdate; ru != nil {
+			for field, v := range map[string]*api.IntOrString{"maxSurge": ru.MaxSurge, "maxUnavailable": ru.MaxUnavailable} {
+				if _, err := rollout.Scaled(v, "0", 100, true); err != nil {
+					return errdefs.Invalid("spec.strategy.rollingUpdate."+field, "%v", err)
+				}
+			}
+			surge, _ := rollout.Scaled(ru.MaxSurge, "0", 100, true)
+			unavailable, _ := rollout.Scaled(ru.MaxUnavailable, "0", 100, false)
+			if surge == 0 && unavailable == 0 {
+				return errdefs.Invalid("spec.strategy.rollingUpdate.maxUnavailable", "may not be 0 when maxSurge is 0")
+			}
+			if strings.HasSuffix(string(deref(ru.MaxUnavailable)), "%") && unavailable > 100 {
+				return errdefs.Invalid("spec.strategy.rollingUpdate.maxUnavailable", "must not be more than 100%%")
+			}
+		}
+	default:
+		return errdefs.Invalid("spec.strategy.type", "%q is not RollingUpdate or Recreate", st.Type)
+	}
+	if d.Spec.MinReadySeconds < 0 {
+		return errdefs.Invalid("spec.minReadySeconds", "%d must not be negative", d.Spec.MinReadySeconds)
+	}
+	if n := d.Spec.RevisionHistoryLimit; n != nil && *n < 0 {
+		return errdefs.Invalid("spec.revisionHistoryLimit", "%d must not be negative", *n)
+	}
+	if n := d.Spec.ProgressDeadlineSeconds; n != nil && *n <= d.Spec.MinReadySeconds {
+		return errdefs.Invalid("spec.progressDeadlineSeconds", "%d must be more than minReadySeconds %d", *n, d.Spec.MinReadySeconds)
+	}
+	return nil
+}
+
+func deref(v *api.IntOrString) api.IntOrString {
+	if v == nil {
+		return ""
+	}
+	return *v
 }
 
 func service(s *api.Service) error {

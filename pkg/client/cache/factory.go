@@ -57,6 +57,10 @@ func (f *Factory) ReplicaSets() *Informer[api.ReplicaSet, *api.ReplicaSet] {
 	return shared[api.ReplicaSet](f, api.ReplicaSetsResource, f.c.ReplicaSets("").AllNamespaces())
 }
 
+func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
+	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
+}
+
 func (f *Factory) Services() *Informer[api.Service, *api.Service] {
 	return shared[api.Service](f, api.ServicesResource, f.c.Services("").AllNamespaces())
 }
