@@ -16,10 +16,10 @@ import (
 	imageref "github.com/google/go-containerregistry/pkg/name"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/rollout"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/quantity"
+	"minik8s/pkg/rollout"
 )
 
 var (
