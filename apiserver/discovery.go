@@ -37,7 +37,7 @@ var served = []struct {
 }
 
 // allCategory are the kinds `kubectl get all` shows, as in Kubernetes.
-var allCategory = []string{"pods", "services", "replicasets", "deployments"}
+var allCategory = []string{"pods", "services", "replicasets", "deployments", "jobs", "cronjobs"}
 
 func newDiscovery() *discovery {
 	d := &discovery{lists: map[string]api.APIResourceList{}}

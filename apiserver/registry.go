@@ -257,6 +257,7 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		if err := r.keepPodCIDR(cur, next); err != nil {
 			return nil, err
 		}
+		keepJobSelector(cur, next)
 		if !sameSpec(next, cur) {
 			meta.Generation++
 		}
@@ -272,17 +273,6 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		return nil, r.notFound(err, ns, name)
 	}
 	return r.finalized(ctx, ns, name, updated)
-}
-
-// checkImmutable refuses changes Kubernetes refuses too.
-func checkImmutable(cur, next api.Object) error {
-	if c, ok := cur.(*api.Pod); ok {
-		n := next.(*api.Pod)
-		if c.Spec.NodeName != "" && n.Spec.NodeName != c.Spec.NodeName {
-			return errdefs.Invalid("spec.nodeName", "a bound pod cannot move (from %q to %q)", c.Spec.NodeName, n.Spec.NodeName)
-		}
-	}
-	return nil
 }
 
 // updateStatus replaces only the status of an object.

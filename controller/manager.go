@@ -21,6 +21,7 @@ import (
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/controller/garbagecollector"
+	"minik8s/controller/job"
 	"minik8s/controller/namespace"
 	"minik8s/controller/nodelifecycle"
 	"minik8s/controller/replicaset"
@@ -73,6 +74,7 @@ var Controllers = []struct {
 }{
 	{replicaset.Name, func(c *Context) Runner { return replicaset.New(c.Client, c.Informers, c.Events) }},
 	{deployment.Name, func(c *Context) Runner { return deployment.New(c.Client, c.Informers, c.Events) }},
+	{job.Name, func(c *Context) Runner { return job.New(c.Client, c.Informers, c.Events) }},
 	{nodelifecycle.Name, func(c *Context) Runner {
 		return nodelifecycle.New(c.Client, c.Informers, c.Config.NodeMonitorGracePeriod)
 	}},

@@ -86,13 +86,15 @@ type Controller struct {
 }
 
 // New returns the collector following pods, replicasets, deployments,
-// services, endpoints, configmaps and funcs through the factory's
-// informers.
+// jobs, cronjobs, services, endpoints, configmaps and funcs through the
+// factory's informers.
 func New(c *client.Client, f *cache.Factory) *Controller {
 	gc := &Controller{c: c, kinds: map[string]kind{}, queue: workqueue.New()}
 	follow(gc, api.PodsResource, f.Pods())
 	follow(gc, api.ReplicaSetsResource, f.ReplicaSets())
 	follow(gc, api.DeploymentsResource, f.Deployments())
+	follow(gc, api.JobsResource, f.Jobs())
+	follow(gc, api.CronJobsResource, f.CronJobs())
 	follow(gc, api.ServicesResource, f.Services())
 	follow(gc, api.EndpointsResource, f.Endpoints())
 	follow(gc, api.ConfigMapsResource, f.ConfigMaps())

@@ -6,7 +6,6 @@ package replicaset
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"sort"
@@ -21,6 +20,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/names"
 	"minik8s/pkg/workqueue"
 )
 
@@ -285,7 +285,7 @@ func slowStartBatch(n int, fn func() error) (int, error) {
 // createPod creates one pod from the template, named <rs>-<5 random characters>.
 func (rc *Controller) createPod(ctx context.Context, rs *api.ReplicaSet) error {
 	for attempt := 0; ; attempt++ {
-		pod := newPod(rs, randomSuffix())
+		pod := newPod(rs)
 		_, err := rc.api.CreatePod(ctx, pod)
 		if errdefs.IsAlreadyExists(err) && attempt < 3 {
 			continue // the random name was taken
@@ -302,7 +302,7 @@ func (rc *Controller) createPod(ctx context.Context, rs *api.ReplicaSet) error {
 // maxBaseName keeps "<base>-xxxxx" within a name's 253 characters.
 const maxBaseName = 253 - 6
 
-func newPod(rs *api.ReplicaSet, suffix string) *api.Pod {
+func newPod(rs *api.ReplicaSet) *api.Pod {
 	tmpl := cache.DeepCopy(rs).Spec.Template
 	base := rs.Name
 	if len(base) > maxBaseName {
@@ -311,7 +311,7 @@ func newPod(rs *api.ReplicaSet, suffix string) *api.Pod {
 	yes := true
 	return &api.Pod{
 		ObjectMeta: api.ObjectMeta{
-			Name:        base + "-" + suffix,
+			Name:        names.Generate(base + "-"),
 			Namespace:   rs.Namespace,
 			Labels:      tmpl.Labels,
 			Annotations: tmpl.Annotations,
@@ -322,17 +322,6 @@ func newPod(rs *api.ReplicaSet, suffix string) *api.Pod {
 		},
 		Spec: tmpl.Spec,
 	}
-}
-
-const suffixAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-
-func randomSuffix() string {
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = suffixAlphabet[int(b[i])%len(suffixAlphabet)]
-	}
-	return string(b)
 }
 
 // podsToDelete picks the n pods that are cheapest to lose: unscheduled

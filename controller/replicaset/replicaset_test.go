@@ -130,7 +130,7 @@ func TestNewPodAndStatus(t *testing.T) {
 			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: map[string]string{"app": "web", "tier": "fe"}},
 				Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}}},
 	}
-	p := newPod(rs, randomSuffix())
+	p := newPod(rs)
 	if !regexp.MustCompile(`^web-[a-z0-9]{5}$`).MatchString(p.Name) || p.Namespace != "prod" {
 		t.Fatalf("pod %s/%s", p.Namespace, p.Name)
 	}

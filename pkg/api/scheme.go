@@ -61,6 +61,10 @@ var (
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &ReplicaSet{} }}
 	DeploymentsResource = Resource{Name: "deployments", Kind: "Deployment", ShortNames: []string{"deploy", "deployment"},
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }}
+	JobsResource = Resource{Name: "jobs", Kind: "Job", ShortNames: []string{"job"},
+		Group: "batch", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Job{} }}
+	CronJobsResource = Resource{Name: "cronjobs", Kind: "CronJob", ShortNames: []string{"cj", "cronjob"},
+		Group: "batch", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &CronJob{} }}
 	ServicesResource = Resource{Name: "services", Kind: "Service", ShortNames: []string{"svc", "service"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &Service{} }}
 	EndpointsResource = Resource{Name: "endpoints", Kind: "Endpoints", ShortNames: []string{"ep"}, Version: "v1",
@@ -122,7 +126,7 @@ func (r Resource) Served() Resource {
 
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
-	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, ServicesResource,
+	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,

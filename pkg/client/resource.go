@@ -45,6 +45,14 @@ func (c *Client) Deployments(ns string) *ResourceClient[api.Deployment, *api.Dep
 	return newResource[api.Deployment](c, api.DeploymentsResource, ns)
 }
 
+func (c *Client) Jobs(ns string) *ResourceClient[api.Job, *api.Job] {
+	return newResource[api.Job](c, api.JobsResource, ns)
+}
+
+func (c *Client) CronJobs(ns string) *ResourceClient[api.CronJob, *api.CronJob] {
+	return newResource[api.CronJob](c, api.CronJobsResource, ns)
+}
+
 func (c *Client) Services(ns string) *ResourceClient[api.Service, *api.Service] {
 	return newResource[api.Service](c, api.ServicesResource, ns)
 }

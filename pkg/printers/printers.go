@@ -79,6 +79,28 @@ var tables = map[string]Columns{
 				[]string{names, images, OrNone(SelectorString(d.Spec.Selector))}
 		},
 	},
+	api.JobsResource.Name: {
+		Headers: []string{"NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"},
+		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			j := o.(*api.Job)
+			names, images := containerNamesImages(j.Spec.Template.Spec.Containers)
+			return []string{j.Name, JobStatus(j), JobCompletions(j), JobDuration(j, now), Age(j.CreationTimestamp, now)},
+				[]string{names, images, OrNone(SelectorString(j.Spec.Selector))}
+		},
+	},
+	api.CronJobsResource.Name: {
+		Headers: []string{"NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"},
+		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			c := o.(*api.CronJob)
+			suspend := c.Spec.Suspend != nil && *c.Spec.Suspend
+			names, images := containerNamesImages(c.Spec.JobTemplate.Spec.Template.Spec.Containers)
+			return []string{c.Name, c.Spec.Schedule, "<none>", strconv.FormatBool(suspend), strconv.Itoa(len(c.Status.Active)),
+					Age(c.Status.LastScheduleTime, now), Age(c.CreationTimestamp, now)},
+				[]string{names, images, OrNone(SelectorString(c.Spec.JobTemplate.Spec.Selector))}
+		},
+	},
 	api.ReplicaSetsResource.Name: {
 		Headers: []string{"NAME", "DESIRED", "CURRENT", "READY", "AGE"},
 		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
@@ -455,15 +477,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// containerNamesImages are a template's containers and images, comma
-// separated, as kubectl's wide columns show them.
-func containerNamesImages(cs []api.Container) (string, string) {
-	var names, images []string
-	for _, c := range cs {
-		names = append(names, c.Name)
-		images = append(images, c.Image)
-	}
-	return OrNone(strings.Join(names, ",")), OrNone(strings.Join(images, ","))
 }

@@ -36,6 +36,7 @@ const (
 const (
 	coreGroup         = ""
 	appsGroup         = "apps"
+	batchGroup        = "batch"
 	coordinationGroup = "coordination.k8s.io"
 	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
 	// them too, so rules on them name both groups.
@@ -66,6 +67,7 @@ func viewRules() []api.PolicyRule {
 			"nodes", "nodes/status"),
 		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale",
 			"deployments", "deployments/status", "deployments/scale"),
+		rule(read, groups(batchGroup), "jobs", "jobs/status", "cronjobs", "cronjobs/status"),
 		rule(read, groups(coordinationGroup), "leases"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
 			"triggers", "triggers/status", "apps"),
@@ -81,6 +83,7 @@ func editRules() []api.PolicyRule {
 			"serviceaccounts"),
 		rule(verbs("create", "get"), groups(coreGroup), "pods/exec", "pods/portforward"),
 		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale"),
+		rule(readWrite, groups(batchGroup), "jobs", "cronjobs"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
 		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 		rule(verbs("create"), funcGroups, "funcs/invoke"),
@@ -164,6 +167,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
 				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status"),
+			rule(verbs("create", "update", "patch", "delete"), groups(batchGroup), "jobs", "jobs/status", "cronjobs/status"),
 			// ReplicaSets' templates were admitted when their authors
 			// wrote them: their pods may be privileged.
 			rule(verbs("create"), groups(coreGroup), "pods/privileged"),

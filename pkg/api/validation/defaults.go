@@ -33,6 +33,11 @@ func Default(res api.Resource, obj api.Object) {
 		DefaultPodSpec(&o.Spec.Template.Spec)
 	case *api.Deployment:
 		defaultDeployment(o)
+	case *api.Job:
+		defaultJobSpec(&o.Spec)
+		defaultJobSelector(o)
+	case *api.CronJob:
+		defaultCronJob(o)
 	case *api.Service:
 		if o.Spec.Type == "" {
 			o.Spec.Type = "ClusterIP"
@@ -139,4 +144,62 @@ func defaultDeployment(d *api.Deployment) {
 		d.Spec.ProgressDeadlineSeconds = &n
 	}
 	DefaultPodSpec(&d.Spec.Template.Spec)
+}
+
+// defaultJobSpec fills a Job's counts as Kubernetes does: both unset, one
+// pod to succeed, one at a time.
+func defaultJobSpec(s *api.JobSpec) {
+	one := int32(1)
+	if s.Completions == nil && s.Parallelism == nil {
+		s.Completions = &one
+	}
+	if s.Parallelism == nil {
+		s.Parallelism = &one
+	}
+	if s.BackoffLimit == nil {
+		six := int32(6)
+		s.BackoffLimit = &six
+	}
+	if s.Suspend == nil {
+		no := false
+		s.Suspend = &no
+	}
+	DefaultPodSpec(&s.Template.Spec)
+}
+
+// defaultJobSelector selects a Job's pods by its uid, labelling its
+// template so (unless the Job chose its selector by hand).
+func defaultJobSelector(j *api.Job) {
+	if j.Spec.ManualSelector != nil && *j.Spec.ManualSelector || j.Spec.Selector != nil || j.UID == "" {
+		return
+	}
+	set := map[string]string{api.LabelJobControllerUID: j.UID, api.LabelLegacyUID: j.UID}
+	j.Spec.Selector = &api.LabelSelector{MatchLabels: map[string]string{api.LabelJobControllerUID: j.UID}}
+	if j.Spec.Template.Labels == nil {
+		j.Spec.Template.Labels = map[string]string{}
+	}
+	for k, v := range set {
+		j.Spec.Template.Labels[k] = v
+	}
+	j.Spec.Template.Labels[api.LabelJobName] = j.Name
+	j.Spec.Template.Labels[api.LabelLegacyJobName] = j.Name
+}
+
+func defaultCronJob(c *api.CronJob) {
+	if c.Spec.ConcurrencyPolicy == "" {
+		c.Spec.ConcurrencyPolicy = api.ConcurrencyAllow
+	}
+	if c.Spec.Suspend == nil {
+		no := false
+		c.Spec.Suspend = &no
+	}
+	if c.Spec.SuccessfulJobsHistoryLimit == nil {
+		n := int32(3)
+		c.Spec.SuccessfulJobsHistoryLimit = &n
+	}
+	if c.Spec.FailedJobsHistoryLimit == nil {
+		n := int32(1)
+		c.Spec.FailedJobsHistoryLimit = &n
+	}
+	defaultJobSpec(&c.Spec.JobTemplate.Spec)
 }

@@ -101,6 +101,10 @@ func Object(res api.Resource, obj api.Object) error {
 		return replicaSet(o)
 	case *api.Deployment:
 		return deploymentSpec(o)
+	case *api.Job:
+		return jobSpec("spec", &o.Spec)
+	case *api.CronJob:
+		return cronJob(o)
 	case *api.Service:
 		return service(o)
 	case *api.Endpoints:

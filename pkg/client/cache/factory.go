@@ -61,6 +61,14 @@ func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }
 
+func (f *Factory) Jobs() *Informer[api.Job, *api.Job] {
+	return shared[api.Job](f, api.JobsResource, f.c.Jobs("").AllNamespaces())
+}
+
+func (f *Factory) CronJobs() *Informer[api.CronJob, *api.CronJob] {
+	return shared[api.CronJob](f, api.CronJobsResource, f.c.CronJobs("").AllNamespaces())
+}
+
 func (f *Factory) Services() *Informer[api.Service, *api.Service] {
 	return shared[api.Service](f, api.ServicesResource, f.c.Services("").AllNamespaces())
 }

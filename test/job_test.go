@@ -1,0 +1,92 @@
+package test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"minik8s/controller"
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/test/framework"
+)
+
+func pythonJob(name, script string, completions, parallelism, backoffLimit int32) *api.Job {
+	return &api.Job{
+		ObjectMeta: api.ObjectMeta{Name: name},
+		Spec: api.JobSpec{Completions: &completions, Parallelism: &parallelism, BackoffLimit: &backoffLimit,
+			Template: api.PodTemplateSpec{Spec: api.PodSpec{RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
+				Name: "work", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", script},
+			}}}}},
+	}
+}
+
+// TestJobs: a Job of five completions, two at a time, completes with
+// never more than two pods running; one whose pods fail stops at its
+// backoffLimit, Failed with the reason; kubectl get jobs shows both.
+func TestJobs(t *testing.T) {
+	cl := framework.StartCluster(t, controller.Config{}, "job", 2, 88)
+	cl.Containerd.ImportPythonRuntime(t)
+	s := cl.APIServer
+	ctx := context.Background()
+
+	// The most pods of the Job running at once, as a watch sees them.
+	var mu sync.Mutex
+	running, most := map[string]bool{}, 0
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	events := s.Client.Pods("default").Watch(wctx, client.ListOptions{LabelSelector: api.LabelLegacyJobName + "=five"})
+	go func() {
+		for ev := range events {
+			mu.Lock()
+			p := ev.Object
+			running[p.Name] = ev.Type != api.Deleted && p.DeletionTimestamp == nil && p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed
+			n := 0
+			for _, r := range running {
+				if r {
+					n++
+				}
+			}
+			most = max(most, n)
+			mu.Unlock()
+		}
+	}()
+	if _, err := s.Client.Jobs("default").Create(ctx, pythonJob("five", "import time; time.sleep(0.5)", 5, 2, 6)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.Jobs("default").Create(ctx, pythonJob("fails", "raise SystemExit(3)", 1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	var five, fails *api.Job
+	waitUntil(t, 2*time.Minute, "both jobs finished", func() bool {
+		var err error
+		five, err = s.Client.Jobs("default").Get(ctx, "five")
+		if err != nil {
+			return false
+		}
+		fails, err = s.Client.Jobs("default").Get(ctx, "fails")
+		return err == nil && len(five.Status.Conditions) > 0 && len(fails.Status.Conditions) > 0
+	})
+	if c := five.Status.Conditions[0]; c.Type != api.JobComplete || five.Status.Succeeded != 5 || five.Status.Active != 0 || five.Status.CompletionTime == nil {
+		t.Errorf("job five: %+v", five.Status)
+	}
+	mu.Lock()
+	if most > 2 || most == 0 {
+		t.Errorf("job five ran %d pods at once, want 2 at most", most)
+	}
+	mu.Unlock()
+	if c := fails.Status.Conditions[0]; c.Type != api.JobFailed || c.Reason != api.ReasonBackoffLimitExceeded || fails.Status.Failed != 2 {
+		t.Errorf("job fails: %+v", fails.Status)
+	}
+	out := mustKubectl(t, s, "five", "get", "jobs")
+	for _, want := range []string{"Complete", "5/5", "Failed", "0/1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get jobs lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, errOut := mk(t, "--server", s.URL, "describe", "job", "fails"); code != 0 || !strings.Contains(out, "BackoffLimitExceeded") {
+		t.Errorf("mkctl describe job fails: %d\n%s%s", code, out, errOut)
+	}
+}
