@@ -16,6 +16,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/controller/cronjob"
 	"minik8s/controller/deployment"
 	"minik8s/controller/endpoints"
 	"minik8s/controller/funcinstancegc"
@@ -75,6 +76,7 @@ var Controllers = []struct {
 	{replicaset.Name, func(c *Context) Runner { return replicaset.New(c.Client, c.Informers, c.Events) }},
 	{deployment.Name, func(c *Context) Runner { return deployment.New(c.Client, c.Informers, c.Events) }},
 	{job.Name, func(c *Context) Runner { return job.New(c.Client, c.Informers, c.Events) }},
+	{cronjob.Name, func(c *Context) Runner { return cronjob.New(c.Client, c.Informers, c.Events) }},
 	{nodelifecycle.Name, func(c *Context) Runner {
 		return nodelifecycle.New(c.Client, c.Informers, c.Config.NodeMonitorGracePeriod)
 	}},

@@ -90,3 +90,62 @@ func TestJobs(t *testing.T) {
 		t.Errorf("mkctl describe job fails: %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestCronJobs: a CronJob runs on its schedule and keeps its last two
+// completed Jobs; one whose Job runs longer than its period, Forbid, never
+// has two Jobs at once.
+func TestCronJobs(t *testing.T) {
+	cl := framework.StartCluster(t, controller.Config{}, "cron", 1, 90)
+	cl.Containerd.ImportPythonRuntime(t)
+	s := cl.APIServer
+	ctx := context.Background()
+	cron := func(name, schedule, script, policy string) *api.CronJob {
+		two := int32(2)
+		j := pythonJob(name, script, 1, 1, 0)
+		return &api.CronJob{ObjectMeta: api.ObjectMeta{Name: name},
+			Spec: api.CronJobSpec{Schedule: schedule, ConcurrencyPolicy: policy, SuccessfulJobsHistoryLimit: &two,
+				JobTemplate: api.JobTemplateSpec{Spec: j.Spec}}}
+	}
+	if _, err := s.Client.CronJobs("default").Create(ctx, cron("tick", "@every 2s", "pass", api.ConcurrencyAllow)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.CronJobs("default").Create(ctx, cron("slow", "@every 1s", "import time; time.sleep(600)", api.ConcurrencyForbid)); err != nil {
+		t.Fatal(err)
+	}
+	owned := func(cj string) (jobs []*api.Job) {
+		all, _, err := s.Client.Jobs("default").List(ctx, client.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range all {
+			if len(j.OwnerReferences) > 0 && j.OwnerReferences[0].Name == cj {
+				jobs = append(jobs, j)
+			}
+		}
+		return jobs
+	}
+	var made int
+	seen := map[string]bool{}
+	waitUntil(t, 90*time.Second, "four runs of tick, two kept", func() bool {
+		jobs := owned("tick")
+		for _, j := range jobs {
+			seen[j.Name] = true
+		}
+		made = len(seen)
+		if len(jobs) > 3 {
+			t.Fatalf("tick keeps %d jobs, want 2 (+1 running) at most", len(jobs))
+		}
+		return made >= 4 && len(jobs) <= 3
+	})
+	if slow := owned("slow"); len(slow) != 1 {
+		t.Errorf("slow, Forbid, has %d jobs: want its one running job only", len(slow))
+	}
+	cj, err := s.Client.CronJobs("default").Get(ctx, "tick")
+	if err != nil || cj.Status.LastScheduleTime == nil || cj.Status.LastSuccessfulTime == nil {
+		t.Errorf("tick's status: %v %+v", err, cj.Status)
+	}
+	out := mustKubectl(t, s, "@every 2s", "get", "cronjobs")
+	if !strings.Contains(out, "slow") || !strings.Contains(out, "LAST SCHEDULE") {
+		t.Errorf("kubectl get cronjobs:\n%s", out)
+	}
+}
