@@ -4,30 +4,15 @@ import (
 	"reflect"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
 )
 
-// keepJobSelector keeps the selector the server gave a Job, and the labels
-// of its template that go with it, when an update leaves them out.
+// keepJobSelector keeps the selector the server gave a Job when an
+// update leaves it out.
 func keepJobSelector(cur, next api.Object) {
-	c, ok := cur.(*api.Job)
-	if !ok {
-		return
-	}
-	n := next.(*api.Job)
-	if n.Spec.Selector != nil || c.Spec.Selector == nil {
-		return
-	}
-	n.Spec.Selector = c.Spec.Selector
-	if n.Spec.Template.Labels == nil {
-		n.Spec.Template.Labels = map[string]string{}
-	}
-	for _, k := range []string{api.LabelJobControllerUID, api.LabelLegacyUID, api.LabelJobName, api.LabelLegacyJobName} {
-		if v, ok := c.Spec.Template.Labels[k]; ok {
-			if _, set := n.Spec.Template.Labels[k]; !set {
-				n.Spec.Template.Labels[k] = v
-			}
-		}
+	if c, ok := cur.(*api.Job); ok {
+		validation.KeepJobSelector(c, next.(*api.Job))
 	}
 }
 

@@ -173,6 +173,8 @@ func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error
 		if c := cur.(*api.Func); d.Spec.ServiceAddress == "" {
 			d.Spec.ServiceAddress = c.Spec.ServiceAddress
 		}
+	case *api.Job:
+		validation.KeepJobSelector(cur.(*api.Job), d)
 	}
 	validation.Default(res, desired)
 	return desired, nil

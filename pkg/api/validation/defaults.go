@@ -203,3 +203,23 @@ func defaultCronJob(c *api.CronJob) {
 	}
 	defaultJobSpec(&c.Spec.JobTemplate.Spec)
 }
+
+// KeepJobSelector keeps the selector the server gave the Job cur, and the
+// labels of its template that go with it, in next, which leaves them out
+// (an update written from the manifest).
+func KeepJobSelector(cur, next *api.Job) {
+	if next.Spec.Selector != nil || cur.Spec.Selector == nil {
+		return
+	}
+	next.Spec.Selector = cur.Spec.Selector
+	if next.Spec.Template.Labels == nil {
+		next.Spec.Template.Labels = map[string]string{}
+	}
+	for _, k := range []string{api.LabelJobControllerUID, api.LabelLegacyUID, api.LabelJobName, api.LabelLegacyJobName} {
+		if v, ok := cur.Spec.Template.Labels[k]; ok {
+			if _, set := next.Spec.Template.Labels[k]; !set {
+				next.Spec.Template.Labels[k] = v
+			}
+		}
+	}
+}
