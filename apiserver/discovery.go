@@ -34,6 +34,8 @@ var served = []struct {
 }{
 	{"authorization.k8s.io/v1", api.APIResource{Name: "selfsubjectaccessreviews", SingularName: "selfsubjectaccessreview", Kind: "SelfSubjectAccessReview", Verbs: []string{"create"}}},
 	{"authorization.k8s.io/v1", api.APIResource{Name: "subjectaccessreviews", SingularName: "subjectaccessreview", Kind: "SubjectAccessReview", Verbs: []string{"create"}}},
+	{api.MetricsGroupVersion, api.APIResource{Name: "nodes", SingularName: "", Kind: "NodeMetrics", Verbs: []string{"get", "list"}}},
+	{api.MetricsGroupVersion, api.APIResource{Name: "pods", SingularName: "", Namespaced: true, Kind: "PodMetrics", Verbs: []string{"get", "list"}}},
 }
 
 // allCategory are the kinds `kubectl get all` shows, as in Kubernetes.

@@ -65,7 +65,11 @@ func (s *Server) podKubelet(ctx context.Context, ns, name string) (kubeletTarget
 	if err != nil {
 		return kubeletTarget{}, fmt.Errorf("node %s of pod %s/%s: %w", pod.Spec.NodeName, ns, name, err)
 	}
-	node := nobj.(*api.Node)
+	return s.nodeKubelet(nobj.(*api.Node))
+}
+
+// nodeKubelet is where node's kubelet serves, as the node reports it.
+func (s *Server) nodeKubelet(node *api.Node) (kubeletTarget, error) {
 	addr := ""
 	for _, a := range node.Status.Addresses {
 		if a.Type == api.NodeInternalIP {

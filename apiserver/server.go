@@ -492,6 +492,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/livez", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
 	newDiscovery().routes(r)
+	s.metricsRoutes(r)
 	newOpenAPI().routes(r)
 
 	for _, res := range api.Resources {

@@ -25,6 +25,7 @@ import (
 	"minik8s/kubelet/pod"
 	"minik8s/kubelet/proxy"
 	"minik8s/kubelet/runtime"
+	"minik8s/kubelet/stats"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
@@ -70,6 +71,9 @@ type Config struct {
 	PullTimeout time.Duration
 	// LogMaxBytes is the size at which a container's log rotates.
 	LogMaxBytes int64
+	// StatsPeriod is how often the node's and its containers' CPU and
+	// memory are read (default 10s); CPU use is a rate over it.
+	StatsPeriod time.Duration
 	// ContainerLogger is the path of minik8s-logger, which keeps each line
 	// of container output with its time (kubectl logs --since,
 	// --timestamps); default: the one beside this program, else on PATH.
@@ -168,6 +172,9 @@ func (c *Config) setDefaults() error {
 	if c.LogMaxBytes <= 0 {
 		c.LogMaxBytes = logs.DefaultMaxBytes
 	}
+	if c.StatsPeriod <= 0 {
+		c.StatsPeriod = 10 * time.Second
+	}
 	if c.ContainerLogger == "" {
 		c.ContainerLogger = findLogger()
 	} else if st, err := os.Stat(c.ContainerLogger); err != nil || st.IsDir() {
@@ -209,6 +216,7 @@ type Kubelet struct {
 	ports   *pod.Ports
 	port    int
 	apiImpl *apiAdapter
+	stats   *stats.Sampler
 
 	mu      sync.Mutex
 	workers map[string]*pod.Worker // by pod uid
@@ -252,6 +260,7 @@ func Run(ctx context.Context, cfg Config) error {
 		apiImpl: &apiAdapter{c: c, caData: cfg.CAData},
 		workers: map[string]*pod.Worker{},
 		byName:  map[string]string{},
+		stats:   stats.New(rt),
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -298,6 +307,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.sampleStats(ctx) }()
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); rt.Events(ctx, k.onTaskEvent) }()
 	// Every node serves the cluster IPs of all Services: in the kernel

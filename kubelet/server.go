@@ -53,6 +53,7 @@ func (k *Kubelet) handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /pods", k.servePods)
+	mux.HandleFunc("GET /stats/summary", k.serveSummary)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}", k.serveLogs)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveLogs)
 	mux.HandleFunc("/exec/{namespace}/{pod}/{container}", k.serveExec)

@@ -31,6 +31,7 @@ var commands = []func(*Options) *cobra.Command{
 	newAuthCommand,
 	newTriggerCommand,
 	newRolloutCommand,
+	newTopCommand,
 }
 
 // Options are the settings every command shares.

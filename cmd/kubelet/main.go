@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&cfg.RootDir, "root-dir", "", "directory of the pods' logs and volumes (default ./data/kubelet/NODE)")
 	flag.IntVar(&cfg.Port, "port", 10250, "port of the kubelet's HTTP server (logs) on the node address; 0 picks one")
 	flag.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 5*time.Second, "how often the node's Ready condition is renewed")
+	flag.DurationVar(&cfg.StatsPeriod, "stats-period", 10*time.Second, "how often the node's and its containers' CPU and memory are read (kubectl top, autoscaling)")
 	flag.DurationVar(&cfg.BackoffBase, "restart-backoff", 10*time.Second, "first back-off before restarting a crashed container")
 	flag.DurationVar(&cfg.BackoffMax, "max-restart-backoff", 5*time.Minute, "longest back-off")
 	flag.DurationVar(&cfg.PullTimeout, "image-pull-timeout", 2*time.Minute, "longest image pull")

@@ -247,6 +247,20 @@ func (w *Worker) RunningContainer(name string) (string, bool) {
 	return id, id != ""
 }
 
+// RunningContainers are the containerd ids of the containers that run,
+// by name.
+func (w *Worker) RunningContainers() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]string, len(w.running))
+	for name, id := range w.running {
+		if id != "" {
+			out[name] = id
+		}
+	}
+	return out
+}
+
 // Dir is the pod's dir.
 func (w *Worker) Dir() string { return w.dir }
 

@@ -37,6 +37,7 @@ const (
 	coreGroup         = ""
 	appsGroup         = "apps"
 	batchGroup        = "batch"
+	metricsGroup      = "metrics.k8s.io"
 	coordinationGroup = "coordination.k8s.io"
 	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
 	// them too, so rules on them name both groups.
@@ -68,6 +69,7 @@ func viewRules() []api.PolicyRule {
 		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale",
 			"deployments", "deployments/status", "deployments/scale"),
 		rule(read, groups(batchGroup), "jobs", "jobs/status", "cronjobs", "cronjobs/status"),
+		rule(read, groups(metricsGroup), "pods", "nodes"),
 		rule(read, groups(coordinationGroup), "leases"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
 			"triggers", "triggers/status", "apps"),

@@ -241,6 +241,7 @@ func startKubelet(t testing.TB, apiURL, token string, ctd *Containerd, name, ip 
 		// on it (StartNetKubelet gives pods their own).
 		PodNetwork:      kubelet.PodNetworkHost,
 		ContainerLogger: goBinary(t, kubelet.LoggerName),
+		StatsPeriod:     time.Second,
 	}}
 	k.Start()
 	track(t, "kubelet "+name, k.stop)
