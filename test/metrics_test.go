@@ -43,6 +43,7 @@ func TestTopPodsAndNodes(t *testing.T) {
 		}
 		return usage["burner"][0] >= 300 && usage["idle"] != [2]int{}
 	})
+	t.Logf("mkctl top pods: burner %dm %dMi, idle %dm %dMi", usage["burner"][0], usage["burner"][1], usage["idle"][0], usage["idle"][1])
 	if b, i := usage["burner"], usage["idle"]; b[1] < 60 || i[0] >= 100 || i[0] >= b[0] {
 		t.Errorf("burner uses %dm %dMi, idle %dm %dMi: want the burner's 64 MiB held and the idle pod near no CPU", b[0], b[1], i[0], i[1])
 	}
