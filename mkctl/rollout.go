@@ -15,6 +15,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/owner"
 	"minik8s/pkg/rollout"
 )
 
@@ -185,10 +186,8 @@ func (o *Options) revisions(ctx context.Context, d *api.Deployment) (map[int64]*
 	}
 	out := map[int64]*api.ReplicaSet{}
 	for _, rs := range rss {
-		for _, ref := range rs.OwnerReferences {
-			if ref.UID == d.UID && ref.Controller != nil && *ref.Controller {
-				out[rollout.Revision(rs)] = rs
-			}
+		if owner.IsControlledBy(&rs.ObjectMeta, d.UID) {
+			out[rollout.Revision(rs)] = rs
 		}
 	}
 	return out, nil

@@ -25,6 +25,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
+	"minik8s/pkg/owner"
 	"minik8s/pkg/workqueue"
 )
 
@@ -79,7 +80,7 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	enqueue := func(c *api.CronJob) { cc.queue.Add(cache.Key(c)) }
 	cronInf.AddEventHandler(cache.Handler[*api.CronJob]{OnAdd: enqueue, OnUpdate: func(_, c *api.CronJob) { enqueue(c) }})
 	owner := func(j *api.Job) {
-		if ref := controllerRef(&j.ObjectMeta); ref != nil && ref.Kind == api.CronJobsResource.Kind {
+		if ref := owner.ControllerOf(&j.ObjectMeta); ref != nil && ref.Kind == api.CronJobsResource.Kind {
 			cc.queue.Add(j.Namespace + "/" + ref.Name)
 		}
 	}
@@ -90,15 +91,6 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 // Run works the queue until ctx ends.
 func (cc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, cc.queue, workers, Name, cc.sync)
-}
-
-func controllerRef(m *api.ObjectMeta) *api.OwnerReference {
-	for i := range m.OwnerReferences {
-		if r := &m.OwnerReferences[i]; r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return nil
 }
 
 func (cc *Controller) event(c *api.CronJob, typ, reason, format string, args ...any) {
@@ -127,7 +119,7 @@ func (cc *Controller) sync(ctx context.Context, key string) error {
 	now := cc.now().UTC()
 	var active, complete, failed []*api.Job
 	for _, j := range cc.jobs.ListNamespace(ns, nil) {
-		if ref := controllerRef(&j.ObjectMeta); ref == nil || ref.UID != c.UID {
+		if !owner.IsControlledBy(&j.ObjectMeta, c.UID) {
 			continue
 		}
 		switch state, _ := jobState(j); state {
@@ -226,7 +218,6 @@ func (cc *Controller) run(ctx context.Context, c *api.CronJob, st *api.CronJobSt
 // the epoch as Kubernetes names them; in seconds for @every schedules,
 // which may run more than once a minute).
 func jobFor(c *api.CronJob, t time.Time) *api.Job {
-	yes := true
 	stamp := t.Unix() / 60
 	if strings.HasPrefix(c.Spec.Schedule, "@every") {
 		stamp = t.Unix()
@@ -240,8 +231,7 @@ func jobFor(c *api.CronJob, t time.Time) *api.Job {
 	return &api.Job{
 		ObjectMeta: api.ObjectMeta{Name: c.Name + "-" + strconv.FormatInt(stamp, 10), Namespace: c.Namespace,
 			Labels: maps.Clone(tmpl.Labels), Annotations: annotations,
-			OwnerReferences: []api.OwnerReference{{APIVersion: api.CronJobsResource.GroupVersion(), Kind: api.CronJobsResource.Kind,
-				Name: c.Name, UID: c.UID, Controller: &yes, BlockOwnerDeletion: &yes}}},
+			OwnerReferences: []api.OwnerReference{owner.ControllerRef(api.CronJobsResource, c)}},
 		Spec: tmpl.Spec, // c is the sync's own copy
 	}
 }

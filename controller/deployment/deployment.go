@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
+	"minik8s/pkg/owner"
 	"minik8s/pkg/rollout"
 	"minik8s/pkg/workqueue"
 )
@@ -81,7 +82,7 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 		OnAdd: enqueue, OnUpdate: func(_, d *api.Deployment) { enqueue(d) }, OnDelete: enqueue,
 	})
 	owner := func(rs *api.ReplicaSet) {
-		if ref := controllerRef(&rs.ObjectMeta); ref != nil && ref.Kind == api.DeploymentsResource.Kind {
+		if ref := owner.ControllerOf(&rs.ObjectMeta); ref != nil && ref.Kind == api.DeploymentsResource.Kind {
 			dc.queue.Add(rs.Namespace + "/" + ref.Name)
 		}
 	}
@@ -94,15 +95,6 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 // Run works the queue until ctx ends.
 func (dc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, dc.queue, workers, Name, dc.sync)
-}
-
-func controllerRef(m *api.ObjectMeta) *api.OwnerReference {
-	for i := range m.OwnerReferences {
-		if r := &m.OwnerReferences[i]; r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return nil
 }
 
 func (dc *Controller) event(d *api.Deployment, reason, format string, args ...any) {
@@ -120,7 +112,7 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	d := cache.DeepCopy(cached)
 	var owned []*api.ReplicaSet
 	for _, rs := range dc.rss.ListNamespace(ns, nil) {
-		if ref := controllerRef(&rs.ObjectMeta); ref != nil && ref.UID == d.UID {
+		if owner.IsControlledBy(&rs.ObjectMeta, d.UID) {
 			owned = append(owned, rs)
 		}
 	}
@@ -172,7 +164,7 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 // createNewRS makes the ReplicaSet of the Deployment's current template,
 // empty: the plan scales it.
 func (dc *Controller) createNewRS(ctx context.Context, d *api.Deployment, hash string, revision int64, maxReplicas int) (*api.ReplicaSet, error) {
-	yes, zero := true, int32(0)
+	zero := int32(0)
 	// d is the sync's own copy: its template and selector are ours to
 	// take, their label maps cloned.
 	tmpl := d.Spec.Template
@@ -190,9 +182,8 @@ func (dc *Controller) createNewRS(ctx context.Context, d *api.Deployment, hash s
 	rs := &api.ReplicaSet{
 		ObjectMeta: api.ObjectMeta{
 			Name: d.Name + "-" + hash, Namespace: d.Namespace, Labels: tmpl.Labels,
-			Annotations: dc.rsAnnotations(d, nil, revision, maxReplicas),
-			OwnerReferences: []api.OwnerReference{{APIVersion: api.DeploymentsResource.GroupVersion(), Kind: api.DeploymentsResource.Kind,
-				Name: d.Name, UID: d.UID, Controller: &yes, BlockOwnerDeletion: &yes}},
+			Annotations:     dc.rsAnnotations(d, nil, revision, maxReplicas),
+			OwnerReferences: []api.OwnerReference{owner.ControllerRef(api.DeploymentsResource, d)},
 		},
 		Spec: api.ReplicaSetSpec{Replicas: &zero, Selector: &sel, Template: tmpl, MinReadySeconds: d.Spec.MinReadySeconds},
 	}

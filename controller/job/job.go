@@ -22,6 +22,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
 	"minik8s/pkg/names"
+	"minik8s/pkg/owner"
 	"minik8s/pkg/workqueue"
 )
 
@@ -89,7 +90,7 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	enqueue := func(j *api.Job) { jc.queue.Add(cache.Key(j)) }
 	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueue, OnUpdate: func(_, j *api.Job) { enqueue(j) }})
 	owner := func(p *api.Pod) {
-		if ref := controllerRef(&p.ObjectMeta); ref != nil && ref.Kind == api.JobsResource.Kind {
+		if ref := owner.ControllerOf(&p.ObjectMeta); ref != nil && ref.Kind == api.JobsResource.Kind {
 			jc.queue.Add(p.Namespace + "/" + ref.Name)
 		}
 	}
@@ -100,15 +101,6 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 // Run works the queue until ctx ends.
 func (jc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, jc.queue, workers, Name, jc.sync)
-}
-
-func controllerRef(m *api.ObjectMeta) *api.OwnerReference {
-	for i := range m.OwnerReferences {
-		if r := &m.OwnerReferences[i]; r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return nil
 }
 
 func (jc *Controller) event(j *api.Job, typ, reason, format string, args ...any) {
@@ -128,7 +120,7 @@ type counts struct {
 func (jc *Controller) count(j *api.Job) counts {
 	var c counts
 	for _, p := range jc.pods.ListNamespace(j.Namespace, nil) {
-		if ref := controllerRef(&p.ObjectMeta); ref == nil || ref.UID != j.UID {
+		if !owner.IsControlledBy(&p.ObjectMeta, j.UID) {
 			continue
 		}
 		switch p.Status.Phase {
@@ -286,14 +278,12 @@ func (jc *Controller) manage(ctx context.Context, j *api.Job, c *counts, now tim
 
 // podFor is a new pod of the Job's template.
 func podFor(j *api.Job) *api.Pod {
-	yes := true
 	t := j.Spec.Template
 	return &api.Pod{
 		ObjectMeta: api.ObjectMeta{
 			Name: names.Generate(j.Name + "-"), Namespace: j.Namespace,
 			Labels: maps.Clone(t.Labels), Annotations: maps.Clone(t.Annotations),
-			OwnerReferences: []api.OwnerReference{{APIVersion: api.JobsResource.GroupVersion(), Kind: api.JobsResource.Kind, Name: j.Name, UID: j.UID,
-				Controller: &yes, BlockOwnerDeletion: &yes}},
+			OwnerReferences: []api.OwnerReference{owner.ControllerRef(api.JobsResource, j)},
 		},
 		Spec: t.Spec, // j is the sync's own copy
 	}

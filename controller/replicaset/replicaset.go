@@ -21,6 +21,7 @@ import (
 	"minik8s/pkg/events"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/names"
+	"minik8s/pkg/owner"
 	"minik8s/pkg/workqueue"
 )
 
@@ -147,19 +148,10 @@ func (rc *Controller) Run(ctx context.Context, workers int) {
 }
 
 // controllerRef is the owner reference that marks an object's controller.
-func controllerRef(m *api.ObjectMeta) *api.OwnerReference {
-	for i := range m.OwnerReferences {
-		r := &m.OwnerReferences[i]
-		if r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return nil
-}
 
 // owner returns the key of the ReplicaSet controlling the pod.
 func (rc *Controller) owner(p *api.Pod) (string, bool) {
-	ref := controllerRef(&p.ObjectMeta)
+	ref := owner.ControllerOf(&p.ObjectMeta)
 	if ref == nil || ref.Kind != api.ReplicaSetsResource.Kind {
 		return "", false
 	}
@@ -181,7 +173,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	}
 	var active []*api.Pod
 	for _, p := range rc.pods.ListNamespace(ns, sel) {
-		if ref := controllerRef(&p.ObjectMeta); ref == nil || ref.UID != rs.UID {
+		if !owner.IsControlledBy(&p.ObjectMeta, rs.UID) {
 			continue // not ours: a ReplicaSet adopts nothing
 		}
 		if p.DeletionTimestamp == nil && p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed {
@@ -308,17 +300,13 @@ func newPod(rs *api.ReplicaSet) *api.Pod {
 	if len(base) > maxBaseName {
 		base = base[:maxBaseName]
 	}
-	yes := true
 	return &api.Pod{
 		ObjectMeta: api.ObjectMeta{
-			Name:        names.Generate(base + "-"),
-			Namespace:   rs.Namespace,
-			Labels:      tmpl.Labels,
-			Annotations: tmpl.Annotations,
-			OwnerReferences: []api.OwnerReference{{
-				APIVersion: api.ReplicaSetsResource.GroupVersion(), Kind: api.ReplicaSetsResource.Kind,
-				Name: rs.Name, UID: rs.UID, Controller: &yes,
-			}},
+			Name:            names.Generate(base + "-"),
+			Namespace:       rs.Namespace,
+			Labels:          tmpl.Labels,
+			Annotations:     tmpl.Annotations,
+			OwnerReferences: []api.OwnerReference{owner.ControllerRef(api.ReplicaSetsResource, rs)},
 		},
 		Spec: tmpl.Spec,
 	}
