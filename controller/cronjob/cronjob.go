@@ -79,12 +79,12 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	cc := &Controller{api: clientAPI{c}, crons: cronInf.Lister(), jobs: jobInf.Lister(), queue: workqueue.New(), events: rec, now: time.Now}
 	enqueue := func(c *api.CronJob) { cc.queue.Add(cache.Key(c)) }
 	cronInf.AddEventHandler(cache.Handler[*api.CronJob]{OnAdd: enqueue, OnUpdate: func(_, c *api.CronJob) { enqueue(c) }})
-	owner := func(j *api.Job) {
-		if ref := owner.ControllerOf(&j.ObjectMeta); ref != nil && ref.Kind == api.CronJobsResource.Kind {
-			cc.queue.Add(j.Namespace + "/" + ref.Name)
+	enqueueOwner := func(j *api.Job) {
+		if key, ok := owner.ControllerKey(&j.ObjectMeta, api.CronJobsResource.Kind); ok {
+			cc.queue.Add(key)
 		}
 	}
-	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: owner, OnUpdate: func(_, j *api.Job) { owner(j) }, OnDelete: owner})
+	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueueOwner, OnUpdate: func(_, j *api.Job) { enqueueOwner(j) }, OnDelete: enqueueOwner})
 	return cc
 }
 

@@ -81,13 +81,13 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	depInf.AddEventHandler(cache.Handler[*api.Deployment]{
 		OnAdd: enqueue, OnUpdate: func(_, d *api.Deployment) { enqueue(d) }, OnDelete: enqueue,
 	})
-	owner := func(rs *api.ReplicaSet) {
-		if ref := owner.ControllerOf(&rs.ObjectMeta); ref != nil && ref.Kind == api.DeploymentsResource.Kind {
-			dc.queue.Add(rs.Namespace + "/" + ref.Name)
+	enqueueOwner := func(rs *api.ReplicaSet) {
+		if key, ok := owner.ControllerKey(&rs.ObjectMeta, api.DeploymentsResource.Kind); ok {
+			dc.queue.Add(key)
 		}
 	}
 	rsInf.AddEventHandler(cache.Handler[*api.ReplicaSet]{
-		OnAdd: owner, OnUpdate: func(_, rs *api.ReplicaSet) { owner(rs) }, OnDelete: owner,
+		OnAdd: enqueueOwner, OnUpdate: func(_, rs *api.ReplicaSet) { enqueueOwner(rs) }, OnDelete: enqueueOwner,
 	})
 	return dc
 }

@@ -242,6 +242,10 @@ func (c *Controller) syncService(ctx context.Context, f *api.Func) (*api.Service
 				Ports: []api.ServicePort{{Name: function.PortName, Port: function.ServicePort, TargetPort: function.PortName}}},
 		}
 		created, err := svcs.Create(ctx, svc)
+		if errdefs.IsAlreadyExists(err) {
+			// Made by the last sync, which the cache has not seen yet.
+			created, err = svcs.Get(ctx, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("service of func %s: %w", f.Name, err)
 		}

@@ -89,12 +89,12 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	jc := &Controller{api: clientAPI{c}, jobs: jobInf.Lister(), pods: podInf.Lister(), queue: workqueue.New(), events: rec, now: time.Now}
 	enqueue := func(j *api.Job) { jc.queue.Add(cache.Key(j)) }
 	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueue, OnUpdate: func(_, j *api.Job) { enqueue(j) }})
-	owner := func(p *api.Pod) {
-		if ref := owner.ControllerOf(&p.ObjectMeta); ref != nil && ref.Kind == api.JobsResource.Kind {
-			jc.queue.Add(p.Namespace + "/" + ref.Name)
+	enqueueOwner := func(p *api.Pod) {
+		if key, ok := owner.ControllerKey(&p.ObjectMeta, api.JobsResource.Kind); ok {
+			jc.queue.Add(key)
 		}
 	}
-	podInf.AddEventHandler(cache.Handler[*api.Pod]{OnAdd: owner, OnUpdate: func(_, p *api.Pod) { owner(p) }, OnDelete: owner})
+	podInf.AddEventHandler(cache.Handler[*api.Pod]{OnAdd: enqueueOwner, OnUpdate: func(_, p *api.Pod) { enqueueOwner(p) }, OnDelete: enqueueOwner})
 	return jc
 }
 

@@ -151,11 +151,7 @@ func (rc *Controller) Run(ctx context.Context, workers int) {
 
 // owner returns the key of the ReplicaSet controlling the pod.
 func (rc *Controller) owner(p *api.Pod) (string, bool) {
-	ref := owner.ControllerOf(&p.ObjectMeta)
-	if ref == nil || ref.Kind != api.ReplicaSetsResource.Kind {
-		return "", false
-	}
-	return p.Namespace + "/" + ref.Name, true
+	return owner.ControllerKey(&p.ObjectMeta, api.ReplicaSetsResource.Kind)
 }
 
 func (rc *Controller) sync(ctx context.Context, key string) error {

@@ -31,3 +31,13 @@ func ControllerRef(res api.Resource, owner api.Object) api.OwnerReference {
 	m := owner.GetObjectMeta()
 	return api.OwnerReference{APIVersion: res.GroupVersion(), Kind: res.Kind, Name: m.Name, UID: m.UID, Controller: &yes, BlockOwnerDeletion: &yes}
 }
+
+// ControllerKey is the cache key ("namespace/name") of the object's
+// controller when it is of kind.
+func ControllerKey(m *api.ObjectMeta, kind string) (string, bool) {
+	ref := ControllerOf(m)
+	if ref == nil || ref.Kind != kind {
+		return "", false
+	}
+	return m.Namespace + "/" + ref.Name, true
+}
