@@ -25,6 +25,7 @@ import (
 	"minik8s/controller/job"
 	"minik8s/controller/namespace"
 	"minik8s/controller/nodelifecycle"
+	"minik8s/controller/podautoscaler"
 	"minik8s/controller/replicaset"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
@@ -49,6 +50,9 @@ type Config struct {
 	// from its counter (defaults 10s and 60s).
 	FuncScaleInterval time.Duration
 	FuncIdleWindow    time.Duration
+	// HPASyncPeriod is how often every HorizontalPodAutoscaler is looked
+	// at (default 15s).
+	HPASyncPeriod time.Duration
 	// FuncInstanceBudget is how many finished call records (FuncInstances)
 	// are kept across the cluster; older ones are deleted (default 10000).
 	FuncInstanceBudget int
@@ -77,6 +81,9 @@ var Controllers = []struct {
 	{deployment.Name, func(c *Context) Runner { return deployment.New(c.Client, c.Informers, c.Events) }},
 	{job.Name, func(c *Context) Runner { return job.New(c.Client, c.Informers, c.Events) }},
 	{cronjob.Name, func(c *Context) Runner { return cronjob.New(c.Client, c.Informers, c.Events) }},
+	{podautoscaler.Name, func(c *Context) Runner {
+		return podautoscaler.New(c.Client, c.Informers, c.Events, c.Config.HPASyncPeriod)
+	}},
 	{nodelifecycle.Name, func(c *Context) Runner {
 		return nodelifecycle.New(c.Client, c.Informers, c.Config.NodeMonitorGracePeriod)
 	}},

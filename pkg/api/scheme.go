@@ -61,6 +61,8 @@ var (
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &ReplicaSet{} }}
 	DeploymentsResource = Resource{Name: "deployments", Kind: "Deployment", ShortNames: []string{"deploy", "deployment"},
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }}
+	HorizontalPodAutoscalersResource = Resource{Name: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler", ShortNames: []string{"hpa", "horizontalpodautoscaler"},
+		Group: "autoscaling", Version: "v2", Namespaced: true, HasStatus: true, New: func() Object { return &HorizontalPodAutoscaler{} }}
 	JobsResource = Resource{Name: "jobs", Kind: "Job", ShortNames: []string{"job"},
 		Group: "batch", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Job{} }}
 	CronJobsResource = Resource{Name: "cronjobs", Kind: "CronJob", ShortNames: []string{"cj", "cronjob"},
@@ -126,7 +128,7 @@ func (r Resource) Served() Resource {
 
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
-	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, JobsResource, CronJobsResource, ServicesResource,
+	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,

@@ -45,6 +45,10 @@ func (c *Client) Deployments(ns string) *ResourceClient[api.Deployment, *api.Dep
 	return newResource[api.Deployment](c, api.DeploymentsResource, ns)
 }
 
+func (c *Client) HorizontalPodAutoscalers(ns string) *ResourceClient[api.HorizontalPodAutoscaler, *api.HorizontalPodAutoscaler] {
+	return newResource[api.HorizontalPodAutoscaler](c, api.HorizontalPodAutoscalersResource, ns)
+}
+
 func (c *Client) Jobs(ns string) *ResourceClient[api.Job, *api.Job] {
 	return newResource[api.Job](c, api.JobsResource, ns)
 }

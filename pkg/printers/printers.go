@@ -79,6 +79,18 @@ var tables = map[string]Columns{
 				[]string{names, images, OrNone(SelectorString(d.Spec.Selector))}
 		},
 	},
+	api.HorizontalPodAutoscalersResource.Name: {
+		Headers: []string{"NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			h := o.(*api.HorizontalPodAutoscaler)
+			minPods := int32(1)
+			if h.Spec.MinReplicas != nil {
+				minPods = *h.Spec.MinReplicas
+			}
+			return []string{h.Name, h.Spec.ScaleTargetRef.Kind + "/" + h.Spec.ScaleTargetRef.Name, HPATargets(h), Itoa(minPods),
+				Itoa(h.Spec.MaxReplicas), Itoa(h.Status.CurrentReplicas), Age(h.CreationTimestamp, now)}, nil
+		},
+	},
 	api.JobsResource.Name: {
 		Headers: []string{"NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"},
 		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},

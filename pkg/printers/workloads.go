@@ -62,3 +62,31 @@ func JobDuration(j *api.Job, now time.Time) string {
 	}
 	return HumanDuration(end.Sub(*j.Status.StartTime))
 }
+
+// HPATargets is "cpu: 250%/50%" for each metric, current over target
+// ("<unknown>" until measured), as kubectl get hpa shows it.
+func HPATargets(h *api.HorizontalPodAutoscaler) string {
+	var parts []string
+	for _, m := range h.Spec.Metrics {
+		if m.Resource == nil {
+			continue
+		}
+		target := m.Resource.Target.AverageValue
+		if u := m.Resource.Target.AverageUtilization; u != nil {
+			target = fmt.Sprintf("%d%%", *u)
+		}
+		current := "<unknown>"
+		for _, c := range h.Status.CurrentMetrics {
+			if c.Resource == nil || c.Resource.Name != m.Resource.Name {
+				continue
+			}
+			if u := c.Resource.Current.AverageUtilization; u != nil && m.Resource.Target.AverageUtilization != nil {
+				current = fmt.Sprintf("%d%%", *u)
+			} else if c.Resource.Current.AverageValue != "" {
+				current = c.Resource.Current.AverageValue
+			}
+		}
+		parts = append(parts, m.Resource.Name+": "+current+"/"+target)
+	}
+	return OrNone(strings.Join(parts, ", "))
+}

@@ -38,6 +38,7 @@ const (
 	appsGroup         = "apps"
 	batchGroup        = "batch"
 	metricsGroup      = "metrics.k8s.io"
+	autoscalingGroup  = "autoscaling"
 	coordinationGroup = "coordination.k8s.io"
 	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
 	// them too, so rules on them name both groups.
@@ -70,6 +71,7 @@ func viewRules() []api.PolicyRule {
 			"deployments", "deployments/status", "deployments/scale"),
 		rule(read, groups(batchGroup), "jobs", "jobs/status", "cronjobs", "cronjobs/status"),
 		rule(read, groups(metricsGroup), "pods", "nodes"),
+		rule(read, groups(autoscalingGroup), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 		rule(read, groups(coordinationGroup), "leases"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
 			"triggers", "triggers/status", "apps"),
@@ -86,6 +88,7 @@ func editRules() []api.PolicyRule {
 		rule(verbs("create", "get"), groups(coreGroup), "pods/exec", "pods/portforward"),
 		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale"),
 		rule(readWrite, groups(batchGroup), "jobs", "cronjobs"),
+		rule(readWrite, groups(autoscalingGroup), "horizontalpodautoscalers"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
 		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 		rule(verbs("create"), funcGroups, "funcs/invoke"),
@@ -168,7 +171,8 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 				"pods", "pods/status", "services", "services/status", "endpoints", "configmaps", "secrets",
 				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
-				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status"),
+				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale"),
+			rule(verbs("update", "patch"), groups(autoscalingGroup), "horizontalpodautoscalers/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(batchGroup), "jobs", "jobs/status", "cronjobs/status"),
 			// ReplicaSets' templates were admitted when their authors
 			// wrote them: their pods may be privileged.

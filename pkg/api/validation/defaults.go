@@ -33,6 +33,8 @@ func Default(res api.Resource, obj api.Object) {
 		DefaultPodSpec(&o.Spec.Template.Spec)
 	case *api.Deployment:
 		defaultDeployment(o)
+	case *api.HorizontalPodAutoscaler:
+		defaultHPA(o)
 	case *api.Job:
 		defaultJobSpec(&o.Spec)
 		defaultJobSelector(o)

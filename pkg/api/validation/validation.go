@@ -101,6 +101,8 @@ func Object(res api.Resource, obj api.Object) error {
 		return replicaSet(o)
 	case *api.Deployment:
 		return deploymentSpec(o)
+	case *api.HorizontalPodAutoscaler:
+		return hpa(o)
 	case *api.Job:
 		return jobSpec("spec", &o.Spec)
 	case *api.CronJob:

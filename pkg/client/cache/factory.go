@@ -61,6 +61,10 @@ func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }
 
+func (f *Factory) HorizontalPodAutoscalers() *Informer[api.HorizontalPodAutoscaler, *api.HorizontalPodAutoscaler] {
+	return shared[api.HorizontalPodAutoscaler](f, api.HorizontalPodAutoscalersResource, f.c.HorizontalPodAutoscalers("").AllNamespaces())
+}
+
 func (f *Factory) Jobs() *Informer[api.Job, *api.Job] {
 	return shared[api.Job](f, api.JobsResource, f.c.Jobs("").AllNamespaces())
 }

@@ -1,0 +1,130 @@
+package api
+
+import "time"
+
+// HorizontalPodAutoscaler (autoscaling/v2, hpa) sets the replicas of a
+// Deployment or ReplicaSet, through its scale subresource, from the CPU
+// and memory its pods use against what they request.
+type HorizontalPodAutoscaler struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       HorizontalPodAutoscalerSpec   `json:"spec,omitempty"`
+	Status     HorizontalPodAutoscalerStatus `json:"status,omitempty"`
+}
+
+type HorizontalPodAutoscalerSpec struct {
+	ScaleTargetRef CrossVersionObjectReference `json:"scaleTargetRef"`
+	// MinReplicas defaults to 1.
+	MinReplicas *int32                           `json:"minReplicas,omitempty"`
+	MaxReplicas int32                            `json:"maxReplicas"`
+	Metrics     []MetricSpec                     `json:"metrics,omitempty"`
+	Behavior    *HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
+}
+
+type CrossVersionObjectReference struct {
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// The metric source types; minik8s serves Resource (cpu, memory).
+const MetricSourceResource = "Resource"
+
+type MetricSpec struct {
+	Type     string                `json:"type"`
+	Resource *ResourceMetricSource `json:"resource,omitempty"`
+}
+
+type ResourceMetricSource struct {
+	Name   string       `json:"name"`
+	Target MetricTarget `json:"target"`
+}
+
+// The target types: Utilization (percent of requests, averaged over the
+// pods), AverageValue (a quantity per pod).
+const (
+	MetricUtilization  = "Utilization"
+	MetricAverageValue = "AverageValue"
+)
+
+type MetricTarget struct {
+	Type               string `json:"type"`
+	AverageUtilization *int32 `json:"averageUtilization,omitempty"`
+	AverageValue       string `json:"averageValue,omitempty"`
+}
+
+type HorizontalPodAutoscalerBehavior struct {
+	ScaleUp   *HPAScalingRules `json:"scaleUp,omitempty"`
+	ScaleDown *HPAScalingRules `json:"scaleDown,omitempty"`
+}
+
+// HPAScalingRules bound how fast replicas change: recommendations are
+// held for StabilizationWindowSeconds (the most of them when scaling
+// down, the fewest up), and the policies cap a change per period.
+type HPAScalingRules struct {
+	StabilizationWindowSeconds *int32             `json:"stabilizationWindowSeconds,omitempty"`
+	SelectPolicy               string             `json:"selectPolicy,omitempty"`
+	Policies                   []HPAScalingPolicy `json:"policies,omitempty"`
+}
+
+// The policy types: Pods (a number) or Percent (of the current replicas)
+// per PeriodSeconds.
+const (
+	HPAPolicyPods    = "Pods"
+	HPAPolicyPercent = "Percent"
+
+	HPASelectMax      = "Max"
+	HPASelectMin      = "Min"
+	HPASelectDisabled = "Disabled"
+)
+
+type HPAScalingPolicy struct {
+	Type          string `json:"type"`
+	Value         int32  `json:"value"`
+	PeriodSeconds int32  `json:"periodSeconds"`
+}
+
+type HorizontalPodAutoscalerStatus struct {
+	ObservedGeneration *int64                             `json:"observedGeneration,omitempty"`
+	LastScaleTime      *time.Time                         `json:"lastScaleTime,omitempty"`
+	CurrentReplicas    int32                              `json:"currentReplicas"`
+	DesiredReplicas    int32                              `json:"desiredReplicas"`
+	CurrentMetrics     []MetricStatus                     `json:"currentMetrics,omitempty"`
+	Conditions         []HorizontalPodAutoscalerCondition `json:"conditions,omitempty"`
+}
+
+type MetricStatus struct {
+	Type     string                `json:"type"`
+	Resource *ResourceMetricStatus `json:"resource,omitempty"`
+}
+
+type ResourceMetricStatus struct {
+	Name    string            `json:"name"`
+	Current MetricValueStatus `json:"current"`
+}
+
+type MetricValueStatus struct {
+	AverageUtilization *int32 `json:"averageUtilization,omitempty"`
+	AverageValue       string `json:"averageValue,omitempty"`
+}
+
+// The conditions of an HPA.
+const (
+	HPAAbleToScale    = "AbleToScale"
+	HPAScalingActive  = "ScalingActive"
+	HPAScalingLimited = "ScalingLimited"
+)
+
+type HorizontalPodAutoscalerCondition struct {
+	Type               string     `json:"type"`
+	Status             string     `json:"status"`
+	LastTransitionTime *time.Time `json:"lastTransitionTime,omitempty"`
+	Reason             string     `json:"reason,omitempty"`
+	Message            string     `json:"message,omitempty"`
+}
+
+type HorizontalPodAutoscalerList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []HorizontalPodAutoscaler `json:"items"`
+}
