@@ -103,7 +103,11 @@ func (s *Server) authenticate(r *http.Request) (rbac.User, error) {
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
-		return anonymousUser, nil
+		token, found := websocketBearerToken(r)
+		if !found {
+			return anonymousUser, nil
+		}
+		auth = "Bearer " + token
 	}
 	token, ok := strings.CutPrefix(auth, "Bearer ")
 	token = strings.TrimSpace(token)
@@ -124,16 +128,19 @@ func (s *Server) authenticate(r *http.Request) (rbac.User, error) {
 	return rbac.User{}, fmt.Errorf("the bearer token is not valid: %w", errdefs.ErrUnauthorized)
 }
 
-// Paths served without credentials: the CA a joining node checks against
-// its token's hash.
-var anonymousPaths = map[string]bool{"/cacerts": true}
+// anonymousPath: paths served without credentials: the CA a joining node
+// checks against its token's hash, and the dashboard's files, which hold no
+// data (the page signs in to read any).
+func anonymousPath(p string) bool {
+	return p == "/cacerts" || p == uiRoot || strings.HasPrefix(p, uiRoot+"/")
+}
 
 // authn sets the request's user, refusing credentials that do not hold
-// and (but for anonymousPaths) requests without any: 401.
+// and (but for anonymousPath) requests without any: 401.
 func (s *Server) authn() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		u, err := s.authenticate(c.Request)
-		if err == nil && u.Name == anonymousUser.Name && !anonymousPaths[c.Request.URL.Path] {
+		if err == nil && u.Name == anonymousUser.Name && !anonymousPath(c.Request.URL.Path) {
 			err = fmt.Errorf("no credentials: send a bearer token or a client certificate of the cluster CA "+
 				"(the admin's are in DATA/%s): %w", AdminKubeconfig, errdefs.ErrUnauthorized)
 		}

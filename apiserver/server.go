@@ -494,6 +494,7 @@ func (s *Server) routes() *gin.Engine {
 	newDiscovery().routes(r)
 	s.metricsRoutes(r)
 	newOpenAPI().routes(r)
+	s.uiRoutes(r)
 
 	for _, res := range api.Resources {
 		h := &handlers{srv: s, reg: s.registries[res.Name], maxBody: s.cfg.MaxBodyBytes}

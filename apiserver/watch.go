@@ -2,8 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -59,11 +57,12 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 		fail(c, err)
 		return
 	}
-	c.Header("Content-Type", "application/json")
-	c.Header("Cache-Control", "no-cache")
-	c.Status(http.StatusOK)
-	w := &watchWriter{h: h, ctx: ctx, c: c, enc: json.NewEncoder(c.Writer), asTable: wantsTable(c.Request)}
-	c.Writer.Flush()
+	out, ctx, err := openWatchSink(ctx, c)
+	if err != nil {
+		return // the upgrade answered the client itself
+	}
+	defer out.close()
+	w := &watchWriter{h: h, ctx: ctx, out: out, asTable: wantsTable(c.Request)}
 	for i, o := range initial {
 		if !w.write(watchEvent{Type: api.Added, Object: o}, initialEvents || i < len(initial)-1) {
 			return
@@ -83,6 +82,8 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	last := from
 	for {
 		select {
+		case <-ctx.Done():
+			return
 		case ev, ok := <-events:
 			if !ok || !w.change(ev, f, len(events) > 0) {
 				return
@@ -100,8 +101,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 type watchWriter struct {
 	h           *handlers
 	ctx         context.Context
-	c           *gin.Context
-	enc         *json.Encoder
+	out         watchSink
 	asTable     bool
 	columnsSent bool
 }
@@ -118,11 +118,11 @@ func (w *watchWriter) write(ev watchEvent, more bool) bool {
 			ev.Object = w.h.show(o)
 		}
 	}
-	if err := w.enc.Encode(ev); err != nil {
+	if err := w.out.send(ev); err != nil {
 		return false
 	}
 	if !more {
-		w.c.Writer.Flush()
+		w.out.flush()
 	}
 	return true
 }
@@ -149,7 +149,7 @@ func (w *watchWriter) change(ev storage.Event, f filter, more bool) bool {
 	typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
 	if !ok {
 		if !more {
-			w.c.Writer.Flush() // what was held back for this one
+			w.out.flush() // what was held back for this one
 		}
 		return true
 	}

@@ -205,7 +205,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("get", "list", "watch", "update"), funcGroups, "funcinstances/own"),
 		),
 		clusterRole(SystemPublicInfoViewer,
-			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/", "/cacerts"}},
+			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/", "/cacerts", "/ui", "/ui/*"}},
 		),
 		clusterRole(SystemDiscovery,
 			api.PolicyRule{Verbs: verbs("get"), NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/"}},

@@ -1,0 +1,143 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+	log "github.com/sirupsen/logrus"
+)
+
+// watchSink is where a watch's events go: newline-delimited JSON on the
+// response, or one websocket message each.
+type watchSink interface {
+	send(ev watchEvent) error
+	flush()
+	close()
+}
+
+// openWatchSink starts the answer of a watch: a websocket when the request
+// asks for one (browsers open one watch per kind, more than the six HTTP/1.1
+// connections a page gets, as Kubernetes' dashboards do), else a chunked
+// stream. ctx ends when a websocket's peer goes away. An error means the
+// upgrade failed and has answered the client already.
+func openWatchSink(ctx context.Context, c *gin.Context) (watchSink, context.Context, error) {
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		c.Header("Content-Type", "application/json")
+		c.Header("Cache-Control", "no-cache")
+		c.Status(http.StatusOK)
+		c.Writer.Flush()
+		return &streamSink{c: c, enc: json.NewEncoder(c.Writer)}, ctx, nil
+	}
+	header := http.Header{}
+	if p := watchSubprotocol(c.Request); p != "" {
+		header.Set("Sec-WebSocket-Protocol", p)
+	}
+	// The upgrader's default origin check refuses pages of other sites: a
+	// browser sends no CORS preflight before a websocket, and the local
+	// port acts as the admin.
+	conn, err := watchUpgrader.Upgrade(c.Writer, c.Request, header)
+	if err != nil {
+		log.WithError(err).WithField("path", c.Request.URL.Path).Debug("apiserver: websocket watch refused")
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	// The client sends nothing but its close: reading notices it.
+	go func() {
+		defer cancel()
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+	return &socketSink{conn: conn, cancel: cancel}, ctx, nil
+}
+
+var watchUpgrader = websocket.Upgrader{HandshakeTimeout: 10 * time.Second}
+
+// bearerProtocolPrefix carries a bearer token in Sec-WebSocket-Protocol,
+// as Kubernetes reads it: browsers cannot set an Authorization header on a
+// websocket. The token is base64url without padding.
+const bearerProtocolPrefix = "base64url.bearer.authorization.k8s.io."
+
+// websocketProtocols are the subprotocols a request offers.
+func websocketProtocols(r *http.Request) []string {
+	var out []string
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// websocketBearerToken is the token a websocket request carries in its
+// subprotocols: found is false when it carries none, token is "" when the
+// one it carries is not base64url.
+func websocketBearerToken(r *http.Request) (token string, found bool) {
+	if !websocket.IsWebSocketUpgrade(r) {
+		return "", false
+	}
+	for _, p := range websocketProtocols(r) {
+		if enc, ok := strings.CutPrefix(p, bearerProtocolPrefix); ok {
+			b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(enc, "="))
+			if err != nil {
+				return "", true
+			}
+			return string(b), true
+		}
+	}
+	return "", false
+}
+
+// watchSubprotocol is the protocol the answer names: the first the client
+// offers that is not its token (a browser fails a connection whose answer
+// names none of those it offered).
+func watchSubprotocol(r *http.Request) string {
+	for _, p := range websocketProtocols(r) {
+		if !strings.HasPrefix(p, bearerProtocolPrefix) {
+			return p
+		}
+	}
+	return ""
+}
+
+// streamSink writes newline-delimited JSON on a chunked response.
+type streamSink struct {
+	c   *gin.Context
+	enc *json.Encoder
+}
+
+func (s *streamSink) send(ev watchEvent) error { return s.enc.Encode(ev) }
+func (s *streamSink) flush()                   { s.c.Writer.Flush() }
+func (s *streamSink) close()                   {}
+
+// socketSink writes each event as a text message.
+type socketSink struct {
+	conn   *websocket.Conn
+	cancel context.CancelFunc
+}
+
+// socketWriteTimeout drops a browser that stopped reading.
+const socketWriteTimeout = 30 * time.Second
+
+func (s *socketSink) send(ev watchEvent) error {
+	_ = s.conn.SetWriteDeadline(time.Now().Add(socketWriteTimeout))
+	return s.conn.WriteJSON(ev)
+}
+
+func (s *socketSink) flush() {}
+
+func (s *socketSink) close() {
+	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	s.conn.Close()
+	s.cancel()
+}
