@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -139,6 +140,10 @@ func anonymousPath(p string) bool {
 // and (but for anonymousPath) requests without any: 401.
 func (s *Server) authn() gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if err := localRequestAllowed(c.Request); err != nil {
+			fail(c, err)
+			return
+		}
 		u, err := s.authenticate(c.Request)
 		if err == nil && u.Name == anonymousUser.Name && !anonymousPath(c.Request.URL.Path) {
 			err = fmt.Errorf("no credentials: send a bearer token or a client certificate of the cluster CA "+
@@ -152,6 +157,34 @@ func (s *Server) authn() gin.HandlerFunc {
 		c.Request = c.Request.WithContext(withUser(c.Request.Context(), u))
 		c.Next()
 	}
+}
+
+// localRequestAllowed refuses, on the local port, what a web page of
+// another site can make a browser send: the port acts as the admin
+// without credentials, a browser sends a page's simple requests (a POST
+// of text) to any address without asking, and it lets a page whose name
+// resolves to 127.0.0.1 (DNS rebinding) read the answers. Programs send
+// no Origin and name the address they dial.
+func localRequestAllowed(r *http.Request) error {
+	if local, _ := r.Context().Value(localPortKey{}).(bool); !local {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	host = strings.Trim(host, "[]")
+	if ip := net.ParseIP(host); host != "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("the local port answers only requests for a loopback address, not %q "+
+			"(a web page reaching it through a name of its own?): %w", host, errdefs.ErrForbidden)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if u, err := url.Parse(origin); err != nil || u.Host != r.Host {
+			return fmt.Errorf("the local port acts as the admin: it refuses requests of web pages from other origins (%s): %w",
+				origin, errdefs.ErrForbidden)
+		}
+	}
+	return nil
 }
 
 // caCerts serves the cluster CA (PEM) to anyone: a joining node fetches it

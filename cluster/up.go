@@ -278,6 +278,11 @@ func Up(ctx context.Context, cfg Config) error {
 	fields := log.Fields{"apiserver": clients.admin.Server(), "node": cfg.NodeName, "nodeIP": cfg.NodeIP}
 	if cfg.SecurePort != 0 {
 		fields["kubeconfig"] = filepath.Join(cfg.DataDir, apiserver.AdminKubeconfig)
+		fields["dashboard"] = fmt.Sprintf("https://127.0.0.1:%d/ui/", cfg.SecurePort)
+	}
+	if cfg.Port != 0 {
+		// No sign-in on the local port.
+		fields["dashboard"] = "http://" + net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)) + "/ui/"
 	}
 	log.WithFields(fields).Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
 	<-ctx.Done()

@@ -203,6 +203,50 @@ func TestLocalPortLoopbackOnly(t *testing.T) {
 	}
 }
 
+// TestLocalPortRefusesWebPagesOfOtherSites: a page of another site can
+// make the browser POST text to 127.0.0.1:8080 without asking, or reach
+// it through a name of its own that resolves there (DNS rebinding); the
+// local port, which acts as the admin, refuses both, and takes programs
+// (no Origin) and its own dashboard (same origin).
+func TestLocalPortRefusesWebPagesOfOtherSites(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	pod := `{"metadata":{"name":"planted"},"spec":{"containers":[{"name":"c","image":"x"}]}}`
+	for _, tc := range []struct {
+		name, host, origin string
+		code               int
+	}{
+		{"a program", "", "", http.StatusCreated},
+		{"another site's page", "", "http://elsewhere.example", http.StatusForbidden},
+		{"a sandboxed page", "", "null", http.StatusForbidden},
+		{"a rebound name", "elsewhere.example", "http://elsewhere.example", http.StatusForbidden},
+		{"the dashboard", "", s.URL, http.StatusCreated},
+		{"localhost", "localhost", "", http.StatusCreated},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/v1/namespaces/default/pods", strings.NewReader(pod))
+		req.Header.Set("Content-Type", "text/plain")
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s: %s %s, want %d", tc.name, resp.Status, data, tc.code)
+		}
+		if resp.StatusCode == http.StatusCreated {
+			if _, err := s.Client.Pods("default").Delete(context.Background(), "planted", client.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 func rbacObject(t *testing.T, s *framework.APIServer, path string, obj any) {
 	t.Helper()
 	body, _ := json.Marshal(obj)
