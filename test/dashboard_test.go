@@ -81,6 +81,23 @@ func TestDashboardInChromium(t *testing.T) {
 	if _, err := s.Client.Pods("default").Create(ctx, idlePod("web")); err != nil {
 		t.Fatal(err)
 	}
+	two, fifty := int32(2), int32(50)
+	tmpl := idlePod("hello")
+	tmpl.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "50m"}
+	if _, err := s.Client.Deployments("default").Create(ctx, &api.Deployment{ObjectMeta: api.ObjectMeta{Name: "hello"},
+		Spec: api.DeploymentSpec{Replicas: &two, Selector: &api.LabelSelector{MatchLabels: tmpl.Labels},
+			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: tmpl.Labels}, Spec: tmpl.Spec}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.HorizontalPodAutoscalers("default").Create(ctx, &api.HorizontalPodAutoscaler{ObjectMeta: api.ObjectMeta{Name: "hello"},
+		Spec: api.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: api.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "hello"},
+			MinReplicas:    &two, MaxReplicas: 4,
+			Metrics: []api.MetricSpec{{Type: api.MetricSourceResource, Resource: &api.ResourceMetricSource{Name: "cpu",
+				Target: api.MetricTarget{Type: api.MetricUtilization, AverageUtilization: &fifty}}}},
+		}}); err != nil {
+		t.Fatal(err)
+	}
 
 	b := framework.StartBrowser(t)
 	mustDo(t, b, chromedp.Navigate(s.URL+"/ui/"), chromedp.WaitVisible(`body[data-ready="true"]`))
@@ -103,12 +120,25 @@ func TestDashboardInChromium(t *testing.T) {
 		slices.Sort(want.pods)
 		want.funcs = []string{"default/burst", "default/greet", "default/shout"}
 		got.pods, got.funcs = pageKeys(t, b, "pod"), pageKeys(t, b, "func")
-		// web plus a pod for each of greet and shout.
-		return len(want.pods) >= 3 && slices.Equal(want.pods, got.pods) && slices.Equal(want.funcs, got.funcs)
+		// web, hello's two, and a pod for each of greet and shout.
+		return len(want.pods) >= 5 && slices.Equal(want.pods, got.pods) && slices.Equal(want.funcs, got.funcs)
 	})
 	t.Logf("the page shows pods %v and functions %v", got.pods, got.funcs)
 	if nodes := pageKeys(t, b, "node"); !slices.Equal(nodes, []string{"dash-1"}) {
 		t.Errorf("nodes on the page: %v, want [dash-1]", nodes)
+	}
+	// The node's use, from the metrics API; the Deployment and its HPA
+	// with desired against current replicas.
+	waitFor(t, "the node's CPU and memory on the page", 30*time.Second, func() bool {
+		figures := framework.Eval[[]string](t, b, `[...document.querySelectorAll('[data-node="dash-1"] .usage .figure')].map(e => e.textContent)`)
+		return len(figures) == 2 && !strings.HasPrefix(figures[0], "-") && !strings.HasPrefix(figures[1], "-")
+	})
+	waitFor(t, "hello's replicas on the page", 60*time.Second, func() bool {
+		return pageText(t, b, `[data-deploy="default/hello"] .desired`) == "2" && pageText(t, b, `[data-deploy="default/hello"] .current`) == "2" &&
+			pageText(t, b, `[data-hpa="default/hello"] .current`) == "2"
+	})
+	if row := pageText(t, b, `[data-hpa="default/hello"]`); !strings.Contains(row, "Deployment/hello") || !strings.Contains(row, "/50%") {
+		t.Errorf("hello's HPA row says %q", row)
 	}
 
 	// The page is not reloaded from here on: this mark would go with it.
@@ -159,6 +189,11 @@ func TestDashboardInChromium(t *testing.T) {
 		return pageText(t, b, `[data-func="default/burst"] .counter`) != "0"
 	})
 	t.Logf("burst's replicas on the page went %v", seen)
+	// A recent call, picked, is drawn.
+	mustDo(t, b, chromedp.Click(`[data-func="default/burst"] .calls button`))
+	waitFor(t, "the picked call of burst drawn", 10*time.Second, func() bool {
+		return strings.Contains(pageText(t, b, "[data-instance-view] p"), "default/burst")
+	})
 	if !framework.Eval[bool](t, b, `window.__sameLoad === true`) {
 		t.Error("the page was reloaded")
 	}

@@ -4,6 +4,7 @@
 import { setToken, whoami, request, Informer } from './api.js';
 import { quantity } from './format.js';
 import * as draw from './render.js';
+import { patch } from './patch.js';
 
 const kinds = {
   nodes: '/api/v1/nodes',
@@ -35,12 +36,12 @@ function redraw() {
   st.now = Date.now();
   const inf = st.inf;
   if (!inf.nodes) return;
-  $('nodes').innerHTML = draw.nodes(st);
+  patch($('nodes'), draw.nodes(st));
   $('nodes-count').textContent = `(${draw.plural(inf.nodes.items.size, 'node')}, ${draw.plural(inf.pods.items.size, 'pod')})`;
-  $('workloads').innerHTML = draw.workloads(st);
-  $('functions').innerHTML = draw.functions(st);
+  patch($('workloads'), draw.workloads(st));
+  patch($('functions'), draw.functions(st));
   $('funcs-count').textContent = `(${inf.funcs.items.size})`;
-  $('instance').innerHTML = draw.instance(st, answer);
+  patch($('instance'), draw.instance(st, answer));
   updateInvokeChoices();
   const states = Object.values(inf);
   const down = states.filter(i => i.state !== 'live' && i.state !== 'forbidden');

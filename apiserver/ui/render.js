@@ -189,6 +189,13 @@ export function functions(st) {
     table('funcs', ['Function', 'Mode', 'Counter', 'Replicas', 'Ready', 'Recent calls'], rows, 'No functions: store one with mkctl func create, or mkctl apply -f yaml/.');
 }
 
+function outcome(i) {
+  const s = i.status || {};
+  if (s.error) return `<span class="error">${esc(s.error)}</span>`;
+  if (phaseOf(i) !== 'Succeeded') return '<span class="muted">not ended yet</span>';
+  return `<code class="result">${esc(s.result)}</code>`;
+}
+
 // instance draws a call's chain of steps on a time line.
 export function instance(st, answer) {
   const i = st.inf.instances.items.get(st.selected);
@@ -227,7 +234,8 @@ export function instance(st, answer) {
   return `<div class="instance" data-instance-view="${esc(st.selected)}"><p><strong>${esc(i.metadata.name)}</strong> · ` +
     `${esc(i.metadata.namespace)}/${esc(i.spec.function)} · <span class="phase phase-${esc(phaseOf(i))}">${esc(phaseOf(i))}</span>` +
     ` · ${plural(steps.length, 'step')} · started ${age(i.metadata.creationTimestamp, st.now)} ago</p>` +
-    `<p>Argument <code>${esc(i.spec.arg)}</code> → ${s.error ? `<span class="error">${esc(s.error)}</span>` : `<code class="result">${esc(s.result)}</code>`}</p>` +
+    `<p>Argument <code>${esc(i.spec.arg)}</code> → ${outcome(i)}</p>` +
+    (steps.length ? '' : '<p class="muted">No step has ended yet.</p>') +
     `<svg class="timeline" viewBox="0 0 ${width} ${h}" role="img" aria-label="steps over time">${bars}${axis}</svg>` +
     (table ? `<table class="steps"><thead><tr><th>#</th><th>Function</th><th>Pod</th><th>Node</th><th>Argument</th><th>Result</th><th>Took</th></tr></thead><tbody>${table}</tbody></table>` : '') +
     '</div>';
