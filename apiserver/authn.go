@@ -154,6 +154,9 @@ func (s *Server) authn() gin.HandlerFunc {
 			fail(c, err)
 			return
 		}
+		// The token has done its work: nothing after this (a proxied
+		// exec's kubelet) gets it, as Kubernetes strips it too.
+		dropWebsocketToken(c.Request.Header)
 		c.Request = c.Request.WithContext(withUser(c.Request.Context(), u))
 		c.Next()
 	}

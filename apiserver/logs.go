@@ -217,6 +217,7 @@ func (s *Server) podUpgrade(c *gin.Context, handler string) {
 			// user's credentials stay here.
 			pr.Out.Header.Del("Authorization")
 			pr.Out.Header.Del("Cookie")
+			dropWebsocketToken(pr.Out.Header)
 		},
 		Transport:     transport,
 		FlushInterval: -1,

@@ -38,6 +38,10 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 			defer cancel()
 		}
 	}
+	if err := refuseForeignWatch(c.Request); err != nil {
+		fail(c, err)
+		return
+	}
 	release, err := h.srv.watches.acquire(clientOf(c))
 	if err != nil {
 		fail(c, err)

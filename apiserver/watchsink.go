@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/errdefs"
 )
 
 // watchSink is where a watch's events go: newline-delimited JSON on the
@@ -38,9 +42,8 @@ func openWatchSink(ctx context.Context, c *gin.Context) (watchSink, context.Cont
 	if p := watchSubprotocol(c.Request); p != "" {
 		header.Set("Sec-WebSocket-Protocol", p)
 	}
-	// The upgrader's default origin check refuses pages of other sites: a
-	// browser sends no CORS preflight before a websocket, and the local
-	// port acts as the admin.
+	// The upgrader refuses pages of other origins (watch checked it first
+	// too): a browser sends no CORS preflight before a websocket.
 	conn, err := watchUpgrader.Upgrade(c.Writer, c.Request, header)
 	if err != nil {
 		log.WithError(err).WithField("path", c.Request.URL.Path).Debug("apiserver: websocket watch refused")
@@ -59,7 +62,27 @@ func openWatchSink(ctx context.Context, c *gin.Context) (watchSink, context.Cont
 	return &socketSink{conn: conn, cancel: cancel}, ctx, nil
 }
 
-var watchUpgrader = websocket.Upgrader{HandshakeTimeout: 10 * time.Second}
+var watchUpgrader = websocket.Upgrader{HandshakeTimeout: 10 * time.Second, CheckOrigin: sameOrigin}
+
+// sameOrigin: a websocket request from a browser comes from a page of this
+// server (programs send no Origin).
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// refuseForeignWatch refuses, before any work, a websocket watch a page
+// of another origin asks for.
+func refuseForeignWatch(r *http.Request) error {
+	if websocket.IsWebSocketUpgrade(r) && !sameOrigin(r) {
+		return fmt.Errorf("a watch over a websocket from a page of another origin (%s): %w", r.Header.Get("Origin"), errdefs.ErrForbidden)
+	}
+	return nil
+}
 
 // bearerProtocolPrefix carries a bearer token in Sec-WebSocket-Protocol,
 // as Kubernetes reads it: browsers cannot set an Authorization header on a
@@ -83,7 +106,7 @@ func websocketProtocols(r *http.Request) []string {
 // subprotocols: found is false when it carries none, token is "" when the
 // one it carries is not base64url.
 func websocketBearerToken(r *http.Request) (token string, found bool) {
-	if !websocket.IsWebSocketUpgrade(r) {
+	if r.Method != http.MethodGet || !websocket.IsWebSocketUpgrade(r) {
 		return "", false
 	}
 	for _, p := range websocketProtocols(r) {
@@ -96,6 +119,30 @@ func websocketBearerToken(r *http.Request) (token string, found bool) {
 		}
 	}
 	return "", false
+}
+
+// dropWebsocketToken removes the token's subprotocol from h.
+func dropWebsocketToken(h http.Header) {
+	var keep []string
+	found := false
+	for _, v := range h.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			switch {
+			case strings.HasPrefix(p, bearerProtocolPrefix):
+				found = true
+			case p != "":
+				keep = append(keep, p)
+			}
+		}
+	}
+	if !found {
+		return
+	}
+	h.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
+	}
 }
 
 // watchSubprotocol is the protocol the answer names: the first the client

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/base64"
 	"net/http"
+	"slices"
 	"testing"
 )
 
@@ -40,6 +41,31 @@ func TestWebsocketBearerToken(t *testing.T) {
 			}
 			if got := watchSubprotocol(r); got != tt.chosen {
 				t.Errorf("watchSubprotocol = %q, want %q", got, tt.chosen)
+			}
+		})
+	}
+}
+
+func TestDropWebsocketToken(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"token and protocol", []string{bearerProtocolPrefix + "YWJj, watch.minik8s.io"}, []string{"watch.minik8s.io"}},
+		{"two headers", []string{"v5.channel.k8s.io", bearerProtocolPrefix + "YWJj"}, []string{"v5.channel.k8s.io"}},
+		{"token only", []string{bearerProtocolPrefix + "YWJj"}, nil},
+		{"no token: untouched", []string{"a", "b"}, []string{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for _, v := range tt.in {
+				h.Add("Sec-WebSocket-Protocol", v)
+			}
+			dropWebsocketToken(h)
+			if got := h.Values("Sec-WebSocket-Protocol"); !slices.Equal(got, tt.want) {
+				t.Errorf("left %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -124,4 +124,9 @@ func TestWatchOverWebsocket(t *testing.T) {
 			t.Errorf("%s: %v %v, want %d", tc.name, err, resp, tc.code)
 		}
 	}
+	// Another site's page holding alice's token (a browser sends its
+	// origin) is refused on the secure port too.
+	if _, resp, err := dial(s.SecureURL, http.Header{"Origin": {"https://elsewhere.example"}}, bearer("alice-token"), "watch.minik8s.io"); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("alice's watch from another origin: %v %v, want 403", err, resp)
+	}
 }

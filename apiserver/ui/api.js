@@ -60,6 +60,9 @@ function base64url(s) {
   return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
+// healthyWatch: a watch that lasted this long resets the back-off.
+const healthyWatch = 5000;
+
 function objectKey(o) {
   const m = o.metadata || {};
   return m.namespace ? m.namespace + '/' + m.name : m.name;
@@ -120,8 +123,14 @@ export class Informer {
     this.state = e.status === 403 ? 'forbidden' : 'retrying';
     this.error = e.message;
     this.onChange(this);
+    this.timer = setTimeout(() => this.list(), this.backoff());
+  }
+
+  // backoff is the pause before trying again: 0.5 s doubling up to 8 s,
+  // until a watch has lasted (healthyWatch).
+  backoff() {
     this.retries = Math.min(this.retries + 1, 5);
-    this.timer = setTimeout(() => this.list(), 250 * 2 ** this.retries);
+    return 250 * 2 ** this.retries;
   }
 
   watch() {
@@ -135,9 +144,9 @@ export class Informer {
     if (session.token) protocols.unshift(bearerProtocol + base64url(session.token));
     const ws = new WebSocket(url, protocols);
     this.socket = ws;
-    let opened = false;
+    let opened = 0;
     let gone = false;
-    ws.onopen = () => { opened = true; this.retries = 0; };
+    ws.onopen = () => { opened = Date.now(); };
     ws.onmessage = (m) => {
       const ev = JSON.parse(m.data);
       if (ev.type === 'ERROR') {
@@ -157,12 +166,14 @@ export class Informer {
         this.state = 'retrying';
         this.error = 'the watch ended; listing again';
         this.onChange(this);
-        this.retries = Math.min(this.retries + 1, 5);
-        this.timer = setTimeout(() => this.list(), 250 * 2 ** this.retries);
+        this.timer = setTimeout(() => this.list(), this.backoff());
         return;
       }
-      // A watch the server ended resumes where it was.
-      this.timer = setTimeout(() => this.watch(), 100);
+      // A watch the server ended resumes where it was: at once after a
+      // long one, after a growing pause when they keep ending early.
+      if (Date.now() - opened >= healthyWatch) this.retries = 0;
+      this.timer = setTimeout(() => this.watch(), this.retries ? this.backoff() : 100);
+      if (!this.retries) this.retries = 1;
     };
   }
 

@@ -4,7 +4,7 @@
 import { setToken, whoami, request, Informer } from './api.js';
 import { quantity } from './format.js';
 import * as draw from './render.js';
-import { patch } from './patch.js';
+import { patch, clear } from './patch.js';
 
 const kinds = {
   nodes: '/api/v1/nodes',
@@ -25,6 +25,9 @@ let answer = null; // the last invoke's answer, until the watch brings its insta
 let metricsTimer = 0;
 let drawTimer = 0;
 let ready = false;
+// generation counts sign-ins: what a request of an earlier one brings back
+// is dropped.
+let generation = 0;
 
 // changed draws once for a burst of changes.
 function changed() {
@@ -67,9 +70,11 @@ function updateInvokeChoices() {
 
 async function pollMetrics() {
   clearTimeout(metricsTimer);
+  const gen = generation;
   const read = async (path, into) => {
     try {
       const { body } = await request(path);
+      if (gen !== generation) return;
       into.clear();
       for (const m of body.items || []) {
         const use = m.usage || (m.containers || []).reduce((sum, c) => {
@@ -86,6 +91,7 @@ async function pollMetrics() {
     }
   };
   await Promise.all([read('/apis/metrics.k8s.io/v1beta1/nodes', st.metrics.nodes), read('/apis/metrics.k8s.io/v1beta1/pods', st.metrics.pods)]);
+  if (gen !== generation) return; // signed out meanwhile
   changed();
   metricsTimer = setTimeout(pollMetrics, metricsPeriod);
 }
@@ -98,10 +104,25 @@ function startInformers() {
   pollMetrics();
 }
 
+// stopInformers ends the session's reads and forgets all it read: the
+// next user of the tab sees none of it.
 function stopInformers() {
+  generation++;
   for (const i of Object.values(st.inf)) i.stop();
   st.inf = {};
+  st.metrics.nodes.clear();
+  st.metrics.pods.clear();
+  st.selected = '';
+  answer = null;
+  ready = false;
   clearTimeout(metricsTimer);
+  clearTimeout(drawTimer);
+  drawTimer = 0;
+  delete document.body.dataset.ready;
+  for (const id of ['nodes', 'workloads', 'functions', 'instance']) clear($(id));
+  for (const id of ['nodes-count', 'funcs-count', 'invoke-state', 'invoke-result']) $(id).textContent = '';
+  $('invoke-result').hidden = true;
+  $('invoke-func').replaceChildren();
 }
 
 function showDashboard(who) {
@@ -156,6 +177,7 @@ async function signIn(ev) {
 
 async function invoke(ev) {
   ev.preventDefault();
+  const gen = generation;
   const [ns, name] = $('invoke-func').value.split('/');
   if (!name) return;
   const out = $('invoke-result');
@@ -164,6 +186,7 @@ async function invoke(ev) {
   try {
     const path = `/api/funcs/${encodeURIComponent(name)}?namespace=${encodeURIComponent(ns)}&wait=60s`;
     const { status, body } = await request(path, { method: 'POST', body: $('invoke-arg').value, headers: { 'Content-Type': 'text/plain' } });
+    if (gen !== generation) return; // signed out meanwhile
     answer = body;
     st.selected = ns + '/' + body.instanceId;
     out.hidden = false;
@@ -173,6 +196,7 @@ async function invoke(ev) {
       : `${body.status}: ${body.status === 'Failed' ? body.error : body.result}`;
     $('invoke-state').textContent = `call ${body.instanceId}`;
   } catch (e) {
+    if (gen !== generation) return;
     out.hidden = false;
     out.className = 'error';
     out.textContent = e.message;

@@ -61,6 +61,9 @@ export function byName(a, b) {
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
+// num is a count from an object, always a number (0 when absent): safe to
+// put into HTML as it is.
 export function num(v) {
-  return v == null ? 0 : v;
+  const n = Number(v);
+  return isFinite(n) ? n : 0;
 }
