@@ -39,14 +39,24 @@ const (
 // the handler may take as long as a call or a watch needs.
 func bodyDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			budget := bodyBaseTime
-			if r.ContentLength > 0 {
-				budget += time.Duration(r.ContentLength/bodyMinRate) * time.Second
-			}
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), budget: budget}
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
 		}
+		budget := bodyBaseTime
+		if r.ContentLength > 0 {
+			budget += time.Duration(r.ContentLength/bodyMinRate) * time.Second
+		}
+		start := time.Now()
+		body := &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), budget: budget}
+		r.Body = body
 		next.ServeHTTP(w, r)
+		if !body.done {
+			// The handler left (some of) the body unread, as a refusal
+			// does: the server reads the rest before it answers, within
+			// the same budget.
+			_ = body.rc.SetReadDeadline(start.Add(budget))
+		}
 	})
 }
 
