@@ -73,6 +73,29 @@ func idlePod(name string) *api.Pod {
 // page without a reload.
 func TestDashboardInChromium(t *testing.T) {
 	s := clusterWith(t, "dash-1", "127.0.0.97", nil, nil)
+	dashboardWorkloads(t, s)
+	b := framework.StartBrowser(t)
+	mustDo(t, b, chromedp.Navigate(s.URL+"/ui/"), chromedp.WaitVisible(`body[data-ready="true"]`))
+	if who := pageText(t, b, "#who"); !strings.Contains(who, "local port") {
+		t.Errorf("#who says %q: want the local port named", who)
+	}
+	checkShowsTheCluster(t, s, b)
+
+	// The page is not reloaded from here on: this mark would go with it.
+	framework.Eval[bool](t, b, `(window.__sameLoad = true)`)
+	checkInvokeDrawsTheChain(t, b)
+	checkBurstMovesReplicas(t, s, b)
+	if !framework.Eval[bool](t, b, `window.__sameLoad === true`) {
+		t.Error("the page was reloaded")
+	}
+	checkNoProblems(t, b, nil)
+	saveScreenshot(t, b, "dashboard.png")
+}
+
+// dashboardWorkloads: three functions (burst with an empty pool, the chain
+// greet → shout), a pod, and a two-replica Deployment with an HPA.
+func dashboardWorkloads(t *testing.T, s *framework.APIServer) {
+	t.Helper()
 	ctx := context.Background()
 	funcTemplate(t, s, "burst", "import time\ndef run(arg):\n    time.sleep(1)\n    return arg\n", "RETURN", "RETURN",
 		map[string]any{"initInstanceNum": 0, "minInstanceNum": 0, "maxInstanceNum": 3})
@@ -98,15 +121,15 @@ func TestDashboardInChromium(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	b := framework.StartBrowser(t)
-	mustDo(t, b, chromedp.Navigate(s.URL+"/ui/"), chromedp.WaitVisible(`body[data-ready="true"]`))
-	if who := pageText(t, b, "#who"); !strings.Contains(who, "local port") {
-		t.Errorf("#who says %q: want the local port named", who)
-	}
-
-	// Every function and every pod the API lists is on the page (once the
-	// pools' pods have started, the lists stand still).
+// checkShowsTheCluster: every function and every pod the API lists is on
+// the page (once the pools' pods have started, the lists stand still), the
+// node with its use from the metrics API, the Deployment and its HPA with
+// desired against current replicas.
+func checkShowsTheCluster(t *testing.T, s *framework.APIServer, b *framework.Browser) {
+	t.Helper()
+	ctx := context.Background()
 	var want, got struct{ pods, funcs []string }
 	waitFor(t, "the page to show every function and pod", 120*time.Second, func() bool {
 		pods, _, err := s.Client.Pods("").List(ctx, client.ListOptions{})
@@ -127,8 +150,6 @@ func TestDashboardInChromium(t *testing.T) {
 	if nodes := pageKeys(t, b, "node"); !slices.Equal(nodes, []string{"dash-1"}) {
 		t.Errorf("nodes on the page: %v, want [dash-1]", nodes)
 	}
-	// The node's use, from the metrics API; the Deployment and its HPA
-	// with desired against current replicas.
 	waitFor(t, "the node's CPU and memory on the page", 30*time.Second, func() bool {
 		figures := framework.Eval[[]string](t, b, `[...document.querySelectorAll('[data-node="dash-1"] .usage .figure')].map(e => e.textContent)`)
 		return len(figures) == 2 && !strings.HasPrefix(figures[0], "-") && !strings.HasPrefix(figures[1], "-")
@@ -140,12 +161,12 @@ func TestDashboardInChromium(t *testing.T) {
 	if row := pageText(t, b, `[data-hpa="default/hello"]`); !strings.Contains(row, "Deployment/hello") || !strings.Contains(row, "/50%") {
 		t.Errorf("hello's HPA row says %q", row)
 	}
+}
 
-	// The page is not reloaded from here on: this mark would go with it.
-	framework.Eval[bool](t, b, `(window.__sameLoad = true)`)
-
-	// Invoke greet from the form: the chain greet → shout gives the result,
-	// and the call view draws both steps.
+// checkInvokeDrawsTheChain invokes greet from the form: the chain greet →
+// shout gives the result, and the call view draws both steps.
+func checkInvokeDrawsTheChain(t *testing.T, b *framework.Browser) {
+	t.Helper()
 	mustDo(t, b,
 		chromedp.SetValue(`#invoke-func`, "default/greet"),
 		chromedp.SendKeys(`#invoke-arg`, "class"),
@@ -160,9 +181,12 @@ func TestDashboardInChromium(t *testing.T) {
 	if steps := pageText(t, b, "table.steps"); !strings.Contains(steps, "greet") || !strings.Contains(steps, "shout") || !strings.Contains(steps, "dash-1") {
 		t.Errorf("the steps table says %q: want greet then shout, on dash-1", steps)
 	}
+}
 
-	// A burst of calls scales burst's pool up from zero: the count on the
-	// page moves while the page stays the same.
+// checkBurstMovesReplicas: a burst of calls scales burst's pool up from
+// zero and the count on the page moves; one of its calls, picked, is drawn.
+func checkBurstMovesReplicas(t *testing.T, s *framework.APIServer, b *framework.Browser) {
+	t.Helper()
 	replicas := func() string { return pageText(t, b, `[data-func="default/burst"] .replicas`) }
 	const before = "0/0" // its pool, made empty (initInstanceNum 0)
 	waitFor(t, "burst's empty pool on the page", 30*time.Second, func() bool { return replicas() == before })
@@ -187,16 +211,10 @@ func TestDashboardInChromium(t *testing.T) {
 		return pageText(t, b, `[data-func="default/burst"] .counter`) != "0"
 	})
 	t.Logf("burst's replicas on the page went %v", seen)
-	// A recent call, picked, is drawn.
 	mustDo(t, b, chromedp.Click(`[data-func="default/burst"] .calls button`))
 	waitFor(t, "the picked call of burst drawn", 10*time.Second, func() bool {
 		return strings.Contains(pageText(t, b, "[data-instance-view] p"), "default/burst")
 	})
-	if !framework.Eval[bool](t, b, `window.__sameLoad === true`) {
-		t.Error("the page was reloaded")
-	}
-	checkNoProblems(t, b, nil)
-	saveScreenshot(t, b, "dashboard.png")
 }
 
 // saveScreenshot keeps the whole page as a PNG in $MINIK8S_ARTIFACTS, when
