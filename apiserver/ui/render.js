@@ -217,7 +217,7 @@ export function instance(st, answer) {
   const row = 28;
   const bars = steps.map((x, n) => {
     const start = Date.parse(x.start);
-    const dur = x.durationMs || (s.completionTime ? 0 : st.now - start);
+    const dur = num(x.durationMs) || (s.completionTime || !isFinite(start) ? 0 : st.now - start);
     const bx = labelW + (isFinite(start) ? ((start - t0) / total) * plotW : 0);
     const bw = Math.max(3, (dur / total) * plotW);
     const y = 8 + n * row;
@@ -236,7 +236,7 @@ export function instance(st, answer) {
     ` · ${plural(steps.length, 'step')} · started ${age(i.metadata.creationTimestamp, st.now)} ago</p>` +
     `<p>Argument <code>${esc(i.spec.arg)}</code> → ${outcome(i)}</p>` +
     (steps.length ? '' : '<p class="muted">No step has ended yet.</p>') +
-    `<svg class="timeline" viewBox="0 0 ${width} ${h}" role="img" aria-label="steps over time">${bars}${axis}</svg>` +
+    (steps.length ? `<svg class="timeline" viewBox="0 0 ${width} ${h}" role="img" aria-label="steps over time">${bars}${axis}</svg>` : '') +
     (table ? `<table class="steps"><thead><tr><th>#</th><th>Function</th><th>Pod</th><th>Node</th><th>Argument</th><th>Result</th><th>Took</th></tr></thead><tbody>${table}</tbody></table>` : '') +
     '</div>';
 }
