@@ -79,12 +79,7 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	cc := &Controller{api: clientAPI{c}, crons: cronInf.Lister(), jobs: jobInf.Lister(), queue: workqueue.New(), events: rec, now: time.Now}
 	enqueue := func(c *api.CronJob) { cc.queue.Add(cache.Key(c)) }
 	cronInf.AddEventHandler(cache.Handler[*api.CronJob]{OnAdd: enqueue, OnUpdate: func(_, c *api.CronJob) { enqueue(c) }})
-	enqueueOwner := func(j *api.Job) {
-		if key, ok := owner.ControllerKey(&j.ObjectMeta, api.CronJobsResource.Kind); ok {
-			cc.queue.Add(key)
-		}
-	}
-	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueueOwner, OnUpdate: func(_, j *api.Job) { enqueueOwner(j) }, OnDelete: enqueueOwner})
+	jobInf.AddEventHandler(cache.ControllerHandler[*api.Job](api.CronJobsResource.Kind, cc.queue.Add))
 	return cc
 }
 

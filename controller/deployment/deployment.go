@@ -81,14 +81,7 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	depInf.AddEventHandler(cache.Handler[*api.Deployment]{
 		OnAdd: enqueue, OnUpdate: func(_, d *api.Deployment) { enqueue(d) }, OnDelete: enqueue,
 	})
-	enqueueOwner := func(rs *api.ReplicaSet) {
-		if key, ok := owner.ControllerKey(&rs.ObjectMeta, api.DeploymentsResource.Kind); ok {
-			dc.queue.Add(key)
-		}
-	}
-	rsInf.AddEventHandler(cache.Handler[*api.ReplicaSet]{
-		OnAdd: enqueueOwner, OnUpdate: func(_, rs *api.ReplicaSet) { enqueueOwner(rs) }, OnDelete: enqueueOwner,
-	})
+	rsInf.AddEventHandler(cache.ControllerHandler[*api.ReplicaSet](api.DeploymentsResource.Kind, dc.queue.Add))
 	return dc
 }
 

@@ -89,12 +89,7 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 	jc := &Controller{api: clientAPI{c}, jobs: jobInf.Lister(), pods: podInf.Lister(), queue: workqueue.New(), events: rec, now: time.Now}
 	enqueue := func(j *api.Job) { jc.queue.Add(cache.Key(j)) }
 	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueue, OnUpdate: func(_, j *api.Job) { enqueue(j) }})
-	enqueueOwner := func(p *api.Pod) {
-		if key, ok := owner.ControllerKey(&p.ObjectMeta, api.JobsResource.Kind); ok {
-			jc.queue.Add(key)
-		}
-	}
-	podInf.AddEventHandler(cache.Handler[*api.Pod]{OnAdd: enqueueOwner, OnUpdate: func(_, p *api.Pod) { enqueueOwner(p) }, OnDelete: enqueueOwner})
+	podInf.AddEventHandler(cache.ControllerHandler[*api.Pod](api.JobsResource.Kind, jc.queue.Add))
 	return jc
 }
 

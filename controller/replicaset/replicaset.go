@@ -147,8 +147,6 @@ func (rc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, rc.queue, workers, Name, rc.sync)
 }
 
-// controllerRef is the owner reference that marks an object's controller.
-
 // owner returns the key of the ReplicaSet controlling the pod.
 func (rc *Controller) owner(p *api.Pod) (string, bool) {
 	return owner.ControllerKey(&p.ObjectMeta, api.ReplicaSetsResource.Kind)
