@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -91,7 +90,7 @@ func staticTokens(path string) (map[string]rbac.User, error) {
 // authenticate says who sent r; an error (401) for credentials that do
 // not hold. A request without any is anonymous: authorization decides.
 func (s *Server) authenticate(r *http.Request) (rbac.User, error) {
-	if local, _ := r.Context().Value(localPortKey{}).(bool); local {
+	if fromLocalPort(r) {
 		return localAdmin, nil
 	}
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
@@ -169,7 +168,7 @@ func (s *Server) authn() gin.HandlerFunc {
 // resolves to 127.0.0.1 (DNS rebinding) read the answers. Programs send
 // no Origin and name the address they dial.
 func localRequestAllowed(r *http.Request) error {
-	if local, _ := r.Context().Value(localPortKey{}).(bool); !local {
+	if !fromLocalPort(r) {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(r.Host)
@@ -181,11 +180,9 @@ func localRequestAllowed(r *http.Request) error {
 		return fmt.Errorf("the local port answers only requests for a loopback address, not %q "+
 			"(a web page reaching it through a name of its own?): %w", host, errdefs.ErrForbidden)
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		if u, err := url.Parse(origin); err != nil || u.Host != r.Host {
-			return fmt.Errorf("the local port acts as the admin: it refuses requests of web pages from other origins (%s): %w",
-				origin, errdefs.ErrForbidden)
-		}
+	if !sameOrigin(r) {
+		return fmt.Errorf("the local port acts as the admin: it refuses requests of web pages from other origins (%s): %w",
+			r.Header.Get("Origin"), errdefs.ErrForbidden)
 	}
 	return nil
 }
@@ -198,6 +195,12 @@ func (s *Server) caCerts(c *gin.Context) {
 		return
 	}
 	c.Data(http.StatusOK, "application/x-pem-file", s.creds.ca.CertPEM)
+}
+
+// fromLocalPort says whether r came in on the local port.
+func fromLocalPort(r *http.Request) bool {
+	local, _ := r.Context().Value(localPortKey{}).(bool)
+	return local
 }
 
 // markLocal marks the connections of the local port.

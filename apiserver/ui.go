@@ -100,11 +100,10 @@ type uiSession struct {
 
 func (s *Server) uiSession(c *gin.Context) {
 	u := userOf(c.Request.Context())
-	local, _ := c.Request.Context().Value(localPortKey{}).(bool)
 	c.Header("Cache-Control", "no-store")
 	if u.Name == anonymousUser.Name {
 		c.JSON(http.StatusOK, uiSession{SignIn: true})
 		return
 	}
-	c.JSON(http.StatusOK, uiSession{User: u.Name, Groups: u.Groups, Local: local})
+	c.JSON(http.StatusOK, uiSession{User: u.Name, Groups: u.Groups, Local: fromLocalPort(c.Request)})
 }

@@ -72,7 +72,7 @@ func sameOrigin(r *http.Request) bool {
 		return true
 	}
 	u, err := url.Parse(origin)
-	return err == nil && strings.EqualFold(u.Host, r.Host)
+	return err == nil && u.Host == r.Host
 }
 
 // refuseForeignWatch refuses, before any work, a websocket watch a page
@@ -89,10 +89,10 @@ func refuseForeignWatch(r *http.Request) error {
 // websocket. The token is base64url without padding.
 const bearerProtocolPrefix = "base64url.bearer.authorization.k8s.io."
 
-// websocketProtocols are the subprotocols a request offers.
-func websocketProtocols(r *http.Request) []string {
+// websocketProtocols are the subprotocols a request's header offers.
+func websocketProtocols(h http.Header) []string {
 	var out []string
-	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+	for _, h := range h.Values("Sec-WebSocket-Protocol") {
 		for _, p := range strings.Split(h, ",") {
 			if p = strings.TrimSpace(p); p != "" {
 				out = append(out, p)
@@ -109,7 +109,7 @@ func websocketBearerToken(r *http.Request) (token string, found bool) {
 	if r.Method != http.MethodGet || !websocket.IsWebSocketUpgrade(r) {
 		return "", false
 	}
-	for _, p := range websocketProtocols(r) {
+	for _, p := range websocketProtocols(r.Header) {
 		if enc, ok := strings.CutPrefix(p, bearerProtocolPrefix); ok {
 			b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(enc, "="))
 			if err != nil {
@@ -124,20 +124,14 @@ func websocketBearerToken(r *http.Request) (token string, found bool) {
 // dropWebsocketToken removes the token's subprotocol from h.
 func dropWebsocketToken(h http.Header) {
 	var keep []string
-	found := false
-	for _, v := range h.Values("Sec-WebSocket-Protocol") {
-		for _, p := range strings.Split(v, ",") {
-			p = strings.TrimSpace(p)
-			switch {
-			case strings.HasPrefix(p, bearerProtocolPrefix):
-				found = true
-			case p != "":
-				keep = append(keep, p)
-			}
+	offered := websocketProtocols(h)
+	for _, p := range offered {
+		if !strings.HasPrefix(p, bearerProtocolPrefix) {
+			keep = append(keep, p)
 		}
 	}
-	if !found {
-		return
+	if len(keep) == len(offered) {
+		return // no token
 	}
 	h.Del("Sec-WebSocket-Protocol")
 	if len(keep) > 0 {
@@ -149,7 +143,7 @@ func dropWebsocketToken(h http.Header) {
 // offers that is not its token (a browser fails a connection whose answer
 // names none of those it offered).
 func watchSubprotocol(r *http.Request) string {
-	for _, p := range websocketProtocols(r) {
+	for _, p := range websocketProtocols(r.Header) {
 		if !strings.HasPrefix(p, bearerProtocolPrefix) {
 			return p
 		}
