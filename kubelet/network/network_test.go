@@ -21,6 +21,17 @@ import (
 // namespaces are mounts under its run dir).
 func TestMain(m *testing.M) { framework.Main(m) }
 
+// The pod range of these tests, its network and its gateway address. They
+// exist only in the node namespace nodeNetwork creates: the bridge, the
+// veths and the pods' namespaces hang off it, and nothing routes out of it.
+const (
+	testPodCIDR    = "10.42.7.0/24"
+	testPodNetwork = "10.42.7.0"
+	testPodGateway = "10.42.7.1"
+	// The host-local IPAM plugin's files, one per address it handed out.
+	testPodLeases = "10.42.7.*"
+)
+
 // nodeNetwork is a manager whose node side lives in a namespace of the
 // test's own, so that nothing is configured on the machine's network.
 func nodeNetwork(t *testing.T) (m *network.Manager, node, state string) {
@@ -39,10 +50,7 @@ func nodeNetwork(t *testing.T) (m *network.Manager, node, state string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = netns.Remove(node) })
-	// The pod range exists only in node, the namespace just created: the
-	// bridge, the veths and the pods' namespaces hang off it, and nothing
-	// routes out of it.
-	m, err := network.New(network.Config{StateDir: state, PodCIDR: "10.42.7.0/24", NodeNetns: node})
+	m, err := network.New(network.Config{StateDir: state, PodCIDR: testPodCIDR, NodeNetns: node})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +115,10 @@ func TestPodNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, slice, _ := net.ParseCIDR("10.42.7.0/24")
+	_, slice, _ := net.ParseCIDR(testPodCIDR)
 	for _, ip := range []string{ipA, ipB} {
-		if !slice.Contains(net.ParseIP(ip)) || ip == "10.42.7.0" || ip == "10.42.7.1" {
-			t.Errorf("pod address %s is not a pod address of 10.42.7.0/24", ip)
+		if !slice.Contains(net.ParseIP(ip)) || ip == testPodNetwork || ip == testPodGateway {
+			t.Errorf("pod address %s is not a pod address of %s", ip, testPodCIDR)
 		}
 	}
 	if ipA == ipB || pathA == pathB || !netns.Is(pathA) || !netns.Is(pathB) {
@@ -130,7 +138,7 @@ func TestPodNetworks(t *testing.T) {
 	}
 
 	// A kubelet that restarted: the same pods, the same addresses.
-	again, err := network.New(network.Config{StateDir: state, PodCIDR: "10.42.7.0/24", NodeNetns: node})
+	again, err := network.New(network.Config{StateDir: state, PodCIDR: testPodCIDR, NodeNetns: node})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +162,7 @@ func TestPodNetworks(t *testing.T) {
 	if got := framework.NetnsLinks(t, node); len(got) != 2 {
 		t.Errorf("node links after the tear downs %v, want lo and the bridge", got)
 	}
-	held, _ := filepath.Glob(filepath.Join(state, "ipam", "*", "10.42.7.*"))
+	held, _ := filepath.Glob(filepath.Join(state, "ipam", "*", testPodLeases))
 	if len(held) > 0 {
 		t.Errorf("addresses still allocated: %v", held)
 	}
@@ -186,7 +194,7 @@ func TestPodNetworks(t *testing.T) {
 	if uids, err := again.Pods(); err != nil || len(uids) != 0 {
 		t.Errorf("pods after releasing all: %v %v", uids, err)
 	}
-	if held, _ := filepath.Glob(filepath.Join(state, "ipam", "*", "10.42.7.*")); len(held) > 0 {
+	if held, _ := filepath.Glob(filepath.Join(state, "ipam", "*", testPodLeases)); len(held) > 0 {
 		t.Errorf("addresses still allocated after releasing all: %v", held)
 	}
 	if got := framework.NetnsLinks(t, node); len(got) != 2 {
