@@ -35,8 +35,8 @@ func (s *Server) metricsRoutes(r *gin.Engine) {
 	r.GET(metricsPrefix+"/namespaces/:ns/pods/:name", s.podMetrics)
 }
 
-// summaries reads the summaries of the kubelets of nodes (all when nodes
-// is empty), concurrently.
+// summaries reads, concurrently, the summaries of the kubelets of every
+// node, or of node only when only names one.
 func (s *Server) summaries(ctx context.Context, only string) ([]api.Summary, error) {
 	objs, _, err := s.registries[api.NodesResource.Name].list(ctx, "", filter{})
 	if err != nil {
