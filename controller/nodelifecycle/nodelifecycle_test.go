@@ -91,6 +91,13 @@ func node(name string, hb time.Time) *api.Node {
 		Status: api.NodeStatus{Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue, LastHeartbeatTime: &hb}}}}
 }
 
+// observed reports whether the controller has seen the node's heartbeat hb.
+func (nc *Controller) observed(name string, hb time.Time) bool {
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	return nc.seen[name].heartbeat.Equal(hb)
+}
+
 func boundPod(name, node string) *api.Pod {
 	return &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name, UID: "uid-" + name, ResourceVersion: "1"},
 		Spec: api.PodSpec{NodeName: node}, Status: api.PodStatus{Phase: api.PodRunning,
@@ -187,13 +194,12 @@ func TestReturningKubeletIsNotFought(t *testing.T) {
 	e.nodes.events <- client.Event[*api.Node]{Type: api.Modified, Object: e.api.nodes[0]}
 	back := node("n1", start.Add(time.Hour))
 	e.nodes.events <- client.Event[*api.Node]{Type: api.Modified, Object: back}
+	// Wait for the controller's handler, not the informer's store: the
+	// store holds the update before the handler has observed it.
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if n, _ := e.nc.nodes.Get("", "n1"); n.ResourceVersion == back.ResourceVersion {
-			break
-		}
+	for !e.nc.observed("n1", heartbeat(back)) {
 		if time.Now().After(deadline) {
-			t.Fatal("informer did not deliver the kubelet's update")
+			t.Fatal("the controller did not observe the kubelet's update")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
