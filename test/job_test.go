@@ -25,7 +25,8 @@ func pythonJob(name, script string, completions, parallelism, backoffLimit int32
 
 // TestJobs: a Job of five completions, two at a time, completes with
 // never more than two pods running; one whose pods fail stops at its
-// backoffLimit, Failed with the reason; kubectl get jobs shows both.
+// backoffLimit, Failed with the reason, and so does one whose container
+// restarts in its pod (OnFailure); kubectl get jobs shows them.
 func TestJobs(t *testing.T) {
 	cl := framework.StartCluster(t, controller.Config{}, "job", 2, 88)
 	cl.Containerd.ImportPythonRuntime(t)
@@ -59,15 +60,24 @@ func TestJobs(t *testing.T) {
 	if _, err := s.Client.Jobs("default").Create(ctx, pythonJob("fails", "raise SystemExit(3)", 1, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
+	restarts := pythonJob("restarts", "raise SystemExit(3)", 1, 1, 1)
+	restarts.Spec.Template.Spec.RestartPolicy = api.RestartPolicyOnFailure
+	if _, err := s.Client.Jobs("default").Create(ctx, restarts); err != nil {
+		t.Fatal(err)
+	}
 	var five, fails *api.Job
-	waitUntil(t, 2*time.Minute, "both jobs finished", func() bool {
+	waitUntil(t, 2*time.Minute, "the three jobs finished", func() bool {
 		var err error
 		five, err = s.Client.Jobs("default").Get(ctx, "five")
 		if err != nil {
 			return false
 		}
 		fails, err = s.Client.Jobs("default").Get(ctx, "fails")
-		return err == nil && len(five.Status.Conditions) > 0 && len(fails.Status.Conditions) > 0
+		if err != nil {
+			return false
+		}
+		restarts, err = s.Client.Jobs("default").Get(ctx, "restarts")
+		return err == nil && len(five.Status.Conditions) > 0 && len(fails.Status.Conditions) > 0 && len(restarts.Status.Conditions) > 0
 	})
 	if c := five.Status.Conditions[0]; c.Type != api.JobComplete || five.Status.Succeeded != 5 || five.Status.Active != 0 || five.Status.CompletionTime == nil {
 		t.Errorf("job five: %+v", five.Status)
@@ -79,6 +89,10 @@ func TestJobs(t *testing.T) {
 	mu.Unlock()
 	if c := fails.Status.Conditions[0]; c.Type != api.JobFailed || c.Reason != api.ReasonBackoffLimitExceeded || fails.Status.Failed != 2 {
 		t.Errorf("job fails: %+v", fails.Status)
+	}
+	// One pod, restarted once (the limit), then stopped: one failed pod.
+	if c := restarts.Status.Conditions[0]; c.Type != api.JobFailed || c.Reason != api.ReasonBackoffLimitExceeded || restarts.Status.Failed != 1 || restarts.Status.Active != 0 {
+		t.Errorf("job restarts: %+v", restarts.Status)
 	}
 	out := mustKubectl(t, s, "five", "get", "jobs")
 	for _, want := range []string{"Complete", "5/5", "Failed", "0/1"} {

@@ -108,14 +108,23 @@ func (jc *Controller) event(j *api.Job, typ, reason, format string, args ...any)
 type counts struct {
 	active            []*api.Pod
 	ready             int32
-	succeeded, failed int32
-	lastFailure       time.Time
+	succeeded, failed int32 // pods, as status.succeeded and status.failed
+	// restarts are the active pods' container restarts: with OnFailure a
+	// failing container restarts in its pod, and these count towards
+	// backoffLimit (Kubernetes' pastBackoffLimitOnFailure).
+	restarts    int32
+	lastFailure time.Time
 }
 
 func (jc *Controller) count(j *api.Job) counts {
+	return countPods(jc.pods.ListNamespace(j.Namespace, nil), j.UID)
+}
+
+// countPods counts the pods controlled by the Job of uid.
+func countPods(pods []*api.Pod, uid string) counts {
 	var c counts
-	for _, p := range jc.pods.ListNamespace(j.Namespace, nil) {
-		if !owner.IsControlledBy(&p.ObjectMeta, j.UID) {
+	for _, p := range pods {
+		if !owner.IsControlledBy(&p.ObjectMeta, uid) {
 			continue
 		}
 		switch p.Status.Phase {
@@ -136,9 +145,8 @@ func (jc *Controller) count(j *api.Job) counts {
 			if podReady(p) {
 				c.ready++
 			}
-			// With OnFailure, a pod's restarts are its failures.
 			for _, cs := range p.Status.ContainerStatuses {
-				c.failed += cs.RestartCount
+				c.restarts += cs.RestartCount
 			}
 		}
 	}
@@ -180,9 +188,10 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 		st.StartTime = &now
 	}
 	var errs []error
-	switch reason, msg := jc.failure(j, c, now); {
+	switch reason, msg := failure(j, c, now); {
 	case reason != "":
 		errs = append(errs, jc.deleteAll(ctx, c.active))
+		c.failed += int32(len(c.active)) // pods stopped unfinished failed, as Kubernetes counts them
 		st.Conditions = append(st.Conditions, api.JobCondition{Type: api.JobFailed, Status: api.ConditionTrue, Reason: reason, Message: msg,
 			LastProbeTime: &now, LastTransitionTime: &now})
 		jc.event(j, api.EventTypeWarning, reason, "%s", msg)
@@ -204,10 +213,15 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	return errors.Join(errs...)
 }
 
-// failure says why the Job fails now, if it does.
-func (jc *Controller) failure(j *api.Job, c counts, now time.Time) (string, string) {
-	if limit := j.Spec.BackoffLimit; limit != nil && c.failed > *limit {
-		return api.ReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"
+// failure says why the Job fails now, if it does: more failed pods than
+// backoffLimit, or, with OnFailure, as many restarts (more than none for
+// a limit of 0), as Kubernetes judges them.
+func failure(j *api.Job, c counts, now time.Time) (string, string) {
+	if limit := j.Spec.BackoffLimit; limit != nil {
+		onFailure := j.Spec.Template.Spec.RestartPolicy == api.RestartPolicyOnFailure
+		if c.failed > *limit || onFailure && c.restarts > 0 && c.restarts >= *limit {
+			return api.ReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"
+		}
 	}
 	if d := j.Spec.ActiveDeadlineSeconds; d != nil && j.Status.StartTime != nil && now.Sub(*j.Status.StartTime) >= time.Duration(*d)*time.Second {
 		return api.ReasonDeadlineExceeded, "Job was active longer than specified deadline"
