@@ -23,8 +23,8 @@ import (
 
 const metricsPrefix = "/apis/" + api.MetricsGroupVersion
 
-// summaryTimeout bounds the read of one kubelet's summary: a node that
-// does not answer in time is left out.
+// summaryTimeout bounds the read of one kubelet's summary (summaryCache
+// sets it): a node that does not answer in time is left out.
 const summaryTimeout = 5 * time.Second
 
 func (s *Server) metricsRoutes(r *gin.Engine) {
@@ -35,9 +35,11 @@ func (s *Server) metricsRoutes(r *gin.Engine) {
 	r.GET(metricsPrefix+"/namespaces/:ns/pods/:name", s.podMetrics)
 }
 
-// summaries reads, concurrently, the summaries of the kubelets of every
-// node, or of node only when only names one.
-func (s *Server) summaries(ctx context.Context, only string) ([]api.Summary, error) {
+// summaries reads, concurrently, the summaries of the kubelets of the
+// nodes want picks (every node when want is nil). A node the lifecycle
+// controller found lost (Ready Unknown) is not asked: its kubelet stopped
+// answering, and every request would wait summaryTimeout for it.
+func (s *Server) summaries(ctx context.Context, want func(*api.Node) bool) ([]api.Summary, error) {
 	objs, _, err := s.registries[api.NodesResource.Name].list(ctx, "", filter{})
 	if err != nil {
 		return nil, err
@@ -47,13 +49,13 @@ func (s *Server) summaries(ctx context.Context, only string) ([]api.Summary, err
 	var wg sync.WaitGroup
 	for _, o := range objs {
 		node := o.(*api.Node)
-		if only != "" && node.Name != only {
+		if want != nil && !want(node) || nodeLost(node) {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sum, err := s.summaryOf(ctx, node)
+			sum, err := s.summariesRead.get(ctx, node.UID, func(ctx context.Context) (api.Summary, error) { return s.summaryOf(ctx, node) })
 			if err != nil {
 				log.WithError(err).WithField("node", node.Name).Debug("apiserver: no summary")
 				return
@@ -67,13 +69,20 @@ func (s *Server) summaries(ctx context.Context, only string) ([]api.Summary, err
 	return out, nil
 }
 
+func nodeLost(n *api.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == api.NodeReady {
+			return c.Status == api.ConditionUnknown
+		}
+	}
+	return false
+}
+
 func (s *Server) summaryOf(ctx context.Context, node *api.Node) (api.Summary, error) {
 	target, err := s.nodeKubelet(node)
 	if err != nil {
 		return api.Summary{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.base+"/stats/summary", nil)
 	if err != nil {
 		return api.Summary{}, err
@@ -110,7 +119,11 @@ func usage(cpu *api.CPUStats, mem *api.MemoryStats) (api.ResourceList, time.Time
 
 func (s *Server) nodeMetrics(c *gin.Context) {
 	name := c.Param("name")
-	sums, err := s.summaries(c.Request.Context(), name)
+	var want func(*api.Node) bool
+	if name != "" {
+		want = func(n *api.Node) bool { return n.Name == name }
+	}
+	sums, err := s.summaries(c.Request.Context(), want)
 	if err != nil {
 		fail(c, err)
 		return
@@ -150,14 +163,16 @@ func (s *Server) podMetrics(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	selected := map[string]*api.Pod{}
+	// Only the kubelets of the nodes these pods run on are asked.
+	selected, onNodes := map[string]*api.Pod{}, map[string]bool{}
 	for _, o := range pods {
 		p := o.(*api.Pod)
 		if name == "" || p.Name == name {
 			selected[p.UID] = p
+			onNodes[p.Spec.NodeName] = p.Spec.NodeName != ""
 		}
 	}
-	sums, err := s.summaries(ctx, "")
+	sums, err := s.summaries(ctx, func(n *api.Node) bool { return onNodes[n.Name] })
 	if err != nil {
 		fail(c, err)
 		return

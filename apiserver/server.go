@@ -172,12 +172,14 @@ type Server struct {
 	// kubeletHTTPS reaches kubelets serving TLS, made once.
 	kubeletOnce  sync.Once
 	kubeletHTTPS *http.Transport
+	// summariesRead shares kubelets' summaries among metrics requests.
+	summariesRead *summaryCache
 }
 
 // New builds a server over store; Run is the usual entry point.
 func New(cfg Config, store storage.Interface) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, store: store, registries: map[string]*registry{}, metrics: prometheus.NewRegistry()}
+	s := &Server{cfg: cfg, store: store, registries: map[string]*registry{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
 	for _, res := range api.Resources {
 		reg := &registry{res: res, store: store}
 		reg.cache = newWatchCache(store, reg.prefix(""), res.New)
