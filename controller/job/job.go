@@ -180,7 +180,8 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	j := cache.DeepCopy(cached)
 	now := jc.now().UTC().Truncate(time.Second)
 	if typ, at := finished(j); typ != "" {
-		return jc.expire(ctx, j, at, now)
+		// Pods whose deletion failed when the Job ended are deleted now.
+		return errors.Join(jc.deleteAll(ctx, jc.count(j).active), jc.expire(ctx, j, at, now))
 	}
 	c := jc.count(j)
 	st := j.Status
