@@ -22,10 +22,11 @@ var errNoFinalizers = errors.New("no finalizers")
 
 // markDeleting keeps an object that has finalizers, or is deleted in the
 // foreground, setting its deletion timestamp; kept is false when it has
-// none, and may be deleted now.
-func (r *registry) markDeleting(ctx context.Context, ns, name string, opts deleteOptions, rv, uid string) (obj api.Object, kept bool, err error) {
+// none, and may be deleted now, at version seen (the one read).
+func (r *registry) markDeleting(ctx context.Context, ns, name string, opts deleteOptions, rv, uid string) (obj api.Object, kept bool, seen string, err error) {
 	obj, err = r.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
 		meta := cur.GetObjectMeta()
+		seen = meta.ResourceVersion
 		if rv != "" && rv != meta.ResourceVersion {
 			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale: %w", r.res.Kind, name, rv, errdefs.ErrConflict)
 		}
@@ -49,9 +50,9 @@ func (r *registry) markDeleting(ctx context.Context, ns, name string, opts delet
 		return cur, nil
 	})
 	if errors.Is(err, errNoFinalizers) {
-		return nil, false, nil
+		return nil, false, seen, nil
 	}
-	return obj, err == nil, err
+	return obj, err == nil, "", err
 }
 
 // finalized deletes obj, just written, when it is being deleted and has

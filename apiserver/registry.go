@@ -357,12 +357,25 @@ func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptio
 			return marked, err
 		}
 	}
-	marked, kept, err := r.markDeleting(ctx, ns, name, opts, rv, uid)
-	if err != nil || kept {
-		return marked, err
+	// The object goes at the version whose finalizers were judged: one
+	// added since (a conflict) is judged again, unless the caller asked
+	// for a version, whose conflict is its own.
+	for attempt := 1; ; attempt++ {
+		marked, kept, seen, err := r.markDeleting(ctx, ns, name, opts, rv, uid)
+		if err != nil || kept {
+			return marked, err
+		}
+		out, err := r.remove(ctx, ns, name, seen)
+		if errdefs.IsConflict(err) && rv == "" && attempt < deleteAttempts {
+			continue
+		}
+		return out, err
 	}
-	return r.remove(ctx, ns, name, rv)
 }
+
+// deleteAttempts bounds the re-reads of an object that keeps changing
+// while it is deleted.
+const deleteAttempts = 5
 
 // remove deletes the object from the store (at version rv, if given) and
 // frees what was allocated for it.
