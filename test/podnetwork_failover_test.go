@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"minik8s/controller"
 	"minik8s/pkg/api"
+	"minik8s/pkg/client"
 	"minik8s/scheduler"
 	"minik8s/test/framework"
 )
@@ -17,8 +19,8 @@ import (
 // underlay, pods on their own network behind a Service. Node 1 dies (its
 // kubelet killed, its containers killed, its leg of the underlay down, as
 // when the machine goes away): its pods move to the others, and from node
-// 2 the Service's cluster IP answers every request once its Endpoints no
-// longer list the dead node's pods.
+// 2 the Service's cluster IP answers every request once its Endpoints and
+// node 2's rules no longer name the dead node's pods.
 func TestNodeFailureWithOwnNetwork(t *testing.T) {
 	u := framework.StartUnderlay(t, 3)
 	s := u.StartAPIServer(t, nil)
@@ -58,14 +60,57 @@ func TestNodeFailureWithOwnNetwork(t *testing.T) {
 	hc := u.Nodes[1].HTTPClient()
 	hc.Timeout = 2 * time.Second
 	prober := startServiceProber(t, hc, url)
+	dead := podIPsOn(t, ctx, c, "node-1")
+	if n := rulesTo(t, ctx, u.Nodes[1], dead); n != len(dead) {
+		t.Fatalf("node 2's proxy rules send to %d of node 1's %d pods before it dies", n, len(dead))
+	}
 	kubelets["node-1"].Kill()
 	ctd.KillNode(t, "node-1")
 	if out, err := u.Nodes[0].Command(ctx, "ip", "link", "set", "eth0", "down").CombinedOutput(); err != nil {
 		t.Fatalf("taking node 1's link down: %v: %s", err, out)
 	}
 	waitMovedOff(t, ctx, c, "")
-	// Node 2's rules follow the Endpoints within a moment: requests sent
-	// from a second after the move on must all be answered.
-	moved := time.Now().Add(time.Second)
-	prober.finish(t, moved)
+	// Node 2's rules follow the Endpoints: once they send nothing to the
+	// dead pods (a connection there would wait for a peer that is gone),
+	// every request must be answered.
+	waitFor(t, "node 2's proxy rules to send nothing to node 1's pods", 60*time.Second, func() bool {
+		return rulesTo(t, ctx, u.Nodes[1], dead) == 0
+	})
+	prober.finish(t, time.Now())
+}
+
+// rulesTo counts the pods (by address, on the web pods' port 8080) that
+// node's proxy rules send connections to.
+func rulesTo(t *testing.T, ctx context.Context, node *framework.NetNode, ips []string) int {
+	t.Helper()
+	out, err := node.Command(ctx, "iptables-save", "-t", "nat").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables-save in %s: %v: %s", node.Name, err, out)
+	}
+	n := 0
+	for _, ip := range ips {
+		if strings.Contains(string(out), "--to-destination "+net.JoinHostPort(ip, "8080")) {
+			n++
+		}
+	}
+	return n
+}
+
+// podIPsOn lists the addresses of the web pods on node.
+func podIPsOn(t *testing.T, ctx context.Context, c *client.Client, node string) []string {
+	t.Helper()
+	pods, _, err := c.Pods("default").List(ctx, client.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, p := range pods {
+		if p.Spec.NodeName == node && p.Status.PodIP != "" {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	if len(ips) == 0 {
+		t.Fatalf("no web pod with an address on %s", node)
+	}
+	return ips
 }
