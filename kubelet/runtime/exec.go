@@ -43,15 +43,18 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (_ int, _ s
 	if err != nil {
 		return 0, "", err
 	}
-	defer deleteProcess(ctx, p)
 	select {
 	case st := <-exited:
+		// The shim copies the output into the file until the process is
+		// deleted: its exit can come before the last of it is written.
+		deleteProcess(ctx, p)
 		code, _, err := st.Result()
 		if err != nil {
 			return 0, "", err
 		}
 		return int(code), readStart(out, execOutputMax), nil
 	case <-ctx.Done():
+		defer deleteProcess(ctx, p)
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = p.Kill(kctx, syscall.SIGKILL)
