@@ -15,6 +15,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/nodecondition"
 )
 
 // The resource metrics API (metrics.k8s.io/v1beta1: kubectl top, the
@@ -70,12 +71,7 @@ func (s *Server) summaries(ctx context.Context, want func(*api.Node) bool) ([]ap
 }
 
 func nodeLost(n *api.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == api.NodeReady {
-			return c.Status == api.ConditionUnknown
-		}
-	}
-	return false
+	return nodecondition.ReadyStatus(n) == api.ConditionUnknown
 }
 
 func (s *Server) summaryOf(ctx context.Context, node *api.Node) (api.Summary, error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/nodecondition"
 )
 
 // nodeInfo is a node as scheduling sees it: what it offers and what the
@@ -36,10 +37,8 @@ const (
 var filters = []filter{nodeReady, nodeSchedulable, nodeSelector, hostPorts, fitsResources}
 
 func nodeReady(_ *podInfo, ni *nodeInfo) []string {
-	for _, c := range ni.node.Status.Conditions {
-		if c.Type == api.NodeReady && c.Status == api.ConditionTrue {
-			return nil
-		}
+	if nodecondition.ReadyStatus(ni.node) == api.ConditionTrue {
+		return nil
 	}
 	return []string{reasonNotReady}
 }

@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/nodecondition"
 	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
@@ -249,16 +250,7 @@ func schedulingChanged(old, cur *api.Node) bool {
 		!sameMap(old.Labels, cur.Labels) ||
 		!sameMap(old.Status.Allocatable, cur.Status.Allocatable) ||
 		!sameMap(old.Status.Capacity, cur.Status.Capacity) ||
-		readyStatus(old) != readyStatus(cur)
-}
-
-func readyStatus(n *api.Node) string {
-	for _, c := range n.Status.Conditions {
-		if c.Type == api.NodeReady {
-			return c.Status
-		}
-	}
-	return ""
+		nodecondition.ReadyStatus(old) != nodecondition.ReadyStatus(cur)
 }
 
 func sameMap(a, b map[string]string) bool {

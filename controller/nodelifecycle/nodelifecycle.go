@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/nodecondition"
 	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
@@ -141,7 +142,7 @@ func (nc *Controller) podChanged(p *api.Pod) {
 	if p.Spec.NodeName == "" {
 		return
 	}
-	if n, ok := nc.nodes.Get("", p.Spec.NodeName); !ok || readyStatus(n) == api.ConditionUnknown {
+	if n, ok := nc.nodes.Get("", p.Spec.NodeName); !ok || nodecondition.ReadyStatus(n) == api.ConditionUnknown {
 		nc.queue.Add(p.Spec.NodeName)
 	}
 }
@@ -225,24 +226,8 @@ func (nc *Controller) silence(name string) (d time.Duration, ok bool) {
 	return nc.now().Sub(last), true
 }
 
-func readyCondition(n *api.Node) *api.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == api.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func readyStatus(n *api.Node) string {
-	if c := readyCondition(n); c != nil {
-		return c.Status
-	}
-	return ""
-}
-
 func heartbeat(n *api.Node) time.Time {
-	if c := readyCondition(n); c != nil && c.LastHeartbeatTime != nil {
+	if c := nodecondition.Ready(n); c != nil && c.LastHeartbeatTime != nil {
 		return *c.LastHeartbeatTime
 	}
 	return time.Time{}
@@ -263,7 +248,7 @@ func (nc *Controller) sync(ctx context.Context, name string) error {
 		nc.forget(name)
 		return nc.evictPods(ctx, name, fmt.Sprintf("Node %s is gone", name))
 	}
-	if readyStatus(node) == api.ConditionUnknown {
+	if nodecondition.ReadyStatus(node) == api.ConditionUnknown {
 		return nc.evictPods(ctx, name, unresponsive(name))
 	}
 	silent, ok := nc.silence(name)
@@ -293,7 +278,7 @@ func (nc *Controller) markUnknown(ctx context.Context, node *api.Node, silent ti
 		Warn("node stopped posting status, marking it not ready")
 	up := cache.DeepCopy(node)
 	now := nc.now().UTC()
-	c := readyCondition(up)
+	c := nodecondition.Ready(up)
 	if c == nil {
 		up.Status.Conditions = append(up.Status.Conditions, api.NodeCondition{Type: api.NodeReady})
 		c = &up.Status.Conditions[len(up.Status.Conditions)-1]

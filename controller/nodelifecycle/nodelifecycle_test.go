@@ -12,6 +12,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/nodecondition"
 )
 
 // fakeLW lists fixed objects and forwards events sent by the test.
@@ -161,7 +162,7 @@ func TestSilentNodeIsMarkedAndItsPodsRemoved(t *testing.T) {
 	if len(e.api.nodes) != 1 {
 		t.Fatalf("%d node status writes, want 1", len(e.api.nodes))
 	}
-	c := readyCondition(e.api.nodes[0])
+	c := nodecondition.Ready(e.api.nodes[0])
 	if c.Status != api.ConditionUnknown || c.Reason != ReasonNodeStatusUnknown || !c.LastHeartbeatTime.Equal(start) {
 		t.Fatalf("ready condition %+v: want Unknown/NodeStatusUnknown keeping the last heartbeat", c)
 	}

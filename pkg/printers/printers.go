@@ -13,6 +13,7 @@ import (
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/nodecondition"
 )
 
 // None is what a table shows for a missing value.
@@ -240,16 +241,11 @@ func PodStatus(p *api.Pod) string {
 // ",SchedulingDisabled" when the node is cordoned.
 func NodeStatus(n *api.Node) string {
 	s := "Unknown"
-	for _, c := range n.Status.Conditions {
-		if c.Type != api.NodeReady {
-			continue
-		}
-		switch c.Status {
-		case api.ConditionTrue:
-			s = "Ready"
-		case api.ConditionFalse:
-			s = "NotReady"
-		}
+	switch nodecondition.ReadyStatus(n) {
+	case api.ConditionTrue:
+		s = "Ready"
+	case api.ConditionFalse:
+		s = "NotReady"
 	}
 	if n.Spec.Unschedulable {
 		s += ",SchedulingDisabled"
