@@ -64,6 +64,11 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 			return
 		case st.State == runtime.StateExited:
 			if !c.exitHandled {
+				// Before the exit is told (logs -f ends on it): the shim may
+				// still be writing the last output into the log.
+				if err := w.rt.ReapContainer(ctx, c.id); err != nil {
+					w.log.WithError(err).WithField("container", c.name).Warn("reaping an exited container")
+				}
 				term := api.ContainerStateTerminated{ExitCode: st.ExitCode, FinishedAt: timePtr(st.ExitedAt)}
 				started := c.startedAt
 				term.StartedAt = &started

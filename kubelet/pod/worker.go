@@ -31,6 +31,9 @@ type Runtime interface {
 	ContainerStatus(ctx context.Context, id string) (runtime.Status, error)
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	RemoveContainer(ctx context.Context, id string) error
+	// ReapContainer deletes an exited container's task, keeping its exit
+	// status: after it the container's log is complete.
+	ReapContainer(ctx context.Context, id string) error
 	// Exec runs a command in a running container (exec probes).
 	Exec(ctx context.Context, id string, cmd []string) (code int, output string, err error)
 }

@@ -19,6 +19,7 @@ type fakeRuntime struct {
 	created []string
 	specs   []runtime.ContainerSpec
 	status  map[string]runtime.Status
+	reaped  []string
 }
 
 func (f *fakeRuntime) HasImage(context.Context, string) (bool, error) { return true, nil }
@@ -53,6 +54,15 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.status, id)
+	return nil
+}
+func (f *fakeRuntime) ReapContainer(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status[id].State != runtime.StateExited {
+		return fmt.Errorf("reaping %s: %w: %s", id, errdefs.ErrConflict, f.status[id].State)
+	}
+	f.reaped = append(f.reaped, id)
 	return nil
 }
 
@@ -169,6 +179,9 @@ func TestWorkerBackoff(t *testing.T) {
 	cs := fa.last.Status.ContainerStatuses[0]
 	if len(rt.created) != 2 || cs.RestartCount != 1 || cs.State.Running == nil || cs.LastState.Terminated.ExitCode != 1 {
 		t.Fatalf("after the first crash: created %v, status %+v", rt.created, cs)
+	}
+	if len(rt.reaped) != 1 || rt.reaped[0] != rt.created[0] {
+		t.Errorf("reaped %v after the first crash, want %v", rt.reaped, rt.created[:1])
 	}
 	// The second waits (an hour here): CrashLoopBackOff.
 	rt.exit(rt.created[1], 2)

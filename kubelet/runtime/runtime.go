@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -295,112 +294,6 @@ const cleanupTimeout = time.Minute
 // shim per container being removed).
 func uninterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-}
-
-// State of a container's task.
-type State string
-
-const (
-	// StateCreated: the container exists without a task (never started,
-	// or its task was removed).
-	StateCreated State = "created"
-	StateRunning State = "running"
-	StateExited  State = "exited"
-	StateUnknown State = "unknown"
-)
-
-// Status is what containerd knows of one container.
-type Status struct {
-	ID        string
-	State     State
-	Pid       uint32
-	ExitCode  int32
-	ExitedAt  time.Time
-	OOMKilled bool
-	Labels    map[string]string
-	CreatedAt time.Time
-}
-
-// ContainerStatus reads the state of a container and of its task.
-func (r *Runtime) ContainerStatus(ctx context.Context, id string) (Status, error) {
-	ctx = nsCtx(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return Status{}, wrap(err, "container %s", id)
-	}
-	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
-	if err != nil {
-		return Status{}, wrap(err, "container %s", id)
-	}
-	st := Status{ID: id, State: StateCreated, Labels: info.Labels, CreatedAt: info.CreatedAt}
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return st, nil
-		}
-		return st, wrap(err, "task of %s", id)
-	}
-	ts, err := task.Status(ctx)
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return st, nil
-		}
-		return st, wrap(err, "task status of %s", id)
-	}
-	st.Pid = task.Pid()
-	switch ts.Status {
-	case containerd.Running, containerd.Pausing, containerd.Paused:
-		st.State = StateRunning
-	case containerd.Created:
-		st.State = StateCreated
-	case containerd.Stopped:
-		st.State = StateExited
-		st.ExitCode = int32(ts.ExitStatus)
-		st.ExitedAt = ts.ExitTime
-		st.OOMKilled = r.wasOOMKilled(ctx, id, c)
-	default:
-		st.State = StateUnknown
-	}
-	return st, nil
-}
-
-// wasOOMKilled: containerd's OOM event, or the cgroup's own counter (which
-// still exists until the task is deleted, and which a kubelet that was
-// down when the event came can read).
-func (r *Runtime) wasOOMKilled(ctx context.Context, id string, c containerd.Container) bool {
-	r.mu.Lock()
-	oom := r.oomed[id]
-	r.mu.Unlock()
-	if oom {
-		return true
-	}
-	spec, err := c.Spec(ctx)
-	if err != nil || spec.Linux == nil || spec.Linux.CgroupsPath == "" {
-		return false
-	}
-	return cgroupOOMKills(spec.Linux.CgroupsPath) > 0
-}
-
-// cgroupOOMKills reads the oom_kill counter of a cgroup (v2 memory.events
-// or v1 memory.oom_control).
-func cgroupOOMKills(path string) int {
-	for _, f := range []string{
-		filepath.Join("/sys/fs/cgroup", path, "memory.events"),
-		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"),
-	} {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			k, v, ok := strings.Cut(line, " ")
-			if ok && k == "oom_kill" {
-				n, _ := strconv.Atoi(strings.TrimSpace(v))
-				return n
-			}
-		}
-	}
-	return 0
 }
 
 // Signal sends sig to the container's main process.

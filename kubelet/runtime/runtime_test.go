@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"minik8s/kubelet/runtime"
+	"minik8s/pkg/errdefs"
 	"minik8s/pkg/netns"
 	"minik8s/test/framework"
 )
@@ -71,9 +72,23 @@ sys.exit(3)`},
 	if st.ExitCode != 3 || st.OOMKilled {
 		t.Errorf("exit = %d, oom %v; want 3, false", st.ExitCode, st.OOMKilled)
 	}
-	// The shim may still be copying the last output when the exit is seen.
+	// Reaped, the task is gone, the exit is kept and the log is complete
+	// (the shim may still be copying the last output when the exit is seen).
+	if err := rt.ReapContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := rt.ContainerStatus(ctx, spec.ID); err != nil || again.State != runtime.StateExited ||
+		again.ExitCode != 3 || !again.ExitedAt.Equal(st.ExitedAt) || again.OOMKilled || again.Pid != 0 {
+		t.Errorf("status after reaping: %+v, %v (before: %+v)", again, err, st)
+	}
+	if err := rt.ReapContainer(ctx, spec.ID); err != nil {
+		t.Errorf("reaping again: %v", err)
+	}
+	out, _ := os.ReadFile(logPath)
 	for _, want := range []string{"hello world /tmp", "from the host"} {
-		waitLog(t, logPath, want)
+		if !strings.Contains(string(out), want) {
+			t.Errorf("log %q lacks %q", out, want)
+		}
 	}
 	cs, err := rt.ListContainers(ctx, map[string]string{runtime.LabelNode: "n1"})
 	if err != nil || len(cs) != 1 || cs[0].ID != spec.ID {
@@ -161,6 +176,13 @@ func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
 	if st.ExitCode != 137 || !st.OOMKilled {
 		out, _ := os.ReadFile(logPath)
 		t.Fatalf("exit %d, oomKilled %v; want 137, true (log %q)", st.ExitCode, st.OOMKilled, out)
+	}
+	// The task and its cgroup go with the reaping; the OOM kill is kept.
+	if err := rt.ReapContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := rt.ContainerStatus(ctx, spec.ID); err != nil || st.State != runtime.StateExited || st.ExitCode != 137 || !st.OOMKilled {
+		t.Errorf("status after reaping: %+v, %v", st, err)
 	}
 	sawExit := false
 	timeout := time.After(10 * time.Second)
@@ -268,5 +290,8 @@ func TestExecInAContainer(t *testing.T) {
 	}
 	if st, err := rt.ContainerStatus(ctx, "exec-target"); err != nil || st.State != runtime.StateRunning {
 		t.Fatalf("the container after the execs: %+v, %v", st, err)
+	}
+	if err := rt.ReapContainer(ctx, "exec-target"); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("reaping a running container: %v, want a conflict", err)
 	}
 }
