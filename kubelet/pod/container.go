@@ -141,11 +141,13 @@ func (w *Worker) handleExit(p *api.Pod, c *container, term api.ContainerStateTer
 		c.prober.Stop()
 		c.prober = nil
 	}
+	// Whether or not it starts again: logs -f of this run ends, and exec
+	// says it is not running.
+	w.setRunning(c.name, "")
 	fields := log.Fields{"container": c.name, "exitCode": term.ExitCode, "reason": term.Reason}
 	if !shouldRestart(p.Spec.RestartPolicy, term.ExitCode) {
 		c.state = api.ContainerState{Terminated: &term}
 		c.done = true
-		w.setRunning(c.name, "")
 		w.log.WithFields(fields).Info("container exited")
 		return
 	}

@@ -183,6 +183,9 @@ func TestWorkerBackoff(t *testing.T) {
 	if len(rt.reaped) != 1 || rt.reaped[0] != rt.created[0] {
 		t.Errorf("reaped %v after the first crash, want %v", rt.reaped, rt.created[:1])
 	}
+	if id, _ := w.RunningContainer("c"); id != rt.created[1] {
+		t.Errorf("running container %q after the restart, want %q", id, rt.created[1])
+	}
 	// The second waits (an hour here): CrashLoopBackOff.
 	rt.exit(rt.created[1], 2)
 	w.sync(ctx)
@@ -192,6 +195,10 @@ func TestWorkerBackoff(t *testing.T) {
 	}
 	if fa.last.Status.Phase != api.PodRunning {
 		t.Errorf("phase %s while backing off", fa.last.Status.Phase)
+	}
+	// Not running while it backs off: exec refuses, logs -f ends.
+	if id, ok := w.RunningContainer("c"); ok {
+		t.Errorf("running container %q while backing off", id)
 	}
 }
 
