@@ -9,6 +9,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"minik8s/kubelet/logs/cri"
 )
@@ -24,6 +26,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "minik8s-logger: no log path (started by containerd's shim with: path FILE)")
 		os.Exit(2)
 	}
+	// When the container's task is deleted the shim closes the pipes, then
+	// sends SIGTERM and kills after 12 s: the logger ends at the pipes'
+	// end, with everything the container wrote, not at the signal.
+	signal.Ignore(syscall.SIGTERM)
 	stdout, stderr, ready := os.NewFile(3, "stdout"), os.NewFile(4, "stderr"), os.NewFile(5, "ready")
 	f, err := cri.OpenLog(path)
 	if err != nil {
