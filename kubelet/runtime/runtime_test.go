@@ -295,3 +295,38 @@ func TestExecInAContainer(t *testing.T) {
 		t.Errorf("reaping a running container: %v, want a conflict", err)
 	}
 }
+
+// TestReapWithTheLogger: with the container logger (a binary the shim runs
+// beside the container), everything the container wrote is in the log,
+// each line with its time, once the reaping returns.
+func TestReapWithTheLogger(t *testing.T) {
+	ctd := framework.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, ctd.Address, runtime.Options{Logger: framework.GoBinary(t, "minik8s-logger")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	logPath := filepath.Join(t.TempDir(), "c.log")
+	spec := runtime.ContainerSpec{ID: "chatty", Image: framework.PythonRuntimeImage, LogPath: logPath,
+		Command: []string{"python3", "-c", "import sys\nfor i in range(2000): print('line', i)\nsys.stdout.write('no end')"}}
+	if err := rt.CreateContainer(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveContainer(context.Background(), spec.ID) })
+	if err := rt.StartContainer(ctx, spec.ID, logPath); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, rt, spec.ID)
+	start := time.Now()
+	if err := rt.ReapContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reaped in %s", time.Since(start).Round(time.Millisecond))
+	data, _ := os.ReadFile(logPath)
+	records := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(records) != 2001 || !strings.HasSuffix(records[1999], " stdout F line 1999") || !strings.HasSuffix(records[2000], " stdout P no end") {
+		t.Fatalf("%d records, the last %q", len(records), records[len(records)-1])
+	}
+}

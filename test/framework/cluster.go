@@ -36,10 +36,10 @@ type build struct {
 
 // FuncserverBinary builds cmd/funcserver statically, once per test process,
 // for the function runtime image.
-func FuncserverBinary(t testing.TB) string { return goBinary(t, "funcserver") }
+func FuncserverBinary(t testing.TB) string { return GoBinary(t, "funcserver") }
 
-// goBinary builds cmd/NAME statically, once per test process.
-func goBinary(t testing.TB, name string) string {
+// GoBinary builds cmd/NAME statically, once per test process.
+func GoBinary(t testing.TB, name string) string {
 	t.Helper()
 	builds.mu.Lock()
 	if builds.done == nil {

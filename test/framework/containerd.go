@@ -240,7 +240,7 @@ func startKubelet(t testing.TB, apiURL, token string, ctd *Containerd, name, ip 
 		// In-process kubelets share the test's network: their pods run
 		// on it (StartNetKubelet gives pods their own).
 		PodNetwork:      kubelet.PodNetworkHost,
-		ContainerLogger: goBinary(t, kubelet.LoggerName),
+		ContainerLogger: GoBinary(t, kubelet.LoggerName),
 		StatsPeriod:     time.Second,
 	}}
 	k.Start()

@@ -24,7 +24,7 @@ type NetFuncRunner struct {
 // It returns once the runner holds its Lease.
 func StartNetFuncRunner(t testing.TB, node *NetNode, s *APIServer) *NetFuncRunner {
 	t.Helper()
-	bin := goBinary(t, "funcrunner")
+	bin := GoBinary(t, "funcrunner")
 	// A port free in the node's namespace, for the calls handed over.
 	l, err := node.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -119,7 +119,7 @@ type netProcess struct {
 // its pod CIDR, so that pods bound to it are not taken for orphans.
 func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name string) *NetKubelet {
 	t.Helper()
-	bin := goBinary(t, "kubelet")
+	bin := GoBinary(t, "kubelet")
 	dir := t.TempDir()
 	k := &NetKubelet{Node: node, Name: name, RootDir: filepath.Join(dir, "root"), APIAddr: node.Forward(t, s.Addr),
 		netProcess: &netProcess{t: t, what: "kubelet " + name, LogPath: filepath.Join(dir, "kubelet.log")}}
@@ -131,7 +131,7 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 	k.args = []string{"--net=" + node.Path(), bin, "--resolv-conf", resolvConf,
 		"--apiserver", "http://" + k.APIAddr, "--service-cidr", s.ServiceCIDR,
 		"--node-name", name, "--node-ip", node.IP, "--port", "0",
-		"--containerd-address", ctd.Address, "--root-dir", k.RootDir, "--container-logger", goBinary(t, kubelet.LoggerName),
+		"--containerd-address", ctd.Address, "--root-dir", k.RootDir, "--container-logger", GoBinary(t, kubelet.LoggerName),
 		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
 	k.Start()
 	t.Cleanup(func() {
