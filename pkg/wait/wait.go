@@ -17,6 +17,11 @@ func Every(ctx context.Context, period time.Duration, fn func()) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			// Both may be ready (a tick due while fn ran); select picks
+			// either, and no call may start once ctx has ended.
+			if ctx.Err() != nil {
+				return
+			}
 			fn()
 		}
 	}
