@@ -73,7 +73,11 @@ func TestProxyBalancesAndFollowsEndpoints(t *testing.T) {
 
 	// Two proxies share the address, as two kubelets on one machine do.
 	pctx1, stop1 := context.WithCancel(ctx)
-	go proxy.NewFromClient(s.Client).Run(pctx1)
+	stopped1 := make(chan struct{})
+	go func() {
+		defer close(stopped1)
+		proxy.NewFromClient(s.Client).Run(pctx1)
+	}()
 	go proxy.NewFromClient(s.Client).Run(ctx)
 
 	addr := net.JoinHostPort(ip, "8080")
@@ -101,7 +105,7 @@ func TestProxyBalancesAndFollowsEndpoints(t *testing.T) {
 
 	// One proxy stops: the other keeps answering.
 	stop1()
-	time.Sleep(200 * time.Millisecond)
+	<-stopped1 // its listeners closed
 	for i := 0; i < 20; i++ {
 		if body, err := get(addr); err != nil || body != "b" {
 			t.Fatalf("after one proxy stopped: %q %v", body, err)
