@@ -96,6 +96,17 @@ func watchPods(ctx context.Context, c *client.Client, ns string) *podWatch {
 	return w
 }
 
+// waitLive waits until the watch has seen n pods live: the API answering
+// a state does not mean the watch has delivered it yet.
+func (w *podWatch) waitLive(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("the pod watch to see %d live pods", n), func() (bool, string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.live) == n, fmt.Sprint(len(w.live))
+	})
+}
+
 func (w *podWatch) resetMax() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -191,6 +202,7 @@ func TestReplicaSetLifecycle(t *testing.T) {
 	})
 
 	// And back.
+	w.waitLive(t, 0)
 	w.resetMax()
 	if _, err := c.Scale(ctx, "default", "web", 3); err != nil {
 		t.Fatal(err)
@@ -314,12 +326,11 @@ func TestNodeFailureMovesPods(t *testing.T) {
 		if _, err := c.Pods("default").Get(ctx, name); !errdefs.IsNotFound(err) {
 			t.Fatalf("pod %s of the lost node still exists (err %v)", name, err)
 		}
-		w.mu.Lock()
-		lost := w.lost[name]
-		w.mu.Unlock()
-		if !lost {
-			t.Errorf("pod %s was not marked Failed/NodeLost before removal", name)
-		}
+		eventually(t, 30*time.Second, "pod "+name+" seen Failed/NodeLost before its removal", func() (bool, string) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.lost[name], ""
+		})
 	}
 
 	nodes.start("node-b")
@@ -545,7 +556,9 @@ func TestAPIServerOutageFailsNoNode(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := srv.Client
-	const grace = 3 * time.Second
+	// Long enough that the kubelet's first post after the outage (a third
+	// of it, then up to one 500 ms tick) lands well inside it under load.
+	const grace = 6 * time.Second
 	nodes := startSimNodes(ctx, t, c, 500*time.Millisecond)
 	nodes.add(ctx, "node-a", "4", "4Gi", nil)
 	startScheduler(ctx, t, scheduler.Config{Client: c})

@@ -99,7 +99,8 @@ func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
 
 	// The Service answers on its cluster IP, through any node's proxy.
 	addr := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "8080") + "/"
-	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	// 5 s: a pod answers slowly on two busy cores; a dead peer never does.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	// Probe the Service all along while node-1 dies: its kubelet stops and
 	// its containers are killed, as when the machine goes down.
 	prober := startServiceProber(t, hc, addr)

@@ -166,7 +166,7 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 
 	// kubectl get -w: the table, then a row per change.
 	bin, _ := exec.LookPath("kubectl")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	watch := exec.CommandContext(ctx, bin, "--server", s.URL, "get", "pods", "-w")
 	watch.Env = append(os.Environ(), "HOME="+t.TempDir())
@@ -175,9 +175,9 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "kubectl get pods -w printing the table", func() bool { return strings.Contains(watched.String(), "http-server") })
+	waitUntil(t, 30*time.Second, "kubectl get pods -w printing the table", func() bool { return strings.Contains(watched.String(), "http-server") })
 	run("pod/http-server labeled", "label", "pod", "http-server", "watched=yes")
-	waitUntil(t, 10*time.Second, "kubectl get pods -w printing the change", func() bool { return strings.Count(watched.String(), "http-server") >= 2 })
+	waitUntil(t, 30*time.Second, "kubectl get pods -w printing the change", func() bool { return strings.Count(watched.String(), "http-server") >= 2 })
 	cancel()
 	_ = watch.Wait()
 	if got := watched.String(); !strings.HasPrefix(got, "NAME") || strings.Count(got, "NAME") != 1 {

@@ -370,7 +370,7 @@ func newBindGate() *bindGate {
 	return &bindGate{attempted: make(chan struct{}), bound: make(chan struct{})}
 }
 
-const bindGateWait = 10 * time.Second
+const bindGateWait = 30 * time.Second // both schedulers reach a pod within it, even on busy cores
 
 // countingBinder records every binding attempt of a scheduler, by pod.
 type countingBinder struct {
