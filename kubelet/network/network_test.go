@@ -2,6 +2,7 @@ package network_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -55,6 +56,52 @@ func nodeNetwork(t *testing.T) (m *network.Manager, node, state string) {
 		t.Fatal(err)
 	}
 	return m, node, state
+}
+
+// hostHasNoPodRange fails the test when the machine's own namespace holds
+// an address or a route of the pod range: it must exist only in the node
+// namespace the test made.
+func hostHasNoPodRange(t *testing.T) {
+	t.Helper()
+	_, pods, _ := net.ParseCIDR(testPodCIDR)
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && (pods.Contains(n.IP) || n.Contains(pods.IP)) {
+			t.Errorf("the machine's namespace has address %s, of the test's pod range %s", n, testPodCIDR)
+		}
+	}
+	// /proc/self/net is the namespace of the process's main thread: the
+	// machine's (netns.Do switches locked threads only).
+	data, err := os.ReadFile("/proc/self/net/route")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		dst, mask := hexIPv4(f[1]), hexIPv4(f[7])
+		if dst == nil || mask == nil || dst.Equal(net.IPv4zero) {
+			continue // the default route is the machine's way out, not a pod route
+		}
+		route := &net.IPNet{IP: dst, Mask: net.IPMask(mask.To4())}
+		if route.Contains(pods.IP) || pods.Contains(dst) {
+			t.Errorf("the machine's namespace routes %s via %s, into the test's pod range %s", route, f[0], testPodCIDR)
+		}
+	}
+}
+
+// hexIPv4 reads an address of /proc/net/route (hex, host byte order).
+func hexIPv4(h string) net.IP {
+	var b [4]byte
+	if _, err := fmt.Sscanf(h, "%02X%02X%02X%02X", &b[3], &b[2], &b[1], &b[0]); err != nil {
+		return nil
+	}
+	return net.IPv4(b[0], b[1], b[2], b[3])
 }
 
 // echo serves one connection in the namespace at path on addr.
@@ -124,6 +171,7 @@ func TestPodNetworks(t *testing.T) {
 	if ipA == ipB || pathA == pathB || !netns.Is(pathA) || !netns.Is(pathB) {
 		t.Fatalf("pods a %s %s and b %s %s", pathA, ipA, pathB, ipB)
 	}
+	hostHasNoPodRange(t)
 	// Both serve the same port, each at its own address.
 	echo(t, pathA, ipA+":8080")
 	echo(t, pathB, ipB+":8080")
