@@ -46,24 +46,32 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (Status, error
 	if err != nil {
 		return Status{}, wrap(err, "container %s", id)
 	}
+	st, _, err := r.status(ctx, c)
+	return st, err
+}
+
+// status reads the state of container c and returns its task too, nil
+// when it has none.
+func (r *Runtime) status(ctx context.Context, c containerd.Container) (Status, containerd.Task, error) {
+	id := c.ID()
 	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 	if err != nil {
-		return Status{}, wrap(err, "container %s", id)
+		return Status{}, nil, wrap(err, "container %s", id)
 	}
 	st := Status{ID: id, State: StateCreated, Labels: info.Labels, CreatedAt: info.CreatedAt}
 	task, err := c.Task(ctx, nil)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return reaped(st), nil
+			return reaped(st), nil, nil
 		}
-		return st, wrap(err, "task of %s", id)
+		return st, nil, wrap(err, "task of %s", id)
 	}
 	ts, err := task.Status(ctx)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return reaped(st), nil
+			return reaped(st), nil, nil
 		}
-		return st, wrap(err, "task status of %s", id)
+		return st, nil, wrap(err, "task status of %s", id)
 	}
 	st.Pid = task.Pid()
 	switch ts.Status {
@@ -79,7 +87,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (Status, error
 	default:
 		st.State = StateUnknown
 	}
-	return st, nil
+	return st, task, nil
 }
 
 // wasOOMKilled: containerd's OOM event, or the cgroup's own counter (which
@@ -137,19 +145,19 @@ const (
 // otherwise stay until the container is removed. A container without a
 // task is left as it is; one whose task has not exited is a conflict.
 func (r *Runtime) ReapContainer(ctx context.Context, id string) error {
-	st, err := r.ContainerStatus(ctx, id)
-	if err != nil || st.State == StateCreated {
-		return err
-	}
-	if st.State != StateExited {
-		return fmt.Errorf("reaping container %s: %w: its task is %s", id, errdefs.ErrConflict, st.State)
-	}
 	// Deleting must not be cut short (see uninterrupted).
 	ctx, cancel := uninterrupted(nsCtx(ctx))
 	defer cancel()
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return wrap(err, "container %s", id)
+	}
+	st, task, err := r.status(ctx, c)
+	if err != nil || task == nil {
+		return err
+	}
+	if st.State != StateExited {
+		return fmt.Errorf("reaping container %s: %w: its task is %s", id, errdefs.ErrConflict, st.State)
 	}
 	// The labels first: a kubelet that stops in between still finds the
 	// stopped task, and then the labels.
@@ -159,13 +167,6 @@ func (r *Runtime) ReapContainer(ctx context.Context, id string) error {
 		labelOOMKilled: strconv.FormatBool(st.OOMKilled),
 	}); err != nil {
 		return wrap(err, "recording the exit of %s", id)
-	}
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return nil
-		}
-		return wrap(err, "task of %s", id)
 	}
 	if _, err := task.Delete(ctx); err != nil && !cerrdefs.IsNotFound(err) {
 		return wrap(err, "deleting the task of %s", id)
