@@ -215,18 +215,37 @@ func loadCA(dataDir string) (*pki.CA, error) {
 	return pki.LoadOrCreateCA(filepath.Join(dataDir, CAFile), filepath.Join(dataDir, caKeyFile), "minik8s-ca")
 }
 
-// embeddedEtcdCerts makes the embedded etcd's certificates: its serving
-// (and peer) certificate for loopback, and the apiserver's client
-// certificate, the only client it takes.
-func embeddedEtcdCerts(cfg *Config, creds *credentials) (serving, clientFiles etcd.TLSFiles, err error) {
-	ca := filepath.Join(cfg.DataDir, CAFile)
-	serving = etcd.TLSFiles{CAFile: ca, CertFile: cfg.pkiPath("etcd-server.crt"), KeyFile: cfg.pkiPath("etcd-server.key")}
+// The embedded etcd has a CA of its own (pki/etcd-ca.crt), as kubeadm and
+// k3s give it: it signs etcd's serving (and peer) certificate and the
+// apiserver's client certificate, and nothing else, so that etcd takes no
+// certificate of the cluster CA (a node's, the admin's) as a client.
+const (
+	etcdCAFile      = "etcd-ca.crt"
+	etcdCAKeyFile   = "etcd-ca.key"
+	etcdServingCert = "etcd-server.crt"
+	etcdServingKey  = "etcd-server.key"
+	etcdClientCert  = "apiserver-etcd-client.crt"
+	etcdClientKey   = "apiserver-etcd-client.key"
+)
+
+// embeddedEtcdCerts makes the embedded etcd's certificates from its own
+// CA: its serving (and peer) certificate for loopback, and the apiserver's
+// client certificate, the only client it takes. A data dir made before
+// etcd had its own CA holds both issued by the cluster CA: EnsureCert
+// issues them anew from the etcd CA (their issuer is not it), under the
+// same names, and etcd's data is left as it is.
+func embeddedEtcdCerts(cfg *Config) (serving, clientFiles etcd.TLSFiles, err error) {
+	ca, err := pki.LoadOrCreateCA(cfg.pkiPath(etcdCAFile), cfg.pkiPath(etcdCAKeyFile), "minik8s-etcd-ca")
+	if err != nil {
+		return serving, clientFiles, fmt.Errorf("etcd CA: %w", err)
+	}
+	serving = etcd.TLSFiles{CAFile: cfg.pkiPath(etcdCAFile), CertFile: cfg.pkiPath(etcdServingCert), KeyFile: cfg.pkiPath(etcdServingKey)}
 	spec := pki.CertSpec{CommonName: "minik8s-etcd", DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, Server: true, Client: true}
-	if _, err := creds.ca.EnsureCert(serving.CertFile, serving.KeyFile, spec); err != nil {
+	if _, err := ca.EnsureCert(serving.CertFile, serving.KeyFile, spec); err != nil {
 		return serving, clientFiles, fmt.Errorf("etcd serving certificate: %w", err)
 	}
-	clientFiles = etcd.TLSFiles{CAFile: ca, CertFile: cfg.pkiPath("apiserver-etcd-client.crt"), KeyFile: cfg.pkiPath("apiserver-etcd-client.key")}
-	if _, err := creds.ca.EnsureCert(clientFiles.CertFile, clientFiles.KeyFile, pki.CertSpec{CommonName: "minik8s-apiserver-etcd-client", Client: true}); err != nil {
+	clientFiles = etcd.TLSFiles{CAFile: serving.CAFile, CertFile: cfg.pkiPath(etcdClientCert), KeyFile: cfg.pkiPath(etcdClientKey)}
+	if _, err := ca.EnsureCert(clientFiles.CertFile, clientFiles.KeyFile, pki.CertSpec{CommonName: "minik8s-apiserver-etcd-client", Client: true}); err != nil {
 		return serving, clientFiles, fmt.Errorf("etcd client certificate: %w", err)
 	}
 	return serving, clientFiles, nil

@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if len(endpoints) == 0 {
 		dir := filepath.Join(cfg.DataDir, "etcd")
 		log.WithField("dir", dir).Info("starting embedded etcd")
-		serving, clientFiles, err := embeddedEtcdCerts(&cfg, creds)
+		serving, clientFiles, err := embeddedEtcdCerts(&cfg)
 		if err != nil {
 			return err
 		}
