@@ -34,6 +34,18 @@ type registry struct {
 	cache *watchCache
 	// namespaces admits creates of namespaced kinds.
 	namespaces *namespaceIndex
+	// admitSpecs admits the pod specs a created or updated object
+	// carries against the request's user (Server.admitPodSpecs): here,
+	// so that no route writing the kind can miss it. old is nil on create.
+	admitSpecs func(ctx context.Context, res api.Resource, old, obj api.Object) error
+}
+
+// admit runs admitSpecs, when set.
+func (r *registry) admit(ctx context.Context, old, obj api.Object) error {
+	if r.admitSpecs == nil {
+		return nil
+	}
+	return r.admitSpecs(ctx, r.res, old, obj)
 }
 
 const keyRoot = "/registry/"
@@ -102,6 +114,9 @@ func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.O
 	if err := r.prepareCreate(ns, obj); err != nil {
 		return nil, err
 	}
+	if err := r.admit(ctx, nil, obj); err != nil {
+		return nil, err
+	}
 	meta := obj.GetObjectMeta()
 	if r.res.Namespaced && r.namespaces != nil {
 		if err := r.namespaces.admit(ctx, meta.Namespace); err != nil {
@@ -160,6 +175,9 @@ func (r *registry) createMany(ctx context.Context, objs []api.Object) (errs []er
 	items := make([]storage.Item, 0, len(objs))
 	for i, obj := range objs {
 		if errs[i] = r.prepareCreate(obj.GetObjectMeta().Namespace, obj); errs[i] != nil {
+			continue
+		}
+		if errs[i] = r.admit(ctx, nil, obj); errs[i] != nil {
 			continue
 		}
 		meta := obj.GetObjectMeta()
@@ -265,6 +283,9 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 			return nil, err
 		}
 		if err := checkImmutable(cur, next); err != nil {
+			return nil, err
+		}
+		if err := r.admit(ctx, cur, next); err != nil {
 			return nil, err
 		}
 		return next, nil

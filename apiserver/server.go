@@ -182,6 +182,7 @@ func New(cfg Config, store storage.Interface) *Server {
 	s := &Server{cfg: cfg, store: store, registries: map[string]*registry{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
 	for _, res := range api.Resources {
 		reg := &registry{res: res, store: store}
+		reg.admitSpecs = s.admitPodSpecs
 		reg.cache = newWatchCache(store, reg.prefix(""), res.New)
 		if res.Kind == api.FuncInstancesResource.Kind {
 			reg.ttl = cfg.FuncInstanceTTL

@@ -101,10 +101,12 @@ func (c *Containerd) ImportFunctionRuntime(t testing.TB) {
 }
 
 // StartControllers runs the controller manager in the test process until
-// the test ends.
+// the test ends, as the admin (the local port) unless cfg names a client.
 func StartControllers(t testing.TB, s *APIServer, cfg controller.Config) {
 	t.Helper()
-	cfg.Client = s.Client
+	if cfg.Client == nil {
+		cfg.Client = s.Client
+	}
 	runUntilCleanup(t, "controller manager", func(ctx context.Context) error { return controller.Run(ctx, cfg) })
 }
 
