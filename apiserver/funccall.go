@@ -38,6 +38,7 @@ type calls struct {
 	local            CallRunner
 	retention        time.Duration
 	maxPending       int
+	pending          *pendingBytes
 	records          *recordWriter
 	http             *http.Client
 	// creds are the server's (nil without a secure port), for runners
@@ -75,6 +76,7 @@ func newCalls(s *Server) *calls {
 		runners:    newRunnerDirectory(s.registries[api.LeasesResource.Name]),
 		retention:  s.cfg.FuncInstanceTTL,
 		maxPending: s.cfg.MaxPendingCalls,
+		pending:    newPendingBytes(s.registries[api.FuncInstancesResource.Name], s.cfg.MaxPendingCallBytes),
 		local:      s.cfg.LocalRunner,
 		records:    newRecordWriter(s.registries[api.FuncInstancesResource.Name], 2),
 		http:       &http.Client{Transport: transport},
@@ -84,10 +86,13 @@ func newCalls(s *Server) *calls {
 
 // run follows the runners and stores records until ctx ends.
 func (c *calls) run(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { defer close(done); c.runners.run(ctx) }()
+	var bg sync.WaitGroup
+	bg.Go(func() { c.runners.run(ctx) })
+	if c.pending.max > 0 {
+		bg.Go(func() { c.pending.run(ctx) })
+	}
 	c.records.run(ctx)
-	<-done
+	bg.Wait()
 }
 
 func terminal(inst *api.FuncInstance) bool {
@@ -144,10 +149,17 @@ func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL
 		return nil, fmt.Errorf("%d asynchronous calls are waiting to run, the most this cluster takes (--max-pending-calls %d); try again shortly: %w",
 			n, c.maxPending, errdefs.ErrTooManyRequests)
 	}
-	created, err := c.instances.create(ctx, ns, c.endSpan(newInstance(ctx, req, callbackURL), span))
+	// The argument is held twice: the call's and its first step's.
+	done, err := c.pending.reserve(2 * int64(len(arg)))
 	if err != nil {
 		return nil, err
 	}
+	created, err := c.instances.create(ctx, ns, c.endSpan(newInstance(ctx, req, callbackURL), span))
+	if err != nil {
+		done(nil)
+		return nil, err
+	}
+	done(created)
 	return created.(*api.FuncInstance), nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
+	"minik8s/pkg/storage/etcd"
 )
 
 // Limits an open port needs: a body that trickles in is cut off, a request
@@ -183,13 +184,25 @@ func (s *Server) watchRevision(ctx context.Context, rv int64) error {
 }
 
 // health answers /healthz and /readyz: ok only while etcd answers (a
-// member without a leader fails at once, see the store).
+// member without a leader fails at once, see the store). /readyz fails
+// too while etcd has an alarm raised, naming it: out of space (NOSPACE),
+// etcd refuses every write. /healthz (and /livez) stay ok then, as
+// Kubernetes' etcd check of them (a read) and etcd's own /livez do:
+// reads are served, restarting the apiserver frees no space, and the
+// apiserver recovers on its own once objects are deleted.
 func (s *Server) health(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
+	check := c.Request.URL.Path[1:]
 	if _, err := s.store.Revision(ctx); err != nil {
-		c.String(http.StatusServiceUnavailable, "[-]etcd failed: %v\n%s check failed\n", err, c.Request.URL.Path[1:])
+		c.String(http.StatusServiceUnavailable, "[-]etcd failed: %v\n%s check failed\n", err, check)
 		return
+	}
+	if a, ok := s.store.(interface{ Alarms() etcd.Alarms }); ok && check == "readyz" {
+		if alarms := a.Alarms(); len(alarms.Names) > 0 {
+			c.String(http.StatusServiceUnavailable, "[-]etcd-alarms failed: %s\n%s check failed\n", alarms, check)
+			return
+		}
 	}
 	c.String(http.StatusOK, "ok")
 }

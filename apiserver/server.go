@@ -56,6 +56,10 @@ type Config struct {
 	// (--etcd-cafile, --etcd-certfile, --etcd-keyfile); the embedded one
 	// gets certificates of the cluster CA.
 	EtcdTLS etcd.TLSFiles
+	// EtcdQuotaBytes is the size the embedded etcd's database may reach
+	// (--etcd-quota-bytes; 0: etcd's default of 2 GiB). Past it etcd
+	// raises its NOSPACE alarm and refuses writes until space is freed.
+	EtcdQuotaBytes int64
 	// MaxBodyBytes bounds request bodies (413 beyond).
 	MaxBodyBytes int64
 	// FuncInstanceTTL is how long call records are kept
@@ -73,6 +77,11 @@ type Config struct {
 	// beyond it a call gets 429 with Retry-After, so a burst that outruns
 	// the functions cannot fill the store and the runners' memory.
 	MaxPendingCalls int
+	// MaxPendingCallBytes bounds what the arguments of those calls hold
+	// (DefaultMaxPendingCallBytes, or an eighth of EtcdQuotaBytes when
+	// that is less; negative: no bound), so that calls cannot fill the
+	// store: beyond it, 429 with Retry-After as for the count.
+	MaxPendingCallBytes int64
 	// OTLPEndpoint, when set, is where the apiserver's spans of calls go
 	// (OTLP over HTTP, a base URL); they are kept with the instance either way.
 	OTLPEndpoint string
@@ -108,6 +117,12 @@ const DefaultMaxBodyBytes = 1 << 20
 // before new ones wait (429).
 const DefaultMaxPendingCalls = 20000
 
+// DefaultMaxPendingCallBytes is what the arguments of pending asynchronous
+// calls may hold: an eighth of etcd's default quota, as an argument may
+// take several times its size once stored (escaped, and kept as the
+// call's next step too).
+const DefaultMaxPendingCallBytes = 256 << 20
+
 // EventTTL is how long an event is kept after it was first made, as
 // Kubernetes keeps them.
 const EventTTL = time.Hour
@@ -130,6 +145,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPendingCalls == 0 {
 		c.MaxPendingCalls = DefaultMaxPendingCalls
+	}
+	if c.MaxPendingCallBytes == 0 {
+		c.MaxPendingCallBytes = DefaultMaxPendingCallBytes
+		if c.EtcdQuotaBytes > 0 && len(c.EtcdEndpoints) == 0 {
+			c.MaxPendingCallBytes = min(c.MaxPendingCallBytes, c.EtcdQuotaBytes/8)
+		}
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
@@ -247,6 +268,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := checkLoopback(cfg.Address); err != nil {
 		return err
 	}
+	if cfg.EtcdQuotaBytes < 0 || (cfg.EtcdQuotaBytes > 0 && len(cfg.EtcdEndpoints) > 0) {
+		return errdefs.Invalid("etcd-quota-bytes", "%d: the quota of the embedded etcd is a size in bytes, and an external etcd has its own (--quota-backend-bytes)", cfg.EtcdQuotaBytes)
+	}
 	creds, err := loadCredentials(&cfg)
 	if err != nil {
 		return err
@@ -263,7 +287,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		e, err := etcd.StartEmbedded(ctx, dir, serving)
+		e, err := etcd.StartEmbedded(ctx, dir, serving, etcd.QuotaBytes(cfg.EtcdQuotaBytes))
 		if err != nil {
 			return err
 		}
@@ -283,6 +307,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer client.Close()
 	store := etcd.New(client)
 	go store.RunCompactor(ctx, etcd.DefaultCompactInterval)
+	go store.RunSpaceRecovery(ctx, etcd.DefaultSpaceCheckInterval)
 	srv := New(cfg, store)
 	srv.creds, srv.tokens = creds, tokens
 

@@ -96,9 +96,12 @@ type Config struct {
 	// ServiceNodePortRange: where node ports come from.
 	ServiceNodePortRange string
 	NodeCIDRMaskSize     int
-	// MaxPendingCalls and FuncInstanceTTL: see apiserver.Config.
-	MaxPendingCalls int
-	FuncInstanceTTL time.Duration
+	// MaxPendingCalls, MaxPendingCallBytes, EtcdQuotaBytes and
+	// FuncInstanceTTL: see apiserver.Config.
+	MaxPendingCalls     int
+	MaxPendingCallBytes int64
+	EtcdQuotaBytes      int64
+	FuncInstanceTTL     time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -206,7 +209,8 @@ func Up(ctx context.Context, cfg Config) error {
 
 	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
 		ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize, ServiceNodePortRange: cfg.ServiceNodePortRange,
-		MaxPendingCalls: cfg.MaxPendingCalls, FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint}
+		MaxPendingCalls: cfg.MaxPendingCalls, MaxPendingCallBytes: cfg.MaxPendingCallBytes, EtcdQuotaBytes: cfg.EtcdQuotaBytes,
+		FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint}
 	if cfg.Port != 0 {
 		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
 	}

@@ -35,6 +35,8 @@ func main() {
 	flag.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted")
 	flag.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", apiserver.DefaultFuncInstanceTTL, "how long function call records are kept")
 	flag.IntVar(&cfg.MaxPendingCalls, "max-pending-calls", apiserver.DefaultMaxPendingCalls, "asynchronous calls waiting to run beyond which new ones get 429 (-1: no bound)")
+	flag.Int64Var(&cfg.MaxPendingCallBytes, "max-pending-call-bytes", 0, "bytes the arguments of asynchronous calls waiting to run may hold, beyond which new ones get 429 (default 256 MiB, or an eighth of --etcd-quota-bytes when less; -1: no bound)")
+	flag.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-bytes", 0, "size the embedded etcd's database may reach before etcd refuses writes (its NOSPACE alarm; 0: etcd's default of 2 GiB)")
 	flag.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "send the apiserver's spans of calls with OTLP over HTTP to this base URL (spans go to URL/v1/traces)")
 	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", apiserver.DefaultServiceCIDR, "range cluster IPs of services are allocated from")
 	flag.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "ports NodePort Services get on every node, FIRST-LAST")

@@ -54,6 +54,8 @@ func main() {
 	fs.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", apiserver.DefaultNodeCIDRMaskSize, "prefix length of each node's slice of the cluster range")
 	fs.IntVar(&cfg.FuncInstanceBudget, "funcinstance-budget", funcinstancegc.DefaultBudget, "how many finished function instances are kept across the cluster; older ones are deleted")
 	fs.IntVar(&cfg.MaxPendingCalls, "max-pending-calls", apiserver.DefaultMaxPendingCalls, "asynchronous calls waiting to run beyond which new ones get 429 (-1: no bound)")
+	fs.Int64Var(&cfg.MaxPendingCallBytes, "max-pending-call-bytes", 0, "bytes the arguments of asynchronous calls waiting to run may hold, beyond which new ones get 429 (default 256 MiB, or an eighth of --etcd-quota-bytes when less; -1: no bound)")
+	fs.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-bytes", 0, "size the embedded etcd's database may reach before etcd refuses writes (its NOSPACE alarm; 0: etcd's default of 2 GiB)")
 	fs.DurationVar(&cfg.FuncInstanceTTL, "func-instance-ttl", apiserver.DefaultFuncInstanceTTL, "how long function call records are kept")
 	fs.IntVar(&cfg.GatewayPort, "gateway-port", 8081, "port of the function gateway serving the HTTP triggers, in the first function runner (0: none)")
 	fs.StringVar(&cfg.GatewayAddress, "gateway-address", "127.0.0.1", "address the function gateway binds")

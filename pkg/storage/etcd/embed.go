@@ -39,11 +39,29 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 	return transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.CAFile}.ClientConfig()
 }
 
+// Option configures an embedded etcd: TLSFiles (its serving certificate)
+// or QuotaBytes.
+type Option interface{ apply(*embed.Config) }
+
+// apply makes the server speak TLS to clients and its peer port, taking
+// only clients with a certificate of f's CA.
+func (f TLSFiles) apply(cfg *embed.Config) {
+	info := transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.CAFile, ClientCertAuth: true}
+	cfg.ClientTLSInfo, cfg.PeerTLSInfo = info, info
+}
+
+// QuotaBytes is the size the database may reach before etcd raises its
+// NOSPACE alarm and refuses writes (etcd's --quota-backend-bytes; 0:
+// etcd's default of 2 GiB).
+type QuotaBytes int64
+
+func (q QuotaBytes) apply(cfg *embed.Config) { cfg.QuotaBackendBytes = int64(q) }
+
 // StartEmbedded starts a single-member etcd with its data in dir, listening
-// on free loopback ports, and waits until it serves. With serving set, it
-// speaks TLS to clients and its peer port and takes only clients with a
-// certificate of serving's CA.
-func StartEmbedded(ctx context.Context, dir string, serving ...TLSFiles) (*Embedded, error) {
+// on free loopback ports, and waits until it serves. With a TLSFiles
+// option it speaks TLS to clients and its peer port and takes only clients
+// with a certificate of that CA.
+func StartEmbedded(ctx context.Context, dir string, opts ...Option) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcd data dir: %w", err)
 	}
@@ -56,11 +74,10 @@ func StartEmbedded(ctx context.Context, dir string, serving ...TLSFiles) (*Embed
 		return nil, err
 	}
 	cfg := embed.NewConfig()
-	if len(serving) > 0 {
-		f := serving[0]
-		clientURL.Scheme, peerURL.Scheme = "https", "https"
-		info := transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.CAFile, ClientCertAuth: true}
-		cfg.ClientTLSInfo, cfg.PeerTLSInfo = info, info
+	for _, o := range opts {
+		if _, ok := o.(TLSFiles); ok {
+			clientURL.Scheme, peerURL.Scheme = "https", "https"
+		}
 	}
 	cfg.Dir = dir
 	cfg.Name = "minik8s"
@@ -80,6 +97,9 @@ func StartEmbedded(ctx context.Context, dir string, serving ...TLSFiles) (*Embed
 	// writes by default, which under a stream of calls holds hundreds of
 	// MB. A snapshot every 10 000 bounds it, as older etcd releases did.
 	cfg.SnapshotCount = 10000
+	for _, o := range opts {
+		o.apply(cfg)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd in %s: %w", dir, err)

@@ -30,13 +30,17 @@ type Store struct {
 
 	mu    sync.Mutex
 	lease leaseCache
+	// alarms as the space check last saw them (space.go); spaceCheck
+	// asks it to run now.
+	alarms     Alarms
+	spaceCheck chan struct{}
 }
 
 var _ storage.Interface = (*Store)(nil)
 
 // New returns a store on an open etcd client.
 func New(client *clientv3.Client) *Store {
-	return &Store{client: client}
+	return &Store{client: client, spaceCheck: make(chan struct{}, 1)}
 }
 
 // leaseCache shares one lease among objects created close together with
@@ -63,6 +67,7 @@ func (s *Store) leaseFor(ctx context.Context, ttl time.Duration) (clientv3.Lease
 	secs := int64((ttl + leaseReuseWindow(ttl) + time.Second - 1) / time.Second)
 	resp, err := s.client.Grant(leader(ctx), secs)
 	if err != nil {
+		s.noteWriteErr(err)
 		return 0, wrapErr(err)
 	}
 	s.lease = leaseCache{id: resp.ID, ttl: ttl, granted: now}
@@ -128,6 +133,12 @@ func wrapErr(err error) error {
 	if isTooLarge(err) {
 		return fmt.Errorf("etcd: %w: %w", errdefs.ErrTooLarge, err)
 	}
+	if isNoSpace(err) {
+		// A server error (500), as Kubernetes answers it, with etcd's
+		// message: not unavailable, retrying at once does not help.
+		return fmt.Errorf("%w: the database reached its quota (--etcd-quota-bytes); "+
+			"deleting objects frees space, and the apiserver then compacts, defragments and disarms etcd's NOSPACE alarm", err)
+	}
 	return fmt.Errorf("etcd: %w: %w", errdefs.ErrUnavailable, err)
 }
 
@@ -170,6 +181,7 @@ func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time
 		Then(clientv3.OpPut(key, string(data), opts...)).
 		Commit()
 	if err != nil {
+		s.noteWriteErr(err)
 		return writeErr(key, data, err)
 	}
 	if !resp.Succeeded {
@@ -201,6 +213,7 @@ func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.D
 	}
 	resp, err := s.client.Txn(leader(ctx)).If(cmps...).Then(puts...).Commit()
 	if err != nil {
+		s.noteWriteErr(err)
 		if isTooLarge(err) {
 			return fmt.Errorf("%d objects taking %d bytes once encoded, more than etcd accepts in one request: %w",
 				len(items), size, wrapErr(err))
@@ -263,6 +276,7 @@ func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
 		Commit()
 	if err != nil {
+		s.noteWriteErr(err)
 		return writeErr(key, data, err)
 	}
 	if !resp.Succeeded {

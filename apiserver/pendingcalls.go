@@ -1,0 +1,123 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// pendingBytes bounds what the arguments of unfinished calls hold, as
+// MaxPendingCalls bounds their number: without it a caller could fill
+// etcd's quota with calls of large arguments that no runner drains. It
+// follows the instances by list and watch (every apiserver sees every
+// call this way) and keeps only a size per instance.
+type pendingBytes struct {
+	reg *registry
+	max int64 // <= 0: no bound
+
+	mu sync.Mutex
+	// held: namespace/name → the argument bytes of an unfinished
+	// instance, 0 once it ended (kept so that a late note of its create
+	// does not count it again).
+	held  map[string]int64
+	total int64
+	// reserved: calls of this apiserver being stored now.
+	reserved int64
+}
+
+func newPendingBytes(reg *registry, max int64) *pendingBytes {
+	return &pendingBytes{reg: reg, max: max, held: map[string]int64{}}
+}
+
+// argBytes is what an instance's arguments hold while it has not ended:
+// the call's argument and its next step's.
+func argBytes(o api.Object) int64 {
+	inst, ok := o.(*api.FuncInstance)
+	if !ok || terminal(inst) {
+		return 0
+	}
+	n := int64(len(inst.Spec.Arg))
+	if inst.Status.Next != nil {
+		n += int64(len(inst.Status.Next.Arg))
+	}
+	return n
+}
+
+// reserve takes n bytes for a call about to be stored, or refuses it (429)
+// past the bound; done gives them back once the create returned, with the
+// instance stored (nil if none).
+func (p *pendingBytes) reserve(n int64) (done func(created api.Object), err error) {
+	if p.max <= 0 {
+		return func(api.Object) {}, nil // not followed (run does not run)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.total+p.reserved+n > p.max {
+		return nil, fmt.Errorf("the arguments of asynchronous calls waiting to run hold %d bytes, and this call's %d would pass the most this cluster takes "+
+			"(--max-pending-call-bytes %d); try again shortly: %w", p.total+p.reserved, n, p.max, errdefs.ErrTooManyRequests)
+	}
+	p.reserved += n
+	return func(created api.Object) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.reserved -= n
+		if created != nil {
+			// Counted now, not when the watch brings it.
+			if _, seen := p.held[mirrorKey(created)]; !seen {
+				p.set(mirrorKey(created), argBytes(created))
+			}
+		}
+	}, nil
+}
+
+func (p *pendingBytes) set(key string, n int64) {
+	p.total += n - p.held[key]
+	p.held[key] = n
+}
+
+func (p *pendingBytes) remove(key string) {
+	p.total -= p.held[key]
+	delete(p.held, key)
+}
+
+// run follows the instances until ctx ends, relisting when the watch breaks.
+func (p *pendingBytes) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		objs, rev, err := p.reg.list(ctx, "", filter{})
+		if err != nil {
+			log.WithError(err).Warn("pending calls: listing instances failed")
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		p.mu.Lock()
+		clear(p.held)
+		p.total = 0
+		for _, o := range objs {
+			p.set(mirrorKey(o), argBytes(o))
+		}
+		p.mu.Unlock()
+		events, err := p.reg.watch(ctx, "", rev)
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		for ev := range events {
+			if ev.Type == api.Error {
+				break
+			}
+			p.mu.Lock()
+			if ev.Type == api.Deleted {
+				p.remove(mirrorKey(ev.Object))
+			} else {
+				p.set(mirrorKey(ev.Object), argBytes(ev.Object))
+			}
+			p.mu.Unlock()
+		}
+	}
+}
