@@ -234,7 +234,7 @@ func (o *Options) rolloutUndo(ctx context.Context, name string, toRevision int64
 		}
 		current := int64(0)
 		for n, rs := range revs {
-			if rs.Labels[api.LabelPodTemplateHash] == rollout.TemplateHash(d.Spec.Template) {
+			if rs.Labels[api.LabelPodTemplateHash] == rollout.Hash(d) {
 				current = n
 			}
 		}

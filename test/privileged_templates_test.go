@@ -12,6 +12,7 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/rollout"
 	"minik8s/test/framework"
 )
 
@@ -267,6 +268,31 @@ func TestPrivilegedTemplatesRefused(t *testing.T) {
 				admin("POST", k.coll(), k.body("adm-"+k.res.Name, privileged["hostNetwork"]), http.StatusCreated)
 			}
 		}
+		// A ReplicaSet of the admin's, relabelled by the edit user as its
+		// Deployment's (name, pod-template-hash and owner as the controller
+		// would make them: the spec left as it was, which edit may), is not
+		// taken for the Deployment's: its template is not the Deployment's.
+		paused := api.Deployment{ObjectMeta: api.ObjectMeta{Name: "ed-adopt"},
+			Spec: api.DeploymentSpec{Selector: selector("ed-adopt"), Template: template("ed-adopt", plainSpec), Paused: true}}
+		var d api.Deployment
+		if err := json.Unmarshal(editor.expect("POST", podKinds[2].coll(), mustJSON(paused), http.StatusCreated, ""), &d); err != nil {
+			t.Fatal(err)
+		}
+		hash := rollout.TemplateHash(d.Spec.Template)
+		rs := podKinds[1].wrap("ed-adopt-"+hash, privileged["hostNetwork"]).(api.ReplicaSet)
+		zero := int32(0)
+		rs.Spec.Replicas = &zero
+		admin("POST", podKinds[1].coll(), mustJSON(rs), http.StatusCreated)
+		taken := unpinned(podKinds[1].res.Path("default", rs.Name))
+		meta := taken["metadata"].(map[string]any)
+		meta["labels"] = map[string]string{api.LabelPodTemplateHash: hash}
+		yes := true
+		meta["ownerReferences"] = []api.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: &yes}}
+		editor.expect("PUT", podKinds[1].res.Path("default", rs.Name), mustJSON(taken), http.StatusOK, "")
+		if code, data := editor.send("PATCH", podKinds[2].res.Path("default", d.Name), "application/merge-patch+json", `{"spec":{"paused":false}}`); code != http.StatusOK {
+			t.Fatalf("resuming %s: %d %s", d.Name, code, data)
+		}
+
 		// Every object of the namespace has its pods: the controllers have
 		// acted on all of them.
 		var pods []api.Pod
@@ -278,7 +304,7 @@ func TestPrivilegedTemplatesRefused(t *testing.T) {
 				have[roots[p.Name]] = true
 			}
 			for _, want := range []string{"ed-pods", "ed-replicasets", "ed-deployments", "ed-jobs", "ed-cronjobs",
-				"adm-deployments", "adm-jobs", "adm-cronjobs", "adm-scale", "u-replicasets", "u-deployments", "u-jobs"} {
+				"adm-deployments", "adm-jobs", "adm-cronjobs", "adm-scale", "u-replicasets", "u-deployments", "u-jobs", "ed-adopt"} {
 				if !have[want] {
 					return false
 				}

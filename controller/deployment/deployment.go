@@ -16,6 +16,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
@@ -30,6 +31,7 @@ const Name = "deployment"
 
 // API is what the controller writes.
 type API interface {
+	GetReplicaSet(ctx context.Context, namespace, name string) (*api.ReplicaSet, error)
 	CreateReplicaSet(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error)
 	UpdateReplicaSet(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error)
 	DeleteReplicaSet(ctx context.Context, namespace, name, uid string) error
@@ -39,6 +41,10 @@ type API interface {
 var _ API = clientAPI{}
 
 type clientAPI struct{ c *client.Client }
+
+func (a clientAPI) GetReplicaSet(ctx context.Context, ns, name string) (*api.ReplicaSet, error) {
+	return a.c.ReplicaSets(ns).Get(ctx, name)
+}
 
 func (a clientAPI) CreateReplicaSet(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error) {
 	return a.c.ReplicaSets(rs.Namespace).Create(ctx, rs)
@@ -109,12 +115,21 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 			owned = append(owned, rs)
 		}
 	}
-	hash := rollout.TemplateHash(d.Spec.Template)
+	// The new ReplicaSet is the one whose template is the Deployment's
+	// (the oldest, if several), as Kubernetes' FindNewReplicaSet: its label
+	// alone proves nothing, as whoever may write ReplicaSets may set it
+	// (and an owner reference) on one running other pods, which would then
+	// be scaled up as this Deployment's.
+	want := templateKey(d.Spec.Template)
 	var newRS *rsState
 	var olds []*rsState
 	maxRevision := int64(0)
 	for _, rs := range owned {
-		if rs.Labels[api.LabelPodTemplateHash] == hash {
+		if templateKey(rs.Spec.Template) == want && (newRS == nil || rs.CreationTimestamp.Before(*newRS.rs.CreationTimestamp)) {
+			if newRS != nil {
+				olds = append(olds, newRS)
+				maxRevision = max(maxRevision, rollout.Revision(newRS.rs))
+			}
 			newRS = stateOf(rs)
 			continue
 		}
@@ -133,7 +148,7 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 		return dc.syncStatus(ctx, d, newRS, olds, unavailable)
 	}
 	if newRS == nil {
-		rs, err := dc.createNewRS(ctx, d, hash, maxRevision+1, desired+surge)
+		rs, err := dc.createNewRS(ctx, d, maxRevision+1, desired+surge)
 		if err != nil {
 			return err
 		}
@@ -154,9 +169,23 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	return dc.syncStatus(ctx, d, newRS, olds, unavailable)
 }
 
+// templateKey identifies a pod template as the apiserver stores it: the
+// template hash (its pod-template-hash label aside) after the defaults a
+// ReplicaSet's template gets, so that a template stored before a default
+// was added matches its Deployment's.
+func templateKey(t api.PodTemplateSpec) string {
+	rs := &api.ReplicaSet{Spec: api.ReplicaSetSpec{Template: t}}
+	rs = cache.DeepCopy(rs)
+	validation.Default(api.ReplicaSetsResource, rs)
+	return rollout.TemplateHash(rs.Spec.Template)
+}
+
 // createNewRS makes the ReplicaSet of the Deployment's current template,
-// empty: the plan scales it.
-func (dc *Controller) createNewRS(ctx context.Context, d *api.Deployment, hash string, revision int64, maxReplicas int) (*api.ReplicaSet, error) {
+// empty: the plan scales it. A ReplicaSet of its name holding another
+// template is a collision: status.collisionCount goes up, and with it the
+// hash and the name, as in Kubernetes.
+func (dc *Controller) createNewRS(ctx context.Context, d *api.Deployment, revision int64, maxReplicas int) (*api.ReplicaSet, error) {
+	hash := rollout.Hash(d)
 	zero := int32(0)
 	// d is the sync's own copy: its template and selector are ours to
 	// take, their label maps cloned.
@@ -181,11 +210,36 @@ func (dc *Controller) createNewRS(ctx context.Context, d *api.Deployment, hash s
 		Spec: api.ReplicaSetSpec{Replicas: &zero, Selector: &sel, Template: tmpl, MinReadySeconds: d.Spec.MinReadySeconds},
 	}
 	created, err := dc.api.CreateReplicaSet(ctx, rs)
+	if errdefs.IsAlreadyExists(err) {
+		return dc.collided(ctx, d, rs.Name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("creating replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
 	log.WithFields(log.Fields{"deployment": cache.Key(d), "replicaset": created.Name, "revision": revision}).Info("new replicaset")
 	return created, nil
+}
+
+// collided handles a new ReplicaSet's name already taken: by the
+// Deployment's own for its template (the cache was behind), which is
+// then the new one; by anything else, a collision.
+func (dc *Controller) collided(ctx context.Context, d *api.Deployment, name string) (*api.ReplicaSet, error) {
+	cur, err := dc.api.GetReplicaSet(ctx, d.Namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading replicaset %s/%s: %w", d.Namespace, name, err)
+	}
+	if owner.IsControlledBy(&cur.ObjectMeta, d.UID) && templateKey(cur.Spec.Template) == templateKey(d.Spec.Template) {
+		return cur, nil
+	}
+	n := int32(1)
+	if c := d.Status.CollisionCount; c != nil {
+		n = *c + 1
+	}
+	d.Status.CollisionCount = &n
+	if _, err := dc.api.UpdateDeploymentStatus(ctx, d); err != nil {
+		return nil, fmt.Errorf("counting a collision of deployment %s: %w", cache.Key(d), err)
+	}
+	return nil, fmt.Errorf("replicaset %s/%s holds another template: collision %d, a new name next: %w", d.Namespace, name, n, errdefs.ErrConflict)
 }
 
 // rsAnnotations are a ReplicaSet's annotations for the Deployment: its

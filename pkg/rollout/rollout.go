@@ -31,6 +31,18 @@ const hashAlphabet = "bcdfghjklmnpqrstvwxz2456789"
 // itself is left out, so that a ReplicaSet's template hashes as the
 // Deployment's it was made from.
 func TemplateHash(t api.PodTemplateSpec) string {
+	return hash(t, nil)
+}
+
+// Hash is the pod-template-hash of a Deployment's ReplicaSet for its
+// current template: TemplateHash, salted by status.collisionCount once a
+// ReplicaSet of that name was found holding another template, as
+// Kubernetes' ComputeHash.
+func Hash(d *api.Deployment) string {
+	return hash(d.Spec.Template, d.Status.CollisionCount)
+}
+
+func hash(t api.PodTemplateSpec, collisionCount *int32) string {
 	if _, ok := t.Labels[api.LabelPodTemplateHash]; ok {
 		labels := make(map[string]string, len(t.Labels))
 		for k, v := range t.Labels {
@@ -43,6 +55,9 @@ func TemplateHash(t api.PodTemplateSpec) string {
 	data, _ := json.Marshal(t)
 	h := fnv.New32a()
 	h.Write(data)
+	if collisionCount != nil {
+		h.Write([]byte(strconv.FormatInt(int64(*collisionCount), 10)))
+	}
 	n := h.Sum32()
 	var b strings.Builder
 	for i := 0; i < 10 && (i == 0 || n > 0); i++ {

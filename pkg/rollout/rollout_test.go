@@ -49,3 +49,26 @@ func TestTemplateHashIgnoresItsLabel(t *testing.T) {
 		t.Errorf("two templates hash alike: %q", h)
 	}
 }
+
+// TestHashCollisionCount: a Deployment that never collided keeps its
+// template's hash (its ReplicaSets keep their names); each collision
+// gives another.
+func TestHashCollisionCount(t *testing.T) {
+	tmpl := api.PodTemplateSpec{Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "a"}}}}
+	count := func(n int32) *int32 { return &n }
+	seen := map[string]string{}
+	for _, tc := range []struct {
+		name  string
+		count *int32
+	}{{"no collision", nil}, {"one", count(1)}, {"two", count(2)}} {
+		d := &api.Deployment{Spec: api.DeploymentSpec{Template: tmpl}, Status: api.DeploymentStatus{CollisionCount: tc.count}}
+		h := Hash(d)
+		if tc.count == nil && h != TemplateHash(tmpl) {
+			t.Errorf("%s: %q, want the template's %q", tc.name, h, TemplateHash(tmpl))
+		}
+		if other, ok := seen[h]; ok {
+			t.Errorf("%s hashes as %s: %q", tc.name, other, h)
+		}
+		seen[h] = tc.name
+	}
+}
