@@ -176,12 +176,8 @@ func (s *Server) auditMiddleware() gin.HandlerFunc {
 		}
 		received := time.Now().UTC()
 		c.Next()
-		// Authorization read them; a request refused before it (401) has
-		// them read here.
-		attrs, ok := c.Value(attrsKey).(rbac.Attributes)
-		if !ok {
-			attrs = requestAttributes(c.Request)
-		}
+		// As read once for authorization (a 401 has them too).
+		attrs := requestAttributes(c)
 		ev := &auditEvent{Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: "Metadata", AuditID: uuid.NewString(),
 			Stage: "ResponseComplete", RequestURI: c.Request.URL.RequestURI(), Verb: attrs.Verb,
 			UserAgent: c.Request.UserAgent(), RequestReceivedTimestamp: received, StageTimestamp: time.Now().UTC()}

@@ -130,9 +130,6 @@ func samePolicy(a, b api.Object) bool {
 	return false
 }
 
-// attrsKey holds a request's rbac.Attributes in its gin context.
-const attrsKey = "minik8s.attributes"
-
 // ownOnlyKey marks a request allowed only on the function instances its
 // user started (funcinstances/own).
 type ownOnlyKey struct{}
@@ -145,22 +142,39 @@ func ownerFilter(ctx context.Context) string {
 	return ""
 }
 
-// authorize lets a request through when the policy allows it, and answers
-// 403 naming the user, verb and resource otherwise. Requests on function
-// instances that only funcinstances/own allows go on marked, so that the
-// handlers show the user its own instances alone.
+// authorize lets a request through when the policy allows what
+// readRequest read it to do, and answers 403 naming the user, verb and
+// resource otherwise. A path the parser does not know is 404 here, before
+// any handler; bad options are 400 or 422 once the request is allowed.
+// Requests on function instances that only funcinstances/own allows go on
+// marked, so that the handlers show the user its own instances alone.
 func (s *Server) authorize() gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if c.FullPath() == "" {
+			c.Next() // no route: only the router's 404 or 405 follows
+			return
+		}
+		req := requestOf(c)
+		if req.notFound != nil {
+			fail(c, req.notFound)
+			return
+		}
+		if req.fn != nil {
+			// A template's body names the namespace it is written to.
+			if err := s.funcs.resolveTemplate(c, req); err != nil {
+				fail(c, err)
+				return
+			}
+		}
 		ctx := c.Request.Context()
-		attrs := requestAttributes(c.Request)
-		c.Set(attrsKey, attrs) // the audit log reads them back
+		attrs := req.attrs
 		attrs.User = userOf(ctx)
 		if s.authz.allows(attrs) {
 			if err := s.restrictNode(ctx, attrs); err != nil {
 				fail(c, err)
 				return
 			}
-			c.Next()
+			allowed(c, req)
 			return
 		}
 		if attrs.ResourceRequest && attrs.Resource == api.FuncInstancesResource.Name && attrs.Subresource == "" {
@@ -168,7 +182,7 @@ func (s *Server) authorize() gin.HandlerFunc {
 			own.Subresource = instanceOwn
 			if s.authz.allows(own) {
 				c.Request = c.Request.WithContext(context.WithValue(ctx, ownOnlyKey{}, true))
-				c.Next()
+				allowed(c, req)
 				return
 			}
 		}
@@ -177,6 +191,16 @@ func (s *Server) authorize() gin.HandlerFunc {
 			Debug("request forbidden")
 		fail(c, forbidden(attrs))
 	}
+}
+
+// allowed goes on with an authorized request, unless reading it found bad
+// input.
+func allowed(c *gin.Context, req *request) {
+	if req.err != nil {
+		fail(c, req.err)
+		return
+	}
+	c.Next()
 }
 
 // forbidden is Kubernetes' 403 message, e.g. `pods "web" is forbidden:

@@ -122,22 +122,22 @@ func discoveryResources(res api.Resource) []api.APIResource {
 }
 
 // routes serves the discovery documents.
-func (d *discovery) routes(r *gin.Engine) {
-	r.GET("/version", serveVersion)
-	r.GET("/api", func(c *gin.Context) {
+func (d *discovery) routes(r *router) {
+	r.handle(http.MethodGet, "/version", nonResource(), serveVersion)
+	r.handle(http.MethodGet, "/api", nonResource(), func(c *gin.Context) {
 		c.JSON(http.StatusOK, api.APIVersions{TypeMeta: api.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
 			ServerAddressByClientCIDRs: []api.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: c.Request.Host}}})
 	})
-	r.GET("/api/v1", func(c *gin.Context) { c.JSON(http.StatusOK, d.core) })
-	r.GET("/apis", func(c *gin.Context) {
+	r.handle(http.MethodGet, "/api/v1", nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, d.core) })
+	r.handle(http.MethodGet, "/apis", nonResource(), func(c *gin.Context) {
 		c.JSON(http.StatusOK, api.APIGroupList{TypeMeta: api.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: d.groups})
 	})
 	for _, g := range d.groups {
 		group := g
 		group.TypeMeta = api.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-		r.GET("/apis/"+g.Name, func(c *gin.Context) { c.JSON(http.StatusOK, group) })
+		r.handle(http.MethodGet, "/apis/"+g.Name, nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, group) })
 		list := d.lists[g.PreferredVersion.GroupVersion]
-		r.GET("/apis/"+g.PreferredVersion.GroupVersion, func(c *gin.Context) { c.JSON(http.StatusOK, list) })
+		r.handle(http.MethodGet, "/apis/"+g.PreferredVersion.GroupVersion, nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, list) })
 	}
 }
 

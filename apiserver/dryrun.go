@@ -3,32 +3,22 @@ package apiserver
 import (
 	"github.com/gin-gonic/gin"
 
-	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
 )
 
-// dryRun says whether the request asks ?dryRun=All: everything a write
-// does (admission, validation, defaults, the checks of the store) but the
-// write itself, as Kubernetes does.
-func dryRun(c *gin.Context, fromBody []string) (bool, error) {
-	vals := append(c.QueryArray("dryRun"), fromBody...)
-	if len(vals) == 0 {
-		return false, nil
-	}
-	for _, v := range vals {
-		if v != "All" {
-			return false, errdefs.BadRequest("dryRun", "%q is not a dry run: the only one is All", v)
-		}
-	}
-	return true, nil
+// dryRun says whether the request asks dryRun=All (its options, or a
+// delete's body: fromBody): everything a write does (admission,
+// validation, defaults, the checks of the store) but the write itself, as
+// Kubernetes does. The values were validated with the options.
+func dryRun(c *gin.Context, fromBody []string) bool {
+	return len(requestOf(c).query.dryRun()) > 0 || len(fromBody) > 0
 }
 
 // registryFor is the registry a request writes through: h.reg, or its dry
 // run (asked in the query, or in a delete's options: fromBody).
 func (h *handlers) registryFor(c *gin.Context, fromBody ...string) (*registry, error) {
-	dry, err := dryRun(c, fromBody)
-	if err != nil || !dry {
-		return h.reg, err
+	if !dryRun(c, fromBody) {
+		return h.reg, nil
 	}
 	return h.reg.dryRun(), nil
 }

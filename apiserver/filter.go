@@ -4,6 +4,11 @@ import (
 	"encoding/json"
 	"strings"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/fields"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
@@ -21,38 +26,39 @@ type fieldRequirement struct {
 	negate bool
 }
 
+// parseFilter reads a label and a field selector as a list's query
+// carries them (filterOf).
 func parseFilter(labelSelector, fieldSelector string) (filter, error) {
-	var f filter
-	sel, err := labels.Parse(labelSelector)
-	if err != nil {
-		return f, errdefs.BadRequest("labelSelector", "%v", err)
+	var o metainternalversion.ListOptions
+	var err error
+	if o.LabelSelector, err = k8slabels.Parse(labelSelector); err != nil {
+		return filter{}, errdefs.BadRequest("labelSelector", "%v", err)
 	}
-	f.labels = sel
-	for _, clause := range strings.Split(fieldSelector, ",") {
-		clause = strings.TrimSpace(clause)
-		if clause == "" {
-			continue
+	if o.FieldSelector, err = fields.ParseSelector(fieldSelector); err != nil {
+		return filter{}, errdefs.BadRequest("fieldSelector", "%v", err)
+	}
+	return filterOf(&o)
+}
+
+// filterOf is the filter of a list's or a watch's options, whose
+// selectors apimachinery parsed (decodeQuery).
+func filterOf(o *metainternalversion.ListOptions) (filter, error) {
+	var f filter
+	if o == nil {
+		return f, nil
+	}
+	if o.LabelSelector != nil {
+		reqs, selectable := o.LabelSelector.Requirements()
+		if !selectable {
+			return f, errdefs.BadRequest("labelSelector", "%q selects nothing", o.LabelSelector.String())
 		}
-		req := fieldRequirement{}
-		var key string
-		switch {
-		case strings.Contains(clause, "!="):
-			key, req.value, _ = strings.Cut(clause, "!=")
-			req.negate = true
-		case strings.Contains(clause, "=="):
-			key, req.value, _ = strings.Cut(clause, "==")
-		case strings.Contains(clause, "="):
-			key, req.value, _ = strings.Cut(clause, "=")
-		default:
-			return f, errdefs.BadRequest("fieldSelector", "%q is not field=value or field!=value", clause)
+		f.labels = labels.Selector(reqs)
+	}
+	if o.FieldSelector != nil {
+		for _, r := range o.FieldSelector.Requirements() {
+			f.fields = append(f.fields, fieldRequirement{path: strings.Split(r.Field, "."), value: r.Value,
+				negate: r.Operator == selection.NotEquals})
 		}
-		key = strings.TrimSpace(key)
-		if key == "" {
-			return f, errdefs.BadRequest("fieldSelector", "%q has no field", clause)
-		}
-		req.path = strings.Split(key, ".")
-		req.value = strings.TrimSpace(req.value)
-		f.fields = append(f.fields, req)
 	}
 	return f, nil
 }

@@ -26,6 +26,14 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
+	if err := matchNamespace(&next.ObjectMeta, h.ns(c)); err != nil {
+		fail(c, err)
+		return
+	}
+	if err := matchName(&next.ObjectMeta, name); err != nil {
+		fail(c, err)
+		return
+	}
 	if next.ResourceVersion == "" {
 		fail(c, errdefs.Invalid("metadata.resourceVersion", "required: a runner writes the instance it read"))
 		return

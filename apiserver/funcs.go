@@ -3,8 +3,6 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -24,93 +22,57 @@ type funcHandlers struct {
 	calls *calls
 }
 
-// namespace of a template request: ?namespace=, else "default".
-func funcNamespace(c *gin.Context) string { return funcNamespaceOf(c.Request) }
-
-// funcNamespaceOf is the namespace a function API request is about:
-// ?namespace=, else default.
-func funcNamespaceOf(r *http.Request) string {
-	if ns := r.URL.Query().Get("namespace"); ns != "" {
-		return ns
+// funcNamespace is the namespace a function API request acts in, as
+// parsed (parseFuncRequest, resolveTemplate) and authorized.
+func funcNamespace(c *gin.Context) string {
+	if fr := requestOf(c).fn; fr != nil {
+		return fr.namespace
 	}
 	return api.DefaultNamespace
 }
 
+// dispatch serves a request of the function API as parseFuncRequest read
+// it: the route and names authorization judged.
 func (h *funcHandlers) dispatch(c *gin.Context) {
-	parts := strings.Split(strings.Trim(c.Param("path"), "/"), "/")
-	method := c.Request.Method
-	if parts[0] == api.FuncTemplate {
-		switch {
-		case len(parts) == 1 && method == http.MethodGet:
-			h.listTemplates(c)
-			return
-		case len(parts) == 1 && method == http.MethodPost:
-			h.createTemplate(c)
-			return
-		case len(parts) == 2 && method == http.MethodGet:
-			if isWatch(c) {
-				h.watchTemplates(c)
-				return
-			}
-			h.withName(c, parts[1], h.get)
-			return
-		case len(parts) == 2 && method == http.MethodPut:
-			h.withName(c, parts[1], h.update)
-			return
-		case len(parts) == 2 && method == http.MethodDelete:
-			h.withName(c, parts[1], h.delete)
-			return
-		}
+	fr := requestOf(c).fn
+	if fr == nil {
+		fail(c, notFoundPath(c.Request.URL.Path))
+		return
 	}
-	switch {
-	case len(parts) == 1 && parts[0] == "" && method == http.MethodGet:
+	switch fr.op {
+	case funcListAll:
 		h.listFuncs(c)
-		return
-	case len(parts) == 1 && parts[0] != "" && method == http.MethodPost:
-		h.call(c, parts[0])
-		return
-	case len(parts) == 1 && parts[0] != "" && method == http.MethodGet:
-		h.instance(c, parts[0])
-		return
-	case len(parts) == 2 && method == http.MethodPut:
-		h.runStep(c, parts[0], parts[1])
-		return
+	case funcListTemplates:
+		h.withName(c, "", h.list)
+	case funcWatchTemplates:
+		h.watchTemplates(c)
+	case funcCreateTemplate:
+		h.createTemplate(c)
+	case funcGetTemplate:
+		h.withName(c, fr.name, h.get)
+	case funcUpdateTemplate:
+		h.updateTemplate(c)
+	case funcDeleteTemplate:
+		h.withName(c, fr.name, h.delete)
+	case funcCall:
+		h.call(c, fr.name)
+	case funcInstance:
+		h.instance(c, fr.id)
+	case funcStep:
+		h.runStep(c, fr.name, fr.id)
+	default:
+		fail(c, notFoundPath(c.Request.URL.Path))
 	}
-	fail(c, notFoundPath(c.Request.URL.Path))
 }
 
 // maxWait bounds ?wait=.
 const maxWait = 10 * time.Minute
 
-// waitParam reads ?wait=30s (or a number of seconds); 0 means do not wait.
-func waitParam(c *gin.Context) (time.Duration, error) {
-	w := c.Query("wait")
-	if w == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(w)
-	if err != nil {
-		n, nerr := strconv.Atoi(w)
-		if nerr != nil {
-			return 0, errdefs.BadRequest("wait", "%q is not a duration such as 30s", w)
-		}
-		d = time.Duration(n) * time.Second
-	}
-	if d < 0 || d > maxWait {
-		return 0, errdefs.BadRequest("wait", "%s is not between 0 and %s", d, maxWait)
-	}
-	return d, nil
-}
-
 // call serves POST /api/funcs/:name: the body, whatever its content type,
 // is the argument. Without ?wait= the instance is stored before the 202;
 // with it the call is handed to a runner and answered when it ends.
 func (h *funcHandlers) call(c *gin.Context, name string) {
-	wait, err := waitParam(c)
-	if err != nil {
-		fail(c, err)
-		return
-	}
+	wait := requestOf(c).fn.wait
 	body, err := readBody(c, h.maxBody)
 	if err != nil {
 		fail(c, err)
@@ -200,11 +162,7 @@ func (h *funcHandlers) instance(c *gin.Context, id string) {
 // The instance's runner follows the new cursor: a step it was running
 // meanwhile is not recorded (its write finds the instance changed).
 func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
-	wait, err := waitParam(c)
-	if err != nil {
-		fail(c, err)
-		return
-	}
+	wait := requestOf(c).fn.wait
 	arg, err := readBody(c, h.maxBody)
 	if err != nil {
 		fail(c, err)
@@ -269,28 +227,21 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 	h.answer(c, inst)
 }
 
-// withName runs a generic handler with the name and namespace params set.
+// withName runs a generic handler with the name and namespace params set
+// from the parsed request.
 func (h *funcHandlers) withName(c *gin.Context, name string, fn gin.HandlerFunc) {
 	c.Params = append(c.Params, gin.Param{Key: "name", Value: name}, gin.Param{Key: "ns", Value: funcNamespace(c)})
 	fn(c)
 }
 
-func (h *funcHandlers) listTemplates(c *gin.Context) {
-	c.Params = append(c.Params, gin.Param{Key: "ns", Value: funcNamespace(c)})
-	h.list(c)
-}
-
+// createTemplate stores the template resolveTemplate read, in the
+// namespace authorized.
 func (h *funcHandlers) createTemplate(c *gin.Context) {
-	f := &api.Func{}
-	if err := h.decodeBody(c, f); err != nil {
-		fail(c, err)
-		return
+	reg, err := h.registryFor(c)
+	var out api.Object
+	if err == nil {
+		out, err = reg.create(c.Request.Context(), funcNamespace(c), requestOf(c).fn.template)
 	}
-	ns := f.Namespace
-	if ns == "" {
-		ns = funcNamespace(c)
-	}
-	out, err := h.reg.create(c.Request.Context(), ns, f)
 	if err != nil {
 		fail(c, err)
 		return
@@ -298,28 +249,25 @@ func (h *funcHandlers) createTemplate(c *gin.Context) {
 	c.JSON(http.StatusCreated, out)
 }
 
-// watchTemplates serves /api/watch/funcs/template[/:name] and ?watch=true.
+// updateTemplate replaces a template with the one resolveTemplate read.
+func (h *funcHandlers) updateTemplate(c *gin.Context) {
+	fr := requestOf(c).fn
+	h.withName(c, fr.name, func(c *gin.Context) { h.updateObject(c, fr.template) })
+}
+
+// watchTemplates serves /api/watch/funcs/template[/NAME] and ?watch=true:
+// a watch of the template the path names, if any.
 func (h *funcHandlers) watchTemplates(c *gin.Context) {
-	name := c.Param("name")
-	if name == "" {
-		parts := strings.Split(strings.Trim(c.Param("path"), "/"), "/")
-		if len(parts) == 2 {
-			name = parts[1]
-		}
-	}
-	selector := c.Query("fieldSelector")
-	if name != "" {
-		if selector != "" {
-			selector += ","
-		}
-		selector += "metadata.name=" + name
-	}
-	f, err := parseFilter(c.Query("labelSelector"), selector)
+	fr := requestOf(c).fn
+	f, err := filterOf(fr.query.list)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	h.watch(c, funcNamespace(c), f)
+	if fr.name != "" {
+		f.fields = append(f.fields, fieldRequirement{path: []string{"metadata", "name"}, value: fr.name})
+	}
+	h.watch(c, fr.namespace, f)
 }
 
 // callSpan is the apiserver's span of a call, from the request to the

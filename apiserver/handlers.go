@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"sigs.k8s.io/yaml"
 
 	"minik8s/pkg/api"
@@ -40,14 +41,19 @@ func readBody(c *gin.Context, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// decodeBody reads a JSON (or, by Content-Type, YAML) body strictly into out.
-// An object is then turned from the routes' view into its stored form.
+// decodeBody reads a body strictly into out, as its Content-Type says
+// (bodyMediaType: JSON, YAML or protobuf, 415 otherwise). An object is
+// then turned from the routes' view into its stored form.
 func (h *handlers) decodeBody(c *gin.Context, out any) error {
+	ctype, err := bodyMediaType(c)
+	if err != nil {
+		return err
+	}
 	data, err := readBody(c, h.maxBody)
 	if err != nil {
 		return err
 	}
-	if err := decodeStrict(data, c.ContentType(), out); err != nil {
+	if err := decodeStrict(data, ctype, out); err != nil {
 		return err
 	}
 	if obj, ok := out.(api.Object); ok {
@@ -68,7 +74,8 @@ func decodeStrict(data []byte, contentType string, out any) error {
 		data, contentType = j, "application/json"
 	}
 	// Binary encodings are refused (clients fall back to JSON); anything
-	// else is read as JSON, as `curl -d` sends it with a form's type.
+	// else is read as JSON: the function API's routes read whatever
+	// `curl -d` sends (the other routes have negotiated the type).
 	if strings.Contains(contentType, "protobuf") || strings.Contains(contentType, "cbor") {
 		return fmt.Errorf("%w: the body's Content-Type %q is not read here: send application/json or application/yaml", errdefs.ErrUnsupportedMediaType, contentType)
 	}
@@ -115,7 +122,11 @@ func (h *handlers) ns(c *gin.Context) string {
 }
 
 func (h *handlers) list(c *gin.Context) {
-	f, err := parseFilter(c.Query("labelSelector"), c.Query("fieldSelector"))
+	opts := requestOf(c).query.list
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	f, err := filterOf(opts)
 	if err != nil {
 		fail(c, err)
 		return
@@ -124,11 +135,11 @@ func (h *handlers) list(c *gin.Context) {
 		// funcinstances/own: only the instances the user started.
 		f.fields = append(f.fields, fieldRequirement{path: []string{"spec", "user"}, value: owner})
 	}
-	if isWatch(c) {
+	if opts.Watch {
 		h.watch(c, h.ns(c), f)
 		return
 	}
-	objs, rev, err := h.reg.list(c.Request.Context(), h.ns(c), f)
+	objs, rev, err := h.listObjects(c.Request.Context(), h.ns(c), f, opts)
 	if err != nil {
 		fail(c, err)
 		return
@@ -165,7 +176,17 @@ func (h *handlers) create(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	reg, err := h.registryFor(c)
+	h.createObject(c, obj)
+}
+
+// createObject admits and creates obj in the request's namespace.
+func (h *handlers) createObject(c *gin.Context, obj api.Object) {
+	// A body of another namespace is refused first, as in Kubernetes.
+	err := h.reg.checkIdentity(obj, h.ns(c), "")
+	var reg *registry
+	if err == nil {
+		reg, err = h.registryFor(c)
+	}
 	if err == nil {
 		err = h.srv.admit(c.Request.Context(), h.ns(c), obj)
 	}
@@ -181,6 +202,10 @@ func (h *handlers) create(c *gin.Context) {
 }
 
 func (h *handlers) get(c *gin.Context) {
+	if err := h.checkGetVersion(c.Request.Context(), requestOf(c).query.get); err != nil {
+		fail(c, err)
+		return
+	}
 	out, err := h.reg.get(c.Request.Context(), h.ns(c), c.Param("name"))
 	if inst, ok := out.(*api.FuncInstance); ok && err == nil {
 		err = checkOwner(c.Request.Context(), inst)
@@ -202,7 +227,17 @@ func (h *handlers) update(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	reg, err := h.registryFor(c)
+	h.updateObject(c, obj)
+}
+
+// updateObject admits obj and replaces the request's object with it.
+func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
+	// A body of another namespace or name is refused first, as in Kubernetes.
+	err := h.reg.checkIdentity(obj, h.ns(c), c.Param("name"))
+	var reg *registry
+	if err == nil {
+		reg, err = h.registryFor(c)
+	}
 	if err == nil {
 		err = h.srv.admit(c.Request.Context(), h.ns(c), obj)
 	}
@@ -236,41 +271,13 @@ func (h *handlers) updateStatus(c *gin.Context) {
 }
 
 func (h *handlers) delete(c *gin.Context) {
-	var opts deleteOptions
-	data, err := readBody(c, h.maxBody)
+	opts, err := h.deleteOptions(c)
 	if err != nil {
 		fail(c, err)
 		return
-	}
-	if len(bytes.TrimSpace(data)) > 0 && c.ContentType() == protobufContentType {
-		if data, err = protobufToJSON(data); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	if len(bytes.TrimSpace(data)) > 0 {
-		if err := decodeLenient(data, &opts); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	if g := c.Query("gracePeriodSeconds"); g != "" {
-		n, err := strconv.ParseInt(g, 10, 64)
-		if err != nil || n < 0 {
-			fail(c, errdefs.BadRequest("gracePeriodSeconds", "%q is not a non-negative number", g))
-			return
-		}
-		opts.GracePeriodSeconds = &n
 	}
 	reg, err := h.registryFor(c, opts.DryRun...)
 	if err != nil {
-		fail(c, err)
-		return
-	}
-	if p := c.Query("propagationPolicy"); p != "" {
-		opts.PropagationPolicy = p
-	}
-	if err := checkPropagation(opts.PropagationPolicy); err != nil {
 		fail(c, err)
 		return
 	}
@@ -296,15 +303,6 @@ func (h *handlers) delete(c *gin.Context) {
 	h.reply(c, http.StatusOK, out)
 }
 
-// decodeLenient decodes DeleteOptions, which clients send with
-// kind/apiVersion and fields minik8s does not use.
-func decodeLenient(data []byte, out any) error {
-	if err := json.Unmarshal(data, out); err != nil {
-		return jsonError(err)
-	}
-	return nil
-}
-
 func (h *handlers) bind(c *gin.Context) {
 	var b api.Binding
 	if err := h.decodeBody(c, &b); err != nil {
@@ -312,8 +310,12 @@ func (h *handlers) bind(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
+	if err := matchNamespace(&b.ObjectMeta, h.ns(c)); err != nil {
+		fail(c, err)
+		return
+	}
 	if b.Name != "" && b.Name != name {
-		fail(c, errdefs.BadRequest("metadata.name", "%q does not match pod %q", b.Name, name))
+		fail(c, errdefs.BadRequest("metadata.name", "name in URL does not match name in Binding object"))
 		return
 	}
 	if b.Target.Name == "" {
@@ -417,12 +419,20 @@ func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 		fail(c, errdefs.Invalid("spec.replicas", "%d must not be negative", sc.Spec.Replicas))
 		return
 	}
+	name := c.Param("name")
+	if err := matchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
+		fail(c, err)
+		return
+	}
+	if err := matchName(&sc.ObjectMeta, name); err != nil {
+		fail(c, err)
+		return
+	}
 	reg, err := h.registryFor(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	name := c.Param("name")
 	obj, err := reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
 		meta := cur.GetObjectMeta()
 		if sc.ResourceVersion != "" && sc.ResourceVersion != meta.ResourceVersion {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -88,26 +87,23 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// requestTimeout bounds every request but watches and followed logs:
-// ?timeout= (a duration, as kubectl sends it) asks for less than the
-// server's bound.
+// requestTimeout bounds every request but the long-running ones
+// (request.longRunning): ?timeout= (a duration, as kubectl sends it) asks
+// for less than the server's bound.
 func (s *Server) requestTimeout() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		// Watches, followed logs and upgraded connections (kubectl exec)
-		// last as long as their client wants.
-		if isWatch(c) || c.Query("follow") == "true" || c.GetHeader("Upgrade") != "" {
+		req := requestOf(c)
+		if req.longRunning(c.Request) {
 			c.Next()
 			return
 		}
 		d := s.cfg.RequestTimeout
-		if t := c.Query("timeout"); t != "" {
-			if v, err := time.ParseDuration(t); err == nil && v > 0 && v < d {
-				d = v
-			}
+		if t := req.timeout; t > 0 && t < d {
+			d = t
 		}
 		// A synchronous function call waits as long as it asked to.
-		if w, err := time.ParseDuration(c.Query("wait")); err == nil && w+time.Minute > d {
-			d = w + time.Minute
+		if fr := req.fn; fr != nil && fr.wait+time.Minute > d {
+			d = fr.wait + time.Minute
 		}
 		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
 		defer cancel()
@@ -156,31 +152,6 @@ func clientOf(c *gin.Context) string {
 		return c.Request.RemoteAddr
 	}
 	return host
-}
-
-// watchRevision checks a watch's resourceVersion against the store: one
-// the store has not reached yet would skip the changes up to it, so the
-// watch waits a little for it (another apiserver may be ahead) and is
-// refused if it does not come.
-func (s *Server) watchRevision(ctx context.Context, rv int64) error {
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		cur, err := s.store.Revision(ctx)
-		if err != nil {
-			return err
-		}
-		if rv <= cur {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("resourceVersion %s is newer than the store's %d: %w",
-				strconv.FormatInt(rv, 10), cur, errdefs.ErrTimeout)
-		}
-		sleepCtx(ctx, 100*time.Millisecond)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
 }
 
 // health answers /healthz and /readyz: ok only while etcd answers (a

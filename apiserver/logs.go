@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -111,26 +114,36 @@ func (s *Server) podLog(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	q := url.Values{}
-	if ct := c.Query("container"); ct != "" {
-		q.Set("container", ct)
+	// The options as decoded (decodeQuery) go to the kubelet, written
+	// anew: it reads no other parameters than these.
+	o := requestOf(c).query.log
+	if o == nil {
+		o = &corev1.PodLogOptions{}
 	}
-	if f := c.Query("follow"); f == "true" || f == "1" {
-		q.Set("follow", "true")
-	}
-	if t := c.Query("tailLines"); t != "" {
-		q.Set("tailLines", t)
-	}
-	for _, p := range []string{"sinceSeconds", "sinceTime", "timestamps"} {
-		if v := c.Query(p); v != "" {
-			q.Set(p, v)
-		}
-	}
-	if v := c.Query("previous"); v != "" && v != "false" {
+	if o.Previous {
 		// A restarted container's output follows its previous run's in
 		// one log: say so rather than answer as if.
 		fail(c, errdefs.BadRequest("previous", "not supported: a restarted container's output follows its previous run's in one log (kubectl logs shows both)"))
 		return
+	}
+	q := url.Values{}
+	if o.Container != "" {
+		q.Set("container", o.Container)
+	}
+	if o.Follow {
+		q.Set("follow", "true")
+	}
+	if o.TailLines != nil {
+		q.Set("tailLines", strconv.FormatInt(*o.TailLines, 10))
+	}
+	if o.SinceSeconds != nil {
+		q.Set("sinceSeconds", strconv.FormatInt(*o.SinceSeconds, 10))
+	}
+	if o.SinceTime != nil {
+		q.Set("sinceTime", o.SinceTime.UTC().Format(time.RFC3339))
+	}
+	if o.Timestamps {
+		q.Set("timestamps", "true")
 	}
 	target.base += fmt.Sprintf("/containerLogs/%s/%s", url.PathEscape(ns), url.PathEscape(name))
 	if len(q) > 0 {
@@ -157,9 +170,13 @@ func (s *Server) podLog(c *gin.Context) {
 		c.Header("Content-Type", ct)
 	}
 	c.Status(resp.StatusCode)
+	var body io.Reader = resp.Body
+	if o.LimitBytes != nil {
+		body = io.LimitReader(body, *o.LimitBytes)
+	}
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := body.Read(buf)
 		if n > 0 {
 			if _, werr := c.Writer.Write(buf[:n]); werr != nil {
 				return
@@ -197,7 +214,7 @@ func (s *Server) podUpgrade(c *gin.Context, handler string) {
 		fail(c, err)
 		return
 	}
-	dest, err := url.Parse(fmt.Sprintf("%s/%s/%s/%s?%s", target.base, handler, url.PathEscape(ns), url.PathEscape(name), c.Request.URL.RawQuery))
+	dest, err := url.Parse(fmt.Sprintf("%s/%s/%s/%s?%s", target.base, handler, url.PathEscape(ns), url.PathEscape(name), upgradeQuery(c)))
 	if err != nil {
 		fail(c, errdefs.BadRequest("", "%s request: %v", handler, err))
 		return
@@ -245,6 +262,24 @@ func (s *Server) podUpgrade(c *gin.Context, handler string) {
 		},
 	}
 	proxy.ServeHTTP(c.Writer, c.Request)
+}
+
+// upgradeQuery is the query an exec or a port-forward sends the kubelet:
+// its options as decoded (decodeQuery), written anew.
+func upgradeQuery(c *gin.Context) string {
+	q := requestOf(c).query
+	var opts runtime.Object = &corev1.PodExecOptions{}
+	switch {
+	case q.exec != nil:
+		opts = q.exec
+	case q.portForward != nil:
+		opts = q.portForward
+	}
+	v, err := scheme.ParameterCodec.EncodeParameters(opts, corev1.SchemeGroupVersion)
+	if err != nil {
+		return ""
+	}
+	return v.Encode()
 }
 
 // kubeletRefusal carries an error the kubelet answered through the proxy.

@@ -39,12 +39,13 @@ func errorMiddleware() gin.HandlerFunc {
 		if code >= 500 {
 			log.WithError(err).WithField("path", c.Request.URL.Path).Error("request failed")
 		}
-		if code == http.StatusTooManyRequests {
+		var tooLarge tooLargeResourceVersion
+		if code == http.StatusTooManyRequests || errors.As(err, &tooLarge) {
 			c.Header("Retry-After", "1")
 		}
 		st := api.Status{Error: err.Error(), Reason: reason, Field: errdefs.Field(err), Code: code}
-		if !isReferenceRoute(c.Request.URL.Path) {
-			kubernetesStatus(&st, err, requestAttributes(c.Request))
+		if requestOf(c).fn == nil && !isReferenceRoute(c.Request.URL.Path) {
+			kubernetesStatus(&st, err, requestAttributes(c))
 		}
 		c.JSON(code, st)
 	}
@@ -79,6 +80,13 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 	st.TypeMeta = api.TypeMeta{Kind: "Status", APIVersion: "v1"}
 	st.Status = "Failure"
 	st.Message = keyless(err.Error())
+	var tooLarge tooLargeResourceVersion
+	if errors.As(err, &tooLarge) {
+		// As client-go's reflectors recognize it: retry, or list again.
+		st.Details = &api.StatusDetails{RetryAfterSeconds: 1,
+			Causes: []api.StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}}
+		return
+	}
 	if !a.ResourceRequest {
 		return
 	}
@@ -103,7 +111,7 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 func (s *Server) bodyLimit() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		limit := s.cfg.MaxBodyBytes
-		if isInstanceStatus(c.Request.URL.Path) || isInstanceCollection(c.Request) {
+		if takesRecords(requestOf(c)) {
 			limit = max(limit, etcd.MaxRequestBytes)
 		}
 		if c.Request.ContentLength > limit {
@@ -115,12 +123,14 @@ func (s *Server) bodyLimit() gin.HandlerFunc {
 	}
 }
 
-func isInstanceCollection(r *http.Request) bool {
-	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/"+api.FuncInstancesResource.Name)
-}
-
-func isInstanceStatus(path string) bool {
-	return strings.HasSuffix(path, "/status") && strings.Contains(path, "/"+api.FuncInstancesResource.Name+"/")
+// takesRecords: a runner's write of an instance's status, or its create
+// of a record (REST routes of funcinstances, not the function API).
+func takesRecords(req *request) bool {
+	a := req.attrs
+	if req.fn != nil || !a.ResourceRequest || a.Resource != api.FuncInstancesResource.Name {
+		return false
+	}
+	return (a.Subresource == "status" && a.Verb == "update") || (a.Subresource == "" && a.Verb == "create")
 }
 
 func tooLarge(limit int64) error {
@@ -166,7 +176,7 @@ func (s *Server) metricsMiddleware() gin.HandlerFunc {
 	s.metrics.MustRegister(requests, latency, watches)
 	return func(c *gin.Context) {
 		start := time.Now()
-		watching := isWatch(c)
+		watching := requestOf(c).watching()
 		if watching {
 			watches.Inc()
 			defer watches.Dec()
@@ -181,9 +191,4 @@ func (s *Server) metricsMiddleware() gin.HandlerFunc {
 			latency.WithLabelValues(c.Request.Method, route).Observe(time.Since(start).Seconds())
 		}
 	}
-}
-
-func isWatch(c *gin.Context) bool {
-	w := c.Query("watch")
-	return w == "true" || w == "1" || len(c.Request.URL.Path) > 11 && c.Request.URL.Path[:11] == "/api/watch/"
 }

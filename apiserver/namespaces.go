@@ -158,6 +158,10 @@ func (h *handlers) finalizeNamespace(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
+	if err := matchName(next.GetObjectMeta(), name); err != nil {
+		fail(c, err)
+		return
+	}
 	ctx := c.Request.Context()
 	var done bool
 	out, err := h.reg.mutate(ctx, "", name, func(o api.Object) (api.Object, error) {

@@ -124,8 +124,8 @@ func openAPIPaths(g *schemaGen, res api.Resource, v2 bool) (string, map[string]a
 	return item, map[string]any{"get": op("read"), "put": put, "patch": patch, "delete": op("delete", "dryRun")}
 }
 
-func (o *openAPI) routes(r *gin.Engine) {
-	r.GET("/openapi/v2", func(c *gin.Context) {
+func (o *openAPI) routes(r *router) {
+	r.handle(http.MethodGet, "/openapi/v2", nonResource(), func(c *gin.Context) {
 		// client-go asks for protobuf (gnostic's Document); others get JSON.
 		if strings.Contains(c.GetHeader("Accept"), "protobuf") {
 			c.Data(http.StatusOK, openAPIV2Protobuf, o.v2Proto)
@@ -133,14 +133,14 @@ func (o *openAPI) routes(r *gin.Engine) {
 		}
 		c.Data(http.StatusOK, "application/json", o.v2)
 	})
-	r.GET("/openapi/v3", func(c *gin.Context) {
+	r.handle(http.MethodGet, "/openapi/v3", nonResource(), func(c *gin.Context) {
 		paths := map[string]any{}
 		for gv := range o.docs {
 			paths[gv] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gv}
 		}
 		c.JSON(http.StatusOK, map[string]any{"paths": paths})
 	})
-	r.GET("/openapi/v3/*gv", func(c *gin.Context) {
+	r.handle(http.MethodGet, "/openapi/v3/*gv", nonResource(), func(c *gin.Context) {
 		doc, ok := o.docs[strings.Trim(c.Param("gv"), "/")]
 		if !ok {
 			fail(c, notFoundPath(c.Request.URL.Path))

@@ -97,7 +97,7 @@ type writeFunc func(r *registry, ctx context.Context, ns, name string, obj api.O
 // version is current; one that sets it applies to that version only.
 func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		data, err := readBody(c, h.maxBody)
+		ctype, data, err := h.readPatch(c)
 		if err != nil {
 			fail(c, err)
 			return
@@ -109,7 +109,7 @@ func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 		}
 		ctx, ns, name := c.Request.Context(), h.ns(c), c.Param("name")
 		for attempt := 0; ; attempt++ {
-			out, pinned, err := h.patchOnce(ctx, reg, ns, name, c.ContentType(), data, write, admit)
+			out, pinned, err := h.patchOnce(ctx, reg, ns, name, ctype, data, write, admit)
 			if errors.Is(err, errdefs.ErrConflict) && !pinned && attempt < patchRetries {
 				continue
 			}
@@ -121,6 +121,22 @@ func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 			return
 		}
 	}
+}
+
+// readPatch reads a PATCH: its type (415 for another), its options
+// validated with it, and its body.
+func (h *handlers) readPatch(c *gin.Context) (string, []byte, error) {
+	ctype, err := patchMediaType(c.Request)
+	if err != nil {
+		return "", nil, err
+	}
+	if opts := requestOf(c).query.patch; opts != nil {
+		if err := validatePatchOptions(opts, ctype); err != nil {
+			return "", nil, err
+		}
+	}
+	data, err := readBody(c, h.maxBody)
+	return ctype, data, err
 }
 
 // patchOnce reads, patches and writes once; pinned says the patch chose
@@ -151,7 +167,7 @@ func (h *handlers) patchOnce(ctx context.Context, reg *registry, ns, name, ctype
 // patchScale answers PATCH of a ReplicaSet's or Deployment's scale
 // (kubectl scale).
 func (h *handlers) patchScale(c *gin.Context) {
-	data, err := readBody(c, h.maxBody)
+	ctype, data, err := h.readPatch(c)
 	if err != nil {
 		fail(c, err)
 		return
@@ -164,7 +180,7 @@ func (h *handlers) patchScale(c *gin.Context) {
 	}
 	var sc api.Scale
 	gvk := schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
-	if err := patchInto(c.ContentType(), scaleOf(cur), data, gvk, &sc); err != nil {
+	if err := patchInto(ctype, scaleOf(cur), data, gvk, &sc); err != nil {
 		fail(c, err)
 		return
 	}

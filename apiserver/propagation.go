@@ -1,10 +1,18 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"sigs.k8s.io/yaml"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -17,17 +25,85 @@ const (
 	propagationForeground = "Foreground"
 )
 
-// checkPropagation validates a delete's propagationPolicy. Background (the
-// default) leaves the dependents to the garbage collector; Orphan keeps
-// them, without the reference to the owner; Foreground keeps the owner
-// (its foregroundDeletion finalizer) until the garbage collector has
-// deleted them.
-func checkPropagation(policy string) error {
-	switch policy {
-	case "", propagationBackground, propagationOrphan, propagationForeground:
-		return nil
+// deleteOptions reads a delete's options as Kubernetes does: from the
+// body when there is one (a DeleteOptions, JSON, YAML or protobuf), else
+// from the query, validated by apimachinery (422). Background (the default
+// propagation) leaves the dependents to the garbage collector; Orphan
+// keeps them, without the reference to the owner; Foreground keeps the
+// owner (its foregroundDeletion finalizer) until the garbage collector has
+// deleted them. A negative grace period is one second, as in Kubernetes.
+func (h *handlers) deleteOptions(c *gin.Context) (deleteOptions, error) {
+	opts := requestOf(c).query.delete
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
 	}
-	return errdefs.Invalid("propagationPolicy", "%q is not one of Background, Orphan, Foreground", policy)
+	data, err := readBody(c, h.maxBody)
+	if err != nil {
+		return deleteOptions{}, err
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if opts, err = decodeDeleteOptions(c, data); err != nil {
+			return deleteOptions{}, err
+		}
+	}
+	// Deleting an object the store cannot read is not served.
+	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
+	if err := invalidOptions("DeleteOptions", metav1validation.ValidateDeleteOptions(opts)); err != nil {
+		return deleteOptions{}, err
+	}
+	out := deleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds, DryRun: opts.DryRun}
+	if g := out.GracePeriodSeconds; g != nil && *g < 0 {
+		one := int64(1)
+		out.GracePeriodSeconds = &one
+	}
+	if p := opts.PropagationPolicy; p != nil {
+		out.PropagationPolicy = string(*p)
+	}
+	if o := opts.OrphanDependents; o != nil && *o { //nolint:staticcheck // still served, as Kubernetes does
+		out.PropagationPolicy = propagationOrphan
+	}
+	if p := opts.Preconditions; p != nil {
+		out.Preconditions = &struct {
+			UID             string `json:"uid,omitempty"`
+			ResourceVersion string `json:"resourceVersion,omitempty"`
+		}{}
+		if p.UID != nil {
+			out.Preconditions.UID = string(*p.UID)
+		}
+		if p.ResourceVersion != nil {
+			out.Preconditions.ResourceVersion = *p.ResourceVersion
+		}
+	}
+	return out, nil
+}
+
+// decodeDeleteOptions reads a delete's body: clients send kind and
+// apiVersion, and fields minik8s does not use (not an error, as in
+// Kubernetes); another kind is.
+func decodeDeleteOptions(c *gin.Context, data []byte) (*metav1.DeleteOptions, error) {
+	ctype, err := bodyMediaType(c)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case ctype == protobufContentType:
+		data, err = protobufToJSON(data)
+	case strings.Contains(ctype, "yaml"):
+		if data, err = yaml.YAMLToJSON(data); err != nil {
+			err = errdefs.BadRequest("", "malformed YAML: %v", err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	opts := &metav1.DeleteOptions{}
+	if err := json.Unmarshal(data, opts); err != nil {
+		return nil, jsonError(err)
+	}
+	if opts.Kind != "" && opts.Kind != "DeleteOptions" {
+		return nil, errdefs.BadRequest("kind", "decoded object cannot be converted to DeleteOptions")
+	}
+	return opts, nil
 }
 
 // orphanDependents removes the references to the object at ns/name from

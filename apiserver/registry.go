@@ -88,24 +88,41 @@ func (r *registry) checkTypeMeta(obj api.Object) error {
 	return nil
 }
 
-// checkIdentity reconciles the namespace and name of the URL with the body's.
+// checkIdentity reconciles the namespace and name of the URL with the
+// body's, as Kubernetes does (EnsureObjectNamespaceMatchesRequestNamespace,
+// checkName): a body's namespace or name that is not the request's is 400.
 func (r *registry) checkIdentity(obj api.Object, ns, name string) error {
 	meta := obj.GetObjectMeta()
 	if r.res.Namespaced {
-		if meta.Namespace == "" {
-			meta.Namespace = ns
-		} else if meta.Namespace != ns {
-			return errdefs.BadRequest("metadata.namespace", "%q does not match the namespace %q of the request", meta.Namespace, ns)
+		if err := matchNamespace(meta, ns); err != nil {
+			return err
 		}
 	} else {
 		meta.Namespace = ""
 	}
 	if name != "" {
-		if meta.Name == "" {
-			meta.Name = name
-		} else if meta.Name != name {
-			return errdefs.BadRequest("metadata.name", "%q does not match the name %q of the request", meta.Name, name)
-		}
+		return matchName(meta, name)
+	}
+	return nil
+}
+
+// matchNamespace sets an object's namespace to the request's, refusing
+// another.
+func matchNamespace(meta *api.ObjectMeta, ns string) error {
+	if meta.Namespace == "" {
+		meta.Namespace = ns
+	} else if meta.Namespace != ns {
+		return errdefs.BadRequest("metadata.namespace", "the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// matchName sets an object's name to the request's, refusing another.
+func matchName(meta *api.ObjectMeta, name string) error {
+	if meta.Name == "" {
+		meta.Name = name
+	} else if meta.Name != name {
+		return errdefs.BadRequest("metadata.name", "the name of the object (%s) does not match the name on the URL (%s)", meta.Name, name)
 	}
 	return nil
 }

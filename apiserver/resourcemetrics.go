@@ -24,16 +24,25 @@ import (
 
 const metricsPrefix = "/apis/" + api.MetricsGroupVersion
 
+// metricsGroup is the API group of the resource metrics.
+const metricsGroup = "metrics.k8s.io"
+
 // summaryTimeout bounds the read of one kubelet's summary (summaryCache
 // sets it): a node that does not answer in time is left out.
 const summaryTimeout = 5 * time.Second
 
-func (s *Server) metricsRoutes(r *gin.Engine) {
-	r.GET(metricsPrefix+"/nodes", s.nodeMetrics)
-	r.GET(metricsPrefix+"/nodes/:name", s.nodeMetrics)
-	r.GET(metricsPrefix+"/pods", s.podMetrics)
-	r.GET(metricsPrefix+"/namespaces/:ns/pods", s.podMetrics)
-	r.GET(metricsPrefix+"/namespaces/:ns/pods/:name", s.podMetrics)
+func (s *Server) metricsRoutes(r *router) {
+	nodes := routeInfo{resource: true, group: metricsGroup, res: "nodes"}
+	pods := routeInfo{resource: true, group: metricsGroup, res: "pods"}
+	node, pod, nsPods := nodes, pods, pods
+	node.nameParam = "name"
+	nsPods.namespaced = true
+	pod.namespaced, pod.nameParam = true, "name"
+	r.handle(http.MethodGet, metricsPrefix+"/nodes", nodes, s.nodeMetrics)
+	r.handle(http.MethodGet, metricsPrefix+"/nodes/:name", node, s.nodeMetrics)
+	r.handle(http.MethodGet, metricsPrefix+"/pods", pods, s.podMetrics)
+	r.handle(http.MethodGet, metricsPrefix+"/namespaces/:ns/pods", nsPods, s.podMetrics)
+	r.handle(http.MethodGet, metricsPrefix+"/namespaces/:ns/pods/:name", pod, s.podMetrics)
 }
 
 // summaries reads, concurrently, the summaries of the kubelets of the
@@ -148,7 +157,7 @@ func (s *Server) nodeMetrics(c *gin.Context) {
 func (s *Server) podMetrics(c *gin.Context) {
 	ctx := c.Request.Context()
 	ns, name := c.Param("ns"), c.Param("name")
-	f, err := parseFilter(c.Query("labelSelector"), "")
+	f, err := filterOf(requestOf(c).query.list)
 	if err != nil {
 		fail(c, err)
 		return

@@ -54,7 +54,15 @@ func (h *handlers) serviceAccountToken(c *gin.Context) {
 		return
 	}
 	ns, name := h.ns(c), c.Param("name")
+	if err := matchNamespace(&req.ObjectMeta, ns); err != nil {
+		fail(c, err)
+		return
+	}
 	ctx := c.Request.Context()
+	if h.srv.creds == nil {
+		fail(c, fmt.Errorf("this apiserver serves no secure port, where tokens are used: %w", errdefs.ErrNotFound))
+		return
+	}
 	obj, err := h.reg.get(ctx, ns, name)
 	if err != nil {
 		fail(c, err)

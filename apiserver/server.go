@@ -195,6 +195,8 @@ type Server struct {
 	kubeletHTTPS *http.Transport
 	// summariesRead shares kubelets' summaries among metrics requests.
 	summariesRead *summaryCache
+	// funcs serves the function API.
+	funcs *funcHandlers
 }
 
 // New builds a server over store; Run is the usual entry point.
@@ -505,20 +507,23 @@ func namespaceAsName(c *gin.Context) {
 	c.Params = append(c.Params, gin.Param{Key: "name", Value: c.Param("ns")})
 }
 
-func (s *Server) routes() *gin.Engine {
+// routes builds the engine; observe, for tests, runs once a request is
+// authorized, before its handler.
+func (s *Server) routes(observe ...gin.HandlerFunc) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
+	r := newRouter(gin.New())
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
-	// The audit log sees the answer errorMiddleware writes and the user
-	// authn finds.
-	r.Use(gin.Recovery(), s.metricsMiddleware(), s.logMiddleware(), s.auditMiddleware(), errorMiddleware(), s.bodyLimit(), s.requestTimeout(),
-		s.authn(), s.authorize())
+	// The request is read once, first (requestInfo); the audit log sees
+	// the answer errorMiddleware writes and the user authn finds.
+	r.Use(gin.Recovery(), s.requestInfo(r.infos), s.metricsMiddleware(), s.logMiddleware(), s.auditMiddleware(), errorMiddleware(),
+		s.bodyLimit(), s.requestTimeout(), s.authn(), s.authorize())
+	r.Use(observe...)
 
-	r.GET("/healthz", s.health)
-	r.GET("/readyz", s.health)
-	r.GET("/livez", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
-	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
+	r.handle(http.MethodGet, "/healthz", nonResource(), s.health)
+	r.handle(http.MethodGet, "/readyz", nonResource(), s.health)
+	r.handle(http.MethodGet, "/livez", nonResource(), func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.handle(http.MethodGet, "/metrics", nonResource(), gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
 	newDiscovery().routes(r)
 	s.metricsRoutes(r)
 	newOpenAPI().routes(r)
@@ -526,26 +531,32 @@ func (s *Server) routes() *gin.Engine {
 
 	for _, res := range api.Resources {
 		h := &handlers{srv: s, reg: s.registries[res.Name], maxBody: s.cfg.MaxBodyBytes}
-		s.resourceRoutes(r, res.Prefix(), h)
+		s.resourceRoutes(r, res.Prefix(), res.Group, h)
 		if served := res.Served(); served.Group != res.Group {
 			// The function kinds: the minik8s.io/v1 view beside the
 			// reference form under /api/v1.
 			view := *h
 			view.view = funcGroupView{}
-			s.resourceRoutes(r, served.Prefix(), &view)
+			s.resourceRoutes(r, served.Prefix(), served.Group, &view)
 		}
 	}
 
-	r.POST("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.accessReview(true))
-	r.POST("/apis/authorization.k8s.io/v1/subjectaccessreviews", s.accessReview(false))
-	r.GET("/cacerts", s.caCerts)
-	r.POST(api.NodeCredentialsPath, s.nodeCredentials)
+	review := func(res string) routeInfo {
+		return routeInfo{resource: true, group: "authorization.k8s.io", res: res}
+	}
+	r.handle(http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review("selfsubjectaccessreviews"), s.accessReview(true))
+	r.handle(http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", review("subjectaccessreviews"), s.accessReview(false))
+	r.handle(http.MethodGet, "/cacerts", nonResource(), s.caCerts)
+	r.handle(http.MethodPost, api.NodeCredentialsPath, nonResource(), s.nodeCredentials)
 
-	funcs := &funcHandlers{handlers: handlers{srv: s, reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
-	r.Any("/api/funcs/*path", funcs.dispatch)
-	r.GET("/api/funcs", funcs.listFuncs)
-	r.GET("/api/watch/funcs/template", funcs.watchTemplates)
-	r.GET("/api/watch/funcs/template/:name", funcs.watchTemplates)
+	s.funcs = &funcHandlers{handlers: handlers{srv: s, reg: s.registries[api.FuncsResource.Name], maxBody: s.cfg.MaxBodyBytes}, calls: s.calls}
+	funcs := routeInfo{funcs: true}
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		r.handle(m, "/api/funcs/*path", funcs, s.funcs.dispatch)
+	}
+	r.handle(http.MethodGet, "/api/funcs", funcs, s.funcs.dispatch)
+	r.handle(http.MethodGet, "/api/watch/funcs/template", funcs, s.funcs.dispatch)
+	r.handle(http.MethodGet, "/api/watch/funcs/template/:name", funcs, s.funcs.dispatch)
 
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, notFoundPath(c.Request.URL.Path))
@@ -554,62 +565,73 @@ func (s *Server) routes() *gin.Engine {
 		c.JSON(http.StatusMethodNotAllowed, api.Status{Error: fmt.Sprintf("method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path),
 			Reason: "MethodNotAllowed", Code: http.StatusMethodNotAllowed})
 	})
-	return r
+	r.checkRoutes()
+	return r.Engine
 }
 
 // resourceRoutes serves the REST paths of h's resource under base
-// ("/api/v1", "/apis/apps/v1").
-func (s *Server) resourceRoutes(r *gin.Engine, base string, h *handlers) {
+// ("/api/v1", "/apis/apps/v1"), of API group group.
+func (s *Server) resourceRoutes(r *router, base, group string, h *handlers) {
 	res := h.reg.res
+	coll := routeInfo{resource: true, group: group, res: res.Name}
 	if res.Namespaced {
 		// All namespaces, as kubectl get -A.
-		r.GET(base+"/"+res.Name, h.list)
+		r.handle(http.MethodGet, base+"/"+res.Name, coll, h.list)
 		base += "/namespaces/:ns"
+		coll.namespaced = true
 	}
-	coll := base + "/" + res.Name
+	path := base + "/" + res.Name
 	create, update, updateStatus := h.create, h.update, h.updateStatus
 	if res.Name == api.FuncInstancesResource.Name {
 		// Instances are made only by calling a function; runners
 		// advance them through the status subresource.
 		create, update, updateStatus = h.createTriggerRecord, refuseInstanceWrite, h.updateInstanceStatus
 	}
-	r.GET(coll, h.list)
-	r.POST(coll, create)
-	one, name := coll+"/:name", nameParam
+	r.handle(http.MethodGet, path, coll, h.list)
+	r.handle(http.MethodPost, path, coll, create)
+	one, item, name := path+"/:name", coll, nameParam
+	item.nameParam = "name"
 	if res.Name == api.NamespacesResource.Name {
 		// The router takes one wildcard name per position, and the
 		// namespaced kinds have :ns there.
-		one, name = coll+"/:ns", namespaceAsName
+		one, item.nameParam, name = path+"/:ns", "ns", namespaceAsName
 	}
-	r.GET(one, name, h.get)
-	r.PUT(one, name, update)
-	r.DELETE(one, name, h.delete)
+	sub := func(subresource, verb string) routeInfo {
+		i := item
+		i.subresource, i.verb = subresource, verb
+		return i
+	}
+	r.handle(http.MethodGet, one, item, name, h.get)
+	r.handle(http.MethodPut, one, item, name, update)
+	r.handle(http.MethodDelete, one, item, name, h.delete)
 	if res.Name != api.FuncInstancesResource.Name {
-		r.PATCH(one, name, h.patch((*registry).update, true))
+		r.handle(http.MethodPatch, one, item, name, h.patch((*registry).update, true))
 	}
 	if res.HasStatus {
-		r.GET(one+"/status", name, h.get)
-		r.PUT(one+"/status", name, updateStatus)
+		r.handle(http.MethodGet, one+"/status", sub("status", ""), name, h.get)
+		r.handle(http.MethodPut, one+"/status", sub("status", ""), name, updateStatus)
 		if res.Name != api.FuncInstancesResource.Name {
-			r.PATCH(one+"/status", name, h.patch((*registry).updateStatus, false))
+			r.handle(http.MethodPatch, one+"/status", sub("status", ""), name, h.patch((*registry).updateStatus, false))
 		}
 	}
 	switch res.Name {
 	case api.NamespacesResource.Name:
-		r.PUT(one+"/finalize", name, h.finalizeNamespace)
+		r.handle(http.MethodPut, one+"/finalize", sub("finalize", ""), name, h.finalizeNamespace)
 	case api.PodsResource.Name:
-		r.POST(coll+"/:name/binding", h.bind)
-		r.GET(coll+"/:name/log", s.podLog)
-		r.GET(coll+"/:name/exec", s.podExec)
-		r.POST(coll+"/:name/exec", s.podExec)
-		r.GET(coll+"/:name/portforward", s.podPortForward)
-		r.POST(coll+"/:name/portforward", s.podPortForward)
+		r.handle(http.MethodPost, one+"/binding", sub("binding", ""), h.bind)
+		r.handle(http.MethodGet, one+"/log", sub("log", ""), s.podLog)
+		// Running a command is a create, whatever the method (kubectl's
+		// websocket upgrade is a GET), as Kubernetes authorizes it.
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			r.handle(m, one+"/exec", sub("exec", "create"), s.podExec)
+			r.handle(m, one+"/portforward", sub("portforward", "create"), s.podPortForward)
+		}
 	case api.ServiceAccountsResource.Name:
-		r.POST(coll+"/:name/token", h.serviceAccountToken)
+		r.handle(http.MethodPost, one+"/token", sub("token", ""), h.serviceAccountToken)
 	case api.ReplicaSetsResource.Name, api.DeploymentsResource.Name:
-		r.GET(coll+"/:name/scale", h.getScale)
-		r.PUT(coll+"/:name/scale", h.updateScale)
-		r.PATCH(coll+"/:name/scale", h.patchScale)
+		r.handle(http.MethodGet, one+"/scale", sub("scale", ""), h.getScale)
+		r.handle(http.MethodPut, one+"/scale", sub("scale", ""), h.updateScale)
+		r.handle(http.MethodPatch, one+"/scale", sub("scale", ""), h.patchScale)
 	}
 }
 

@@ -64,6 +64,11 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		refuseInstanceWrite(c)
 		return
 	}
+	ctype, err := bodyMediaType(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
 	// A record holds an argument and a result at their limits.
 	data, err := readBody(c, max(h.maxBody, etcd.MaxRequestBytes))
 	if err != nil {
@@ -79,8 +84,11 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		return
 	}
 	inst := &api.FuncInstance{}
-	if err := decodeStrict(data, c.ContentType(), inst); err == nil {
+	if err = decodeStrict(data, ctype, inst); err == nil {
 		err = h.take(inst)
+	}
+	if err == nil {
+		err = h.reg.checkIdentity(inst, h.ns(c), "")
 	}
 	if err != nil {
 		fail(c, err)
@@ -125,7 +133,7 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 			fail(c, errdefs.Invalid(field+".status.phase", "only ended calls are taken in a list, not %q", inst.Status.Phase))
 			return
 		case inst.Namespace != "" && inst.Namespace != ns:
-			fail(c, errdefs.Invalid(field+".metadata.namespace", "%q is not the request's namespace %q", inst.Namespace, ns))
+			fail(c, errdefs.BadRequest(field+".metadata.namespace", "the namespace of the provided object does not match the namespace sent on the request"))
 			return
 		case inst.Name == "":
 			fail(c, errdefs.Invalid(field+".metadata.name", "the instance id is required"))

@@ -59,10 +59,10 @@ func loadUIFiles() map[string]uiFile {
 	return files
 }
 
-func (s *Server) uiRoutes(r *gin.Engine) {
+func (s *Server) uiRoutes(r *router) {
 	files := loadUIFiles()
-	r.GET(uiRoot, func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, uiRoot+"/") })
-	r.GET(uiRoot+"/*file", func(c *gin.Context) {
+	r.handle(http.MethodGet, uiRoot, nonResource(), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, uiRoot+"/") })
+	r.handle(http.MethodGet, uiRoot+"/*file", nonResource(), func(c *gin.Context) {
 		name := strings.TrimPrefix(c.Param("file"), "/")
 		if name == "session" {
 			s.uiSession(c)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	log "github.com/sirupsen/logrus"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -26,17 +27,14 @@ type watchEvent struct {
 // reconnects with the last version it saw misses nothing.
 func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	ctx := c.Request.Context()
-	if t := c.Query("timeoutSeconds"); t != "" {
-		n, err := strconv.Atoi(t)
-		if err != nil || n < 0 {
-			fail(c, errdefs.BadRequest("timeoutSeconds", "%q is not a number of seconds", t))
-			return
-		}
-		if n > 0 {
-			var cancel func()
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
-			defer cancel()
-		}
+	opts := requestOf(c).query.list
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{Watch: true}
+	}
+	if t := opts.TimeoutSeconds; t != nil && *t > 0 {
+		var cancel func()
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(*t)*time.Second)
+		defer cancel()
 	}
 	if err := refuseForeignWatch(c.Request); err != nil {
 		fail(c, err)
@@ -48,10 +46,17 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 		return
 	}
 	defer release()
+	if t := opts.TimeoutSeconds; t != nil && *t < 0 {
+		// A timeout already past: the watch ends at once, as in Kubernetes.
+		if out, _, err := openWatchSink(ctx, c); err == nil {
+			out.close()
+		}
+		return
+	}
 	// sendInitialEvents: client-go's streaming list (WatchList): the
 	// current objects as ADDED, then a BOOKMARK saying they are all there.
-	initialEvents := c.Query("sendInitialEvents") == "true"
-	initial, from, err := h.watchStart(ctx, c.Query("resourceVersion"), initialEvents, ns, f)
+	initialEvents := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	initial, from, err := h.watchStart(ctx, opts.ResourceVersion, opts.SendInitialEvents, ns, f)
 	if err != nil {
 		fail(c, err)
 		return
@@ -78,7 +83,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	// allowWatchBookmarks: a BOOKMARK at the last version seen every
 	// BookmarkInterval, filtered-out changes included.
 	var tick <-chan time.Time
-	if c.Query("allowWatchBookmarks") == "true" {
+	if opts.AllowWatchBookmarks {
 		t := time.NewTicker(h.srv.cfg.BookmarkInterval)
 		defer t.Stop()
 		tick = t.C
@@ -160,20 +165,31 @@ func (w *watchWriter) change(ev storage.Event, f filter, more bool) bool {
 	return w.write(watchEvent{Type: typ, Object: ev.Object}, more)
 }
 
-// watchStart says where a watch from resourceVersion rv begins: with no
-// version (or "0"), or with the initial events asked for, the current
-// objects and the revision they were read at; else that version, if the
-// store still has the changes after it (410 Gone otherwise).
-func (h *handlers) watchStart(ctx context.Context, rv string, initialEvents bool, ns string, f filter) ([]api.Object, int64, error) {
-	if rv == "" || rv == "0" || initialEvents {
-		return h.reg.list(ctx, ns, f)
-	}
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return nil, 0, errdefs.BadRequest("resourceVersion", "%q is not a resource version", rv)
-	}
-	if err := h.srv.watchRevision(ctx, n); err != nil {
+// watchStart says where a watch from resourceVersion rv begins, as
+// Kubernetes' watch cache has it: with no version (or "0"), or with the
+// initial events asked for, the current objects and the revision they were
+// read at (sendInitialEvents=false without a version: from now, without
+// them); else that version, if the store still has the changes after it
+// (410 Gone otherwise). A version the store has not reached is waited for,
+// then refused (tooLargeResourceVersion).
+func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents *bool, ns string, f filter) ([]api.Object, int64, error) {
+	n, err := parseResourceVersion(rv)
+	if err != nil {
 		return nil, 0, err
+	}
+	if n > 0 {
+		if err := h.srv.waitRevision(ctx, n); err != nil {
+			return nil, 0, err
+		}
+	}
+	switch {
+	case sendInitialEvents != nil && *sendInitialEvents:
+		return h.reg.list(ctx, ns, f)
+	case n == 0 && sendInitialEvents != nil:
+		from, err := h.srv.store.Revision(ctx)
+		return nil, from, err
+	case n == 0:
+		return h.reg.list(ctx, ns, f)
 	}
 	return nil, n, nil
 }

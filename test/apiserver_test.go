@@ -352,7 +352,7 @@ func TestBadInput(t *testing.T) {
 		{"name mismatch", "PUT", cms + "/existing", "application/json", `{"metadata":{"name":"other"}}`, 400, "BadRequest", "metadata.name", "does not match"},
 		{"namespace mismatch", "POST", cms, "application/json", `{"metadata":{"name":"x","namespace":"kube"}}`, 400, "BadRequest", "metadata.namespace", "does not match"},
 		{"bad label selector", "GET", cms + "?labelSelector=a%20in%20b", "", "", 400, "BadRequest", "labelSelector", "expected: '('"},
-		{"bad watch version", "GET", cms + "?watch=true&resourceVersion=abc", "", "", 400, "BadRequest", "resourceVersion", "not a resource version"},
+		{"bad watch version", "GET", cms + "?watch=true&resourceVersion=abc", "", "", 400, "BadRequest", "resourceVersion", "invalid resource version"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

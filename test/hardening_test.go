@@ -115,8 +115,9 @@ func TestOverflowingNumbersRefused(t *testing.T) {
 }
 
 // A watch from a version the store has not reached is refused (it would
-// skip the changes up to it), the largest version included; a selector
-// that does not parse is 400.
+// skip the changes up to it) with Kubernetes' "Too large resource
+// version", the largest version included; a selector that does not parse
+// is 400.
 func TestWatchAndSelectorInput(t *testing.T) {
 	s := framework.StartAPIServer(t)
 	hc := &http.Client{Timeout: 20 * time.Second}
@@ -128,8 +129,8 @@ func TestWatchAndSelectorInput(t *testing.T) {
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(data), "newer than the store") {
-			t.Errorf("watch from %s: %d %s, want 504 saying the version is newer than the store's", rv, resp.StatusCode, data)
+		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(data), "Too large resource version: "+rv) {
+			t.Errorf("watch from %s: %d %s, want 504 saying the version is too large", rv, resp.StatusCode, data)
 		}
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("watch from %s answered after %s", rv, d)

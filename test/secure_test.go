@@ -207,23 +207,25 @@ func TestLocalPortLoopbackOnly(t *testing.T) {
 // make the browser POST text to 127.0.0.1:8080 without asking, or reach
 // it through a name of its own that resolves there (DNS rebinding); the
 // local port, which acts as the admin, refuses both, and takes programs
-// (no Origin) and its own dashboard (same origin).
+// (no Origin) and its own dashboard (same origin). Text is not an object
+// whoever sends it (415).
 func TestLocalPortRefusesWebPagesOfOtherSites(t *testing.T) {
 	s := framework.StartAPIServer(t)
 	pod := `{"metadata":{"name":"planted"},"spec":{"containers":[{"name":"c","image":"x"}]}}`
 	for _, tc := range []struct {
-		name, host, origin string
-		code               int
+		name, host, origin, ctype string
+		code                      int
 	}{
-		{"a program", "", "", http.StatusCreated},
-		{"another site's page", "", "http://elsewhere.example", http.StatusForbidden},
-		{"a sandboxed page", "", "null", http.StatusForbidden},
-		{"a rebound name", "elsewhere.example", "http://elsewhere.example", http.StatusForbidden},
-		{"the dashboard", "", s.URL, http.StatusCreated},
-		{"localhost", "localhost", "", http.StatusCreated},
+		{"a program", "", "", "application/json", http.StatusCreated},
+		{"a program sending text", "", "", "text/plain", http.StatusUnsupportedMediaType},
+		{"another site's page", "", "http://elsewhere.example", "text/plain", http.StatusForbidden},
+		{"a sandboxed page", "", "null", "text/plain", http.StatusForbidden},
+		{"a rebound name", "elsewhere.example", "http://elsewhere.example", "text/plain", http.StatusForbidden},
+		{"the dashboard", "", s.URL, "application/json", http.StatusCreated},
+		{"localhost", "localhost", "", "application/json", http.StatusCreated},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/v1/namespaces/default/pods", strings.NewReader(pod))
-		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Content-Type", tc.ctype)
 		if tc.host != "" {
 			req.Host = tc.host
 		}

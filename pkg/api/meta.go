@@ -106,6 +106,8 @@ type StatusDetails struct {
 	Group  string        `json:"group,omitempty"`
 	Kind   string        `json:"kind,omitempty"`
 	Causes []StatusCause `json:"causes,omitempty"`
+	// RetryAfterSeconds: when the client may try again.
+	RetryAfterSeconds int32 `json:"retryAfterSeconds,omitempty"`
 }
 
 type StatusCause struct {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -176,13 +175,7 @@ func (d *Dynamic) in(obj api.Object) *Dynamic {
 // removes it) and returns its last state.
 func (d *Dynamic) Delete(ctx context.Context, name string, opts DeleteOptions) (api.Object, error) {
 	path := d.path(name)
-	if opts.GracePeriodSeconds != nil {
-		path += "?gracePeriodSeconds=" + strconv.FormatInt(*opts.GracePeriodSeconds, 10)
-	}
-	var body any
-	if opts.ResourceVersion != "" || opts.UID != "" {
-		body = map[string]any{"preconditions": map[string]string{"resourceVersion": opts.ResourceVersion, "uid": opts.UID}}
-	}
+	body := opts.body()
 	out := d.res.New()
 	if err := d.do(ctx, http.MethodDelete, path, body, out); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -60,8 +61,12 @@ func TestDynamicErrors(t *testing.T) {
 
 func TestDynamicPaths(t *testing.T) {
 	var paths []string
+	var deleteBody []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paths = append(paths, r.Method+" "+r.URL.RequestURI())
+		if r.Method == http.MethodDelete {
+			deleteBody, _ = io.ReadAll(r.Body)
+		}
 		w.Write([]byte(`{"items":[]}`))
 	}))
 	defer srv.Close()
@@ -78,7 +83,8 @@ func TestDynamicPaths(t *testing.T) {
 		"GET /api/v1/nodes",
 		"POST " + api.FuncsResource.Path("ns1", ""),
 		"PUT /apis/apps/v1/namespaces/ns2/replicasets/r",
-		"DELETE /api/v1/namespaces/default/pods/p?gracePeriodSeconds=0",
+		// The options go in the body, which the apiserver then reads alone.
+		"DELETE /api/v1/namespaces/default/pods/p",
 	}
 	if len(paths) != len(want) {
 		t.Fatalf("requests = %q, want %q", paths, want)
@@ -87,5 +93,8 @@ func TestDynamicPaths(t *testing.T) {
 		if paths[i] != want[i] {
 			t.Errorf("request %d = %q, want %q", i, paths[i], want[i])
 		}
+	}
+	if got := string(deleteBody); got != `{"apiVersion":"v1","gracePeriodSeconds":0,"kind":"DeleteOptions"}` {
+		t.Errorf("delete body = %s", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"minik8s/pkg/api"
 )
@@ -189,17 +188,34 @@ type DeleteOptions struct {
 	UID             string
 }
 
+// body is the DeleteOptions a delete sends, nil when there are none: in
+// the body, which the apiserver then reads alone, as Kubernetes does.
+func (o DeleteOptions) body() any {
+	if o.GracePeriodSeconds == nil && o.ResourceVersion == "" && o.UID == "" {
+		return nil
+	}
+	opts := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1"}
+	if o.GracePeriodSeconds != nil {
+		opts["gracePeriodSeconds"] = *o.GracePeriodSeconds
+	}
+	if o.ResourceVersion != "" || o.UID != "" {
+		pre := map[string]string{}
+		if o.ResourceVersion != "" {
+			pre["resourceVersion"] = o.ResourceVersion
+		}
+		if o.UID != "" {
+			pre["uid"] = o.UID
+		}
+		opts["preconditions"] = pre
+	}
+	return opts
+}
+
 // Delete deletes the object (a bound pod is only marked; its kubelet
 // removes it) and returns its last state.
 func (r *ResourceClient[T, PT]) Delete(ctx context.Context, name string, opts DeleteOptions) (PT, error) {
 	path := r.path(name)
-	if opts.GracePeriodSeconds != nil {
-		path += "?gracePeriodSeconds=" + strconv.FormatInt(*opts.GracePeriodSeconds, 10)
-	}
-	var body any
-	if opts.ResourceVersion != "" || opts.UID != "" {
-		body = map[string]any{"preconditions": map[string]string{"resourceVersion": opts.ResourceVersion, "uid": opts.UID}}
-	}
+	body := opts.body()
 	out := PT(new(T))
 	if err := r.c.Do(ctx, http.MethodDelete, path, body, out); err != nil {
 		return nil, err

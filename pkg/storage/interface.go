@@ -66,3 +66,11 @@ type Interface interface {
 	// Revision is the store's current revision.
 	Revision(ctx context.Context) (int64, error)
 }
+
+// RevisionLister is a store that lists as of a past revision, as
+// Kubernetes serves a list with resourceVersionMatch=Exact.
+type RevisionLister interface {
+	// ListAt returns the objects under prefix at revision rev; a
+	// revision compacted away is ErrGone.
+	ListAt(ctx context.Context, prefix string, rev int64, newObj NewFunc) ([]api.Object, error)
+}

@@ -257,6 +257,24 @@ func (s *Store) List(ctx context.Context, prefix string, newObj storage.NewFunc)
 	return out, resp.Header.Revision, nil
 }
 
+// ListAt returns the objects under prefix as they were at revision rev:
+// a compacted revision is ErrGone ("too old resource version").
+func (s *Store) ListAt(ctx context.Context, prefix string, rev int64, newObj storage.NewFunc) ([]api.Object, error) {
+	resp, err := s.client.Get(leader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
+	if err != nil {
+		return nil, wrapErr(err)
+	}
+	out := make([]api.Object, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		obj := newObj()
+		if err := decode(kv.Value, kv.ModRevision, obj); err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
 func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 	data, err := encode(obj)
 	if err != nil {
