@@ -105,6 +105,15 @@ func (s *Server) ensureBootstrapPolicy(ctx context.Context) error {
 			}
 		case err != nil:
 			return err
+		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !sameRoleRef(cur, o):
+			// A binding's role cannot change: it is made again, as
+			// Kubernetes' reconciliation does.
+			if _, err := reg.delete(ctx, "", name, deleteOptions{}); err != nil && !errdefs.IsNotFound(err) {
+				return fmt.Errorf("deleting %s %s: %w", reg.res.Kind, name, err)
+			}
+			if _, err := reg.create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s %s: %w", reg.res.Kind, name, err)
+			}
 		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !samePolicy(cur, o):
 			o.GetObjectMeta().ResourceVersion = cur.GetObjectMeta().ResourceVersion
 			o.GetObjectMeta().UID = cur.GetObjectMeta().UID
@@ -115,6 +124,13 @@ func (s *Server) ensureBootstrapPolicy(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sameRoleRef is false for two ClusterRoleBindings naming different roles.
+func sameRoleRef(a, b api.Object) bool {
+	x, ok1 := a.(*api.ClusterRoleBinding)
+	y, ok2 := b.(*api.ClusterRoleBinding)
+	return !ok1 || !ok2 || x.RoleRef == y.RoleRef
 }
 
 // samePolicy tells whether two built-in objects grant the same.

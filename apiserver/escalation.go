@@ -13,14 +13,16 @@ import (
 
 // noEscalation keeps RBAC from being a way up, as in Kubernetes: a role
 // may grant only what its writer holds (or the writer has escalate on
-// roles), and a binding may bind only a role whose grants its writer holds
-// (or the writer has bind on that role).
+// roles), and a binding may bind only a role that exists and whose grants
+// its writer holds (or the writer has bind on that role). A binding to a
+// role not there yet would grant whatever the role later says: Kubernetes
+// answers it NotFound, the role's, and so does this. It runs on create,
+// update and patch; a binding's roleRef cannot change (checkImmutable).
 func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) error {
 	u := userOf(ctx)
 	if slices.Contains(u.Groups, rbac.Masters) {
 		return nil
 	}
-	policy := s.authz.policy.Load()
 	var granted []api.PolicyRule
 	var ref *api.RoleRef
 	res := ""
@@ -42,27 +44,20 @@ func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) er
 			Resource: resource, Namespace: ns, Name: target})
 	}
 	if ref != nil {
-		roleRes := api.ClusterRolesResource.Name
-		if ref.Kind == api.RoleKind {
-			roleRes = api.RolesResource.Name
+		roleRes, err := roleResource(*ref, ns != "")
+		if err != nil {
+			return err
 		}
 		if may("bind", roleRes, ref.Name) {
 			return nil
 		}
-		switch {
-		case ref.Kind == api.RoleKind:
-			if r := policy.Role(ns, ref.Name); r != nil {
-				granted = r.Rules
-			}
-		default:
-			if r := policy.ClusterRole(ref.Name); r != nil {
-				granted = r.Rules
-			}
+		if granted, err = s.boundRules(ctx, ns, *ref); err != nil {
+			return err
 		}
 	} else if may("escalate", res, name) {
 		return nil
 	}
-	ok, missing := rbac.Covers(rbac.RulesFor(policy, u, ns), granted)
+	ok, missing := rbac.Covers(rbac.RulesFor(s.authz.policy.Load(), u, ns), granted)
 	if ok {
 		return nil
 	}
@@ -73,6 +68,60 @@ func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) er
 	return fmt.Errorf("%s %q is forbidden: User %q may not grant what it does not hold (%s): %w",
 		res, name, u.Name, strings.Join(parts, "; "), errdefs.ErrForbidden)
 }
+
+// roleResource is the resource a binding's roleRef names (a RoleBinding
+// may name a Role or a ClusterRole, a ClusterRoleBinding a ClusterRole),
+// 422 for any other, as validation says.
+func roleResource(ref api.RoleRef, namespaced bool) (string, error) {
+	switch {
+	case ref.Kind == api.ClusterRoleKind:
+		return api.ClusterRolesResource.Name, nil
+	case ref.Kind == api.RoleKind && namespaced:
+		return api.RolesResource.Name, nil
+	case namespaced:
+		return "", errdefs.Invalid("roleRef.kind", "%q is not supported: Role or ClusterRole", ref.Kind)
+	}
+	return "", errdefs.Invalid("roleRef.kind", "%q is not supported: ClusterRole", ref.Kind)
+}
+
+// boundRules are the rules of the role a binding in namespace ns refers
+// to, read from the store (so that a role just made counts and one just
+// deleted does not), or those of a built-in ClusterRole the store lacks,
+// which the authorizer applies all the same. A role that is not there is
+// Kubernetes' NotFound: clusterroles.rbac.authorization.k8s.io "x" not found.
+func (s *Server) boundRules(ctx context.Context, ns string, ref api.RoleRef) ([]api.PolicyRule, error) {
+	if ref.Kind == api.RoleKind {
+		obj, err := s.registries[api.RolesResource.Name].get(ctx, ns, ref.Name)
+		if errdefs.IsNotFound(err) {
+			return nil, &refNotFound{api.RolesResource.Name, api.RBACGroup, ref.Name}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*api.Role).Rules, nil
+	}
+	obj, err := s.registries[api.ClusterRolesResource.Name].get(ctx, "", ref.Name)
+	if err == nil {
+		return obj.(*api.ClusterRole).Rules, nil
+	}
+	if !errdefs.IsNotFound(err) {
+		return nil, err
+	}
+	for _, o := range bootstrapObjects() {
+		if r, ok := o.(*api.ClusterRole); ok && r.Name == ref.Name {
+			return r.Rules, nil
+		}
+	}
+	return nil, &refNotFound{api.ClusterRolesResource.Name, api.RBACGroup, ref.Name}
+}
+
+// refNotFound is a NotFound about another object than the request's (the
+// role a binding names): it keeps its own words and details, as
+// Kubernetes answers them.
+type refNotFound struct{ resource, group, name string }
+
+func (e *refNotFound) Error() string { return fmt.Sprintf("%s.%s %q not found", e.resource, e.group, e.name) }
+func (e *refNotFound) Unwrap() error { return errdefs.ErrNotFound }
 
 func describeRule(r api.PolicyRule) string {
 	if len(r.NonResourceURLs) > 0 {

@@ -27,6 +27,18 @@ func checkImmutable(cur, next api.Object) error {
 			return errdefs.Invalid("spec.template", "a Job's pod template cannot change")
 		}
 	}
+	// A binding's role cannot change, as in Kubernetes: who may bind it was
+	// judged for the role it names.
+	switch c := cur.(type) {
+	case *api.RoleBinding:
+		if n := next.(*api.RoleBinding); n.RoleRef != c.RoleRef {
+			return errdefs.Invalid("roleRef", "cannot change roleRef (from %s %q to %s %q)", c.RoleRef.Kind, c.RoleRef.Name, n.RoleRef.Kind, n.RoleRef.Name)
+		}
+	case *api.ClusterRoleBinding:
+		if n := next.(*api.ClusterRoleBinding); n.RoleRef != c.RoleRef {
+			return errdefs.Invalid("roleRef", "cannot change roleRef (from %s %q to %s %q)", c.RoleRef.Kind, c.RoleRef.Name, n.RoleRef.Kind, n.RoleRef.Name)
+		}
+	}
 	if c, ok := cur.(*api.Pod); ok {
 		n := next.(*api.Pod)
 		if c.Spec.NodeName != "" && n.Spec.NodeName != c.Spec.NodeName {

@@ -90,6 +90,11 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 	if !a.ResourceRequest {
 		return
 	}
+	var ref *refNotFound
+	if errors.As(err, &ref) {
+		st.Details = &api.StatusDetails{Name: ref.name, Group: ref.group, Kind: ref.resource}
+		return
+	}
 	st.Details = &api.StatusDetails{Name: a.Name, Group: a.APIGroup, Kind: a.Resource}
 	// A log or exec may miss a container, not the pod: its own words.
 	object := a.Subresource != "log" && a.Subresource != "exec" && a.Subresource != "portforward"
