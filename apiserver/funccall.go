@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/egress"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/tracing"
@@ -47,6 +48,8 @@ type calls struct {
 	pinned sync.Map // certificate hash → *http.Client
 	// exporter sends the apiserver's spans (nil: kept with the instance).
 	exporter *tracing.Exporter
+	// egress judges callback URLs (the runners' guard has the last word).
+	egress *egress.Guard
 }
 
 const (
@@ -81,7 +84,22 @@ func newCalls(s *Server) *calls {
 		records:    newRecordWriter(s.registries[api.FuncInstancesResource.Name], 2),
 		http:       &http.Client{Transport: transport},
 		creds:      func() *credentials { return s.creds },
+		egress:     callbackGuard(s.cfg),
 	}
+}
+
+// callbackGuard judges callback URLs as the runners' guard will, as far
+// as the apiserver can tell: the built-in classes, the cluster's ranges
+// and this machine's addresses, less what the operator opened.
+func callbackGuard(cfg Config) *egress.Guard {
+	var deny []egress.Range
+	if r, ok := egress.CIDR(cfg.ClusterCIDR, "in the cluster's pod range"); ok {
+		deny = append(deny, r)
+	}
+	if r, ok := egress.CIDR(cfg.ServiceCIDR, "in the cluster's service range"); ok {
+		deny = append(deny, r)
+	}
+	return egress.New(egress.Config{Allow: cfg.EgressAllowCIDRs, Deny: deny, Sources: []egress.Source{egress.OwnAddresses}})
 }
 
 // run follows the runners and stores records until ctx ends.
@@ -109,9 +127,11 @@ func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 		return fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
 	}
 	if callbackURL != "" {
-		u, err := url.Parse(callbackURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errdefs.BadRequest("X-Callback-Url", "%q is not an absolute http or https URL", callbackURL)
+		// The runner POSTs the result there on the caller's behalf: an
+		// address that trusts the platform (the local port acts as the
+		// admin) is refused now, so the caller learns at once.
+		if err := c.egress.CheckURL(callbackURL); err != nil {
+			return errdefs.BadRequest("X-Callback-Url", "%q: %v", callbackURL, err)
 		}
 	}
 	if !lookup {

@@ -12,6 +12,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,6 +101,12 @@ type Config struct {
 	// ServiceNodePortRange is where NodePort Services' node ports come
 	// from (DefaultServiceNodePortRange).
 	ServiceNodePortRange string
+	// EgressAllowCIDRs are the ranges a call's X-Callback-Url may name
+	// although they trust the platform (loopback, link-local, this
+	// machine's addresses, the pod and service ranges): the runners'
+	// --egress-allow-cidrs, so that the apiserver refuses at once, with
+	// 400, what the runners would refuse at the dial. Empty by default.
+	EgressAllowCIDRs []netip.Prefix
 	// BookmarkInterval is how often a watch that allows bookmarks gets one
 	// (DefaultBookmarkInterval), so that a client resumes from a recent
 	// version even when its filter let no change through.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,10 @@ type Config struct {
 	// ServiceNodePortRange: where node ports come from.
 	ServiceNodePortRange string
 	NodeCIDRMaskSize     int
+	// EgressAllowCIDRs: the ranges callbacks may reach although they
+	// trust the platform (see funcrunner.Config.EgressAllow), given to the
+	// apiserver and the runners alike. Empty by default.
+	EgressAllowCIDRs []netip.Prefix
 	// MaxPendingCalls, MaxPendingCallBytes, EtcdQuotaBytes and
 	// FuncInstanceTTL: see apiserver.Config.
 	MaxPendingCalls     int
@@ -210,7 +215,7 @@ func Up(ctx context.Context, cfg Config) error {
 	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
 		ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		MaxPendingCalls: cfg.MaxPendingCalls, MaxPendingCallBytes: cfg.MaxPendingCallBytes, EtcdQuotaBytes: cfg.EtcdQuotaBytes,
-		FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint}
+		FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint, EgressAllowCIDRs: cfg.EgressAllowCIDRs}
 	if cfg.Port != 0 {
 		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
 	}
@@ -245,7 +250,8 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 	var runners []*funcrunner.Runner
 	for i := range cfg.FuncRunners {
-		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1), NATSURL: natsURL, OTLPEndpoint: cfg.OTLPEndpoint}
+		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1), NATSURL: natsURL, OTLPEndpoint: cfg.OTLPEndpoint,
+			EgressAllow: cfg.EgressAllowCIDRs, ClusterCIDR: cfg.ClusterCIDR, ServiceCIDR: cfg.ServiceCIDR}
 		if i == 0 && cfg.GatewayPort != 0 {
 			// The first runner serves the HTTP triggers.
 			rc.GatewayAddress = net.JoinHostPort(cfg.GatewayAddress, strconv.Itoa(cfg.GatewayPort))

@@ -12,6 +12,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/egress"
 )
 
 // Callback delivery defaults: OpenFaaS's queue worker retries a few times
@@ -24,6 +25,7 @@ const (
 
 // callbacks POSTs ended instances' outcomes to their X-Callback-Url.
 type callbacks struct {
+	guard  *egress.Guard
 	client *http.Client
 	// timeout bounds one attempt; attempts is the most POSTs per instance;
 	// backoff is the pause after the first failure, doubled after each.
@@ -32,11 +34,14 @@ type callbacks struct {
 	backoff  time.Duration
 }
 
-func newCallbacks() *callbacks {
+// newCallbacks delivers through guard: the URL is the caller's, so the
+// POST may reach only addresses that do not trust the platform (the
+// local port acts as the admin), redirects are not followed and no proxy
+// dials in the guard's place.
+func newCallbacks(guard *egress.Guard) *callbacks {
 	return &callbacks{
-		// No proxy: callback receivers are the callers' own services, and
-		// an environment proxy would only misroute them.
-		client:   &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}},
+		guard:    guard,
+		client:   guard.Client(),
 		timeout:  DefaultCallbackTimeout,
 		attempts: DefaultCallbackAttempts,
 		backoff:  DefaultCallbackBackoff,
@@ -53,6 +58,12 @@ func (cb *callbacks) deliver(ctx context.Context, inst *api.FuncInstance) api.Fu
 		st.Error = "no callback URL"
 		return st
 	}
+	if err := cb.checkURL(inst.Spec.CallbackURL); err != nil {
+		now := time.Now().UTC()
+		st.Time, st.Error = &now, "callback refused: "+err.Error()
+		logRefused(inst, st.Error)
+		return st
+	}
 	body, headers := callbackMessage(inst)
 	pause := cb.backoff
 	for st.Attempts < max(cb.attempts, 1) {
@@ -62,6 +73,11 @@ func (cb *callbacks) deliver(ctx context.Context, inst *api.FuncInstance) api.Fu
 		st.Time, st.StatusCode = &now, code
 		retry := false
 		switch {
+		case err != nil && isRefused(err):
+			// Final: the address will not change its nature by a retry.
+			st.Error = "callback refused: " + err.Error()
+			logRefused(inst, st.Error)
+			return st
 		case err != nil:
 			st.Error, retry = err.Error(), true
 		case code >= 200 && code < 300:
@@ -87,6 +103,29 @@ func (cb *callbacks) deliver(ctx context.Context, inst *api.FuncInstance) api.Fu
 	log.WithFields(log.Fields{"instance": inst.Name, "url": inst.Spec.CallbackURL,
 		"attempts": st.Attempts, "error": st.Error}).Warn("callback not delivered")
 	return st
+}
+
+// checkURL refuses, before any attempt, a URL that is not http(s), has
+// user info or names an address the guard refuses (one stored before the
+// apiserver checked callback URLs, or by a writer that skipped the
+// check). Names are left to the dial, where the guard sees what they
+// resolve to.
+func (cb *callbacks) checkURL(raw string) error {
+	u, err := egress.ParseURL(raw)
+	if err != nil {
+		return err
+	}
+	return cb.guard.CheckHost(u.Hostname())
+}
+
+func isRefused(err error) bool {
+	_, ok := egress.Refused(err)
+	return ok
+}
+
+func logRefused(inst *api.FuncInstance, msg string) {
+	log.WithFields(log.Fields{"instance": inst.Namespace + "/" + inst.Name, "user": inst.Spec.User,
+		"url": inst.Spec.CallbackURL}).Warn(msg)
 }
 
 // post makes one attempt; it returns the answer's status code, or an error

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/egress"
 )
 
 // receiver is a callback endpoint answering a script of status codes (the
@@ -47,8 +49,35 @@ func (r *receiver) got() ([]string, []http.Header) {
 	return append([]string(nil), r.bodies...), append([]http.Header(nil), r.hdrs...)
 }
 
+// receiverAddr is where the tests' receivers listen: a loopback address
+// the tests' guard opens, as an operator opens one with
+// --egress-allow-cidrs 127.0.0.2/32; every other address keeps the
+// default refusals.
+const receiverAddr = "127.0.0.2"
+
+var testGuard = egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix(receiverAddr + "/32")}})
+
+// startReceiver serves h on receiverAddr until the test ends.
+func startReceiver(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	return startServerOn(t, receiverAddr, h)
+}
+
+func startServerOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	l, err := net.Listen("tcp", addr+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	return srv
+}
+
 func testCallbacks(attempts int) *callbacks {
-	cb := newCallbacks()
+	cb := newCallbacks(testGuard)
 	cb.attempts, cb.backoff, cb.timeout = attempts, time.Millisecond, 5*time.Second
 	return cb
 }
@@ -90,7 +119,7 @@ func TestCallbackDeliver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rcv := &receiver{codes: tt.codes}
-			srv := httptest.NewServer(rcv)
+			srv := startReceiver(t, rcv)
 			defer srv.Close()
 			inst := endedInstance(srv.URL+"/hook?x=1", tt.phase)
 
@@ -133,7 +162,7 @@ func TestCallbackDeliver(t *testing.T) {
 
 func TestCallbackUnreachable(t *testing.T) {
 	// A port that was just free: nothing listens there.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", receiverAddr+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +197,7 @@ func TestCallbackContextCancel(t *testing.T) {
 			if tt.block {
 				rcv.block = make(chan struct{})
 			}
-			srv := httptest.NewServer(rcv)
+			srv := startReceiver(t, rcv)
 			defer srv.Close()
 			if tt.block {
 				defer close(rcv.block) // before Close, which waits for the handlers
@@ -203,7 +232,7 @@ func TestCallbackAttemptTimeout(t *testing.T) {
 	// A receiver that never answers costs one timeout per attempt, then
 	// the next attempt is made.
 	rcv := &receiver{codes: []int{200}, block: make(chan struct{})}
-	srv := httptest.NewServer(rcv)
+	srv := startReceiver(t, rcv)
 	defer srv.Close()
 	defer close(rcv.block) // before Close, which waits for the handlers
 	cb := testCallbacks(2)

@@ -8,8 +8,10 @@
 package funcrunner
 
 import (
+	"net/netip"
 	"time"
 
+	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 )
 
@@ -41,6 +43,17 @@ type Config struct {
 	// HTTP, a base URL: spans go to URL/v1/traces); they are kept with the
 	// instance either way.
 	OTLPEndpoint string
+	// EgressAllow lists the ranges callbacks may reach although the
+	// runner's egress guard refuses them by default (loopback, link-local,
+	// this machine's and the nodes' addresses, the pod and service ranges):
+	// --egress-allow-cidrs. Empty by default.
+	EgressAllow []netip.Prefix
+	// ClusterCIDR and ServiceCIDR are the cluster's pod and service ranges
+	// (api.DefaultClusterCIDR, api.DefaultServiceCIDR), which callbacks
+	// never reach; the nodes' pod ranges and the Services' cluster IPs are
+	// learned from the API besides.
+	ClusterCIDR string
+	ServiceCIDR string
 }
 
 const (
@@ -61,5 +74,11 @@ func (c *Config) setDefaults() {
 	}
 	if c.DemandInterval <= 0 {
 		c.DemandInterval = DefaultDemandInterval
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = api.DefaultClusterCIDR
+	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = api.DefaultServiceCIDR
 	}
 }

@@ -103,6 +103,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	f := cache.NewFactory(c)
 	funcs, pods, eps, leases := f.Funcs(), f.Pods(), f.Endpoints(), f.Leases()
 	triggers := f.Triggers()
+	guard, err := newEgressGuard(cfg, c.Server(), clusterAddresses{nodes: f.Nodes().Lister(), services: f.Services().Lister(),
+		eps: eps.Lister(), leases: leases.Lister()})
+	if err != nil {
+		return err
+	}
 	refs := triggerRefs{apps: f.Apps().Lister()}
 	firer := newScheduleFirer(cfg.Identity, c, triggers, refs)
 	workers := []func(context.Context){firer.run}
@@ -134,7 +139,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	workers = append(workers, st.exporter.Run)
-	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, newCallbacks())
+	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, newCallbacks(guard))
 	keeper := newLeaseKeeper(c, cfg.Identity, url, certSum, d, cfg.DemandInterval, instInf.Lister().Len)
 
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"minik8s/apiserver"
+	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/test/framework"
 )
@@ -21,8 +25,27 @@ type callbackPost struct {
 	header http.Header
 }
 
-// callbackReceiver is an httptest server on 127.0.0.1 that answers each
-// POST with the next of codes (200 once they run out) and records it.
+// callbackReceiverAddr is where the callback receivers of the tests
+// listen: a loopback address that callbackAllow opens, as an operator
+// opens a receiver with --egress-allow-cidrs 127.0.0.2/32. Everything
+// else keeps the default refusals (127.0.0.1, where the local port is,
+// among them).
+const callbackReceiverAddr = "127.0.0.2"
+
+var callbackAllow = []netip.Prefix{netip.MustParsePrefix(callbackReceiverAddr + "/32")}
+
+// startCallbackCluster starts an apiserver and a function runner that
+// both open callbackAllow, and nothing more.
+func startCallbackCluster(t *testing.T) *framework.APIServer {
+	t.Helper()
+	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.EgressAllowCIDRs = callbackAllow })
+	framework.StartFuncRunnerWith(t, s, func(c *funcrunner.Config) { c.EgressAllow = callbackAllow })
+	return s
+}
+
+// callbackReceiver is an httptest server on callbackReceiverAddr that
+// answers each POST with the next of codes (200 once they run out) and
+// records it.
 type callbackReceiver struct {
 	*httptest.Server
 	mu    sync.Mutex
@@ -33,7 +56,7 @@ type callbackReceiver struct {
 
 func newCallbackReceiver(t *testing.T, codes ...int) *callbackReceiver {
 	r := &callbackReceiver{codes: codes, got: make(chan struct{}, 16)}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		r.posts = append(r.posts, callbackPost{body: string(body), header: req.Header.Clone()})
@@ -47,6 +70,13 @@ func newCallbackReceiver(t *testing.T, codes ...int) *callbackReceiver {
 			r.got <- struct{}{}
 		}
 	}))
+	l, err := net.Listen("tcp", callbackReceiverAddr+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Listener.Close()
+	r.Listener = l
+	r.Start()
 	t.Cleanup(r.Close)
 	return r
 }
@@ -123,8 +153,7 @@ func checkCallbackPost(t *testing.T, p callbackPost, id, fnStatus, body string) 
 // outcome POSTed there once it ends, as OpenFaaS's queue worker does,
 // retried while the receiver fails, and the delivery recorded.
 func TestFuncCallback(t *testing.T) {
-	s := framework.StartAPIServer(t)
-	framework.StartFuncRunner(t, s)
+	s := startCallbackCluster(t)
 	echo := "def run(arg):\n    return 'cb:' + arg\n"
 	raises := "def run(arg):\n    raise ValueError('no good: ' + arg)\n"
 	funcTemplate(t, s, "cbecho", echo, "RETURN", "RETURN", nil)

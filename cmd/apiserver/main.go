@@ -15,6 +15,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver"
+	"minik8s/pkg/egress"
 )
 
 func main() {
@@ -42,6 +43,7 @@ func main() {
 	flag.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "ports NodePort Services get on every node, FIRST-LAST")
 	flag.StringVar(&cfg.ClusterCIDR, "cluster-cidr", apiserver.DefaultClusterCIDR, "range of pod addresses; each node gets a slice of it when it registers")
 	flag.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", apiserver.DefaultNodeCIDRMaskSize, "prefix length of each node's slice of the cluster range")
+	flag.Var((*egress.CIDRs)(&cfg.EgressAllowCIDRs), "egress-allow-cidrs", egress.FlagUsage+" (give the function runners the same list)")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
 

@@ -16,7 +16,9 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/funcrunner"
+	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/egress"
 )
 
 func main() {
@@ -36,6 +38,9 @@ func main() {
 	flag.StringVar(&gatewayHost, "gateway-address", "127.0.0.1", "address the function gateway binds")
 	flag.StringVar(&cfg.NATSURL, "nats-url", "", "NATS server (with JetStream) whose subjects the queue triggers consume (default: none)")
 	flag.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "send the spans of calls with OTLP over HTTP to this base URL (spans go to URL/v1/traces), e.g. http://127.0.0.1:4318")
+	flag.Var((*egress.CIDRs)(&cfg.EgressAllow), "egress-allow-cidrs", egress.FlagUsage+" (give the apiserver the same list)")
+	flag.StringVar(&cfg.ClusterCIDR, "cluster-cidr", api.DefaultClusterCIDR, "the cluster's pod range (the apiserver's --cluster-cidr): callbacks never reach it, nor the nodes' pod ranges")
+	flag.StringVar(&cfg.ServiceCIDR, "service-cidr", api.DefaultServiceCIDR, "the cluster's range of cluster IPs (the apiserver's --service-cidr): callbacks never reach it, nor any Service's cluster IP")
 	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
 	flag.Parse()
 

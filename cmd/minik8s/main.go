@@ -17,6 +17,7 @@ import (
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/kubelet"
+	"minik8s/pkg/egress"
 )
 
 const usage = `usage: minik8s up [flags]
@@ -63,6 +64,7 @@ func main() {
 	fs.StringVar(&cfg.NATSAddress, "nats-address", "127.0.0.1", "address the embedded NATS server binds")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "an existing NATS server (with JetStream) to use instead of the embedded one")
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "send the spans of calls with OTLP over HTTP to this base URL (spans go to URL/v1/traces; any collector or Jaeger)")
+	fs.Var((*egress.CIDRs)(&cfg.EgressAllowCIDRs), "egress-allow-cidrs", egress.FlagUsage+" (bin/funcrunner runners apart need the same list)")
 	fs.IntVar(&cfg.FuncRunners, "funcrunners", 1, "function runners to start in this process (0: none; run bin/funcrunner instead)")
 	fs.BoolVar(&cfg.SkipImages, "skip-images", false, "do not build or import the runtime image")
 	fs.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")

@@ -188,7 +188,8 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		),
 		clusterRole(SystemFuncRunner,
 			rule(read, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
-			rule(read, groups(coreGroup), "pods", "endpoints"),
+			// Nodes and services: the addresses its callbacks may not reach.
+			rule(read, groups(coreGroup), "pods", "endpoints", "nodes", "services"),
 			rule(read, groups(appsGroup), "replicasets"),
 			rule(read, groups(coordinationGroup), "leases"),
 			rule(verbs("create", "update", "patch"), funcGroups, "funcinstances", "funcinstances/status"),
