@@ -15,6 +15,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
@@ -188,6 +189,13 @@ func (q *queueConsumer) handle(ctx context.Context, t *api.Trigger, msg jetstrea
 			return
 		}
 		last = inst
+	}
+	if validation.SystemSubject(t.Spec.Queue.DeadLetterSubject) {
+		// Stored before the apiserver refused such subjects: the
+		// runner's connection must not carry a caller's message to NATS's API.
+		log.WithField("trigger", t.Namespace+"/"+t.Name).Warn("funcrunner: not publishing a dead letter to a NATS system subject")
+		_ = msg.Term()
+		return
 	}
 	dead := nats.NewMsg(t.Spec.Queue.DeadLetterSubject)
 	dead.Data = msg.Data()

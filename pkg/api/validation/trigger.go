@@ -125,6 +125,9 @@ func natsSubject(field, s string) error {
 	if len(s) > 255 {
 		return errdefs.Invalid(field, "is longer than 255 characters")
 	}
+	if SystemSubject(s) {
+		return errdefs.Invalid(field, "%q is a NATS system subject ($JS, $SYS, $KV, _INBOX, …): the runners' own connection would carry callers' messages to the server's API", s)
+	}
 	for _, tok := range strings.Split(s, ".") {
 		switch {
 		case tok == "":
@@ -136,6 +139,13 @@ func natsSubject(field, s string) error {
 		}
 	}
 	return nil
+}
+
+// SystemSubject says whether s is one of the subjects NATS keeps for its
+// own API and replies ($JS.API, $SYS, $KV, $O, _INBOX): a runner
+// publishing there would act with its connection's authority.
+func SystemSubject(s string) bool {
+	return strings.HasPrefix(s, "$") || s == "_INBOX" || strings.HasPrefix(s, "_INBOX.")
 }
 
 // configKeys checks the keys of an app's or a trigger's config, which a

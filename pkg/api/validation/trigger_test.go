@@ -47,6 +47,11 @@ func TestTriggerValidation(t *testing.T) {
 		{"wildcard subject", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.*"} }, "spec.queue.subject"},
 		{"tail wildcard", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.>"} }, "spec.queue.subject"},
 		{"empty token", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders..x"} }, "spec.queue.subject"},
+		{"JetStream API as dead letter", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "a", DeadLetterSubject: "$JS.API.STREAM.DELETE.x"}
+		}, "spec.queue.deadLetterSubject"},
+		{"system subject", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "$SYS.REQ.SERVER.PING"} }, "spec.queue.subject"},
+		{"reply inbox", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "_INBOX.abc"} }, "spec.queue.subject"},
 		{"dead letter is the subject", func(t *api.Trigger) {
 			t.Spec.Queue = &api.QueueTrigger{Subject: "a", DeadLetterSubject: "a"}
 		}, "spec.queue.deadLetterSubject"},
