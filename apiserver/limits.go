@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -25,8 +24,6 @@ const (
 	// DefaultRequestTimeout bounds a request that is not a watch, as
 	// kube-apiserver's --request-timeout; ?timeout= asks for less.
 	DefaultRequestTimeout = time.Minute
-	// DefaultMaxWatchesPerClient bounds the watches one client holds open.
-	DefaultMaxWatchesPerClient = 256
 	// bodyBaseTime and bodyMinRate set how long a request body may take to
 	// arrive: bodyBaseTime plus its length at bodyMinRate.
 	bodyBaseTime = 10 * time.Second
@@ -110,35 +107,6 @@ func (s *Server) requestTimeout() gin.HandlerFunc {
 		c.Request = c.Request.WithContext(ctx)
 		c.Next()
 	}
-}
-
-// watchLimiter counts the watches each client holds open.
-type watchLimiter struct {
-	max  int
-	mu   sync.Mutex
-	open map[string]int
-}
-
-func newWatchLimiter(max int) *watchLimiter {
-	return &watchLimiter{max: max, open: map[string]int{}}
-}
-
-// acquire takes a watch for client; release must follow. Beyond the cap it
-// fails with 429.
-func (l *watchLimiter) acquire(client string) (release func(), err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.max > 0 && l.open[client] >= l.max {
-		return nil, fmt.Errorf("%s holds %d watches open, the most one client may: %w", client, l.open[client], errdefs.ErrTooManyRequests)
-	}
-	l.open[client]++
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.open[client]--; l.open[client] <= 0 {
-			delete(l.open, client)
-		}
-	}, nil
 }
 
 // clientOf names who a request comes from, for per-client limits: the

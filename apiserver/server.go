@@ -73,6 +73,14 @@ type Config struct {
 	// MaxWatchesPerClient bounds the watches one client holds open
 	// (DefaultMaxWatchesPerClient; negative: no bound).
 	MaxWatchesPerClient int
+	// MaxWatchBytes and MaxWatchBytesPerClient bound what one watch, and
+	// all the watches of one client, hold in the server: events queued,
+	// initial list read and not yet sent, the event being written
+	// (DefaultMaxWatchBytes, DefaultMaxWatchBytesPerClient; negative: no
+	// bound). Past them the watch ends and its client resumes from the
+	// last version it got, as Kubernetes' cacher ends a slow watcher.
+	MaxWatchBytes          int64
+	MaxWatchBytesPerClient int64
 	// MaxPendingCalls bounds the asynchronous calls not ended yet, as the
 	// runners count them (DefaultMaxPendingCalls; negative: no bound):
 	// beyond it a call gets 429 with Retry-After, so a burst that outruns
@@ -149,6 +157,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxWatchesPerClient == 0 {
 		c.MaxWatchesPerClient = DefaultMaxWatchesPerClient
+	}
+	if c.MaxWatchBytes == 0 {
+		c.MaxWatchBytes = DefaultMaxWatchBytes
+	}
+	if c.MaxWatchBytesPerClient == 0 {
+		c.MaxWatchBytesPerClient = DefaultMaxWatchBytesPerClient
 	}
 	if c.MaxPendingCalls == 0 {
 		c.MaxPendingCalls = DefaultMaxPendingCalls
@@ -249,7 +263,8 @@ func New(cfg Config, store storage.Interface) *Server {
 	}
 	s.calls = newCalls(s)
 	s.authz = newAuthorizer(s)
-	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient)
+	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient, cfg.MaxWatchBytes, cfg.MaxWatchBytesPerClient)
+	s.metrics.MustRegister(s.watches.cutOff)
 	s.engine = s.routes()
 	return s
 }
@@ -433,7 +448,7 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	}
 	if ls.Local != nil {
 		hs := s.httpServer(ctx)
-		hs.ConnContext = markLocal
+		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return markLocal(withConn(ctx, c), c) }
 		serve(ls.Local, hs, "local (plain HTTP, acts as the admin)")
 	}
 	if ls.Secure != nil {
@@ -472,6 +487,7 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 func (s *Server) httpServer(ctx context.Context) *http.Server {
 	return &http.Server{Handler: bodyDeadline(s.engine), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: withConn,
 		// Handshake and TLS errors of probing clients are not the server's.
 		ErrorLog: stdlog.New(io.Discard, "", 0)}
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -40,12 +41,12 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 		fail(c, err)
 		return
 	}
-	release, err := h.srv.watches.acquire(clientOf(c))
+	budget, err := h.srv.watches.acquire(clientOf(c))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	defer release()
+	defer budget.release()
 	if t := opts.TimeoutSeconds; t != nil && *t < 0 {
 		// A timeout already past: the watch ends at once, as in Kubernetes.
 		if out, _, err := openWatchSink(ctx, c); err == nil {
@@ -56,28 +57,29 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	// sendInitialEvents: client-go's streaming list (WatchList): the
 	// current objects as ADDED, then a BOOKMARK saying they are all there.
 	initialEvents := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	initial, from, err := h.watchStart(ctx, opts.ResourceVersion, opts.SendInitialEvents, ns, f)
+	initial, from, err := h.watchStart(ctx, opts.ResourceVersion, opts.SendInitialEvents, ns, f, budget)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	events, err := h.reg.watch(ctx, ns, from)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	events, err := h.reg.watch(wctx, ns, from)
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	events = boundedEvents(wctx, stop, events, budget)
 	out, ctx, err := openWatchSink(ctx, c)
 	if err != nil {
 		return // the upgrade answered the client itself
 	}
 	defer out.close()
-	w := &watchWriter{h: h, ctx: ctx, out: out, asTable: wantsTable(c.Request)}
-	for i, o := range initial {
-		if !w.write(watchEvent{Type: api.Added, Object: o}, initialEvents || i < len(initial)-1) {
-			return
-		}
+	w := &watchWriter{h: h, ctx: ctx, out: out, asTable: wantsTable(c.Request), budget: budget}
+	if initial != nil && !w.initial(initial, f, initialEvents) {
+		return
 	}
-	if initialEvents && !w.write(watchEvent{Type: api.Bookmark, Object: h.bookmark(from, true)}, false) {
+	if initialEvents && !w.write(watchEvent{Type: api.Bookmark, Object: h.bookmark(from, true)}, false, 0) {
 		return
 	}
 	// allowWatchBookmarks: a BOOKMARK at the last version seen every
@@ -99,7 +101,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 			}
 			last = max(last, ev.Revision)
 		case <-tick:
-			if !w.write(watchEvent{Type: api.Bookmark, Object: h.bookmark(last, false)}, false) {
+			if !w.write(watchEvent{Type: api.Bookmark, Object: h.bookmark(last, false)}, false, 0) {
 				return
 			}
 		}
@@ -113,12 +115,16 @@ type watchWriter struct {
 	out         watchSink
 	asTable     bool
 	columnsSent bool
+	budget      *watchBudget
 }
 
-// write sends ev, as a Table row when the client asked for Tables. Events
-// are flushed when no more are waiting (more is false): a burst of
+// write sends ev, as a Table row when the client asked for Tables. held is
+// what the budget counts for ev until now (its stored size): once encoded
+// the event counts as its encoding instead, until written; false ends the
+// watch, when the write failed or the encoding does not fit the budget.
+// Events are flushed when no more are waiting (more is false): a burst of
 // changes goes out in a few writes, not one each.
-func (w *watchWriter) write(ev watchEvent, more bool) bool {
+func (w *watchWriter) write(ev watchEvent, more bool, held int) bool {
 	if o, ok := ev.Object.(api.Object); ok && ev.Type != api.Bookmark {
 		if w.asTable {
 			ev.Object = w.h.table(w.ctx, []api.Object{o}, o.GetObjectMeta().ResourceVersion, !w.columnsSent)
@@ -127,11 +133,25 @@ func (w *watchWriter) write(ev watchEvent, more bool) bool {
 			ev.Object = w.h.show(o)
 		}
 	}
-	if err := w.out.send(ev); err != nil {
+	data, err := json.Marshal(ev)
+	w.budget.give(int64(held))
+	if err != nil {
+		log.WithError(err).WithField("resource", w.h.reg.res.Name).Warn("apiserver: watch event not encodable")
+		return false
+	}
+	data = append(data, '\n')
+	n := int64(len(data))
+	if !w.budget.take(n) {
+		log.WithField("resource", w.h.reg.res.Name).Debug("apiserver: watch cut off: its client's watches hold too much")
+		return false
+	}
+	err = w.out.write(data)
+	w.budget.give(n)
+	if err != nil {
 		return false
 	}
 	if !more {
-		w.out.flush()
+		return w.out.flush() == nil
 	}
 	return true
 }
@@ -152,27 +172,55 @@ func (w *watchWriter) change(ev storage.Event, f filter, more bool) bool {
 		code, reason := errdefs.HTTPStatus(ev.Err)
 		st := api.Status{Error: ev.Err.Error(), Reason: reason, Code: code}
 		kubernetesStatus(&st, ev.Err, rbac.Attributes{})
-		w.write(watchEvent{Type: api.Error, Object: st}, false)
+		w.write(watchEvent{Type: api.Error, Object: st}, false, 0)
 		return false
 	}
 	typ, ok := filtered(ev.Type, ev.Object, ev.PrevObject, f)
 	if !ok {
+		w.budget.give(int64(ev.Size))
 		if !more {
-			w.out.flush() // what was held back for this one
+			return w.out.flush() == nil // what was held back for this one
 		}
 		return true
 	}
-	return w.write(watchEvent{Type: typ, Object: ev.Object}, more)
+	return w.write(watchEvent{Type: typ, Object: ev.Object}, more, ev.Size)
+}
+
+// initial sends the objects a watch starts with, page by page; false ends
+// the watch. withBookmark: a BOOKMARK follows them.
+func (w *watchWriter) initial(l *initialList, f filter, withBookmark bool) bool {
+	for {
+		for l.i < len(l.page.Objects) {
+			o, size := l.page.Objects[l.i], l.page.Sizes[l.i]
+			l.page.Objects[l.i] = nil // sent, it is the encoding's to hold
+			l.i++
+			more := withBookmark || l.i < len(l.page.Objects) || l.page.Next != ""
+			if !f.matches(o) {
+				w.budget.give(int64(size))
+				continue
+			}
+			if !w.write(watchEvent{Type: api.Added, Object: o}, more, size) {
+				return false
+			}
+		}
+		if l.page.Next == "" {
+			return w.out.flush() == nil
+		}
+		if err := l.read(w.ctx, l.page.Next); err != nil {
+			log.WithError(err).WithField("resource", w.h.reg.res.Name).Debug("apiserver: watch ended in its initial list")
+			return false
+		}
+	}
 }
 
 // watchStart says where a watch from resourceVersion rv begins, as
 // Kubernetes' watch cache has it: with no version (or "0"), or with the
-// initial events asked for, the current objects and the revision they were
-// read at (sendInitialEvents=false without a version: from now, without
+// initial events asked for, the current objects (streamed, see
+// initialList) and the revision they are read at (sendInitialEvents=false without a version: from now, without
 // them); else that version, if the store still has the changes after it
 // (410 Gone otherwise). A version the store has not reached is waited for,
 // then refused (tooLargeResourceVersion).
-func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents *bool, ns string, f filter) ([]api.Object, int64, error) {
+func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents *bool, ns string, f filter, budget *watchBudget) (*initialList, int64, error) {
 	n, err := parseResourceVersion(rv)
 	if err != nil {
 		return nil, 0, err
@@ -184,14 +232,24 @@ func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents 
 	}
 	switch {
 	case sendInitialEvents != nil && *sendInitialEvents:
-		return h.reg.list(ctx, ns, f)
+		return h.initialList(ctx, ns, budget)
 	case n == 0 && sendInitialEvents != nil:
 		from, err := h.srv.store.Revision(ctx)
 		return nil, from, err
 	case n == 0:
-		return h.reg.list(ctx, ns, f)
+		return h.initialList(ctx, ns, budget)
 	}
 	return nil, n, nil
+}
+
+// initialList starts the objects a watch begins with: their first page
+// read, counted against budget, and the revision it was read at.
+func (h *handlers) initialList(ctx context.Context, ns string, budget *watchBudget) (*initialList, int64, error) {
+	l := &initialList{reg: h.reg, ns: ns, budget: budget, limit: 1}
+	if err := l.read(ctx, ""); err != nil {
+		return nil, 0, err
+	}
+	return l, l.page.Revision, nil
 }
 
 // bookmark is a BOOKMARK event's object: an empty object of the kind at

@@ -2,9 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,11 +19,43 @@ import (
 )
 
 // watchSink is where a watch's events go: newline-delimited JSON on the
-// response, or one websocket message each.
+// response, or one websocket message each. A write that makes no progress
+// for watchWriteTimeout fails: the client stopped reading.
 type watchSink interface {
-	send(ev watchEvent) error
-	flush()
+	write(event []byte) error
+	flush() error
 	close()
+}
+
+const (
+	// watchWriteTimeout drops a client that stopped reading: no byte of
+	// a write taken in that long.
+	watchWriteTimeout = 30 * time.Second
+	// watchWriteChunk: each chunk of a write gets watchWriteTimeout, so a
+	// slow client is told from a dead one.
+	watchWriteChunk = 64 << 10
+	// watchSendBuffer bounds the kernel's send buffer of a watch's
+	// connection (Linux doubles it): what a client that reads nothing
+	// leaves in the machine's memory, beyond the watch budget.
+	watchSendBuffer = 128 << 10
+)
+
+type connKey struct{}
+
+// withConn keeps a request's connection in its context (http.Server's
+// ConnContext), for the watches to bound its send buffer.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// capSendBuffer bounds c's kernel send buffer to watchSendBuffer.
+func capSendBuffer(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if tcp, ok := c.(*net.TCPConn); ok {
+		_ = tcp.SetWriteBuffer(watchSendBuffer)
+	}
 }
 
 // openWatchSink starts the answer of a watch: a websocket when the request
@@ -32,11 +65,21 @@ type watchSink interface {
 // upgrade failed and has answered the client already.
 func openWatchSink(ctx context.Context, c *gin.Context) (watchSink, context.Context, error) {
 	if !websocket.IsWebSocketUpgrade(c.Request) {
+		if conn, ok := ctx.Value(connKey{}).(net.Conn); ok {
+			capSendBuffer(conn)
+		}
 		c.Header("Content-Type", "application/json")
 		c.Header("Cache-Control", "no-cache")
+		// The write deadlines of the watch stay on the connection: none
+		// but the watch may use it.
+		c.Header("Connection", "close")
 		c.Status(http.StatusOK)
 		c.Writer.Flush()
-		return &streamSink{c: c, enc: json.NewEncoder(c.Writer)}, ctx, nil
+		rc := http.NewResponseController(c.Writer)
+		if u, ok := c.Writer.(interface{ Unwrap() http.ResponseWriter }); ok {
+			rc = http.NewResponseController(u.Unwrap()) // its Flush tells errors
+		}
+		return &streamSink{c: c, rc: rc}, ctx, nil
 	}
 	header := http.Header{}
 	if p := watchSubprotocol(c.Request); p != "" {
@@ -59,6 +102,7 @@ func openWatchSink(ctx context.Context, c *gin.Context) (watchSink, context.Cont
 			}
 		}
 	}()
+	capSendBuffer(conn.NetConn())
 	return &socketSink{conn: conn, cancel: cancel}, ctx, nil
 }
 
@@ -153,13 +197,29 @@ func watchSubprotocol(r *http.Request) string {
 
 // streamSink writes newline-delimited JSON on a chunked response.
 type streamSink struct {
-	c   *gin.Context
-	enc *json.Encoder
+	c  *gin.Context
+	rc *http.ResponseController
 }
 
-func (s *streamSink) send(ev watchEvent) error { return s.enc.Encode(ev) }
-func (s *streamSink) flush()                   { s.c.Writer.Flush() }
-func (s *streamSink) close()                   {}
+func (s *streamSink) write(data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), watchWriteChunk)
+		_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+		if _, err := s.c.Writer.Write(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+func (s *streamSink) flush() error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+	return s.rc.Flush()
+}
+
+// close leaves the end of the stream its time to be written.
+func (s *streamSink) close() { _ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout)) }
 
 // socketSink writes each event as a text message.
 type socketSink struct {
@@ -167,15 +227,23 @@ type socketSink struct {
 	cancel context.CancelFunc
 }
 
-// socketWriteTimeout drops a browser that stopped reading.
-const socketWriteTimeout = 30 * time.Second
-
-func (s *socketSink) send(ev watchEvent) error {
-	_ = s.conn.SetWriteDeadline(time.Now().Add(socketWriteTimeout))
-	return s.conn.WriteJSON(ev)
+func (s *socketSink) write(data []byte) error {
+	w, err := s.conn.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 {
+		n := min(len(data), watchWriteChunk)
+		_ = s.conn.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+		if _, err := w.Write(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return w.Close()
 }
 
-func (s *socketSink) flush() {}
+func (s *socketSink) flush() error { return nil }
 
 func (s *socketSink) close() {
 	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))

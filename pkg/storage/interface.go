@@ -30,6 +30,17 @@ type Item struct {
 	Object api.Object
 }
 
+// Page is one page of a list (Interface.ListPage).
+type Page struct {
+	Objects []api.Object
+	// Sizes are what each object takes in the store, in bytes.
+	Sizes []int
+	// Revision the page was read at: the next pages are read at it too.
+	Revision int64
+	// Next is the key to continue after, "" when the list is done.
+	Next string
+}
+
 // NewFunc makes an empty object to decode into.
 type NewFunc func() api.Object
 
@@ -51,6 +62,11 @@ type Interface interface {
 	Get(ctx context.Context, key string, out api.Object) error
 	// List returns the objects under prefix and the revision read at.
 	List(ctx context.Context, prefix string, newObj NewFunc) ([]api.Object, int64, error)
+	// ListPage returns up to limit objects under prefix whose keys
+	// follow after ("" from the first), as of revision rev (0: now), so
+	// that a long list is read and sent a page at a time, all at one
+	// revision. A compacted rev is ErrGone.
+	ListPage(ctx context.Context, prefix string, rev int64, after string, limit int, newObj NewFunc) (Page, error)
 	// Update replaces the object at key. When obj carries a resourceVersion
 	// it must be the stored one (else ErrConflict).
 	Update(ctx context.Context, key string, obj api.Object) error

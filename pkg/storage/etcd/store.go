@@ -275,6 +275,37 @@ func (s *Store) ListAt(ctx context.Context, prefix string, rev int64, newObj sto
 	return out, nil
 }
 
+func (s *Store) ListPage(ctx context.Context, prefix string, rev int64, after string, limit int, newObj storage.NewFunc) (storage.Page, error) {
+	from := prefix
+	if after != "" {
+		from = after + "\x00"
+	}
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(int64(limit))}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := s.client.Get(leader(ctx), from, opts...)
+	if err != nil {
+		return storage.Page{}, wrapErr(err)
+	}
+	p := storage.Page{Revision: resp.Header.Revision, Objects: make([]api.Object, 0, len(resp.Kvs)), Sizes: make([]int, 0, len(resp.Kvs))}
+	if rev > 0 {
+		p.Revision = rev
+	}
+	for _, kv := range resp.Kvs {
+		obj := newObj()
+		if err := decode(kv.Value, kv.ModRevision, obj); err != nil {
+			return storage.Page{}, err
+		}
+		p.Objects = append(p.Objects, obj)
+		p.Sizes = append(p.Sizes, len(kv.Value))
+	}
+	if resp.More && len(resp.Kvs) > 0 {
+		p.Next = string(resp.Kvs[len(resp.Kvs)-1].Key)
+	}
+	return p, nil
+}
+
 func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 	data, err := encode(obj)
 	if err != nil {

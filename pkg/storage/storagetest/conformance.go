@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ func Run(t *testing.T, s storage.Interface) {
 		{"CreateMany", testCreateMany},
 		{"GetMissing", testGetMissing},
 		{"List", testList},
+		{"ListPage", testListPage},
 		{"UpdateCAS", testUpdateCAS},
 		{"UpdateMissing", testUpdateMissing},
 		{"GuaranteedUpdateConcurrent", testGuaranteedUpdateConcurrent},
@@ -156,6 +158,48 @@ func testList(t *testing.T, s storage.Interface, p string) {
 	cur, err := s.Revision(c)
 	if err != nil || rev <= 0 || rev > cur {
 		t.Fatalf("list revision %d, store revision %d, err %v", rev, cur, err)
+	}
+}
+
+func testListPage(t *testing.T, s storage.Interface, p string) {
+	c := ctx(t)
+	for _, n := range []string{"d", "b", "a", "c", "e"} {
+		if err := s.Create(c, p+n, cm(n, n), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Create(c, p[:len(p)-1]+"x/z", cm("z", "z"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	page, err := s.ListPage(c, p, 0, "", 2, newConfigMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := page.Revision
+	// A change after the first page is not in the next ones.
+	if err := s.Create(c, p+"bb", cm("bb", "bb"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		for i, o := range page.Objects {
+			names = append(names, o.GetObjectMeta().Name)
+			if page.Sizes[i] <= 0 {
+				t.Errorf("%s: size %d", o.GetObjectMeta().Name, page.Sizes[i])
+			}
+		}
+		if page.Revision != rev {
+			t.Fatalf("page at revision %d, the first at %d", page.Revision, rev)
+		}
+		if page.Next == "" {
+			break
+		}
+		if page, err = s.ListPage(c, p, rev, page.Next, 2, newConfigMap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Join(names, ","); got != "a,b,c,d,e" {
+		t.Fatalf("pages listed %s, want a,b,c,d,e", got)
 	}
 }
 
