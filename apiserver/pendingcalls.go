@@ -89,18 +89,14 @@ func (p *pendingBytes) remove(key string) {
 // run follows the instances until ctx ends, relisting when the watch breaks.
 func (p *pendingBytes) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		objs, rev, err := p.reg.list(ctx, "", filter{})
+		held, total, rev, err := p.list(ctx)
 		if err != nil {
 			log.WithError(err).Warn("pending calls: listing instances failed")
 			sleepCtx(ctx, time.Second)
 			continue
 		}
 		p.mu.Lock()
-		clear(p.held)
-		p.total = 0
-		for _, o := range objs {
-			p.set(mirrorKey(o), argBytes(o))
-		}
+		p.held, p.total = held, total
 		p.mu.Unlock()
 		events, err := p.reg.watch(ctx, "", rev)
 		if err != nil {
@@ -119,5 +115,28 @@ func (p *pendingBytes) run(ctx context.Context) {
 			}
 			p.mu.Unlock()
 		}
+	}
+}
+
+// list reads the sizes of every instance a page at a time (they may hold
+// most of etcd), all at one revision.
+func (p *pendingBytes) list(ctx context.Context) (held map[string]int64, total, rev int64, err error) {
+	held = map[string]int64{}
+	after := ""
+	for {
+		page, err := p.reg.store.ListPage(ctx, p.reg.prefix(""), rev, after, 256, p.reg.res.New)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		rev = page.Revision
+		for _, o := range page.Objects {
+			n := argBytes(o)
+			held[mirrorKey(o)] = n
+			total += n
+		}
+		if page.Next == "" {
+			return held, total, rev, nil
+		}
+		after = page.Next
 	}
 }

@@ -41,6 +41,9 @@ func boundedEvents(ctx context.Context, stop func(), in <-chan storage.Event, b 
 			case out <- ev:
 			default:
 				b.give(int64(ev.Size))
+				if b != nil {
+					b.l.cutOff.Inc()
+				}
 				log.WithField("revision", ev.Revision).Debug("apiserver: watch cut off: too many events behind")
 				return
 			}
