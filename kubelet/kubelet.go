@@ -315,7 +315,11 @@ func Run(ctx context.Context, cfg Config) error {
 	// when pods have their own network, else by a proxy on the node's.
 	var services interface{ Run(context.Context) error } = proxy.NewFromClient(c)
 	if k.network != nil {
-		if services, err = proxy.NewKernel(cache.NewFactory(c), k.network.PodCIDR(), k.cfg.ClusterCIDR); err != nil {
+		masq, err := network.MasqueradeAddress(k.network.PodCIDR())
+		if err != nil {
+			return err
+		}
+		if services, err = proxy.NewKernel(cache.NewFactory(c), k.network.PodCIDR(), k.cfg.ClusterCIDR, masq.String()); err != nil {
 			return err
 		}
 	}

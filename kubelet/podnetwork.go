@@ -28,7 +28,8 @@ func (k *Kubelet) podNetwork(ctx context.Context) (*network.Manager, error) {
 	if n.Spec.PodCIDR == "" {
 		return nil, fmt.Errorf("node %s has no spec.podCIDR: the apiserver gives one when a node registers (is its --cluster-cidr set?)", k.cfg.NodeName)
 	}
-	m, err := network.New(network.Config{BinDir: k.cfg.CNIBinDir, StateDir: filepath.Join(k.cfg.RootDir, NetworkStateDir), PodCIDR: n.Spec.PodCIDR})
+	m, err := network.New(network.Config{BinDir: k.cfg.CNIBinDir, StateDir: filepath.Join(k.cfg.RootDir, NetworkStateDir),
+		PodCIDR: n.Spec.PodCIDR, ClusterCIDR: k.cfg.ClusterCIDR})
 	if err != nil {
 		return nil, err
 	}

@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/containernetworking/cni/libcni"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
+	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/netns"
 )
@@ -42,6 +45,9 @@ type Config struct {
 	StateDir string
 	// PodCIDR is the node's slice of the cluster's pod range.
 	PodCIDR string
+	// ClusterCIDR is the cluster's pod range, which fenced pods refuse
+	// (PodCIDR when empty).
+	ClusterCIDR string
 	// Bridge is the node's bridge (DefaultBridge); its address is the
 	// first of PodCIDR, the pods' gateway.
 	Bridge string
@@ -56,6 +62,9 @@ type Pod struct {
 	UID, Namespace, Name string
 	// Ports are published on the node's addresses (hostPort).
 	Ports []PortMapping
+	// Fenced pods (functions') take no connection from the pod range but
+	// from their node: see fence.go.
+	Fenced bool
 }
 
 // PortMapping publishes a pod's port on the node: portmap's DNAT rules
@@ -97,16 +106,26 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.StateDir == "" {
 		return nil, errors.New("network: no state dir")
 	}
-	ip, subnet, err := net.ParseCIDR(cfg.PodCIDR)
-	if err != nil || ip.To4() == nil {
+	_, subnet, err := net.ParseCIDR(cfg.PodCIDR)
+	if err != nil {
 		return nil, fmt.Errorf("network: pod CIDR %q is not an IPv4 range", cfg.PodCIDR)
+	}
+	masq, err := MasqueradeAddress(cfg.PodCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	if _, cluster, err := net.ParseCIDR(cfg.ClusterCIDR); cfg.ClusterCIDR != "" && (err != nil || !cluster.Contains(subnet.IP)) {
+		return nil, fmt.Errorf("network: cluster CIDR %q is not a range holding the pod CIDR %s", cfg.ClusterCIDR, cfg.PodCIDR)
 	}
 	for _, plugin := range []string{"bridge", "host-local", "loopback", "portmap"} {
 		if _, err := os.Stat(filepath.Join(cfg.BinDir, plugin)); err != nil {
 			return nil, fmt.Errorf("network: the CNI plugin %s is not in %s (apt-get install containernetworking-plugins): %w", plugin, cfg.BinDir, err)
 		}
 	}
-	conf := confList(cfg, subnet)
+	if _, err := exec.LookPath("iptables-restore"); err != nil {
+		return nil, fmt.Errorf("network: iptables-restore is missing (apt-get install iptables): %w", err)
+	}
+	conf := confList(cfg, subnet, masq)
 	// Kept for ReleaseAll, which runs when no kubelet knows the podCIDR.
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("network: %w", err)
@@ -162,9 +181,12 @@ func ReleaseAll(ctx context.Context, stateDir, binDir string) error {
 }
 
 // confList is the node's network: a bridge with the pods' gateway on it,
-// addresses from the node's slice, port mappings (hostPort) by portmap.
-// Nothing is masqueraded: traffic between nodes is routed (host-gw).
-func confList(cfg Config, subnet *net.IPNet) []byte {
+// addresses from the node's slice up to (not with) the masquerade address,
+// port mappings (hostPort) by portmap. Nothing is masqueraded: traffic
+// between nodes is routed (host-gw).
+func confList(cfg Config, subnet *net.IPNet, masq net.IP) []byte {
+	last := slices.Clone(masq.To4())
+	last[3]--
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       networkName,
@@ -173,7 +195,7 @@ func confList(cfg Config, subnet *net.IPNet) []byte {
 				"type": "bridge", "bridge": cfg.Bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": subnet.String()}}},
+					"ranges":  [][]map[string]string{{{"subnet": subnet.String(), "rangeEnd": last.String()}}},
 					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
 					"dataDir": filepath.Join(cfg.StateDir, "ipam"),
 				},
@@ -246,6 +268,13 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 	path = m.Path(p.UID)
 	if netns.Is(path) {
 		if ip, err := m.cachedIP(p, path); err == nil {
+			// A kubelet that restarted: the fence again, in case the
+			// pod was set up by one that had none.
+			if p.Fenced {
+				if err := m.fence(ctx, path); err != nil {
+					return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
+				}
+			}
 			return path, ip, nil
 		}
 	} else {
@@ -281,6 +310,17 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 	ip, err = firstIP(res)
 	if err != nil {
 		return "", "", fmt.Errorf("network of pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	// Before any container of the pod runs, so before it listens.
+	if p.Fenced {
+		if err := m.fence(ctx, path); err != nil {
+			return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	if err := m.ensureMasqueradeAddress(); err != nil {
+		// Only replies to masqueraded connections of this node's pods
+		// miss it: the pod itself is fine.
+		log.WithError(err).Warn("network: pods of this node may not reach their Services answered on this node")
 	}
 	return path, ip, nil
 }

@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
+	"minik8s/pkg/function"
 )
 
 // Runtime is what a pod worker needs of containerd.
@@ -485,6 +486,7 @@ func (w *Worker) networkPod(p *api.Pod) network.Pod {
 		return np
 	}
 	np.Namespace, np.Name = p.Namespace, p.Name
+	np.Fenced = function.IsFunctionPod(p.Labels)
 	for _, c := range p.Spec.Containers {
 		for _, port := range c.Ports {
 			if port.HostPort != 0 && port.ContainerPort != 0 {

@@ -36,8 +36,9 @@ type Kernel struct {
 }
 
 // NewKernel returns a kernel proxy fed by the factory's informers;
-// podCIDR is the node's slice of clusterCIDR (see Nets).
-func NewKernel(f *cache.Factory, podCIDR, clusterCIDR string) (*Kernel, error) {
+// podCIDR is the node's slice of clusterCIDR, masqueradeIP an address of
+// podCIDR that no pod has (see Nets).
+func NewKernel(f *cache.Factory, podCIDR, clusterCIDR, masqueradeIP string) (*Kernel, error) {
 	var nets Nets
 	var err error
 	if _, nets.PodCIDR, err = net.ParseCIDR(podCIDR); err != nil {
@@ -45,6 +46,9 @@ func NewKernel(f *cache.Factory, podCIDR, clusterCIDR string) (*Kernel, error) {
 	}
 	if _, nets.ClusterCIDR, err = net.ParseCIDR(clusterCIDR); err != nil {
 		return nil, fmt.Errorf("proxy: cluster CIDR %q: %w", clusterCIDR, err)
+	}
+	if nets.MasqueradeIP = net.ParseIP(masqueradeIP).To4(); nets.MasqueradeIP == nil || !nets.PodCIDR.Contains(nets.MasqueradeIP) {
+		return nil, fmt.Errorf("proxy: masquerade address %q is not an address of the pod CIDR %s", masqueradeIP, podCIDR)
 	}
 	for _, bin := range []string{"iptables", "iptables-restore", "iptables-save"} {
 		if _, err := exec.LookPath(bin); err != nil {

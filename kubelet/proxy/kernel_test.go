@@ -19,7 +19,7 @@ import (
 func TestRuleSet(t *testing.T) {
 	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
 	_, clusterCIDR, _ := net.ParseCIDR("127.42.0.0/16")
-	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR}
+	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR, MasqueradeIP: net.ParseIP("127.42.0.254")}
 	cases := []struct {
 		name     string
 		ports    []proxy.ServicePort
@@ -41,6 +41,11 @@ func TestRuleSet(t *testing.T) {
 	}, {
 		name: "pods' connections out of the cluster masqueraded, with or without services",
 		want: []string{`-A MINIK8S-POSTROUTING -m comment --comment "pods to outside the cluster" -s 127.42.0.0/24 ! -d 127.42.0.0/16 -j MASQUERADE`},
+	}, {
+		// Never from the node's own addresses, which function pods trust.
+		name: "what the node masquerades into the pod range leaves from the masquerade address, before anything else",
+		want: []string{"-A MINIK8S-POSTROUTING -m comment --comment \"masqueraded into the pod range\" -m mark --mark 0x4000/0x4000 -d 127.42.0.0/16 -j SNAT --to-source 127.42.0.254\n" +
+			"-A MINIK8S-POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE"},
 	}, {
 		name:    "no endpoint: refused",
 		ports:   []proxy.ServicePort{proxy.NewServicePort("default", "empty", 80, 30080, "127.43.0.6")},

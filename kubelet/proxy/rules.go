@@ -68,6 +68,12 @@ func (sp servicePort) protocol() string {
 // of the cluster.
 type Nets struct {
 	PodCIDR, ClusterCIDR *net.IPNet
+	// MasqueradeIP, in PodCIDR, is what the connections the node
+	// masquerades into the cluster's pod range leave from
+	// (network.MasqueradeAddress): never the node's own addresses, which
+	// function pods trust, so that a pod cannot reach one through a node
+	// port or a Service under the node's name.
+	MasqueradeIP net.IP
 }
 
 // chainName is a chain's name for a service port or an endpoint of one:
@@ -91,6 +97,9 @@ func ruleSet(ports []servicePort, nets Nets, existing map[string][]string) strin
 	nat.chain(chainMarkMasq)
 	filter.chain(chainServices)
 	nat.rule(chainMarkMasq, "-j MARK --or-mark "+strings.Split(masqMark, "/")[0])
+	if nets.MasqueradeIP != nil && nets.ClusterCIDR != nil {
+		nat.rule(chainPostrouting, fmt.Sprintf("-m comment --comment \"masqueraded into the pod range\" -m mark --mark %s -d %s -j SNAT --to-source %s", masqMark, nets.ClusterCIDR, nets.MasqueradeIP))
+	}
 	nat.rule(chainPostrouting, "-m mark --mark "+masqMark+" -j MASQUERADE")
 	if nets.PodCIDR != nil && nets.ClusterCIDR != nil {
 		// Pods reach beyond the cluster from their node's address, as

@@ -109,6 +109,14 @@ func TimeoutSeconds(spec *api.FuncSpec) int {
 	return validation.DefaultFuncTimeoutSeconds
 }
 
+// IsFunctionPod tells a pod serving a function (a pool's or a fresh step's)
+// by its labels: the kubelet fences such pods, which serve the platform
+// only (runners and nodes), so that calls go through funcs/invoke.
+func IsFunctionPod(labels map[string]string) bool {
+	_, ok := labels[LabelFunc]
+	return ok
+}
+
 // Selector selects the pods serving a function.
 func Selector(fn string) map[string]string {
 	return map[string]string{LabelFunc: fn}
