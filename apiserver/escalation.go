@@ -120,7 +120,9 @@ func (s *Server) boundRules(ctx context.Context, ns string, ref api.RoleRef) ([]
 // Kubernetes answers them.
 type refNotFound struct{ resource, group, name string }
 
-func (e *refNotFound) Error() string { return fmt.Sprintf("%s.%s %q not found", e.resource, e.group, e.name) }
+func (e *refNotFound) Error() string {
+	return fmt.Sprintf("%s.%s %q not found", e.resource, e.group, e.name)
+}
 func (e *refNotFound) Unwrap() error { return errdefs.ErrNotFound }
 
 func describeRule(r api.PolicyRule) string {
