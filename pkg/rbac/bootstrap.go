@@ -80,10 +80,13 @@ func viewRules() []api.PolicyRule {
 
 // editRules add secrets and writes on what users make in a namespace. As in
 // Kubernetes, edit writes no status, nodes, namespaces or events, and no
-// RBAC objects.
+// RBAC objects; nor Endpoints (Kubernetes took them from edit after
+// CVE-2021-25740): the nodes' kernel rules send a Service's traffic where
+// its Endpoints say, so a user who wrote them could point a Service the
+// platform or another tenant trusts at any address.
 func editRules() []api.PolicyRule {
 	return append(viewRules(),
-		rule(readWrite, groups(coreGroup), "pods", "services", "endpoints", "configmaps", "secrets",
+		rule(readWrite, groups(coreGroup), "pods", "services", "configmaps", "secrets",
 			"serviceaccounts"),
 		rule(verbs("create", "get"), groups(coreGroup), "pods/exec", "pods/portforward"),
 		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale"),

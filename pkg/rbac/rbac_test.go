@@ -137,6 +137,8 @@ func TestAuthorize(t *testing.T) {
 		{"edit reads secrets", req(alice, "get", "", "secrets", "dev", "s"), true, "dev-edit"},
 		{"edit invokes", req(alice, "create", FuncGroup, "funcs/invoke", "dev", "f"), true, "dev-edit"},
 		{"edit execs in pods", req(alice, "create", "", "pods/exec", "dev", "web"), true, "dev-edit"},
+		{"edit reads endpoints", req(alice, "get", "", "endpoints", "dev", "web"), true, "dev-edit"},
+		{"edit cannot write endpoints (CVE-2021-25740)", req(alice, "update", "", "endpoints", "dev", "web"), false, ""},
 		{"edit cannot write roles", req(alice, "create", api.RBACGroup, "roles", "dev", ""), false, ""},
 		{"edit cannot bind", req(alice, "create", api.RBACGroup, "rolebindings", "dev", ""), false, ""},
 		{"edit not in prod", req(alice, "create", "", "pods", "prod", ""), false, ""},
