@@ -142,3 +142,80 @@ func TestBoundedEvents(t *testing.T) {
 	<-stopped
 	b.release()
 }
+
+// pagedStore serves ListPage from sizes, one object per size, recording
+// the limits asked for.
+type pagedStore struct {
+	storage.Interface
+	sizes  []int
+	limits []int
+}
+
+func (p *pagedStore) ListPage(_ context.Context, _ string, rev int64, after string, limit int, _ storage.NewFunc) (storage.Page, error) {
+	p.limits = append(p.limits, limit)
+	start := 0
+	if after != "" {
+		start = int(after[0]) + 1
+	}
+	page := storage.Page{Revision: 7}
+	for i := start; i < len(p.sizes) && len(page.Objects) < limit; i++ {
+		page.Objects = append(page.Objects, &api.ConfigMap{})
+		page.Sizes = append(page.Sizes, p.sizes[i])
+		if i < len(p.sizes)-1 && len(page.Objects) == limit {
+			page.Next = string(rune(i))
+		}
+	}
+	return page, nil
+}
+
+// TestInitialListPages: the initial list is read a page at a time, the
+// pages growing from one object while small and shrinking while large,
+// each counted against the watch's budget as read; a first page past the
+// client's bound is 429.
+func TestInitialListPages(t *testing.T) {
+	small, large := 1<<10, 400<<10
+	store := &pagedStore{sizes: []int{small, small, small, small, small, small, small}}
+	for range 12 {
+		store.sizes = append(store.sizes, large)
+	}
+	reg := &registry{res: api.ConfigMapsResource, store: store}
+	l := newWatchLimiter(0, 4<<20, 4<<20)
+	b, _ := l.acquire("a")
+	defer b.release()
+	list := &initialList{reg: reg, ns: "default", budget: b, limit: 1}
+	if err := list.read(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	objects := len(list.page.Objects)
+	for list.page.Next != "" {
+		for _, n := range list.page.Sizes {
+			b.give(int64(n)) // sent
+		}
+		if err := list.read(context.Background(), list.page.Next); err != nil {
+			t.Fatal(err)
+		}
+		objects += len(list.page.Objects)
+	}
+	if objects != len(store.sizes) {
+		t.Fatalf("%d objects listed, want %d", objects, len(store.sizes))
+	}
+	want := []int{1, 2, 4, 8, 4}
+	if len(store.limits) != len(want) {
+		t.Fatalf("page limits %v, want %v", store.limits, want)
+	}
+	for i := range want {
+		if store.limits[i] != want[i] {
+			t.Fatalf("page limits %v, want %v", store.limits, want)
+		}
+	}
+
+	// Another watch of the client, whose first page does not fit.
+	full := newWatchLimiter(0, 1<<30, 500<<10)
+	holder, _ := full.acquire("a")
+	holder.take(400 << 10)
+	second, _ := full.acquire("a")
+	refused := &initialList{reg: &registry{res: api.ConfigMapsResource, store: &pagedStore{sizes: []int{large}}}, budget: second, limit: 1}
+	if err := refused.read(context.Background(), ""); !errdefs.IsTooManyRequests(err) {
+		t.Fatalf("a first page past the client's bound: %v, want 429", err)
+	}
+}
