@@ -107,7 +107,7 @@ func TestFuncBacklogByteBound(t *testing.T) {
 	const bound = 1 << 20
 	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.MaxPendingCallBytes = bound })
 	funcTemplate(t, s, "stuck", "def run(arg):\n    return arg\n", "RETURN", "RETURN", nil) // no runner: calls wait
-	arg := strings.Repeat("a", 200<<10)                                                      // held twice: 400 KiB a call
+	arg := strings.Repeat("a", 200<<10)                                                     // held twice: 400 KiB a call
 	post := func() (*http.Response, []byte) {
 		resp, err := http.Post(s.URL+"/api/funcs/stuck", "text/plain", strings.NewReader(arg))
 		if err != nil {
