@@ -52,6 +52,9 @@ func privileges(spec *api.PodSpec) []string {
 // Pod specs are admitted by the registry itself (admitPodSpecs), on every
 // write that can change them.
 func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
+	if err := s.admitNodeObject(ctx, obj); err != nil {
+		return err
+	}
 	switch o := obj.(type) {
 	case *api.Pod:
 		if node, ok := nodeName(userOf(ctx)); ok && o.Spec.NodeName != node {

@@ -425,6 +425,7 @@ func (r *registry) remove(ctx context.Context, ns, name, rv string) (api.Object,
 	r.releaseClusterIP(ctx, out)
 	r.releaseNodePorts(ctx, out)
 	r.releasePodCIDR(ctx, out)
+	r.releaseNodePassword(ctx, out)
 	return out, nil
 }
 

@@ -216,7 +216,7 @@ var funcPaths = []string{"/", "/template", "/template/", "//template", "/templat
 // serve, by the resource (and subresource) authorized: reads, and writes.
 var knownReach = map[string]struct{ reads, writes []string }{
 	"services":                 {reads: []string{"ipallocations", "nodeportallocations"}, writes: []string{"ipallocations", "nodeportallocations"}},
-	"nodes":                    {reads: []string{"podcidrallocations"}, writes: []string{"podcidrallocations"}},
+	"nodes":                    {reads: []string{"podcidrallocations"}, writes: []string{"podcidrallocations", "nodepasswords"}},
 	"funcs":                    {reads: []string{"triggers", "endpoints"}}, // GET /api/funcs sums them up
 	"funcs/invoke":             {writes: []string{"funcinstances"}},
 	"funcinstances":            {reads: []string{"funcs"}}, // a step names the function it goes on with

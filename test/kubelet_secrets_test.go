@@ -51,8 +51,8 @@ while True:
     time.sleep(0.5)
 `
 
-// TestPodSecretsAndServiceAccountToken: a pod on a node that joined the
-// secure port gets a Secret as files and keys of a Secret and a ConfigMap
+// TestPodSecretsAndServiceAccountToken: a pod on a node of the secure port
+// (whose credentials read only what its pods use) gets a Secret as files and keys of a Secret and a ConfigMap
 // as env, and its service account's token with the cluster CA; with the
 // token it is the service account to the API: forbidden until a binding
 // gives the account the view role.
@@ -60,7 +60,7 @@ func TestPodSecretsAndServiceAccountToken(t *testing.T) {
 	ctd := framework.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	s := framework.StartSecureAPIServer(t, "")
-	framework.JoinKubelet(t, s, ctd, "secrets-node", "127.0.0.74")
+	framework.SecureKubelet(t, s, ctd, "secrets-node", "127.0.0.74")
 	ctx := context.Background()
 	c := s.Client
 

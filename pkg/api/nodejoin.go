@@ -9,6 +9,9 @@ const NodeCredentialsPath = "/v1-minik8s/node-credentials"
 // identity (user system:node:NAME in group system:nodes).
 type NodeCredentialsRequest struct {
 	NodeName string `json:"nodeName"`
+	// NodePassword proves the name: the kubelet makes it at its first join
+	// and keeps it; the first request for a name binds it.
+	NodePassword string `json:"nodePassword"`
 	// ClientCSR is a PEM certificate request for the node's client key.
 	ClientCSR string `json:"clientCSR"`
 	// ServingCSR, for the key of the kubelet's HTTPS server on NodeIP.

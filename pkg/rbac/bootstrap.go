@@ -151,13 +151,15 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		clusterRole(Admin, adminRules()...),
 		clusterRole(Edit, editRules()...),
 		clusterRole(View, viewRules()...),
+		// Secrets and ConfigMaps are the node authorizer's: a node reads
+		// those its pods use and no others. A kubelet creates no pods (no
+		// mirror pods here) and holds no Lease, so it may write none.
 		clusterRole(SystemNode,
-			rule(read, groups(coreGroup), "pods", "services", "endpoints", "nodes", "configmaps", "secrets"),
+			rule(read, groups(coreGroup), "pods", "services", "endpoints", "nodes"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "nodes", "nodes/status"),
 			rule(verbs("update", "patch"), groups(coreGroup), "pods/status"),
-			rule(verbs("create", "delete"), groups(coreGroup), "pods"),
+			rule(verbs("delete"), groups(coreGroup), "pods"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
-			rule(verbs("get", "create", "update", "patch"), groups(coordinationGroup), "leases"),
 			// The token mounted into each pod (the node restriction keeps
 			// it to pods bound to the node).
 			rule(verbs("create"), groups(coreGroup), "serviceaccounts/token"),

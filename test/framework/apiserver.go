@@ -101,12 +101,22 @@ func freeLoopbackAddr(t testing.TB) string {
 // URL and Client stay on the local port, which acts as the admin.
 func StartSecureAPIServer(t testing.TB, tokenFile string) *APIServer {
 	t.Helper()
+	return StartSecureAPIServerWith(t, tokenFile, nil)
+}
+
+// StartSecureAPIServerWith is StartSecureAPIServer with configure applied
+// to the server's configuration first.
+func StartSecureAPIServerWith(t testing.TB, tokenFile string, configure func(*apiserver.Config)) *APIServer {
+	t.Helper()
 	secure := freeLoopbackAddr(t)
 	path := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(path, []byte(tokenFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := StartAPIServerWith(t, func(c *apiserver.Config) {
+		if configure != nil {
+			configure(c)
+		}
 		c.SecureAddress, c.TokenAuthFile = secure, path
 	})
 	s.SecureURL = "https://" + secure

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,9 @@ import (
 	"minik8s/images"
 	"minik8s/kubelet"
 	"minik8s/kubelet/runtime"
+	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
+	"minik8s/pkg/rbac"
 )
 
 // PythonRuntimeImage is the project's Python image, built from Debian
@@ -209,25 +212,37 @@ type Kubelet struct {
 // ends. Its root dir lives in a temp dir kept across Restart.
 func StartKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string) *Kubelet {
 	t.Helper()
-	return startKubelet(t, apiURL, "", ctd, name, ip)
+	return startKubelet(t, apiURL, ctd, name, ip)
 }
 
-// JoinKubelet is StartKubelet for a node that joins the secure port of s
-// with the node join token (DATA/node-token), as bin/kubelet --token does:
-// it runs with credentials of its own, saved in its root dir.
-func JoinKubelet(t testing.TB, s *APIServer, ctd *Containerd, name, ip string) *Kubelet {
+// SecureKubelet is StartKubelet for a node of the secure port of s with
+// credentials issued from the cluster CA in s's data dir, as minik8s up
+// issues its own node's: user system:node:NAME in system:nodes, and a
+// serving certificate for ip. (A node joining with the node token is not
+// given one for a loopback address such as ip: see TestJoinRejoinRenew and
+// TestMinik8sUpBinaries for the join.)
+func SecureKubelet(t testing.TB, s *APIServer, ctd *Containerd, name, ip string) *Kubelet {
 	t.Helper()
-	token, err := os.ReadFile(filepath.Join(s.DataDir, apiserver.NodeTokenFile))
+	cc, err := apiserver.ClientConfigFor(s.DataDir, s.SecureURL, rbac.NodeUserPrefix+name, rbac.NodesGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startKubelet(t, s.SecureURL, strings.TrimSpace(string(token)), ctd, name, ip)
+	c, err := client.NewForConfig(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, ca, err := apiserver.KubeletServingFor(s.DataDir, name, net.ParseIP(ip))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startKubelet(t, s.SecureURL, ctd, name, ip, func(cfg *kubelet.Config) {
+		cfg.Client, cfg.ServingCert, cfg.ServingKey, cfg.ClientCA, cfg.CAData = c, cert, key, ca, ca
+	})
 }
 
-func startKubelet(t testing.TB, apiURL, token string, ctd *Containerd, name, ip string) *Kubelet {
+func startKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string, configure ...func(*kubelet.Config)) *Kubelet {
 	t.Helper()
 	k := &Kubelet{t: t, Config: kubelet.Config{
-		Token:             token,
 		APIServer:         apiURL,
 		NodeName:          name,
 		NodeIP:            ip,
@@ -243,6 +258,9 @@ func startKubelet(t testing.TB, apiURL, token string, ctd *Containerd, name, ip 
 		ContainerLogger: GoBinary(t, kubelet.LoggerName),
 		StatsPeriod:     time.Second,
 	}}
+	for _, c := range configure {
+		c(&k.Config)
+	}
 	k.Start()
 	track(t, "kubelet "+name, k.stop)
 	return k

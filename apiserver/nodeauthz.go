@@ -1,0 +1,110 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/rbac"
+)
+
+// nodeAuthorizes is Kubernetes' node authorizer for what a kubelet reads
+// of other objects: a node gets a Secret or a ConfigMap only when a pod
+// bound to it uses it (a volume, an env var), and lists or watches one
+// only when the request names it (fieldSelector metadata.name=NAME) and
+// it is such an object. The system:node role grants neither kind, so a
+// node reads nothing else of them; what else a node may do is the role's
+// (and the node restriction's: restrictNode, admitNodeObject, and
+// nodeMayAskToken for service account tokens). It only ever allows, as
+// Kubernetes' runs before RBAC.
+func (s *Server) nodeAuthorizes(r *http.Request, a rbac.Attributes) bool {
+	node, ok := nodeName(a.User)
+	if !ok || !a.ResourceRequest || a.APIGroup != "" || a.Subresource != "" || a.Namespace == "" {
+		return false
+	}
+	if a.Resource != api.SecretsResource.Name && a.Resource != api.ConfigMapsResource.Name {
+		return false
+	}
+	name := a.Name
+	switch a.Verb {
+	case "get":
+	case "list", "watch":
+		if name == "" { // a watch of a named path reads that object alone
+			name = selectedName(r)
+		}
+	default:
+		return false
+	}
+	if name == "" {
+		return false
+	}
+	return s.podsOfNodeUse(r.Context(), node, a.Namespace, a.Resource, name)
+}
+
+// selectedName is the one object a list or watch selects by name
+// (fieldSelector metadata.name=NAME), or "".
+func selectedName(r *http.Request) string {
+	f, err := parseFilter("", r.URL.Query().Get("fieldSelector"))
+	if err != nil {
+		return ""
+	}
+	for _, req := range f.fields {
+		if !req.negate && slices.Equal(req.path, []string{"metadata", "name"}) && req.value != "" {
+			return req.value
+		}
+	}
+	return ""
+}
+
+// podsOfNodeUse tells whether a pod bound to node, in ns, uses the Secret
+// or ConfigMap (resource) name. It reads the pods from the store, so a
+// pod bound a moment ago counts and a deleted one no longer does.
+func (s *Server) podsOfNodeUse(ctx context.Context, node, ns, resource, name string) bool {
+	f, err := parseFilter("", "spec.nodeName="+node)
+	if err != nil {
+		return false
+	}
+	pods, _, err := s.registries[api.PodsResource.Name].list(ctx, ns, f)
+	if err != nil {
+		return false
+	}
+	for _, o := range pods {
+		secrets, configMaps := podReferences(&o.(*api.Pod).Spec)
+		refs := secrets
+		if resource == api.ConfigMapsResource.Name {
+			refs = configMaps
+		}
+		if slices.Contains(refs, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// podReferences are the Secrets and ConfigMaps a pod spec uses, as
+// Kubernetes' VisitPodSecretNames and VisitPodConfigmapNames find them.
+func podReferences(spec *api.PodSpec) (secrets, configMaps []string) {
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName != "" {
+			secrets = append(secrets, v.Secret.SecretName)
+		}
+		if v.ConfigMap != nil && v.ConfigMap.Name != "" {
+			configMaps = append(configMaps, v.ConfigMap.Name)
+		}
+	}
+	for _, c := range spec.Containers {
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if r := e.ValueFrom.SecretKeyRef; r != nil && r.Name != "" {
+				secrets = append(secrets, r.Name)
+			}
+			if r := e.ValueFrom.ConfigMapKeyRef; r != nil && r.Name != "" {
+				configMaps = append(configMaps, r.Name)
+			}
+		}
+	}
+	return secrets, configMaps
+}

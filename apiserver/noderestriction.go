@@ -1,0 +1,103 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// admitNodeObject is the part of Kubernetes' NodeRestriction that reads
+// what a kubelet writes (restrictNode checks whose objects it writes):
+//   - a pod it creates (Kubernetes' mirror pods) uses no Secret, ConfigMap
+//     or service account: the node authorizer would let it read them
+//     through that pod. The system:node role does not grant creating pods
+//     at all; this holds if an admin grants it.
+//   - its Node's labels under node-restriction.kubernetes.io/, which
+//     admins steer workloads by, and kubernetes.io and k8s.io labels other
+//     than a kubelet's own, are not its to set or change: a node could
+//     otherwise draw pods meant for other nodes.
+func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
+	node, ok := nodeName(userOf(ctx))
+	if !ok {
+		return nil
+	}
+	switch o := obj.(type) {
+	case *api.Pod:
+		secrets, configMaps := podReferences(&o.Spec)
+		what := ""
+		switch {
+		case o.Spec.ServiceAccountName != "":
+			what = "a service account"
+		case len(secrets) > 0:
+			what = "secrets"
+		case len(configMaps) > 0:
+			what = "configmaps"
+		default:
+			return nil
+		}
+		return fmt.Errorf("pods %q is forbidden: node %q can not create pods that reference %s: %w", o.Name, node, what, errdefs.ErrForbidden)
+	case *api.Node:
+		var old map[string]string
+		if cur, err := s.registries[api.NodesResource.Name].get(ctx, "", o.Name); err == nil {
+			old = cur.GetObjectMeta().Labels
+		}
+		if bad := forbiddenNodeLabels(old, o.Labels); len(bad) > 0 {
+			return fmt.Errorf("nodes %q is forbidden: node %q is not allowed to set or change the labels %s: %w",
+				o.Name, node, strings.Join(bad, ", "), errdefs.ErrForbidden)
+		}
+	}
+	return nil
+}
+
+// forbiddenNodeLabels are the labels that differ between old and next and
+// that a node may not change on its own Node (Kubernetes'
+// getForbiddenLabels).
+func forbiddenNodeLabels(old, next map[string]string) []string {
+	var bad []string
+	check := func(k string) {
+		ov, had := old[k]
+		nv, has := next[k]
+		if had == has && ov == nv {
+			return
+		}
+		prefix, _, named := strings.Cut(k, "/")
+		if !named || slices.Contains(bad, k) {
+			return
+		}
+		if inDomain(prefix, "node-restriction.kubernetes.io") ||
+			(inDomain(prefix, "kubernetes.io") || inDomain(prefix, "k8s.io")) && !kubeletLabel(k, prefix) {
+			bad = append(bad, k)
+		}
+	}
+	for k := range next {
+		check(k)
+	}
+	for k := range old {
+		check(k)
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// inDomain tells whether a label prefix is domain or one of its subdomains.
+func inDomain(prefix, domain string) bool {
+	return prefix == domain || strings.HasSuffix(prefix, "."+domain)
+}
+
+// kubeletLabel: the labels a kubelet sets on its own Node (Kubernetes'
+// kubeletapis.IsKubeletLabel).
+func kubeletLabel(key, prefix string) bool {
+	switch key {
+	case "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
+		"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type",
+		"node.kubernetes.io/instance-type", "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+		"failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone":
+		return true
+	}
+	return inDomain(prefix, "kubelet.kubernetes.io") || inDomain(prefix, "node.kubernetes.io")
+}

@@ -1,0 +1,75 @@
+package apiserver
+
+import (
+	"net"
+	"reflect"
+	"testing"
+
+	"minik8s/pkg/api"
+)
+
+func TestForbiddenNodeLabels(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		old, next map[string]string
+		want      []string
+	}{
+		{"nothing changes", map[string]string{"node-restriction.kubernetes.io/pool": "a"}, map[string]string{"node-restriction.kubernetes.io/pool": "a"}, nil},
+		{"own labels", nil, map[string]string{"minik8s.io/pod-network": "cni", "team": "x"}, nil},
+		{"kubelet's labels", nil, map[string]string{"kubernetes.io/hostname": "h", "kubernetes.io/os": "linux", "node.kubernetes.io/exclude-from-external-load-balancers": "",
+			"kubelet.kubernetes.io/x": "y", "topology.kubernetes.io/zone": "z"}, nil},
+		{"node-restriction added", nil, map[string]string{"node-restriction.kubernetes.io/pool": "secure"}, []string{"node-restriction.kubernetes.io/pool"}},
+		{"node-restriction subdomain", nil, map[string]string{"a.node-restriction.kubernetes.io/x": ""}, []string{"a.node-restriction.kubernetes.io/x"}},
+		{"node-restriction removed", map[string]string{"node-restriction.kubernetes.io/pool": "secure"}, nil, []string{"node-restriction.kubernetes.io/pool"}},
+		{"node-restriction changed", map[string]string{"node-restriction.kubernetes.io/pool": "a"}, map[string]string{"node-restriction.kubernetes.io/pool": "b"}, []string{"node-restriction.kubernetes.io/pool"}},
+		{"emptied", map[string]string{"node-restriction.kubernetes.io/pool": "a"}, map[string]string{"node-restriction.kubernetes.io/pool": ""}, []string{"node-restriction.kubernetes.io/pool"}},
+		{"unknown kubernetes.io", nil, map[string]string{"kubernetes.io/role": "master", "x.k8s.io/y": "z"}, []string{"kubernetes.io/role", "x.k8s.io/y"}},
+		{"not a domain suffix", nil, map[string]string{"evilkubernetes.io/x": "y"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := forbiddenNodeLabels(tc.old, tc.next); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("forbiddenNodeLabels(%v, %v) = %v, want %v", tc.old, tc.next, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodReferences(t *testing.T) {
+	ref := func(name string) *api.KeySelector { return &api.KeySelector{Name: name, Key: "k"} }
+	spec := &api.PodSpec{
+		Volumes: []api.Volume{
+			{Name: "a", Secret: &api.SecretVolumeSource{SecretName: "vol-secret"}},
+			{Name: "b", ConfigMap: &api.ConfigMapVolumeSource{Name: "vol-cm"}},
+			{Name: "c", EmptyDir: &api.EmptyDirVolumeSource{}},
+		},
+		Containers: []api.Container{
+			{Name: "one", Env: []api.EnvVar{{Name: "A", Value: "plain"}, {Name: "B", ValueFrom: &api.EnvVarSource{SecretKeyRef: ref("env-secret")}}}},
+			{Name: "two", Env: []api.EnvVar{{Name: "C", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: ref("env-cm")}}}},
+		},
+	}
+	secrets, cms := podReferences(spec)
+	if want := []string{"vol-secret", "env-secret"}; !reflect.DeepEqual(secrets, want) {
+		t.Errorf("secrets %v, want %v", secrets, want)
+	}
+	if want := []string{"vol-cm", "env-cm"}; !reflect.DeepEqual(cms, want) {
+		t.Errorf("configmaps %v, want %v", cms, want)
+	}
+	if s, c := podReferences(&api.PodSpec{}); s != nil || c != nil {
+		t.Errorf("an empty spec references %v %v", s, c)
+	}
+}
+
+func TestSpecialAddress(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1": "loopback", "127.0.0.71": "loopback", "::1": "loopback", "::ffff:127.0.0.1": "loopback",
+		"0.0.0.0": "unspecified", "::": "unspecified",
+		"169.254.169.254": "link-local", "fe80::1": "link-local", "224.0.0.1": "link-local", "ff02::1": "link-local",
+		"239.1.2.3": "multicast", "ff05::2": "multicast",
+		"255.255.255.255": "broadcast",
+		"10.98.0.2":       "", "192.168.1.5": "", "2001:db8::5": "",
+	} {
+		if got := specialAddress(net.ParseIP(addr)); got != want {
+			t.Errorf("specialAddress(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/apiserver"
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
+	"minik8s/test/framework"
+)
+
+// TestNodeAuthorizer: a node's credentials read only the Secrets and
+// ConfigMaps its pods use (get, or a list or watch of that one name), and
+// write nothing Kubernetes' NodeRestriction keeps from a node: pods (which
+// would make it a user of any Secret), Leases (the controllers' and
+// runners' leader locks), labels of its Node that steer workloads.
+func TestNodeAuthorizer(t *testing.T) {
+	s := framework.StartSecureAPIServer(t, "")
+	ctx := context.Background()
+	c := s.Client
+	if _, err := c.Namespaces().Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "team"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"default", "team"} {
+		for _, name := range []string{"vol", "env", "other"} {
+			if _, err := c.Secrets(ns).Create(ctx, &api.Secret{ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"k": "v"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ConfigMaps(ns).Create(ctx, &api.ConfigMap{ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if _, err := c.Nodes().Create(ctx, &api.Node{ObjectMeta: api.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// p1 on n1 uses "vol" and "env" of default; p2 on n2 uses "other".
+	ref := func(name string) *api.KeySelector { return &api.KeySelector{Name: name, Key: "k"} }
+	p1 := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p1", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
+		Volumes: []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "vol"}}, {Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "vol"}}},
+		Containers: []api.Container{{Name: "main", Image: "busybox", Env: []api.EnvVar{
+			{Name: "S", ValueFrom: &api.EnvVarSource{SecretKeyRef: ref("env")}}, {Name: "C", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: ref("env")}}}}}}}
+	p2 := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p2", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n2",
+		Volumes:    []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "other"}}, {Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "other"}}},
+		Containers: []api.Container{{Name: "main", Image: "busybox"}}}}
+	for _, p := range []*api.Pod{p1, p2} {
+		if _, err := c.Pods("default").Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cc, err := apiserver.ClientConfigFor(s.DataDir, s.SecureURL, rbac.NodeUserPrefix+"n1", rbac.NodesGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, err := client.NewForConfig(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := rawClient(t, s, cc)
+
+	t.Run("reads", func(t *testing.T) {
+		for _, res := range []string{"secrets", "configmaps"} {
+			for _, tc := range []struct {
+				path string
+				want int
+			}{
+				{"/api/v1/namespaces/default/" + res + "/vol", http.StatusOK},
+				{"/api/v1/namespaces/default/" + res + "/env", http.StatusOK},
+				{"/api/v1/namespaces/default/" + res + "?fieldSelector=metadata.name%3Dvol", http.StatusOK},
+				{"/api/v1/namespaces/default/" + res + "?watch=true&fieldSelector=metadata.name%3Denv", http.StatusOK},
+				{"/api/v1/namespaces/default/" + res + "/other", http.StatusForbidden}, // p2's, on n2
+				{"/api/v1/namespaces/team/" + res + "/vol", http.StatusForbidden},      // no pod of n1 there
+				{"/api/v1/namespaces/default/" + res, http.StatusForbidden},
+				{"/api/v1/namespaces/default/" + res + "?watch=true", http.StatusForbidden},
+				{"/api/v1/namespaces/default/" + res + "?fieldSelector=metadata.name%3Dother", http.StatusForbidden},
+				{"/api/v1/namespaces/default/" + res + "?fieldSelector=metadata.name%21%3Dvol", http.StatusForbidden},
+				{"/api/v1/" + res, http.StatusForbidden},
+				{"/api/v1/" + res + "?fieldSelector=metadata.name%3Dvol", http.StatusForbidden},
+			} {
+				if got := statusOf(t, raw, s.SecureURL+tc.path); got != tc.want {
+					t.Errorf("node n1: GET %s: %d, want %d", tc.path, got, tc.want)
+				}
+			}
+		}
+		if list, _, err := n1.Secrets("default").List(ctx, client.ListOptions{FieldSelector: "metadata.name=vol"}); err != nil || len(list) != 1 || list[0].Name != "vol" {
+			t.Errorf("n1 listing secret vol by name: %v %v", list, err)
+		}
+		// Once p1 is gone, what it used is n1's no longer.
+		if _, err := c.Pods("default").Delete(ctx, "p1", client.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n1.Secrets("default").Get(ctx, "vol"); !errdefs.IsForbidden(err) {
+			t.Errorf("n1 reading secret vol after its pod went: %v, want 403", err)
+		}
+	})
+
+	t.Run("writes", func(t *testing.T) {
+		pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "mine", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
+			Volumes:    []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "other"}}},
+			Containers: []api.Container{{Name: "main", Image: "busybox"}}}}
+		if _, err := n1.Pods("default").Create(ctx, pod); !errdefs.IsForbidden(err) {
+			t.Errorf("n1 creating a pod bound to itself that uses secret other: %v, want 403", err)
+		}
+		// Granted creating pods, it still may not make one that uses a
+		// Secret, a ConfigMap or a service account (NodeRestriction).
+		grant := &api.ClusterRole{ObjectMeta: api.ObjectMeta{Name: "node-makes-pods"},
+			Rules: []api.PolicyRule{{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+		if _, err := c.ClusterRoles().Create(ctx, grant); err != nil {
+			t.Fatal(err)
+		}
+		binding := &api.ClusterRoleBinding{ObjectMeta: api.ObjectMeta{Name: "node-makes-pods"},
+			Subjects: []api.Subject{{Kind: api.UserKind, Name: rbac.NodeUserPrefix + "n1"}},
+			RoleRef:  api.RoleRef{APIGroup: api.RBACGroup, Kind: api.ClusterRoleKind, Name: "node-makes-pods"}}
+		if _, err := c.ClusterRoleBindings().Create(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, time.Minute, "the grant to reach the authorizer and admission to refuse the pod", func() bool {
+			_, err := n1.Pods("default").Create(ctx, pod)
+			return errdefs.IsForbidden(err) && strings.Contains(err.Error(), "can not create pods that reference secrets")
+		})
+		pod.Spec.Volumes, pod.Spec.ServiceAccountName = nil, "default"
+		if _, err := n1.Pods("default").Create(ctx, pod); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "service account") {
+			t.Errorf("n1 creating a pod that names a service account: %v, want 403", err)
+		}
+		lease := &api.Lease{ObjectMeta: api.ObjectMeta{Name: "n1", Namespace: "kube-system"}}
+		if _, err := n1.Leases("kube-system").Create(ctx, lease); !errdefs.IsForbidden(err) {
+			t.Errorf("n1 creating a lease: %v, want 403", err)
+		}
+		node, err := n1.Nodes().Get(ctx, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Labels = map[string]string{"node-restriction.kubernetes.io/pool": "secure"}
+		if _, err := n1.Nodes().Update(ctx, node); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "node-restriction.kubernetes.io/pool") {
+			t.Errorf("n1 labelling its Node node-restriction.kubernetes.io/pool: %v, want 403", err)
+		}
+		node.Labels = map[string]string{api.LabelPodNetwork: "cni", "kubernetes.io/hostname": "n1"}
+		if _, err := n1.Nodes().Update(ctx, node); err != nil {
+			t.Errorf("n1 setting the labels a kubelet sets: %v", err)
+		}
+	})
+}
+
+// rawClient is an HTTP client of the secure port with cc's certificate.
+func rawClient(t *testing.T, s *framework.APIServer, cc client.Config) *http.Client {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join(s.DataDir, apiserver.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	pair, err := tls.X509KeyPair(cc.CertData, cc.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}}
+}
+
+// statusOf is the status of GET url (a watch is closed at its headers).
+func statusOf(t *testing.T, c *http.Client, url string) int {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
