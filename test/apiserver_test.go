@@ -205,7 +205,14 @@ func TestWatchOrderAndResumeAcrossRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cms := s.Client.ConfigMaps("default")
-	ch := cms.Watch(ctx, client.ListOptions{})
+	// From a listed version: a watch without one lists first, in the
+	// background, and a list that comes after the writes below would show
+	// them as one ADDED of the last state.
+	_, rv, err := cms.List(ctx, client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := cms.Watch(ctx, client.ListOptions{ResourceVersion: rv})
 
 	expect := func(typ api.EventType, name, v string) {
 		t.Helper()
