@@ -6,21 +6,59 @@ import (
 	"reflect"
 	"strconv"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
 
 // The kubernetes Service in default points at the apiserver's secure
-// port, so that a program in a pod reaches the API as client-go expects
-// (KUBERNETES_SERVICE_HOST/PORT and the mounted service account token).
-// It has no selector: the apiserver keeps its Endpoints, as Kubernetes'
-// does.
+// port at its advertised address, so that a program in a pod reaches the
+// API as client-go expects (KUBERNETES_SERVICE_HOST/PORT and the mounted
+// service account token). It has no selector: the apiserver keeps its
+// Endpoints, as Kubernetes' does.
 
 const kubernetesService = "kubernetes"
 
-// advertiseIP is the address other nodes and pods reach the secure port
-// at: the bound address, or loopback when it binds every address.
-func advertiseIP(secure net.Addr) string {
+// resolveAdvertiseAddress settles AdvertiseAddress as kube-apiserver does
+// (utilnet.ResolveBindAddress): the one given, else the secure port's
+// bound address, else (binding every address) the address of the default
+// route's link; loopback when there is none, where only programs of this
+// machine would reach the port anyway. A bound loopback address stays:
+// nothing else reaches it.
+func (c *Config) resolveAdvertiseAddress() error {
+	if c.AdvertiseAddress != "" {
+		ip := net.ParseIP(c.AdvertiseAddress)
+		if ip == nil || ip.IsUnspecified() || ip.To4() == nil {
+			return errdefs.Invalid("advertise-address", "%q is not an IPv4 address the cluster can reach", c.AdvertiseAddress)
+		}
+		c.AdvertiseAddress = ip.String()
+		return nil
+	}
+	if c.SecureAddress == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.SecureAddress)
+	if err != nil {
+		return errdefs.Invalid("secure-port", "%q: %v", c.SecureAddress, err)
+	}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		c.AdvertiseAddress = ip.String()
+		return nil
+	}
+	c.AdvertiseAddress = "127.0.0.1"
+	if ip, err := utilnet.ResolveBindAddress(nil); err == nil && ip.To4() != nil {
+		c.AdvertiseAddress = ip.String()
+	}
+	return nil
+}
+
+// advertiseIP is the address the kubernetes Service's Endpoints name: the
+// advertised one, else the bound address, else loopback.
+func (s *Server) advertiseIP(secure net.Addr) string {
+	if s.cfg.AdvertiseAddress != "" {
+		return s.cfg.AdvertiseAddress
+	}
 	tcp, ok := secure.(*net.TCPAddr)
 	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
 		return "127.0.0.1"
@@ -52,7 +90,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) e
 		return err
 	}
 	want := []api.EndpointSubset{{
-		Addresses: []api.EndpointAddress{{IP: advertiseIP(secure), Port: port}},
+		Addresses: []api.EndpointAddress{{IP: s.advertiseIP(secure), Port: port}},
 		Ports:     []api.EndpointPort{{Name: "https", Port: port, Protocol: "TCP"}},
 	}}
 	eps := s.registries[api.EndpointsResource.Name]

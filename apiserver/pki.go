@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"minik8s/pkg/client"
@@ -90,7 +91,8 @@ func loadCredentials(cfg *Config) (*credentials, error) {
 }
 
 // servingNames are the names and addresses the serving certificate covers:
-// loopback, this machine's addresses, the kubernetes Service and --tls-san.
+// loopback, this machine's addresses, the advertised one, the kubernetes
+// Service and --tls-san.
 func servingNames(cfg *Config) ([]string, []net.IP) {
 	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 	ips := []net.IP{net.ParseIP("127.0.0.1")}
@@ -102,6 +104,11 @@ func servingNames(cfg *Config) ([]string, []net.IP) {
 		}
 	}
 	if ip, err := kubernetesServiceIP(cfg.ServiceCIDR); err == nil {
+		ips = append(ips, ip)
+	}
+	// Pods reach it there through the kubernetes Service (it may be no
+	// address of this machine's: a node's, relayed).
+	if ip := net.ParseIP(cfg.AdvertiseAddress); ip != nil && !slices.ContainsFunc(ips, ip.Equal) {
 		ips = append(ips, ip)
 	}
 	for _, san := range cfg.TLSSANs {

@@ -42,6 +42,12 @@ type Config struct {
 	// SecureAddress is the secure port, e.g. ":6443": TLS only, every
 	// request authenticated and authorized. "" turns it off.
 	SecureAddress string
+	// AdvertiseAddress is where the rest of the cluster (nodes, pods
+	// through the kubernetes Service) reaches the secure port, as
+	// Kubernetes' --advertise-address: by default the address it binds,
+	// or when it binds every address the one of the default route's
+	// link. The serving certificate covers it.
+	AdvertiseAddress string
 	// TLSSANs are more names and addresses for the serving certificate.
 	TLSSANs []string
 	// TokenAuthFile is a static token file (token,user,uid,"groups").
@@ -294,6 +300,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.EtcdQuotaBytes < 0 || (cfg.EtcdQuotaBytes > 0 && len(cfg.EtcdEndpoints) > 0) {
 		return errdefs.Invalid("etcd-quota-bytes", "%d: the quota of the embedded etcd is a size in bytes, and an external etcd has its own (--quota-backend-bytes)", cfg.EtcdQuotaBytes)
+	}
+	if err := cfg.resolveAdvertiseAddress(); err != nil {
+		return err
 	}
 	creds, err := loadCredentials(&cfg)
 	if err != nil {

@@ -221,6 +221,11 @@ func Up(ctx context.Context, cfg Config) error {
 	}
 	if cfg.SecurePort != 0 {
 		acfg.SecureAddress = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
+		// Pods reach the API (the kubernetes Service) at the node's
+		// address, which a port bound on every address serves.
+		if ip := net.ParseIP(cfg.BindAddress); ip == nil || ip.IsUnspecified() {
+			acfg.AdvertiseAddress = cfg.NodeIP
+		}
 	}
 	clients, err := componentClients(cfg)
 	if err != nil {

@@ -24,6 +24,7 @@ func main() {
 	var bind, endpoints, level, sans string
 	flag.IntVar(&securePort, "secure-port", 6443, "port of the secure API (TLS, authenticated; 0: off)")
 	flag.StringVar(&bind, "bind-address", "0.0.0.0", "address the secure port binds")
+	flag.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address the cluster reaches the secure port at, which the kubernetes Service's endpoints name (default: --bind-address, or the default route's link's address when that is 0.0.0.0)")
 	flag.IntVar(&port, "port", 0, "local port: plain HTTP on 127.0.0.1 that acts as the admin without credentials, for the reference design's scripts (0: off)")
 	flag.StringVar(&sans, "tls-san", "", "comma-separated extra names and addresses of the serving certificate")
 	flag.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static token file: token,user,uid,\"group1,group2\" per line")

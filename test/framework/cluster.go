@@ -41,14 +41,21 @@ func FuncserverBinary(t testing.TB) string { return GoBinary(t, "funcserver") }
 // GoBinary builds cmd/NAME statically, once per test process.
 func GoBinary(t testing.TB, name string) string {
 	t.Helper()
+	return GoProgram(t, "./cmd/"+name)
+}
+
+// GoProgram builds the main package pkg (a path from the module's root,
+// "./test/incluster") statically, once per test process.
+func GoProgram(t testing.TB, pkg string) string {
+	t.Helper()
 	builds.mu.Lock()
 	if builds.done == nil {
 		builds.done = map[string]*build{}
 	}
-	b := builds.done[name]
+	b := builds.done[pkg]
 	if b == nil {
 		b = &build{}
-		builds.done[name] = b
+		builds.done[pkg] = b
 	}
 	builds.mu.Unlock()
 	b.once.Do(func() {
@@ -58,17 +65,18 @@ func GoBinary(t testing.TB, name string) string {
 			return
 		}
 		root := filepath.Dir(strings.TrimSpace(string(out)))
+		name := filepath.Base(pkg)
 		dir, err := os.MkdirTemp("", name)
 		if err != nil {
 			b.err = err
 			return
 		}
 		path := filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/"+name)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", path, pkg)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = errors.New("go build ./cmd/" + name + ": " + err.Error() + "\n" + string(out))
+			b.err = errors.New("go build " + pkg + ": " + err.Error() + "\n" + string(out))
 			return
 		}
 		b.path = path

@@ -25,7 +25,15 @@ import (
 // returned address, and nothing else of the machine becomes reachable.
 func (n *NetNode) Forward(t testing.TB, target string) string {
 	t.Helper()
-	l, err := n.Listen("tcp", "127.0.0.1:0")
+	return n.ForwardAt(t, "127.0.0.1:0", target)
+}
+
+// ForwardAt is Forward on address, an address of the node's namespace:
+// its own on the underlay serves target to the node's pods and to other
+// nodes as if it ran on the node.
+func (n *NetNode) ForwardAt(t testing.TB, address, target string) string {
+	t.Helper()
+	l, err := n.Listen("tcp", address)
 	if err != nil {
 		t.Fatal(err)
 	}

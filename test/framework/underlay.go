@@ -62,6 +62,20 @@ func (u *Underlay) StartAPIServer(t testing.TB, configure func(*apiserver.Config
 	})
 }
 
+// StartSecureAPIServer is StartAPIServer with the secure port on as well,
+// on the machine's loopback (SecureURL), advertised at node's address on
+// the underlay, where node relays it: the kubernetes Service leads the
+// pods there, as to an apiserver serving on its node's address.
+func (u *Underlay) StartSecureAPIServer(t testing.TB, node *NetNode) *APIServer {
+	t.Helper()
+	secure := freeLoopbackAddr(t)
+	_, port, _ := net.SplitHostPort(secure)
+	s := u.StartAPIServer(t, func(c *apiserver.Config) { c.SecureAddress, c.AdvertiseAddress = secure, node.IP })
+	s.SecureURL = "https://" + secure
+	node.ForwardAt(t, net.JoinHostPort(node.IP, port), secure)
+	return s
+}
+
 // StartUnderlay creates an underlay of n nodes. It needs root and
 // iproute2's `ip`: without them the test fails under MINIK8S_E2E=1 and is
 // skipped otherwise.
