@@ -9,6 +9,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
+	"minik8s/pkg/api/validation/upstream"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage/etcd"
 )
@@ -49,7 +50,7 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 				name, cur.Status.Phase, errdefs.ErrConflict)
 		}
 		cur.Status = next.Status
-		if err := validation.Status(cur); err != nil {
+		if err := upstream.Invalid(h.reg.res, name, validation.Status(cur)); err != nil {
 			return nil, err
 		}
 		return cur, nil

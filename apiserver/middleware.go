@@ -104,6 +104,15 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 	case a.Name != "" && errors.Is(err, errdefs.ErrAlreadyExists):
 		st.Message = fmt.Sprintf("%s %q already exists", a.Resource, a.Name)
 	}
+	if io, ok := errdefs.AsInvalidObject(err); ok {
+		// As Kubernetes' NewInvalid: the kind, and every cause.
+		st.Details.Name, st.Details.Group, st.Details.Kind = io.Name, io.Group, io.Kind
+		st.Details.Causes = make([]api.StatusCause, len(io.Causes))
+		for i, c := range io.Causes {
+			st.Details.Causes[i] = api.StatusCause{Type: c.Type, Message: c.Message, Field: c.Field}
+		}
+		return
+	}
 	if st.Field != "" {
 		st.Details.Causes = []api.StatusCause{{Type: "Field" + st.Reason, Message: err.Error(), Field: st.Field}}
 	}

@@ -116,18 +116,20 @@ func TestNodeAsksForPodCIDR(t *testing.T) {
 	if err != nil || n.Spec.PodCIDR != "127.42.7.0/24" {
 		t.Fatalf("asked for 127.42.7.0/24: %+v %v", n, err)
 	}
+	// A malformed CIDR is Kubernetes' validation's to refuse, which names
+	// podCIDRs, the list podCIDR is the first of.
 	for _, tc := range []struct {
-		cidr string
-		is   func(error) bool
+		cidr, field string
+		is          func(error) bool
 	}{
-		{"127.42.7.0/24", errdefs.IsAlreadyExists},
-		{"127.42.8.0/25", errdefs.IsInvalid},
-		{"127.42.8.1/24", errdefs.IsInvalid},
-		{"127.43.0.0/24", errdefs.IsInvalid},
-		{"nonsense", errdefs.IsInvalid},
+		{"127.42.7.0/24", "spec.podCIDR", errdefs.IsAlreadyExists},
+		{"127.42.8.0/25", "spec.podCIDR", errdefs.IsInvalid},
+		{"127.42.8.1/24", "spec.podCIDRs[0]", errdefs.IsInvalid},
+		{"127.43.0.0/24", "spec.podCIDR", errdefs.IsInvalid},
+		{"nonsense", "spec.podCIDRs[0]", errdefs.IsInvalid},
 	} {
 		_, err := createNode(ctx, reg, "b", tc.cidr)
-		if !tc.is(err) || errdefs.Field(err) != "spec.podCIDR" {
+		if !tc.is(err) || errdefs.Field(err) != tc.field {
 			t.Errorf("asked for %s: %v (field %q)", tc.cidr, err, errdefs.Field(err))
 		}
 	}

@@ -178,10 +178,7 @@ func (r *registry) prepareCreate(ns string, obj api.Object) error {
 	meta.Generation = 1
 	prepareForCreate(obj)
 	validation.Default(r.res, obj)
-	if err := validation.Object(r.res, obj); err != nil {
-		return err
-	}
-	return validation.Status(obj)
+	return validateCreate(r.res, obj)
 }
 
 // createMany creates objects of a kind without cluster IPs in one store
@@ -296,7 +293,7 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		if !sameSpec(next, cur) {
 			meta.Generation++
 		}
-		if err := validation.Object(r.res, next); err != nil {
+		if err := validateUpdate(r.res, next, cur); err != nil {
 			return nil, err
 		}
 		if err := checkImmutable(cur, next); err != nil {
@@ -324,8 +321,9 @@ func (r *registry) updateStatus(ctx context.Context, ns, name string, obj api.Ob
 			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale (now %s): %w",
 				r.res.Kind, name, wantRV, cur.GetObjectMeta().ResourceVersion, errdefs.ErrConflict)
 		}
+		old := copyObject(r.res, cur)
 		setStatus(cur, statusOf(obj))
-		if err := validation.Status(cur); err != nil {
+		if err := validateStatus(r.res, cur, old); err != nil {
 			return nil, err
 		}
 		return cur, nil

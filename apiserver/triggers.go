@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -153,6 +154,20 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 	c.JSON(http.StatusAccepted, gin.H{"accepted": len(list.Items)})
 }
 
+// itemCauses names item i of a list in each cause of its refusal.
+func itemCauses(i int, io *errdefs.InvalidObject) error {
+	out := *io
+	out.Causes = make([]errdefs.Cause, len(io.Causes))
+	prefix := fmt.Sprintf("items[%d]", i)
+	for j, c := range io.Causes {
+		c.Message = strings.Replace(c.Message, c.Field, prefix+"."+c.Field, 1)
+		c.Field = prefix + "." + c.Field
+		out.Causes[j] = c
+	}
+	out.Message = prefix + ": " + io.Message
+	return &out
+}
+
 // checkRecords passes each record through the checks a single create
 // makes (on a copy: the store prepares the record itself), and the
 // namespace through admission, so that a list is taken whole or refused
@@ -167,6 +182,9 @@ func (h *handlers) checkRecords(ctx context.Context, ns string, items []api.Func
 		probe := copyObject(h.reg.res, &items[i])
 		probe.GetObjectMeta().Namespace = ns
 		if err := h.reg.prepareCreate(ns, probe); err != nil {
+			if io, ok := errdefs.AsInvalidObject(err); ok {
+				return itemCauses(i, io)
+			}
 			var fe *errdefs.FieldError
 			if errors.As(err, &fe) && fe.Field != "" {
 				return &errdefs.FieldError{Class: fe.Class, Field: fmt.Sprintf("items[%d].%s", i, fe.Field), Reason: fe.Reason}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -124,7 +125,9 @@ func (o *Options) applyOne(ctx context.Context, d Document) (string, error) {
 func wrapOp(err error, verb string, d Document) error {
 	meta := d.Object.GetObjectMeta()
 	ctx := fmt.Sprintf("error when %s %q: ", verb, d.Source)
-	if errdefs.IsInvalid(err) {
+	// The apiserver's message names the object (`Pod "web" is invalid:
+	// ...`), as Kubernetes' does; a refusal of its own may not.
+	if errdefs.IsInvalid(err) && !strings.Contains(err.Error(), " is invalid: ") {
 		ctx += fmt.Sprintf("%s %q is invalid: ", d.Resource.Kind, meta.Name)
 	}
 	return &opError{context: ctx, err: err}

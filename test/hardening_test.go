@@ -49,9 +49,9 @@ func TestStatusWritesValidated(t *testing.T) {
 		what, path, body, field string
 	}{
 		{"node capacity abc", "/api/v1/nodes/n1/status",
-			`{"metadata":{"name":"n1"},"status":{"capacity":{"cpu":"abc"}}}`, "status.capacity.cpu"},
+			`{"metadata":{"name":"n1"},"status":{"capacity":{"cpu":"abc"}}}`, "status.capacity[cpu]"},
 		{"node capacity 1e19 cpu", "/api/v1/nodes/n1/status",
-			`{"metadata":{"name":"n1"},"status":{"capacity":{"cpu":"1e19"}}}`, "status.capacity.cpu"},
+			`{"metadata":{"name":"n1"},"status":{"capacity":{"cpu":"1e19"}}}`, "status.capacity[cpu]"},
 		{"pod phase Bogus", "/api/v1/namespaces/default/pods/p1/status",
 			`{"metadata":{"name":"p1"},"status":{"phase":"Bogus"}}`, "status.phase"},
 		{"func counter 2^40", "/api/v1/namespaces/default/funcs/f1/status",
@@ -94,8 +94,8 @@ func TestOverflowingNumbersRefused(t *testing.T) {
 	for _, tc := range []struct {
 		what, res, field string
 	}{
-		{"cpu", `"limits":{"cpu":"1e19"}`, "spec.containers[0].resources.limits.cpu"},
-		{"memory", `"requests":{"memory":"20Ei"}`, "spec.containers[0].resources.requests.memory"},
+		{"cpu", `"limits":{"cpu":"1e19"}`, "spec.containers[0].resources.limits[cpu]"},
+		{"memory", `"requests":{"memory":"20Ei"}`, "spec.containers[0].resources.requests[memory]"},
 	} {
 		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"big-%s"},
 			"spec":{"containers":[{"name":"c","image":"i","resources":{%s}}]}}`, tc.what, tc.res)

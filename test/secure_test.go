@@ -541,7 +541,9 @@ func TestPrivilegedPodsAdmission(t *testing.T) {
 			t.Errorf("the admin creating %s: %d %s", tc.name, code, data)
 		}
 	}
-	// Changing an admitted pod into a privileged one is refused too.
+	// Changing an admitted pod into a privileged one is refused too: as in
+	// Kubernetes, by validation (a pod's spec is immutable, 422) before
+	// admission would.
 	editor.expect("POST", pods, `{"metadata":{"name":"plain"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, http.StatusCreated, "plain")
 	var p api.Pod
 	if err := json.Unmarshal(editor.expect("GET", pods+"/plain", "", http.StatusOK, "plain"), &p); err != nil {
@@ -549,7 +551,7 @@ func TestPrivilegedPodsAdmission(t *testing.T) {
 	}
 	p.Spec.HostNetwork = true
 	body, _ := json.Marshal(p)
-	editor.expect("PUT", pods+"/plain", string(body), http.StatusForbidden, "may not create privileged pods (hostNetwork")
+	editor.expect("PUT", pods+"/plain", string(body), http.StatusUnprocessableEntity, "pod updates may not change fields")
 }
 
 // TestFuncRunnerOverTLS: a runner that reaches the secure port serves the

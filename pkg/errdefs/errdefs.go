@@ -58,11 +58,45 @@ func BadRequest(field, format string, args ...any) error {
 	return &FieldError{Class: ErrBadRequest, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Field returns the field an error names, if any.
+// Cause is one thing wrong in an object, as Kubernetes' Status names it in
+// details.causes: Type is its reason word (FieldValueRequired,
+// FieldValueInvalid…), Field the path, Message what is wrong.
+type Cause struct {
+	Type    string
+	Field   string
+	Message string
+}
+
+// InvalidObject is an ErrInvalid about one object naming every cause, as
+// Kubernetes answers a write its validation refuses: Message reads
+// `Pod "web" is invalid: [spec.containers[0].image: Required value, ...]`.
+type InvalidObject struct {
+	// Group and Kind of the object ("apps", "Deployment"), and its name.
+	Group, Kind, Name string
+	Message           string
+	Causes            []Cause
+}
+
+func (e *InvalidObject) Error() string { return e.Message }
+func (e *InvalidObject) Unwrap() error { return ErrInvalid }
+
+// AsInvalidObject returns the InvalidObject err is or wraps, if any.
+func AsInvalidObject(err error) (*InvalidObject, bool) {
+	var io *InvalidObject
+	ok := errors.As(err, &io)
+	return io, ok
+}
+
+// Field returns the field an error names, if any (an InvalidObject's
+// first).
 func Field(err error) string {
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		return fe.Field
+	}
+	var io *InvalidObject
+	if errors.As(err, &io) && len(io.Causes) > 0 {
+		return io.Causes[0].Field
 	}
 	var re *remoteError
 	if errors.As(err, &re) {

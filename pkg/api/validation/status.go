@@ -5,21 +5,23 @@ import (
 	"math"
 	"net"
 
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"minik8s/pkg/api"
-	"minik8s/pkg/errdefs"
 )
 
 // Status checks what an object's status says, as written through the
 // status subresource by the component that owns it: a status is stored and
-// read by others, so it is held to the same rules as a spec.
-func Status(obj api.Object) error {
+// read by others, so it is held to the same rules as a spec. These are the
+// rules beyond Kubernetes' (package upstream): the values minik8s's
+// components switch on.
+func Status(obj api.Object) field.ErrorList {
 	switch o := obj.(type) {
 	case *api.Node:
 		return nodeStatus(&o.Status)
 	case *api.Pod:
 		return podStatus(&o.Status)
-	case *api.ReplicaSet:
-		return replicaSetStatus(&o.Status)
 	case *api.Func:
 		return funcStatus(o)
 	case *api.FuncInstance:
@@ -28,104 +30,69 @@ func Status(obj api.Object) error {
 	return nil
 }
 
-func oneOf(field, v string, allowed ...string) error {
+var conditionStatuses = []string{api.ConditionTrue, api.ConditionFalse, api.ConditionUnknown}
+
+func oneOf(path *field.Path, v string, allowed []string) field.ErrorList {
 	for _, a := range allowed {
 		if v == a {
 			return nil
 		}
 	}
-	return errdefs.Invalid(field, "%q is not one of %q", v, allowed)
+	return field.ErrorList{field.NotSupported(path, v, allowed)}
 }
 
-func optionalIP(field, ip string) error {
-	if ip != "" && net.ParseIP(ip) == nil {
-		return errdefs.Invalid(field, "%q is not an IP address", ip)
-	}
-	return nil
-}
-
-func nodeStatus(s *api.NodeStatus) error {
-	if err := resourceList("status.capacity", s.Capacity); err != nil {
-		return err
-	}
-	if err := resourceList("status.allocatable", s.Allocatable); err != nil {
-		return err
-	}
+// nodeStatus: quantities the scheduler counts, condition statuses and
+// addresses it reads.
+func nodeStatus(s *api.NodeStatus) field.ErrorList {
+	path := field.NewPath("status")
+	errs := resourceList(path.Child("capacity"), s.Capacity)
+	errs = append(errs, resourceList(path.Child("allocatable"), s.Allocatable)...)
 	for i, c := range s.Conditions {
-		if err := oneOf(fmt.Sprintf("status.conditions[%d].status", i), c.Status, "True", "False", "Unknown"); err != nil {
-			return err
-		}
+		errs = append(errs, oneOf(path.Child("conditions").Index(i).Child("status"), c.Status, conditionStatuses)...)
 	}
 	for i, a := range s.Addresses {
-		if a.Type == "InternalIP" || a.Type == "ExternalIP" {
-			if err := optionalIP(fmt.Sprintf("status.addresses[%d].address", i), a.Address); err != nil {
-				return err
-			}
+		if (a.Type == api.NodeInternalIP || a.Type == "ExternalIP") && a.Address != "" && net.ParseIP(a.Address) == nil {
+			errs = append(errs, field.Invalid(path.Child("addresses").Index(i).Child("address"), a.Address, "must be an IP address"))
 		}
 	}
-	return nil
+	return errs
 }
 
-func podStatus(s *api.PodStatus) error {
+// podStatus: the phase and condition statuses the controllers switch on
+// (Kubernetes judges the addresses).
+func podStatus(s *api.PodStatus) field.ErrorList {
+	path := field.NewPath("status")
+	var errs field.ErrorList
 	if s.Phase != "" {
-		if err := oneOf("status.phase", s.Phase, api.PodPending, api.PodRunning, api.PodSucceeded, api.PodFailed, api.PodUnknown); err != nil {
-			return err
-		}
-	}
-	if err := optionalIP("status.hostIP", s.HostIP); err != nil {
-		return err
-	}
-	if err := optionalIP("status.podIP", s.PodIP); err != nil {
-		return err
+		errs = oneOf(path.Child("phase"), s.Phase, []string{api.PodPending, api.PodRunning, api.PodSucceeded, api.PodFailed, api.PodUnknown})
 	}
 	for i, c := range s.Conditions {
-		if err := oneOf(fmt.Sprintf("status.conditions[%d].status", i), c.Status, "True", "False", "Unknown"); err != nil {
-			return err
-		}
+		errs = append(errs, oneOf(path.Child("conditions").Index(i).Child("status"), c.Status, conditionStatuses)...)
 	}
 	for i, c := range s.ContainerStatuses {
 		if c.RestartCount < 0 {
-			return errdefs.Invalid(fmt.Sprintf("status.containerStatuses[%d].restartCount", i), "%d must not be negative", c.RestartCount)
+			errs = append(errs, field.Invalid(path.Child("containerStatuses").Index(i).Child("restartCount"), c.RestartCount, "must be greater than or equal to 0"))
 		}
 	}
-	return nil
+	return errs
 }
 
-func replicaSetStatus(s *api.ReplicaSetStatus) error {
-	for _, n := range []struct {
-		field string
-		v     int32
-	}{{"status.replicas", s.Replicas}, {"status.readyReplicas", s.ReadyReplicas},
-		{"status.availableReplicas", s.AvailableReplicas}, {"status.fullyLabeledReplicas", s.FullyLabeledReplicas}} {
-		if n.v < 0 {
-			return errdefs.Invalid(n.field, "%d must not be negative", n.v)
-		}
-	}
-	if s.ReadyReplicas > s.Replicas {
-		return errdefs.Invalid("status.readyReplicas", "%d is more than status.replicas %d", s.ReadyReplicas, s.Replicas)
-	}
-	if s.ObservedGeneration < 0 {
-		return errdefs.Invalid("status.observedGeneration", "%d must not be negative", s.ObservedGeneration)
-	}
-	return nil
-}
-
-func funcStatus(f *api.Func) error {
+func funcStatus(f *api.Func) field.ErrorList {
 	_, _, hi := FuncBounds(&f.Spec)
 	if c := f.Status.Counter; c < 0 || c > hi || c > math.MaxInt32 {
-		return errdefs.Invalid("status.counter", "%d is not between 0 and maxInstanceNum %d", c, hi)
+		return field.ErrorList{field.Invalid(field.NewPath("status", "counter"), c, fmt.Sprintf("must be between 0 and maxInstanceNum %d", hi))}
 	}
 	return nil
 }
 
-func funcInstanceStatus(s *api.FuncInstanceStatus) error {
+func funcInstanceStatus(s *api.FuncInstanceStatus) field.ErrorList {
+	path := field.NewPath("status")
+	var errs field.ErrorList
 	if s.Phase != "" {
-		if err := oneOf("status.phase", s.Phase, api.InstancePending, api.InstanceRunning, api.InstanceSucceeded, api.InstanceFailed); err != nil {
-			return err
-		}
+		errs = oneOf(path.Child("phase"), s.Phase, []string{api.InstancePending, api.InstanceRunning, api.InstanceSucceeded, api.InstanceFailed})
 	}
 	if s.Hops < 0 {
-		return errdefs.Invalid("status.hops", "%d must not be negative", s.Hops)
+		errs = append(errs, field.Invalid(path.Child("hops"), s.Hops, utilvalidation.InclusiveRangeError(0, math.MaxInt32)))
 	}
-	return nil
+	return errs
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -37,22 +39,16 @@ func ParseSchedule(s *api.ScheduleTrigger) (cron.Schedule, error) {
 
 var httpMethods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true}
 
-func trigger(t *api.Trigger) error {
+func trigger(t *api.Trigger) field.ErrorList {
 	s := &t.Spec
-	if s.Function == "" {
-		return errdefs.Invalid("spec.function", "the function to call is required")
-	}
-	if err := FuncName("spec.function", s.Function); err != nil {
-		return err
-	}
+	spec := field.NewPath("spec")
+	errs := funcNameErrs(spec.Child("function"), s.Function)
 	if s.App != "" {
-		if len(s.App) > 253 || !dnsSubdomain.MatchString(s.App) {
-			return errdefs.Invalid("spec.app", "%q must be a DNS subdomain: lower case letters, digits, '-' and '.'", s.App)
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(s.App) {
+			errs = append(errs, field.Invalid(spec.Child("app"), s.App, msg))
 		}
 	}
-	if err := configKeys("spec.config", s.Config); err != nil {
-		return err
-	}
+	errs = append(errs, configKeys(spec.Child("config"), s.Config)...)
 	kinds := 0
 	for _, set := range []bool{s.HTTP != nil, s.Schedule != nil, s.Queue != nil} {
 		if set {
@@ -60,82 +56,83 @@ func trigger(t *api.Trigger) error {
 		}
 	}
 	if kinds != 1 {
-		return errdefs.Invalid("spec", "exactly one of http, schedule or queue is required, not %d", kinds)
+		return append(errs, field.Invalid(spec, fmt.Sprintf("%d kinds", kinds), "exactly one of http, schedule or queue is required"))
 	}
 	switch {
 	case s.HTTP != nil:
-		return httpTrigger(s.HTTP)
+		return append(errs, httpTrigger(spec.Child("http"), s.HTTP)...)
 	case s.Schedule != nil:
-		_, err := ParseSchedule(s.Schedule)
-		return err
+		if _, err := ParseSchedule(s.Schedule); err != nil {
+			f := errdefs.Field(err)
+			errs = append(errs, field.Invalid(field.NewPath(f), "", strings.TrimPrefix(err.Error(), f+": ")))
+		}
+		return errs
 	default:
-		return queueTrigger(s.Queue)
+		return append(errs, queueTrigger(spec.Child("queue"), s.Queue)...)
 	}
 }
 
-func httpTrigger(h *api.HTTPTrigger) error {
-	p := h.Path
+func httpTrigger(path *field.Path, h *api.HTTPTrigger) field.ErrorList {
+	var errs field.ErrorList
+	p, pp := h.Path, path.Child("path")
 	switch {
 	case !strings.HasPrefix(p, "/"):
-		return errdefs.Invalid("spec.http.path", "%q must start with /", p)
+		errs = append(errs, field.Invalid(pp, p, "must start with /"))
 	case strings.ContainsAny(p, "?#% \t"):
-		return errdefs.Invalid("spec.http.path", "%q may hold no query, fragment, escape or space", p)
+		errs = append(errs, field.Invalid(pp, p, "may hold no query, fragment, escape or space"))
 	case strings.Contains(p, "//") || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./"):
-		return errdefs.Invalid("spec.http.path", "%q is not a clean path", p)
+		errs = append(errs, field.Invalid(pp, p, "must be a clean path"))
 	case len(p) > 1024:
-		return errdefs.Invalid("spec.http.path", "is longer than 1024 characters")
+		errs = append(errs, field.TooLong(pp, "", 1024))
 	}
 	seen := map[string]bool{}
 	for i, m := range h.Methods {
-		if !httpMethods[m] {
-			return errdefs.Invalid(fmt.Sprintf("spec.http.methods[%d]", i), "%q is not an HTTP method (upper case: GET, POST, …)", m)
-		}
-		if seen[m] {
-			return errdefs.Invalid(fmt.Sprintf("spec.http.methods[%d]", i), "%q is given twice", m)
+		mp := path.Child("methods").Index(i)
+		switch {
+		case !httpMethods[m]:
+			errs = append(errs, field.NotSupported(mp, m, []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}))
+		case seen[m]:
+			errs = append(errs, field.Duplicate(mp, m))
 		}
 		seen[m] = true
 	}
-	return nil
+	return errs
 }
 
 // queueTrigger checks a NATS subject: dot-separated tokens, no
 // wildcards (a trigger consumes one subject), no spaces.
-func queueTrigger(q *api.QueueTrigger) error {
-	if err := natsSubject("spec.queue.subject", q.Subject); err != nil {
-		return err
-	}
+func queueTrigger(path *field.Path, q *api.QueueTrigger) field.ErrorList {
+	errs := natsSubject(path.Child("subject"), q.Subject)
 	if q.MaxDeliver < 0 || q.MaxDeliver > 1000 {
-		return errdefs.Invalid("spec.queue.maxDeliver", "%d is not between 1 and 1000", q.MaxDeliver)
+		errs = append(errs, field.Invalid(path.Child("maxDeliver"), q.MaxDeliver, utilvalidation.InclusiveRangeError(1, 1000)))
 	}
 	if q.DeadLetterSubject != "" {
-		if err := natsSubject("spec.queue.deadLetterSubject", q.DeadLetterSubject); err != nil {
-			return err
-		}
+		errs = append(errs, natsSubject(path.Child("deadLetterSubject"), q.DeadLetterSubject)...)
 		if q.DeadLetterSubject == q.Subject {
-			return errdefs.Invalid("spec.queue.deadLetterSubject", "must differ from the subject, or failed messages would come back")
+			errs = append(errs, field.Invalid(path.Child("deadLetterSubject"), q.DeadLetterSubject, "must differ from the subject, or failed messages would come back"))
 		}
 	}
-	return nil
+	return errs
 }
 
-func natsSubject(field, s string) error {
-	if s == "" {
-		return errdefs.Invalid(field, "a subject is required")
-	}
-	if len(s) > 255 {
-		return errdefs.Invalid(field, "is longer than 255 characters")
+func natsSubject(path *field.Path, s string) field.ErrorList {
+	switch {
+	case s == "":
+		return field.ErrorList{field.Required(path, "a subject")}
+	case len(s) > 255:
+		return field.ErrorList{field.TooLong(path, "", 255)}
 	}
 	if SystemSubject(s) {
-		return errdefs.Invalid(field, "%q is a NATS system subject ($JS, $SYS, $KV, _INBOX, …): the runners' own connection would carry callers' messages to the server's API", s)
+		return field.ErrorList{field.Invalid(path, s, "is a NATS system subject ($JS, $SYS, $KV, _INBOX, …): the runners' own connection would carry callers' messages to the server's API")}
 	}
 	for _, tok := range strings.Split(s, ".") {
 		switch {
 		case tok == "":
-			return errdefs.Invalid(field, "%q has an empty token", s)
-		case tok == "*" || tok == ">" || strings.ContainsAny(tok, "*>"):
-			return errdefs.Invalid(field, "%q has a wildcard: a trigger takes the messages of one subject", s)
+			return field.ErrorList{field.Invalid(path, s, "has an empty token")}
+		case strings.ContainsAny(tok, "*>"):
+			return field.ErrorList{field.Invalid(path, s, "has a wildcard: a trigger takes the messages of one subject")}
 		case strings.ContainsAny(tok, " \t\r\n"):
-			return errdefs.Invalid(field, "%q holds white space", s)
+			return field.ErrorList{field.Invalid(path, s, "holds white space")}
 		}
 	}
 	return nil
@@ -146,15 +143,4 @@ func natsSubject(field, s string) error {
 // publishing there would act with its connection's authority.
 func SystemSubject(s string) bool {
 	return strings.HasPrefix(s, "$") || s == "_INBOX" || strings.HasPrefix(s, "_INBOX.")
-}
-
-// configKeys checks the keys of an app's or a trigger's config, which a
-// function reads as context["config"].
-func configKeys(field string, cfg map[string]string) error {
-	for k := range cfg {
-		if !configMapKey.MatchString(k) || k == "." || k == ".." {
-			return errdefs.Invalid(field+"."+k, "key %q must consist of letters, digits, '-', '_' and '.'", k)
-		}
-	}
-	return nil
 }

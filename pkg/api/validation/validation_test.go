@@ -2,12 +2,30 @@ package validation
 
 import (
 	"encoding/base64"
+	"fmt"
 	"math"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"minik8s/pkg/api"
-	"minik8s/pkg/errdefs"
 )
+
+// names says what is wrong when errs does not name want ("" for none).
+func names(errs field.ErrorList, want string) string {
+	if want == "" {
+		if len(errs) > 0 {
+			return fmt.Sprintf("valid object refused: %v", errs)
+		}
+		return ""
+	}
+	for _, e := range errs {
+		if e.Field == want {
+			return ""
+		}
+	}
+	return fmt.Sprintf("got %v, want an error on %s", errs, want)
+}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -66,9 +84,9 @@ func TestFunc(t *testing.T) {
 		{"plugins of an image", func(f *api.Func) {
 			f.Spec.Function, f.Spec.Image, f.Spec.Plugins = "", "perl-example", &api.FuncPlugins{Pre: []string{"tracing"}}
 		}, "spec.plugins"},
-		{"file over function.py", func(f *api.Func) { f.Spec.Files = map[string]string{"function.py": code} }, "spec.files.function.py"},
-		{"file not base64", func(f *api.Func) { f.Spec.Files = map[string]string{"util.py": "%%"} }, "spec.files.util.py"},
-		{"file bad name", func(f *api.Func) { f.Spec.Files = map[string]string{"a/b.py": code} }, "spec.files.a/b.py"},
+		{"file over function.py", func(f *api.Func) { f.Spec.Files = map[string]string{"function.py": code} }, "spec.files[function.py]"},
+		{"file not base64", func(f *api.Func) { f.Spec.Files = map[string]string{"util.py": "%%"} }, "spec.files[util.py]"},
+		{"file bad name", func(f *api.Func) { f.Spec.Files = map[string]string{"a/b.py": code} }, "spec.files[a/b.py]"},
 		{"bad left", func(f *api.Func) { f.Spec.Left = "no good" }, "spec.left"},
 		{"right template", func(f *api.Func) { f.Spec.Right = "template" }, "spec.right"},
 		{"bad address", func(f *api.Func) { f.Spec.ServiceAddress = "nowhere" }, "spec.serviceAddress"},
@@ -91,15 +109,12 @@ func TestFunc(t *testing.T) {
 	for _, tc := range tests {
 		f := validFunc()
 		tc.edit(f)
-		err := Object(api.FuncsResource, f)
-		if tc.field == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-			}
-			continue
+		errs := Object(api.FuncsResource, f)
+		if msgs := NameFunc(api.FuncsResource)(f.Name, false); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), f.Name, msgs[0]))
 		}
-		if !errdefs.IsInvalid(err) || errdefs.Field(err) != tc.field {
-			t.Errorf("%s: got %v (field %q), want Invalid on %s", tc.name, err, errdefs.Field(err), tc.field)
+		if err := names(errs, tc.field); err != "" {
+			t.Errorf("%s: %s", tc.name, err)
 		}
 	}
 }
@@ -124,6 +139,8 @@ func TestFuncBounds(t *testing.T) {
 	}
 }
 
+// TestPod: what minik8s refuses in a pod beyond Kubernetes' rules (which
+// apiserver's TestValidationOfEveryKind walks).
 func TestPod(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -131,98 +148,100 @@ func TestPod(t *testing.T) {
 		field string
 	}{
 		{"valid", func(p *api.Pod) {}, ""},
-		{"bad name", func(p *api.Pod) { p.Name = "Web" }, "metadata.name"},
-		{"bad namespace", func(p *api.Pod) { p.Namespace = "a.b" }, "metadata.namespace"},
-		{"bad label", func(p *api.Pod) { p.Labels = map[string]string{"a": "no spaces"} }, "metadata.labels.a"},
-		{"no image", func(p *api.Pod) { p.Spec.Containers[0].Image = " " }, "spec.containers[0].image"},
-		{"dup container", func(p *api.Pod) { p.Spec.Containers = append(p.Spec.Containers, p.Spec.Containers[0]) }, "spec.containers[1].name"},
-		{"bad cpu", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"cpu": "fast"} }, "spec.containers[0].resources.limits.cpu"},
-		{"bad memory", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "64Zi"} }, "spec.containers[0].resources.requests.memory"},
-		{"port range", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 70000 }, "spec.containers[0].ports[0].containerPort"},
+		{"image containerd cannot pull", func(p *api.Pod) { p.Spec.Containers[0].Image = "Web Server" }, "spec.containers[0].image"},
+		{"padded image is Kubernetes'", func(p *api.Pod) { p.Spec.Containers[0].Image = "img\n" }, ""},
+		{"bad cpu", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"cpu": "fast"} }, "spec.containers[0].resources.limits[cpu]"},
+		{"bad memory", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "64Zi"} }, "spec.containers[0].resources.requests[memory]"},
 		{"udp", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].Protocol = "UDP" }, "spec.containers[0].ports[0].protocol"},
-		{"host IP not an address", func(p *api.Pod) {
-			p.Spec.Containers[0].Ports[0].HostPort, p.Spec.Containers[0].Ports[0].HostIP = 8080, "node-1"
+		{"IPv6 host IP", func(p *api.Pod) {
+			p.Spec.Containers[0].Ports[0].HostPort, p.Spec.Containers[0].Ports[0].HostIP = 8080, "fd00::1"
 		}, "spec.containers[0].ports[0].hostIP"},
-		{"host IP without host port", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].HostIP = "10.98.0.2" }, "spec.containers[0].ports[0].hostIP"},
-		{"restart policy", func(p *api.Pod) { p.Spec.RestartPolicy = "Sometimes" }, "spec.restartPolicy"},
-		{"mount without volume", func(p *api.Pod) {
-			p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "v", MountPath: "/v"}}
-		}, "spec.containers[0].volumeMounts[0].name"},
-		{"volume two sources", func(p *api.Pod) {
-			p.Spec.Volumes = []api.Volume{{Name: "v", EmptyDir: &api.EmptyDirVolumeSource{}, HostPath: &api.HostPathVolumeSource{Path: "/x"}}}
-		}, "spec.volumes[0]"},
 		{"relative hostPath", func(p *api.Pod) {
 			p.Spec.Volumes = []api.Volume{{Name: "v", HostPath: &api.HostPathVolumeSource{Path: "x"}}}
 		}, "spec.volumes[0].hostPath.path"},
+		{"relative mount", func(p *api.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "v", MountPath: "v"}}
+		}, "spec.containers[0].volumeMounts[0].mountPath"},
 		{"probe by name", func(p *api.Pod) {
 			p.Spec.Containers[0].ReadinessProbe = &api.Probe{HTTPGet: &api.HTTPGetAction{Port: "http"}}
 		}, ""},
 		{"probe unknown port", func(p *api.Pod) {
 			p.Spec.Containers[0].LivenessProbe = &api.Probe{HTTPGet: &api.HTTPGetAction{Port: "nope"}}
 		}, "spec.containers[0].livenessProbe.httpGet.port"},
-		{"env name", func(p *api.Pod) { p.Spec.Containers[0].Env = []api.EnvVar{{Name: "1X"}} }, "spec.containers[0].env[0].name"},
 		{"resources", func(p *api.Pod) {
 			p.Spec.Containers[0].Resources.Limits = api.ResourceList{"cpu": "500m", "memory": "7Ei"}
 			p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "0.1m", "memory": "64Mi"}
 		}, ""},
-		{"negative cpu", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "-1"} }, "spec.containers[0].resources.requests.cpu"},
+		{"negative cpu is Kubernetes'", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "-1"} }, ""},
 		// Quantities beyond int64 are errors, not wrapped or saturated values.
-		{"cpu overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"cpu": "1e19"} }, "spec.containers[0].resources.limits.cpu"},
-		{"cpu overflow request", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "10Ei"} }, "spec.containers[0].resources.requests.cpu"},
-		{"memory overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"memory": "20Ei"} }, "spec.containers[0].resources.limits.memory"},
-		{"memory overflow decimal", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "1e19"} }, "spec.containers[0].resources.requests.memory"},
+		{"cpu overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"cpu": "1e19"} }, "spec.containers[0].resources.limits[cpu]"},
+		{"cpu overflow request", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "10Ei"} }, "spec.containers[0].resources.requests[cpu]"},
+		{"memory overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"memory": "20Ei"} }, "spec.containers[0].resources.limits[memory]"},
+		{"memory overflow decimal", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "1e19"} }, "spec.containers[0].resources.requests[memory]"},
 		{"second container", func(p *api.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "d", Image: "img",
 				Resources: api.ResourceRequirements{Limits: api.ResourceList{"cpu": "1e19"}}})
-		}, "spec.containers[1].resources.limits.cpu"},
+		}, "spec.containers[1].resources.limits[cpu]"},
 	}
 	for _, tc := range tests {
 		p := validPod()
 		tc.edit(p)
-		err := Object(api.PodsResource, p)
-		if tc.field == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-			}
-			continue
-		}
-		if !errdefs.IsInvalid(err) || errdefs.Field(err) != tc.field {
-			t.Errorf("%s: got %v (field %q), want Invalid on %s", tc.name, err, errdefs.Field(err), tc.field)
+		if err := names(Object(api.PodsResource, p), tc.field); err != "" {
+			t.Errorf("%s: %s", tc.name, err)
 		}
 	}
 }
 
-func TestReplicaSetAndService(t *testing.T) {
-	rs := &api.ReplicaSet{ObjectMeta: api.ObjectMeta{Name: "rs", Namespace: "default"},
-		Spec: api.ReplicaSetSpec{Selector: &api.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
-			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: map[string]string{"app": "b"}},
-				Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}}}}
-	Default(api.ReplicaSetsResource, rs)
-	if *rs.Spec.Replicas != 1 {
-		t.Errorf("default replicas %d", *rs.Spec.Replicas)
+// TestTemplates: a template's pods are made by a controller, so what would
+// refuse them refuses the template.
+func TestTemplates(t *testing.T) {
+	spec := api.PodSpec{Containers: []api.Container{{Name: "c", Image: "img\n"}}}
+	for _, tc := range []struct {
+		res   api.Resource
+		obj   api.Object
+		field string
+	}{
+		{api.ReplicaSetsResource, &api.ReplicaSet{Spec: api.ReplicaSetSpec{Template: api.PodTemplateSpec{Spec: spec}}}, "spec.template.spec.containers[0].image"},
+		{api.DeploymentsResource, &api.Deployment{Spec: api.DeploymentSpec{Template: api.PodTemplateSpec{Spec: spec}}}, "spec.template.spec.containers[0].image"},
+		{api.JobsResource, &api.Job{Spec: api.JobSpec{Template: api.PodTemplateSpec{Spec: spec}}}, "spec.template.spec.containers[0].image"},
+		{api.CronJobsResource, &api.CronJob{Spec: api.CronJobSpec{JobTemplate: api.JobTemplateSpec{Spec: api.JobSpec{Template: api.PodTemplateSpec{Spec: spec}}}}},
+			"spec.jobTemplate.spec.template.spec.containers[0].image"},
+		{api.DeploymentsResource, &api.Deployment{Spec: api.DeploymentSpec{Template: api.PodTemplateSpec{
+			ObjectMeta: api.ObjectMeta{Labels: map[string]string{api.LabelPodTemplateHash: "x"}}, Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}}}},
+			"spec.template.metadata.labels[" + api.LabelPodTemplateHash + "]"},
+	} {
+		if err := names(Object(tc.res, tc.obj), tc.field); err != "" {
+			t.Errorf("%s: %s", tc.res.Kind, err)
+		}
 	}
-	if err := Object(api.ReplicaSetsResource, rs); errdefs.Field(err) != "spec.template.metadata.labels" {
-		t.Errorf("selector mismatch: %v", err)
-	}
-	rs.Spec.Selector = nil
-	if err := Object(api.ReplicaSetsResource, rs); errdefs.Field(err) != "spec.selector" {
-		t.Errorf("missing selector: %v", err)
-	}
+}
 
+func TestServiceAndHPA(t *testing.T) {
 	svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: "s", Namespace: "default"},
 		Spec: api.ServiceSpec{Ports: []api.ServicePort{{Port: 80, TargetPort: "http"}}}}
 	Default(api.ServicesResource, svc)
-	if err := Object(api.ServicesResource, svc); err != nil {
-		t.Errorf("valid service: %v", err)
+	if err := names(Object(api.ServicesResource, svc), ""); err != "" {
+		t.Error(err)
 	}
-	svc.Spec.ClusterIP = "300.1.1.1"
-	if err := Object(api.ServicesResource, svc); errdefs.Field(err) != "spec.clusterIP" {
-		t.Errorf("bad cluster IP: %v", err)
+	svc.Spec.ClusterIP = "fd00::1"
+	if err := names(Object(api.ServicesResource, svc), "spec.clusterIP"); err != "" {
+		t.Error(err)
 	}
-	svc.Spec.ClusterIP = ""
-	svc.Spec.Ports = append(svc.Spec.Ports, api.ServicePort{Port: 80, Protocol: "TCP"})
-	if err := Object(api.ServicesResource, svc); errdefs.Field(err) != "spec.ports[1].port" {
-		t.Errorf("duplicate port: %v", err)
+	svc.Spec.ClusterIP, svc.Spec.Ports[0].Protocol = "", "SCTP"
+	if err := names(Object(api.ServicesResource, svc), "spec.ports[0].protocol"); err != "" {
+		t.Error(err)
+	}
+
+	h := &api.HorizontalPodAutoscaler{Spec: api.HorizontalPodAutoscalerSpec{MaxReplicas: 3,
+		ScaleTargetRef: api.CrossVersionObjectReference{Kind: "StatefulSet", Name: "s"}}}
+	Default(api.HorizontalPodAutoscalersResource, h)
+	if err := names(Object(api.HorizontalPodAutoscalersResource, h), "spec.scaleTargetRef.kind"); err != "" {
+		t.Error(err)
+	}
+	h.Spec.ScaleTargetRef.Kind = "Deployment"
+	h.Spec.Metrics[0].Resource.Name = "gpu"
+	if err := names(Object(api.HorizontalPodAutoscalersResource, h), "spec.metrics[0].resource.name"); err != "" {
+		t.Error(err)
 	}
 }
 
@@ -233,22 +252,15 @@ func TestNodeCapacity(t *testing.T) {
 		field    string
 	}{
 		{"valid", api.ResourceList{"cpu": "4", "memory": "16Gi", "pods": "110"}, ""},
-		{"cpu overflow", api.ResourceList{"cpu": "1e19"}, "status.capacity.cpu"},
-		{"memory overflow", api.ResourceList{"memory": "20Ei"}, "status.capacity.memory"},
-		{"pods overflow", api.ResourceList{"pods": "1e19"}, "status.capacity.pods"},
-		{"bad memory", api.ResourceList{"memory": "lots"}, "status.capacity.memory"},
+		{"cpu overflow", api.ResourceList{"cpu": "1e19"}, "status.capacity[cpu]"},
+		{"memory overflow", api.ResourceList{"memory": "20Ei"}, "status.capacity[memory]"},
+		{"pods overflow", api.ResourceList{"pods": "1e19"}, "status.capacity[pods]"},
+		{"bad memory", api.ResourceList{"memory": "lots"}, "status.capacity[memory]"},
 	}
 	for _, tc := range tests {
 		n := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}, Status: api.NodeStatus{Capacity: tc.capacity}}
-		err := Object(api.NodesResource, n)
-		if tc.field == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-			}
-			continue
-		}
-		if !errdefs.IsInvalid(err) || errdefs.Field(err) != tc.field {
-			t.Errorf("%s: got %v (field %q), want Invalid on %s", tc.name, err, errdefs.Field(err), tc.field)
+		if err := names(Object(api.NodesResource, n), tc.field); err != "" {
+			t.Errorf("%s: %s", tc.name, err)
 		}
 	}
 }
