@@ -79,7 +79,7 @@ func TestJobs(t *testing.T) {
 		restarts, err = s.Client.Jobs("default").Get(ctx, "restarts")
 		return err == nil && len(five.Status.Conditions) > 0 && len(fails.Status.Conditions) > 0 && len(restarts.Status.Conditions) > 0
 	})
-	if c := five.Status.Conditions[0]; c.Type != api.JobComplete || five.Status.Succeeded != 5 || five.Status.Active != 0 || five.Status.CompletionTime == nil {
+	if c := lastCondition(five.Status); c.Type != api.JobComplete || five.Status.Succeeded != 5 || five.Status.Active != 0 || five.Status.CompletionTime == nil {
 		t.Errorf("job five: %+v", five.Status)
 	}
 	mu.Lock()
@@ -87,11 +87,11 @@ func TestJobs(t *testing.T) {
 		t.Errorf("job five ran %d pods at once, want 2 at most", most)
 	}
 	mu.Unlock()
-	if c := fails.Status.Conditions[0]; c.Type != api.JobFailed || c.Reason != api.ReasonBackoffLimitExceeded || fails.Status.Failed != 2 {
+	if c := lastCondition(fails.Status); c.Type != api.JobFailed || c.Reason != api.ReasonBackoffLimitExceeded || fails.Status.Failed != 2 {
 		t.Errorf("job fails: %+v", fails.Status)
 	}
 	// One pod, restarted once (the limit), then stopped: one failed pod.
-	if c := restarts.Status.Conditions[0]; c.Type != api.JobFailed || c.Reason != api.ReasonBackoffLimitExceeded || restarts.Status.Failed != 1 || restarts.Status.Active != 0 {
+	if c := lastCondition(restarts.Status); c.Type != api.JobFailed || c.Reason != api.ReasonBackoffLimitExceeded || restarts.Status.Failed != 1 || restarts.Status.Active != 0 {
 		t.Errorf("job restarts: %+v", restarts.Status)
 	}
 	out := mustKubectl(t, s, "five", "get", "jobs")
@@ -162,4 +162,10 @@ func TestCronJobs(t *testing.T) {
 	if !strings.Contains(out, "slow") || !strings.Contains(out, "LAST SCHEDULE") {
 		t.Errorf("kubectl get cronjobs:\n%s", out)
 	}
+}
+
+// lastCondition is the condition a Job ended with: Complete or Failed,
+// after SuccessCriteriaMet or FailureTarget, as Kubernetes lists them.
+func lastCondition(st api.JobStatus) api.JobCondition {
+	return st.Conditions[len(st.Conditions)-1]
 }

@@ -193,18 +193,24 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	case reason != "":
 		errs = append(errs, jc.deleteAll(ctx, c.active))
 		c.failed += int32(len(c.active)) // pods stopped unfinished failed, as Kubernetes counts them
-		st.Conditions = append(st.Conditions, api.JobCondition{Type: api.JobFailed, Status: api.ConditionTrue, Reason: reason, Message: msg,
-			LastProbeTime: &now, LastTransitionTime: &now})
+		st.Conditions = append(st.Conditions,
+			api.JobCondition{Type: api.JobFailureTarget, Status: api.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: &now, LastTransitionTime: &now},
+			api.JobCondition{Type: api.JobFailed, Status: api.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: &now, LastTransitionTime: &now})
 		jc.event(j, api.EventTypeWarning, reason, "%s", msg)
 		c.active = nil
 	case complete(j, c):
 		errs = append(errs, jc.deleteAll(ctx, c.active))
 		c.active = nil
-		st.Conditions = append(st.Conditions, api.JobCondition{Type: api.JobComplete, Status: api.ConditionTrue, LastProbeTime: &now, LastTransitionTime: &now})
+		st.Conditions = append(st.Conditions,
+			api.JobCondition{Type: api.JobSuccessCriteriaMet, Status: api.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: &now, LastTransitionTime: &now},
+			api.JobCondition{Type: api.JobComplete, Status: api.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: &now, LastTransitionTime: &now})
 		st.CompletionTime = &now
 		jc.event(j, api.EventTypeNormal, "Completed", "Job completed")
 	default:
 		errs = append(errs, jc.manage(ctx, j, &c, now))
+	}
+	if len(c.active) == 0 {
+		c.ready = 0 // only active pods are ready ones; a finished Job's are gone
 	}
 	st.Active, st.Succeeded, st.Failed, st.Ready = int32(len(c.active)), c.succeeded, c.failed, &c.ready
 	if d := j.Spec.ActiveDeadlineSeconds; d != nil && len(st.Conditions) == 0 {

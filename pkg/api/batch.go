@@ -45,9 +45,14 @@ type JobStatus struct {
 }
 
 // The conditions of a finished Job and why it failed, as Kubernetes has them.
+// SuccessCriteriaMet and FailureTarget come with (in Kubernetes, before)
+// Complete and Failed: its validation refuses a status with the latter
+// without the former.
 const (
-	JobComplete = "Complete"
-	JobFailed   = "Failed"
+	JobComplete           = "Complete"
+	JobFailed             = "Failed"
+	JobSuccessCriteriaMet = "SuccessCriteriaMet"
+	JobFailureTarget      = "FailureTarget"
 
 	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
 	ReasonDeadlineExceeded     = "DeadlineExceeded"
