@@ -89,6 +89,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) e
 	} else if err != nil {
 		return err
 	}
+	s.selfEndpoint.Store(net.JoinHostPort(s.advertiseIP(secure), strconv.Itoa(int(port))))
 	want := []api.EndpointSubset{{
 		Addresses: []api.EndpointAddress{{IP: s.advertiseIP(secure), Port: port}},
 		Ports:     []api.EndpointPort{{Name: "https", Port: port, Protocol: "TCP"}},

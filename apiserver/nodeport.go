@@ -8,9 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation/upstream"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
+	"minik8s/pkg/storage/etcd"
 )
 
 // DefaultServiceNodePortRange is where node ports come from, as in
@@ -77,9 +81,19 @@ func newNodePortAllocator(store storage.Interface, text string) (*nodePortAlloca
 	return a, nil
 }
 
-// checkNodePorts refuses node ports on a Service that gets none, and
-// asked ones out of the range or twice in one Service.
+// maxNodePorts is the most ports a NodePort Service has: it is stored with
+// its cluster IP and a record of each node port in one etcd transaction.
+// Kubernetes counts node ports in a bitmap and has no such bound; here
+// more are refused as too many rather than failing in etcd (503).
+const maxNodePorts = etcd.MaxTxnOps - 2
+
+// checkNodePorts refuses node ports on a Service that gets none, asked
+// ones out of the range or twice in one Service, and more than a Service
+// can hold.
 func (r *registry) checkNodePorts(svc *api.Service) error {
+	if n := len(svc.Spec.Ports); svc.Spec.Type == serviceTypeNodePort && n > maxNodePorts {
+		return upstream.Invalid(r.res, svc.Name, field.ErrorList{field.TooMany(field.NewPath("spec", "ports"), n, maxNodePorts)})
+	}
 	seen := map[int32]bool{}
 	for i, p := range svc.Spec.Ports {
 		if p.NodePort == 0 {

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -104,5 +105,39 @@ func TestNodePorts(t *testing.T) {
 	again, err := create("again", "NodePort", last.Spec.Ports[0].NodePort)
 	if err != nil || again.Spec.Ports[0].NodePort != last.Spec.Ports[0].NodePort {
 		t.Fatalf("the port of a deleted Service: %+v, %v", again, err)
+	}
+}
+
+// TestNodePortsTooMany: a NodePort Service of more ports than one etcd
+// transaction holds is a 422 naming spec.ports, nothing stored (it was
+// etcd's 503); one of as many as it holds is made.
+func TestNodePortsTooMany(t *testing.T) {
+	store := testStore(t)
+	s := New(Config{ServiceCIDR: "127.1.7.0/24", ServiceNodePortRange: DefaultServiceNodePortRange}, store)
+	if err := s.namespaces.bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reg := s.registries[api.ServicesResource.Name]
+	ctx := context.Background()
+	service := func(name string, ports int) *api.Service {
+		svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: name}, Spec: api.ServiceSpec{Type: "NodePort"}}
+		for i := range ports {
+			svc.Spec.Ports = append(svc.Spec.Ports, api.ServicePort{Name: fmt.Sprintf("p%d", i), Port: int32(1000 + i)})
+		}
+		return svc
+	}
+	for _, n := range []int{2000, maxNodePorts + 1} {
+		_, err := reg.create(ctx, "default", service("many", n))
+		io, ok := errdefs.AsInvalidObject(err)
+		if !ok || len(io.Causes) != 1 || io.Causes[0].Field != "spec.ports" || io.Causes[0].Type != "FieldValueTooMany" {
+			t.Fatalf("%d node ports: %v, want 422 too many on spec.ports", n, err)
+		}
+		if _, err := reg.get(ctx, "default", "many"); !errdefs.IsNotFound(err) {
+			t.Fatalf("a refused Service was stored: %v", err)
+		}
+	}
+	svc, err := reg.create(ctx, "default", service("most", maxNodePorts))
+	if err != nil || svc.(*api.Service).Spec.Ports[maxNodePorts-1].NodePort == 0 {
+		t.Fatalf("%d node ports: %v", maxNodePorts, err)
 	}
 }

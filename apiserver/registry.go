@@ -38,14 +38,22 @@ type registry struct {
 	// carries against the request's user (Server.admitPodSpecs): here,
 	// so that no route writing the kind can miss it. old is nil on create.
 	admitSpecs func(ctx context.Context, res api.Resource, old, obj api.Object) error
+	// admitState judges what a created or updated object says against
+	// the cluster's state (Server.admitEndpoints), when set.
+	admitState func(ctx context.Context, obj api.Object) error
 }
 
-// admit runs admitSpecs, when set.
+// admit runs admitSpecs and admitState, when set.
 func (r *registry) admit(ctx context.Context, old, obj api.Object) error {
-	if r.admitSpecs == nil {
-		return nil
+	if r.admitSpecs != nil {
+		if err := r.admitSpecs(ctx, r.res, old, obj); err != nil {
+			return err
+		}
 	}
-	return r.admitSpecs(ctx, r.res, old, obj)
+	if r.admitState != nil {
+		return r.admitState(ctx, obj)
+	}
+	return nil
 }
 
 const keyRoot = "/registry/"

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -224,6 +225,9 @@ type Server struct {
 	summariesRead *summaryCache
 	// funcs serves the function API.
 	funcs *funcHandlers
+	// selfEndpoint is "IP:PORT" of the secure port as the kubernetes
+	// Service's Endpoints name it, once known (admitEndpoints).
+	selfEndpoint atomic.Value
 }
 
 // New builds a server over store; Run is the usual entry point.
@@ -233,6 +237,9 @@ func New(cfg Config, store storage.Interface) *Server {
 	for _, res := range api.Resources {
 		reg := &registry{res: res, store: store}
 		reg.admitSpecs = s.admitPodSpecs
+		if res.Kind == api.EndpointsResource.Kind {
+			reg.admitState = s.admitEndpoints
+		}
 		reg.cache = newWatchCache(store, reg.prefix(""), res.New)
 		if res.Kind == api.FuncInstancesResource.Kind {
 			reg.ttl = cfg.FuncInstanceTTL

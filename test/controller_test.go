@@ -426,10 +426,10 @@ func TestEndpointsFollowPods(t *testing.T) {
 	if _, err := c.Pods("default").Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	runPod(t, ctx, c, "w1", "127.0.0.11", 30001, true)
-	runPod(t, ctx, c, "w2", "127.0.0.12", 30002, true)
-	runPod(t, ctx, c, "w3", "127.0.0.11", 30003, false)
-	runPod(t, ctx, c, "other", "127.0.0.13", 30004, true)
+	runPod(t, ctx, c, "w1", "10.42.0.11", 30001, true)
+	runPod(t, ctx, c, "w2", "10.42.0.12", 30002, true)
+	runPod(t, ctx, c, "w3", "10.42.0.11", 30003, false)
+	runPod(t, ctx, c, "other", "10.42.0.13", 30004, true)
 
 	check := func(what, ready, notReady string) {
 		t.Helper()
@@ -451,7 +451,7 @@ func TestEndpointsFollowPods(t *testing.T) {
 		})
 	}
 	check("endpoints of w1, w2 ready and w3 not ready",
-		"[w1@127.0.0.11:30001 w2@127.0.0.12:30002]", "[w3@127.0.0.11:30003]")
+		"[w1@10.42.0.11:30001 w2@10.42.0.12:30002]", "[w3@10.42.0.11:30003]")
 	ep, _ := endpointsOf(t, ctx, c, "web")
 	a := ep.Subsets[0].Addresses[0]
 	if a.NodeName == "" || a.TargetRef == nil || a.TargetRef.Kind != "Pod" || a.TargetRef.UID == "" {
@@ -461,15 +461,15 @@ func TestEndpointsFollowPods(t *testing.T) {
 		t.Fatalf("endpoints owner %+v", ep.OwnerReferences)
 	}
 
-	runPod(t, ctx, c, "w3", "127.0.0.11", 30003, true)
-	runPod(t, ctx, c, "w1", "127.0.0.11", 30001, false)
-	check("readiness changes followed", "[w2@127.0.0.12:30002 w3@127.0.0.11:30003]", "[w1@127.0.0.11:30001]")
+	runPod(t, ctx, c, "w3", "10.42.0.11", 30003, true)
+	runPod(t, ctx, c, "w1", "10.42.0.11", 30001, false)
+	check("readiness changes followed", "[w2@10.42.0.12:30002 w3@10.42.0.11:30003]", "[w1@10.42.0.11:30001]")
 
 	zero := int64(0)
 	if _, err := c.Pods("default").Delete(ctx, "w2", client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	check("deleted pod removed", "[w3@127.0.0.11:30003]", "[w1@127.0.0.11:30001]")
+	check("deleted pod removed", "[w3@10.42.0.11:30003]", "[w1@10.42.0.11:30001]")
 
 	// A hand edit is repaired.
 	ep, _ = endpointsOf(t, ctx, c, "web")
@@ -477,7 +477,7 @@ func TestEndpointsFollowPods(t *testing.T) {
 	if _, err := c.Endpoints("default").Update(ctx, ep); err != nil {
 		t.Fatal(err)
 	}
-	check("hand edit repaired", "[w3@127.0.0.11:30003]", "[w1@127.0.0.11:30001]")
+	check("hand edit repaired", "[w3@10.42.0.11:30003]", "[w1@10.42.0.11:30001]")
 
 	// Something else the Service owns, collected with it.
 	yes := true
@@ -508,7 +508,7 @@ func TestEndpointsWithoutSelectorAreLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	manual := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: "ext"}, Subsets: []api.EndpointSubset{{
-		Addresses: []api.EndpointAddress{{IP: "127.0.0.50", Port: 8080}}, Ports: []api.EndpointPort{{Port: 80}}}}}
+		Addresses: []api.EndpointAddress{{IP: "192.0.2.50", Port: 8080}}, Ports: []api.EndpointPort{{Port: 80}}}}}
 	if _, err := c.Endpoints("default").Create(ctx, manual); err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestEndpointsWithoutSelectorAreLeftAlone(t *testing.T) {
 		return ok, ""
 	})
 	ep, ok := endpointsOf(t, ctx, c, "ext")
-	if !ok || len(ep.Subsets) != 1 || addrsNoRef(ep.Subsets[0].Addresses) != "[127.0.0.50:8080]" {
+	if !ok || len(ep.Subsets) != 1 || addrsNoRef(ep.Subsets[0].Addresses) != "[192.0.2.50:8080]" {
 		t.Fatalf("hand-written endpoints changed: %+v", ep)
 	}
 	for _, name := range []string{"ext", "probe"} {

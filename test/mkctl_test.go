@@ -176,7 +176,7 @@ func TestMkctlApplyGetDescribeDelete(t *testing.T) {
 			t.Errorf("node row %q", r)
 		}
 		eps := tableRows(t, mustMkctl(t, s, "get", "ep"), "NAME", "ENDPOINTS", "AGE")
-		if r := eps["host-server"]; len(r) != 3 || r[1] != "127.0.0.1:8000" {
+		if r := eps["host-server"]; len(r) != 3 || r[1] != "192.0.2.10:8000" {
 			t.Errorf("endpoints row %q", r)
 		}
 		cms := tableRows(t, mustMkctl(t, s, "get", "cm"), "NAME", "DATA", "AGE")
@@ -242,12 +242,12 @@ func TestMkctlApplyGetDescribeDelete(t *testing.T) {
 				"Containers:", "Image:", "minik8s/python-runtime:latest", "Port(s):", "http", "Restart Count:", "Conditions:"}},
 			{[]string{"rs", "web"}, []string{"Replicas:", "0 current / 3 desired", "Pods Status:", "0 Running / 0 Waiting",
 				"Selector:", "app=web", "cpu:", "250m", "memory:", "64Mi"}},
-			{[]string{"svc", "host-server"}, []string{"Type:", "ClusterIP", "Port:", "8000/TCP", "Endpoints:", "127.0.0.1:8000"}},
+			{[]string{"svc", "host-server"}, []string{"Type:", "ClusterIP", "Port:", "8000/TCP", "Endpoints:", "192.0.2.10:8000"}},
 			{[]string{"no", "example-node"}, []string{"Labels:", "example=true", "Unschedulable:", "true", "Conditions:", "Addresses:"}},
 			{[]string{"cm", "app-config"}, []string{"Data", "greeting:", "hello from minik8s", "workers = 2"}},
 			{[]string{"func", "halve"}, []string{"Version:", "v2", "Left:", "RETURN", "Right:", "halve", "min 0 / init 1 / max 3",
 				"PreRun:", `echo "halve: ready"`, "Function:", "  def run(arg):", "      return str(n // 2)", "def check(ret):"}},
-			{[]string{"ep", "host-server"}, []string{"Subsets:", "Addresses:", "127.0.0.1", "8000"}},
+			{[]string{"ep", "host-server"}, []string{"Subsets:", "Addresses:", "192.0.2.10", "8000"}},
 		} {
 			out := mustMkctl(t, s, append([]string{"describe"}, tc.args...)...)
 			for _, w := range tc.want {

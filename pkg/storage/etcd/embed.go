@@ -22,6 +22,11 @@ import (
 // are refused as too large (413), never retried.
 const MaxRequestBytes = 8 << 20
 
+// MaxTxnOps is how many operations etcd takes in one transaction (its
+// default, which the embedded etcd keeps): a write of several objects at
+// once (CreateMany) holds at most this many.
+const MaxTxnOps = int(embed.DefaultMaxTxnOps)
+
 // Embedded is an etcd server running inside this process.
 type Embedded struct {
 	etcd      *embed.Etcd

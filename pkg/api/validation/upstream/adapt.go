@@ -97,7 +97,7 @@ func encodeLease(obj api.Object) (api.Object, func(v runtime.Object)) {
 // adaptEndpoints: Kubernetes refuses loopback addresses in Endpoints; in
 // minik8s they are the addresses of nodes on the machine's loopback (the
 // test clusters, --pod-network host), whose pods share them, and of the
-// apiserver itself. The apiserver judges them (checkLoopbackEndpoints).
+// apiserver itself. The apiserver judges them against the nodes (admitEndpoints).
 func adaptEndpoints(obj runtime.Object) {
 	for i := range obj.(*corev1.Endpoints).Subsets {
 		s := &obj.(*corev1.Endpoints).Subsets[i]
