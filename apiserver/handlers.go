@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation/upstream"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
 )
@@ -318,12 +319,8 @@ func (h *handlers) bind(c *gin.Context) {
 		fail(c, errdefs.BadRequest("metadata.name", "name in URL does not match name in Binding object"))
 		return
 	}
-	if b.Target.Name == "" {
-		fail(c, errdefs.Invalid("target.name", "the node to bind to is required"))
-		return
-	}
-	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		fail(c, errdefs.Invalid("target.kind", "%q is not Node", b.Target.Kind))
+	if err := upstream.Invalid(api.Resource{Kind: "Binding"}, name, upstream.Binding(&b)); err != nil {
+		fail(c, err)
 		return
 	}
 	_, err := h.reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {

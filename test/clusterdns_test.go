@@ -51,8 +51,8 @@ func TestClusterDNS(t *testing.T) {
 	}
 	if _, err := c.Endpoints("default").Create(ctx, &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: "db"},
 		Subsets: []api.EndpointSubset{{
-			Addresses:         []api.EndpointAddress{{IP: "127.0.0.31"}, {IP: "127.0.0.32"}},
-			NotReadyAddresses: []api.EndpointAddress{{IP: "127.0.0.33"}},
+			Addresses:         []api.EndpointAddress{{IP: "10.42.0.31"}, {IP: "10.42.0.32"}},
+			NotReadyAddresses: []api.EndpointAddress{{IP: "10.42.0.33"}},
 			Ports:             []api.EndpointPort{{Port: 5432}},
 		}}}); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestClusterDNS(t *testing.T) {
 	}{
 		{"web.default.svc.cluster.local.", dns.TypeA, "udp", dns.RcodeSuccess, []string{web.Spec.ClusterIP}},
 		{"WEB.default.svc.cluster.local.", dns.TypeA, "tcp", dns.RcodeSuccess, []string{web.Spec.ClusterIP}},
-		{"db.default.svc.cluster.local.", dns.TypeA, "udp", dns.RcodeSuccess, []string{"127.0.0.31", "127.0.0.32"}},
+		{"db.default.svc.cluster.local.", dns.TypeA, "udp", dns.RcodeSuccess, []string{"10.42.0.31", "10.42.0.32"}},
 		{"web.default.svc.cluster.local.", dns.TypeAAAA, "udp", dns.RcodeSuccess, nil},
 		{"default.svc.cluster.local.", dns.TypeA, "udp", dns.RcodeSuccess, nil},
 		{"nothing.default.svc.cluster.local.", dns.TypeA, "udp", dns.RcodeNameError, nil},

@@ -62,6 +62,8 @@ func TestProxyBalancesAndFollowsEndpoints(t *testing.T) {
 	if _, err := s.Client.Services("default").Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
+	// The backends are pods of a node on the loopback, sharing its address.
+	s.EnsureNode(t, "n1", "127.0.0.1")
 	ep := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: "web"}, Subsets: []api.EndpointSubset{{
 		Addresses: []api.EndpointAddress{{IP: "127.0.0.1", Port: a}, {IP: "127.0.0.1", Port: b}},
 		Ports:     []api.EndpointPort{{Name: "http", Port: 8080}},

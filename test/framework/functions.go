@@ -46,13 +46,13 @@ func (s *APIServer) PublishFunctionPods(t testing.TB, fn string, ports ...int32)
 			TargetRef: &api.ObjectReference{Kind: api.PodsResource.Kind, Namespace: "default", Name: name, UID: created.UID}})
 	}
 	ep.Subsets = []api.EndpointSubset{sub}
-	s.ensureNode(t, "node-a", "127.0.0.1")
+	s.EnsureNode(t, "node-a", "127.0.0.1")
 	s.PutEndpoints(t, ep)
 }
 
-// ensureNode registers a node at ip unless there is one of that name: an
+// EnsureNode registers a node at ip unless there is one of that name: an
 // Endpoints address on the loopback must be a node's.
-func (s *APIServer) ensureNode(t testing.TB, name, ip string) {
+func (s *APIServer) EnsureNode(t testing.TB, name, ip string) {
 	t.Helper()
 	node := &api.Node{ObjectMeta: api.ObjectMeta{Name: name},
 		Status: api.NodeStatus{Addresses: []api.NodeAddress{{Type: api.NodeInternalIP, Address: ip}}}}

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate"
@@ -33,6 +34,8 @@ import (
 	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
@@ -223,4 +226,23 @@ func Invalid(res api.Resource, name string, errs field.ErrorList) error {
 		out.Causes = append(out.Causes, errdefs.Cause{Type: string(c.Type), Field: c.Field, Message: c.Message})
 	}
 	return out
+}
+
+// Binding returns what Kubernetes refuses in a pod's binding to a node
+// (the pods/binding subresource): a target other than a node, or a name
+// no node may have.
+func Binding(b *api.Binding) field.ErrorList {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	var v corev1.Binding
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return field.ErrorList{field.Invalid(nil, string(raw), err.Error())}
+	}
+	var in core.Binding
+	if err := legacyscheme.Scheme.Convert(&v, &in, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return corevalidation.ValidatePodBinding(&in)
 }
