@@ -56,7 +56,7 @@ func TestBindingNeedsItsRole(t *testing.T) {
 
 	// roleRef cannot change; a role not there is judged first, as in Kubernetes.
 	nsadmin.expect("PUT", rbs+"/future", body("RoleBinding", "team", "future", "ClusterRole", "view"), http.StatusUnprocessableEntity,
-		"cannot change roleRef")
+		"roleRef: Invalid value")
 	if code, data := nsadmin.send("PATCH", rbs+"/future", "application/merge-patch+json", `{"roleRef":{"name":"edit"}}`); code != http.StatusUnprocessableEntity {
 		t.Errorf("patching roleRef: %d %s", code, data)
 	}

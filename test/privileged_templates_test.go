@@ -193,10 +193,14 @@ func TestPrivilegedTemplatesRefused(t *testing.T) {
 			name := "u-" + k.res.Name
 			editor.expect("POST", k.coll(), k.body(name, plainSpec), http.StatusCreated, name)
 			one := k.res.Path("default", name)
-			// A Job's template is immutable: 422 before admission, as in Kubernetes.
+			// A Pod's spec and a Job's template are immutable: Kubernetes'
+			// validation answers 422 before admission is asked.
 			want, says := http.StatusForbidden, "may not create privileged pods"
-			if k.res.Kind == api.JobsResource.Kind {
-				want, says = http.StatusUnprocessableEntity, "cannot change"
+			switch k.res.Kind {
+			case api.PodsResource.Kind:
+				want, says = http.StatusUnprocessableEntity, "pod updates may not change fields"
+			case api.JobsResource.Kind:
+				want, says = http.StatusUnprocessableEntity, "spec.template: Invalid value"
 			}
 			for why, spec := range privileged {
 				cur := unpinned(one)
