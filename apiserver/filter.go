@@ -65,6 +65,17 @@ func filterOf(o *metainternalversion.ListOptions) (filter, error) {
 
 func (f filter) empty() bool { return f.labels.Empty() && len(f.fields) == 0 }
 
+// keep filters objs in place: the objects the filter matches.
+func (f filter) keep(objs []api.Object) []api.Object {
+	out := objs[:0]
+	for _, o := range objs {
+		if f.matches(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 func (f filter) matches(obj api.Object) bool {
 	if !f.labels.Matches(obj.GetObjectMeta().Labels) {
 		return false

@@ -244,13 +244,7 @@ func (r *registry) list(ctx context.Context, ns string, f filter) ([]api.Object,
 	if err != nil {
 		return nil, 0, err
 	}
-	out := objs[:0]
-	for _, o := range objs {
-		if f.matches(o) {
-			out = append(out, o)
-		}
-	}
-	return out, rev, nil
+	return f.keep(objs), rev, nil
 }
 
 // update replaces the spec (and metadata) of an object; for kinds with a

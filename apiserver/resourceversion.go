@@ -109,13 +109,7 @@ func (r *registry) listAt(ctx context.Context, ns string, f filter, rev int64) (
 	if err != nil {
 		return nil, 0, err
 	}
-	out := objs[:0]
-	for _, o := range objs {
-		if f.matches(o) {
-			out = append(out, o)
-		}
-	}
-	return out, rev, nil
+	return f.keep(objs), rev, nil
 }
 
 // checkGetVersion checks a get's resourceVersion: a version the store has not
