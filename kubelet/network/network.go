@@ -88,6 +88,11 @@ type Manager struct {
 	// plugins lock their own state.
 	mu    sync.Mutex
 	locks map[string]*podLock
+
+	// rulesMu serializes writing the pods' anti-spoofing rules; ruled
+	// says this manager wrote them all, with the jump to them.
+	rulesMu sync.Mutex
+	ruled   bool
 }
 
 type podLock struct {
@@ -122,8 +127,10 @@ func New(cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("network: the CNI plugin %s is not in %s (apt-get install containernetworking-plugins): %w", plugin, cfg.BinDir, err)
 		}
 	}
-	if _, err := exec.LookPath("iptables-restore"); err != nil {
-		return nil, fmt.Errorf("network: iptables-restore is missing (apt-get install iptables): %w", err)
+	for _, bin := range []string{"iptables-restore", "ebtables-nft", "ebtables-nft-restore", "ebtables-nft-save"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return nil, fmt.Errorf("network: %s is missing (apt-get install iptables): %w", bin, err)
+		}
 	}
 	conf := confList(cfg, subnet, masq)
 	// Kept for ReleaseAll, which runs when no kubelet knows the podCIDR.
@@ -144,6 +151,12 @@ func newManager(cfg Config, conf []byte) (*Manager, error) {
 	lo, err := libcni.ConfFromBytes([]byte(`{"cniVersion":"1.0.0","name":"minik8s-loopback","type":"loopback"}`))
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
+	}
+	if cfg.Bridge == "" && len(list.Plugins) > 0 {
+		// ReleaseAll's: the bridge the configuration names.
+		var bridge struct{ Bridge string }
+		_ = json.Unmarshal(list.Plugins[0].Bytes, &bridge)
+		cfg.Bridge = bridge.Bridge
 	}
 	return &Manager{cfg: cfg, list: list, loopback: lo, locks: map[string]*podLock{},
 		cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.StateDir, "cache"), nil)}, nil
@@ -267,15 +280,21 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 	defer m.lock(p.UID)()
 	path = m.Path(p.UID)
 	if netns.Is(path) {
-		if ip, err := m.cachedIP(p, path); err == nil {
-			// A kubelet that restarted: the fence again, in case the
-			// pod was set up by one that had none.
-			if p.Fenced {
-				if err := m.fence(ctx, path); err != nil {
-					return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
+		if res, err := m.cachedResult(p, path); err == nil {
+			if ip, err := firstIP(res); err == nil {
+				// A kubelet that restarted: the fence and the port's
+				// guard again, in case the pod was set up by one that
+				// had none.
+				if p.Fenced {
+					if err := m.fence(ctx, path); err != nil {
+						return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
+					}
 				}
+				if err := m.guard(ctx, res, false); err != nil {
+					return "", "", fmt.Errorf("guarding the port of pod %s/%s: %w", p.Namespace, p.Name, err)
+				}
+				return path, ip, nil
 			}
-			return path, ip, nil
 		}
 	} else {
 		// A file without a namespace: a kubelet that died making it.
@@ -311,11 +330,15 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 	if err != nil {
 		return "", "", fmt.Errorf("network of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	// Before any container of the pod runs, so before it listens.
+	// Before any container of the pod runs, so before it listens, or
+	// sends anything.
 	if p.Fenced {
 		if err := m.fence(ctx, path); err != nil {
 			return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
+	}
+	if err := m.guard(ctx, res, true); err != nil {
+		return "", "", fmt.Errorf("guarding the port of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	if err := m.ensureMasqueradeAddress(); err != nil {
 		// Only replies to masqueraded connections of this node's pods
@@ -325,17 +348,19 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 	return path, ip, nil
 }
 
-// cachedIP is the pod's address from libcni's cache of its last set up.
-func (m *Manager) cachedIP(p Pod, path string) (string, error) {
+// errNoResult: libcni keeps no result of the pod's set up.
+var errNoResult = errors.New("no cached result")
+
+// cachedResult is libcni's cache of the pod's last set up.
+func (m *Manager) cachedResult(p Pod, path string) (*types100.Result, error) {
 	r, err := m.cni.GetNetworkListCachedResult(m.list, m.runtimeConf(p, path, podIfName))
-	if err != nil || r == nil {
-		return "", fmt.Errorf("no cached result: %v", err)
-	}
-	res, err := types100.NewResultFromResult(r)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return firstIP(res)
+	if r == nil {
+		return nil, errNoResult
+	}
+	return types100.NewResultFromResult(r)
 }
 
 func firstIP(res *types100.Result) (string, error) {
@@ -367,7 +392,14 @@ func (m *Manager) tearDown(ctx context.Context, p Pod) error {
 	if err != nil {
 		return fmt.Errorf("tearing down the network of pod %s: %w", p.UID, err)
 	}
-	return netns.Remove(path)
+	if err := netns.Remove(path); err != nil {
+		return err
+	}
+	// Its port is gone with its veth: its rules go too.
+	if err := m.writeRules(ctx); err != nil {
+		return fmt.Errorf("tearing down the network of pod %s: %w", p.UID, err)
+	}
+	return nil
 }
 
 // Pods are the UIDs of the pods whose namespaces this node keeps: after a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -73,9 +74,13 @@ func hostHasNoPodRange(t *testing.T) {
 			t.Errorf("the machine's namespace has address %s, of the test's pod range %s", n, testPodCIDR)
 		}
 	}
-	// /proc/self/net is the namespace of the process's main thread: the
-	// machine's (netns.Do switches locked threads only).
-	data, err := os.ReadFile("/proc/self/net/route")
+	// This thread's namespace: the machine's, as every thread's that
+	// netns.Do did not take (not /proc/self/net, the main thread's: a
+	// goroutine of netns.Do that ran there leaves it in a pod's namespace,
+	// as Go never ends the main thread).
+	runtime.LockOSThread()
+	data, err := os.ReadFile("/proc/thread-self/net/route")
+	runtime.UnlockOSThread()
 	if err != nil {
 		t.Fatal(err)
 	}
