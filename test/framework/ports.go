@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,7 +45,14 @@ func OwnLoopbackListeners(t testing.TB) []string {
 			}
 		}
 	}
-	data, err := os.ReadFile("/proc/self/net/tcp")
+	// The machine's namespace is this thread's: a thread netns.Do moves
+	// into a node's namespace runs nothing else after. /proc/self/net is
+	// the main thread's, which stays in a node's namespace for good when
+	// netns.Do happened to run there (the runtime wedges a locked main
+	// thread instead of ending it).
+	runtime.LockOSThread()
+	data, err := os.ReadFile("/proc/thread-self/net/tcp")
+	runtime.UnlockOSThread()
 	if err != nil {
 		t.Fatal(err)
 	}
