@@ -44,7 +44,7 @@ func TestEmbeddedEtcdTrustsOnlyTheAPIServer(t *testing.T) {
 	}
 	probe := func(t *testing.T) {
 		t.Helper()
-		port := etcdClientPort(t, s, pkiDir)
+		port := etcdClientPort(t, s, pkiDir, "/registry/secrets/default/db")
 		for _, who := range []struct {
 			name      string
 			cert, key []byte
@@ -105,8 +105,8 @@ func TestEmbeddedEtcdTrustsOnlyTheAPIServer(t *testing.T) {
 
 // etcdClientPort finds the embedded etcd's client port among the loopback
 // ports this process listens on: the one where the apiserver's etcd
-// client certificate reads the secret the test wrote.
-func etcdClientPort(t *testing.T, s *framework.APIServer, pkiDir string) string {
+// client certificate reads key, which the test wrote.
+func etcdClientPort(t *testing.T, s *framework.APIServer, pkiDir, key string) string {
 	t.Helper()
 	cert, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, "apiserver-etcd-client.crt"), filepath.Join(pkiDir, "apiserver-etcd-client.key"))
 	if err != nil {
@@ -125,7 +125,7 @@ func etcdClientPort(t *testing.T, s *framework.APIServer, pkiDir string) string 
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		resp, err := c.Get(ctx, "/registry/secrets/default/db")
+		resp, err := c.Get(ctx, key)
 		cancel()
 		c.Close()
 		if err == nil && len(resp.Kvs) == 1 {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/apiserver"
 	"minik8s/kubelet"
 	"minik8s/pkg/netns"
 )
@@ -101,7 +102,8 @@ type NetKubelet struct {
 	Name    string
 	RootDir string
 	// APIAddr is where the kubelet reaches the apiserver: the node's own
-	// loopback, forwarded to the apiserver's plain port.
+	// loopback, forwarded to the apiserver's plain port ("" for a kubelet
+	// that joined the secure port).
 	APIAddr string
 }
 
@@ -114,6 +116,8 @@ type netProcess struct {
 	what    string // "kubelet NAME", in messages
 	LogPath string
 	args    []string
+	// env is added to the test's environment.
+	env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -127,17 +131,49 @@ type netProcess struct {
 // its pod CIDR, so that pods bound to it are not taken for orphans.
 func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name string) *NetKubelet {
 	t.Helper()
+	return startNetKubelet(t, node, s, ctd, name, "")
+}
+
+// StartJoinedNetKubelet is StartNetKubelet for a node that joins the
+// secure port of s at server (as the node reaches it, AdvertisedURL) with
+// the node token, as `minik8s join` does: it gets a client certificate of
+// its own, whose kubeconfig is Kubeconfig(), and a serving certificate for
+// its address, and it is what the node authorizer and restriction judge.
+func StartJoinedNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name, server string) *NetKubelet {
+	t.Helper()
+	return startNetKubelet(t, node, s, ctd, name, server)
+}
+
+// Kubeconfig is the path of the credentials a joined kubelet got.
+func (k *NetKubelet) Kubeconfig() string { return filepath.Join(k.RootDir, kubelet.KubeconfigFile) }
+
+// startNetKubelet starts a kubelet on the plain port of s, or, when
+// server is set, joining the secure port there with the node token.
+func startNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name, server string) *NetKubelet {
+	t.Helper()
 	bin := GoBinary(t, "kubelet")
 	dir := t.TempDir()
-	k := &NetKubelet{Node: node, Name: name, RootDir: filepath.Join(dir, "root"), APIAddr: node.Forward(t, s.Addr),
+	k := &NetKubelet{Node: node, Name: name, RootDir: filepath.Join(dir, "root"),
 		netProcess: &netProcess{t: t, what: "kubelet " + name, LogPath: filepath.Join(dir, "kubelet.log")}}
+	apiURL := server
+	if server == "" {
+		k.APIAddr = node.Forward(t, s.Addr)
+		apiURL = "http://" + k.APIAddr
+	} else {
+		token, err := os.ReadFile(filepath.Join(s.DataDir, apiserver.NodeTokenFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// In the environment: a token on the command line is anyone's to read.
+		k.env = []string{"MINIK8S_TOKEN=" + strings.TrimSpace(string(token))}
+	}
 	// The cluster DNS forwards no name anywhere: no nameserver.
 	resolvConf := filepath.Join(dir, "resolv.conf")
 	if err := os.WriteFile(resolvConf, []byte("# no nameserver: a test sends no query out\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	k.args = []string{"--net=" + node.Path(), bin, "--resolv-conf", resolvConf,
-		"--apiserver", "http://" + k.APIAddr, "--service-cidr", s.ServiceCIDR,
+		"--apiserver", apiURL, "--service-cidr", s.ServiceCIDR,
 		"--node-name", name, "--node-ip", node.IP, "--port", "0",
 		"--containerd-address", ctd.Address, "--root-dir", k.RootDir, "--container-logger", GoBinary(t, kubelet.LoggerName),
 		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
@@ -184,6 +220,9 @@ func (p *netProcess) Start() {
 	}
 	cmd := exec.Command("nsenter", p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	// nsenter execs the component in place: it dies with the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started, done := make(chan error, 1), make(chan error, 1)

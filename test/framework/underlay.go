@@ -68,12 +68,55 @@ func (u *Underlay) StartAPIServer(t testing.TB, configure func(*apiserver.Config
 // pods there, as to an apiserver serving on its node's address.
 func (u *Underlay) StartSecureAPIServer(t testing.TB, node *NetNode) *APIServer {
 	t.Helper()
+	return u.StartSecureAPIServerWith(t, node, "", nil)
+}
+
+// StartSecureAPIServerWith is StartSecureAPIServer authenticating the
+// bearer tokens of tokenFile too (lines of a static token file:
+// token,user,uid,"groups"), with configure applied to the server's
+// configuration first.
+func (u *Underlay) StartSecureAPIServerWith(t testing.TB, node *NetNode, tokenFile string, configure func(*apiserver.Config)) *APIServer {
+	t.Helper()
 	secure := freeLoopbackAddr(t)
 	_, port, _ := net.SplitHostPort(secure)
-	s := u.StartAPIServer(t, func(c *apiserver.Config) { c.SecureAddress, c.AdvertiseAddress = secure, node.IP })
+	var tokens string
+	if tokenFile != "" {
+		tokens = filepath.Join(t.TempDir(), "tokens.csv")
+		if err := os.WriteFile(tokens, []byte(tokenFile), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := u.StartAPIServer(t, func(c *apiserver.Config) {
+		if configure != nil {
+			configure(c)
+		}
+		c.SecureAddress, c.AdvertiseAddress, c.TokenAuthFile = secure, node.IP, tokens
+	})
 	s.SecureURL = "https://" + secure
 	node.ForwardAt(t, net.JoinHostPort(node.IP, port), secure)
 	return s
+}
+
+// AdvertisedURL is where the nodes of the underlay and their pods reach
+// the secure port of s, started by StartSecureAPIServer at node.
+func AdvertisedURL(s *APIServer, node *NetNode) string {
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.SecureURL, "https://"))
+	return "https://" + net.JoinHostPort(node.IP, port)
+}
+
+// ControlPlaneIP is the underlay address of ControlPlane.
+const ControlPlaneIP = "10.99.0.254"
+
+// ControlPlane gives the bridge's namespace the underlay address
+// ControlPlaneIP and returns it as a node of the underlay that runs no
+// kubelet: a control plane's machine on the nodes' network, where an
+// apiserver can be advertised (StartSecureAPIServer) so that every node,
+// none of them holding the apiserver's address, joins it with the node
+// token.
+func (u *Underlay) ControlPlane(t testing.TB) *NetNode {
+	t.Helper()
+	ip(t, "-n", u.Bridge, "addr", "add", ControlPlaneIP+"/24", "dev", "br0")
+	return &NetNode{Name: u.Bridge, IP: ControlPlaneIP}
 }
 
 // StartUnderlay creates an underlay of n nodes. It needs root and
