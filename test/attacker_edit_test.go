@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -335,9 +334,7 @@ func (c *attackCluster) editorVolumesByPath(t *testing.T, ed *attacker, pod func
 			w := p.Status.ContainerStatuses[0].State.Waiting
 			return w != nil && w.Reason == "CreateContainerConfigError"
 		})
-		if os.Getenv("ATTACK_DEBUG") != "" {
-			t.Logf("pod %s: %s", name, mustJSON(p.Status))
-		}
+		t.Logf("pod %s: %s", name, mustJSON(p.Status)) // shown with -v
 		if p.Status.Phase == api.PodRunning || strings.Contains(mustJSON(p.Status), "s3cret") || strings.Contains(mustJSON(p.Status), "debug") {
 			t.Errorf("editor: pod %s mounting b's object by path: %s", name, mustJSON(p.Status))
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -196,9 +195,7 @@ func (c *attackCluster) podAttacks(t *testing.T) {
 		if p.Status.Phase != api.PodSucceeded || len(results) == 0 {
 			t.Fatalf("pod %s: %s\n%s", name, statusString(p), log)
 		}
-		if os.Getenv("ATTACK_DEBUG") != "" {
-			t.Logf("pod %s:\n%s", name, log)
-		}
+		t.Logf("pod %s:\n%s", name, log) // shown with -v
 		for _, probe := range c.probeRun {
 			r, ok := results[probe.Name]
 			if !ok {
