@@ -101,12 +101,22 @@ func (r *callbackReceiver) delivered(t *testing.T) []callbackPost {
 // invokeCallback calls fn asynchronously with X-Callback-Url: url.
 func invokeCallback(t *testing.T, s *framework.APIServer, fn, arg, url string) (int, string, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.URL+"/api/funcs/"+fn, strings.NewReader(arg))
+	return invokeCallbackAs(t, http.DefaultClient, s.URL, "", fn, arg, url)
+}
+
+// invokeCallbackAs is invokeCallback by a caller of its own: its client,
+// the apiserver's address it uses and its bearer token (none if empty).
+func invokeCallbackAs(t *testing.T, hc *http.Client, base, token, fn, arg, url string) (int, string, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/api/funcs/"+fn, strings.NewReader(arg))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	req.Header.Set("X-Callback-Url", url)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

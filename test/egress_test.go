@@ -2,8 +2,6 @@ package test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -46,23 +44,7 @@ func TestCallbackCannotReachThePlatform(t *testing.T) {
 
 	call := func(t *testing.T, url string) (int, string, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, a.base+"/api/funcs/relay", strings.NewReader(cm))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+a.token)
-		req.Header.Set("X-Callback-Url", url)
-		resp, err := a.hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		var out struct {
-			InstanceID string `json:"instanceId"`
-		}
-		_ = json.Unmarshal(data, &out)
-		return resp.StatusCode, out.InstanceID, data
+		return invokeCallbackAs(t, a.hc, a.base, a.token, "relay", cm, url)
 	}
 
 	t.Run("named by address: 400 at the call", func(t *testing.T) {
