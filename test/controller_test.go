@@ -552,6 +552,7 @@ func addrsNoRef(as []api.EndpointAddress) string {
 // yet fails no node: the controller counts silence only while it can
 // reach the apiserver.
 func TestAPIServerOutageFailsNoNode(t *testing.T) {
+	t.Parallel() // it mostly waits, on an apiserver and simulated nodes of its own
 	srv := framework.StartAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -43,10 +43,10 @@ func TestHPAScalesOnCPU(t *testing.T) {
 	cl.Containerd.ImportPythonRuntime(t)
 	s := cl.APIServer
 	ctx := context.Background()
-	if _, err := s.Client.Deployments("default").Create(ctx, burnerDeployment(45)); err != nil {
+	if _, err := s.Client.Deployments("default").Create(ctx, burnerDeployment(20)); err != nil {
 		t.Fatal(err)
 	}
-	one, fifty, window := int32(1), int32(50), int32(20)
+	one, fifty, window := int32(1), int32(50), int32(10)
 	h := &api.HorizontalPodAutoscaler{ObjectMeta: api.ObjectMeta{Name: "burner"},
 		Spec: api.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: api.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "burner"},
