@@ -35,16 +35,42 @@ func newPendingBytes(reg *registry, max int64) *pendingBytes {
 	return &pendingBytes{reg: reg, max: max, held: map[string]int64{}}
 }
 
+// pendingView is the little of an instance that pendingBytes lists: the
+// instances may hold most of etcd, and their steps, results and traces
+// are not decoded.
+type pendingView struct {
+	api.TypeMeta   `json:",inline"`
+	api.ObjectMeta `json:"metadata"`
+	Spec           struct {
+		Arg string `json:"arg"`
+	} `json:"spec"`
+	Status struct {
+		Phase string        `json:"phase"`
+		Next  *api.FuncStep `json:"next"`
+	} `json:"status"`
+}
+
+func (v *pendingView) GetObjectMeta() *api.ObjectMeta { return &v.ObjectMeta }
+func (v *pendingView) GetTypeMeta() *api.TypeMeta     { return &v.TypeMeta }
+
 // argBytes is what an instance's arguments hold while it has not ended:
 // the call's argument and its next step's.
 func argBytes(o api.Object) int64 {
-	inst, ok := o.(*api.FuncInstance)
-	if !ok || terminal(inst) {
+	var v pendingView
+	switch inst := o.(type) {
+	case *api.FuncInstance:
+		v.Spec.Arg, v.Status.Phase, v.Status.Next = inst.Spec.Arg, inst.Status.Phase, inst.Status.Next
+	case *pendingView:
+		v = *inst
+	default:
 		return 0
 	}
-	n := int64(len(inst.Spec.Arg))
-	if inst.Status.Next != nil {
-		n += int64(len(inst.Status.Next.Arg))
+	if v.Status.Phase == api.InstanceSucceeded || v.Status.Phase == api.InstanceFailed {
+		return 0
+	}
+	n := int64(len(v.Spec.Arg))
+	if v.Status.Next != nil {
+		n += int64(len(v.Status.Next.Arg))
 	}
 	return n
 }
@@ -88,7 +114,7 @@ func (p *pendingBytes) remove(key string) {
 
 // run follows the instances until ctx ends, relisting when the watch breaks.
 func (p *pendingBytes) run(ctx context.Context) {
-	for ctx.Err() == nil {
+	for waits := 0; ctx.Err() == nil; {
 		held, total, rev, err := p.list(ctx)
 		if err != nil {
 			log.WithError(err).Warn("pending calls: listing instances failed")
@@ -98,6 +124,15 @@ func (p *pendingBytes) run(ctx context.Context) {
 		p.mu.Lock()
 		p.held, p.total = held, total
 		p.mu.Unlock()
+		// From the registry's watch cache, which decodes each change once
+		// for every watcher: once it is live (at start it may not be
+		// yet), else the store would serve this watch, decoding every
+		// call's record a second time.
+		if p.reg.cache != nil && !p.reg.cache.serves(rev) && waits < 50 {
+			waits++
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
 		events, err := p.reg.watch(ctx, "", rev)
 		if err != nil {
 			sleepCtx(ctx, time.Second)
@@ -124,7 +159,7 @@ func (p *pendingBytes) list(ctx context.Context) (held map[string]int64, total, 
 	held = map[string]int64{}
 	after := ""
 	for {
-		page, err := p.reg.store.ListPage(ctx, p.reg.prefix(""), rev, after, 256, p.reg.res.New)
+		page, err := p.reg.store.ListPage(ctx, p.reg.prefix(""), rev, after, 256, func() api.Object { return &pendingView{} })
 		if err != nil {
 			return nil, 0, 0, err
 		}

@@ -156,6 +156,13 @@ func (w *watchCache) add(ev storage.Event) {
 	}
 }
 
+// serves tells whether a watch from revision from is served from memory.
+func (w *watchCache) serves(from int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.live && from >= w.floor
+}
+
 // watch streams the changes of namespace ns ("" for all) after revision
 // from, from memory when the cache has them all, else from the store.
 func (w *watchCache) watch(ctx context.Context, ns string, from int64, storePrefix string) (<-chan storage.Event, error) {
