@@ -532,14 +532,18 @@ func shutdownIdleShim(ctx context.Context, bundle string) {
 }
 
 // ensureNetworkTools installs what the kubelet gives pods their own network
-// with when missing: the CNI plugins and iptables (the Services' rules).
+// with when missing: the CNI plugins and iptables (the Services' rules, and
+// ebtables-nft for the pods' anti-spoofing rules).
 func ensureNetworkTools(ctx context.Context) error {
 	var missing []string
 	if _, err := os.Stat(filepath.Join(network.DefaultBinDir, "bridge")); err != nil {
 		missing = append(missing, "containernetworking-plugins")
 	}
-	if _, err := exec.LookPath("iptables-restore"); err != nil {
-		missing = append(missing, "iptables")
+	for _, bin := range []string{"iptables-restore", "ebtables-nft-restore"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, "iptables")
+			break
+		}
 	}
 	if len(missing) == 0 {
 		return nil
