@@ -58,6 +58,7 @@ func total(m map[string]int) int {
 }
 
 func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
+	t.Parallel() // mostly waiting for a node to be judged dead, on loopback addresses no other parallel test uses
 	const grace = 8 * time.Second
 	cl := framework.StartCluster(t, controller.Config{NodeMonitorGracePeriod: grace}, "node", 3, 10)
 	ctd, s, kubelets := cl.Containerd, cl.APIServer, cl.Kubelets
