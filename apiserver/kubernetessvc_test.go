@@ -8,14 +8,16 @@ import (
 	"minik8s/pkg/errdefs"
 )
 
+// Addresses are only resolved here, never reached: documentation ones
+// (RFC 5737) stand for a machine's.
 func TestResolveAdvertiseAddress(t *testing.T) {
 	for _, tc := range []struct {
 		name, advertise, secure, want string
 		invalid                       bool
 	}{
-		{name: "given", advertise: "10.99.0.1", secure: "0.0.0.0:6443", want: "10.99.0.1"},
-		{name: "given, with a bound address", advertise: "10.99.0.1", secure: "127.0.0.1:6443", want: "10.99.0.1"},
-		{name: "the bound address", secure: "10.1.2.3:6443", want: "10.1.2.3"},
+		{name: "given", advertise: "192.0.2.1", secure: "0.0.0.0:6443", want: "192.0.2.1"},
+		{name: "given, with a bound address", advertise: "192.0.2.1", secure: "127.0.0.1:6443", want: "192.0.2.1"},
+		{name: "the bound address", secure: "192.0.2.3:6443", want: "192.0.2.3"},
 		{name: "a bound loopback address, reached nowhere else", secure: "127.0.0.1:6443", want: "127.0.0.1"},
 		{name: "no secure port", want: ""},
 		{name: "every address: the default route's (any but unspecified)", secure: "0.0.0.0:6443", want: "*"},
@@ -49,13 +51,13 @@ func TestResolveAdvertiseAddress(t *testing.T) {
 // Service's address and names) and the advertised address are in the
 // serving certificate.
 func TestServingNamesForPods(t *testing.T) {
-	dns, ips := servingNames(&Config{ServiceCIDR: "10.43.0.0/16", AdvertiseAddress: "10.99.0.1"})
+	dns, ips := servingNames(&Config{ServiceCIDR: "10.43.0.0/16", AdvertiseAddress: "192.0.2.1"})
 	for _, name := range []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"} {
 		if !slices.Contains(dns, name) {
 			t.Errorf("names %v lack %s", dns, name)
 		}
 	}
-	for _, ip := range []string{"10.43.0.1", "10.99.0.1", "127.0.0.1"} {
+	for _, ip := range []string{"10.43.0.1", "192.0.2.1", "127.0.0.1"} {
 		if !slices.ContainsFunc(ips, net.ParseIP(ip).Equal) {
 			t.Errorf("addresses %v lack %s", ips, ip)
 		}
