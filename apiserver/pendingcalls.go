@@ -114,7 +114,7 @@ func (p *pendingBytes) remove(key string) {
 
 // run follows the instances until ctx ends, relisting when the watch breaks.
 func (p *pendingBytes) run(ctx context.Context) {
-	for waits := 0; ctx.Err() == nil; {
+	for ctx.Err() == nil {
 		held, total, rev, err := p.list(ctx)
 		if err != nil {
 			log.WithError(err).Warn("pending calls: listing instances failed")
@@ -124,15 +124,6 @@ func (p *pendingBytes) run(ctx context.Context) {
 		p.mu.Lock()
 		p.held, p.total = held, total
 		p.mu.Unlock()
-		// From the registry's watch cache, which decodes each change once
-		// for every watcher: once it is live (at start it may not be
-		// yet), else the store would serve this watch, decoding every
-		// call's record a second time.
-		if p.reg.cache != nil && !p.reg.cache.serves(rev) && waits < 50 {
-			waits++
-			sleepCtx(ctx, 100*time.Millisecond)
-			continue
-		}
 		events, err := p.reg.watch(ctx, "", rev)
 		if err != nil {
 			sleepCtx(ctx, time.Second)

@@ -47,6 +47,9 @@ const (
 	// watcherBuffer is how many events a watcher may be behind before it
 	// is cut off.
 	watcherBuffer = 1024
+	// cacheStartWait is how long a watch waits for a cache that is not
+	// live before the store serves it.
+	cacheStartWait = 2 * time.Second
 )
 
 func newWatchCache(store storage.Interface, prefix string, newObj storage.NewFunc) *watchCache {
@@ -156,17 +159,20 @@ func (w *watchCache) add(ev storage.Event) {
 	}
 }
 
-// serves tells whether a watch from revision from is served from memory.
-func (w *watchCache) serves(from int64) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.live && from >= w.floor
-}
-
 // watch streams the changes of namespace ns ("" for all) after revision
 // from, from memory when the cache has them all, else from the store.
 func (w *watchCache) watch(ctx context.Context, ns string, from int64, storePrefix string) (<-chan storage.Event, error) {
 	w.mu.Lock()
+	// A cache that is starting, or following the store again, is live in
+	// a moment: the watch waits for it rather than taking a store watch of
+	// its own, which would decode every change a second time for as long
+	// as it lasts (the apiserver's own mirrors watch from its first
+	// moments on).
+	for deadline := time.Now().Add(cacheStartWait); !w.live && ctx.Err() == nil && time.Now().Before(deadline); {
+		w.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		w.mu.Lock()
+	}
 	if !w.live || from < w.floor {
 		w.mu.Unlock()
 		return w.store.Watch(ctx, storePrefix, from, w.newObj)
