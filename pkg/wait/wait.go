@@ -26,3 +26,15 @@ func Every(ctx context.Context, period time.Duration, fn func()) {
 		}
 	}
 }
+
+// Sleep waits d, or until ctx ends; false says ctx ended first.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
