@@ -1,0 +1,5 @@
+package auth
+
+import "minik8s/apiserver"
+
+var _ = apiserver.Serve

@@ -1,0 +1,7 @@
+package apiserver
+
+import "minik8s/pkg/lib"
+
+var _ = lib.Phase
+
+func Serve() {}

@@ -1,0 +1,3 @@
+module minik8s
+
+go 1.26

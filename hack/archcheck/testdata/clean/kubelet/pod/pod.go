@@ -1,0 +1,5 @@
+package pod
+
+import "minik8s/kubelet/runtime"
+
+var _ runtime.Runtime

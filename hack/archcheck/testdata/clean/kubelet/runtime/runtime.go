@@ -1,0 +1,3 @@
+package runtime
+
+type Runtime struct{}
