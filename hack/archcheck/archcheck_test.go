@@ -133,6 +133,14 @@ func writes(x *inst, m *mine, f *a.Func, list []a.FuncInstance, st *a.FuncInstan
 	x.Status.Reset()                               // want status-owner
 	for x.Status.Hops = range 3 {                  // want status-owner
 	}
+	var e struct{ *a.FuncInstance }
+	e.Status.Hops = 1 // want status-owner
+	var w struct{ a.FuncInstanceStatus }
+	w.Phase = "x" // want status-owner
+	c := x.Status
+	c.Phase = "a local copy"
+	c.Next.Function = "shared with x" // want status-owner
+	c.Trace[0].Name = "shared with x" // want status-owner
 	f.Status.Counter = n                           // want status-owner
 	f.Status = a.FuncStatus{}                      // want status-owner
 }

@@ -193,30 +193,40 @@ func (c *statusChecker) file(f *ast.File) {
 
 // write reports e if writing to it writes an owned status: if, going down
 // from e through fields, indexes and dereferences, some step selects a
-// field of a status or the status itself, or dereferences a pointer to one.
+// field of a status (directly or through an embedded field) or the status
+// itself, or dereferences a pointer to one; unless the path ends at a
+// local copy of a status with nothing shared (no pointer, slice or map) on
+// the way.
 func (c *statusChecker) write(n ast.Node, what string, e ast.Expr) {
+	shared := false // the path goes through memory a copy would share
 	for x := e; ; {
 		switch y := x.(type) {
 		case *ast.ParenExpr:
 			x = y.X
 			continue
 		case *ast.SelectorExpr:
-			if s := c.info.Selections[y]; s != nil && s.Kind() == types.FieldVal {
-				if c.localCopy(y.X) {
-					return
-				}
-				if o, ok := c.status(c.info.TypeOf(y.X)); ok {
-					c.report(n, what, e, o)
-					return
-				}
-				if o, ok := c.status(s.Obj().Type()); ok {
-					c.report(n, what, e, o)
-					return
-				}
-				x = y.X
-				continue
+			s := c.info.Selections[y]
+			if s == nil || s.Kind() != types.FieldVal {
+				return
 			}
+			if !shared && c.localCopy(y.X) {
+				return
+			}
+			if o, ok := c.status(c.info.TypeOf(y.X)); ok {
+				c.report(n, what, e, o)
+				return
+			}
+			if o, ok := c.viaEmbedded(s); ok {
+				c.report(n, what, e, o)
+				return
+			}
+			shared = shared || s.Indirect()
+			x = y.X
+			continue
 		case *ast.IndexExpr:
+			if _, array := c.info.TypeOf(y.X).Underlying().(*types.Array); !array {
+				shared = true
+			}
 			x = y.X
 			continue
 		case *ast.StarExpr:
@@ -224,6 +234,7 @@ func (c *statusChecker) write(n ast.Node, what string, e ast.Expr) {
 				c.report(n, what, e, o)
 				return
 			}
+			shared = true
 			x = y.X
 			continue
 		}
@@ -231,8 +242,28 @@ func (c *statusChecker) write(n ast.Node, what string, e ast.Expr) {
 	}
 }
 
+// viaEmbedded says whether a field selection reaches or goes through a
+// status: the field is one, or an embedded field on the way to it is.
+func (c *statusChecker) viaEmbedded(s *types.Selection) (owned, bool) {
+	t := s.Recv()
+	for _, i := range s.Index() {
+		if p, ok := t.Underlying().(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		st, ok := t.Underlying().(*types.Struct)
+		if !ok {
+			return owned{}, false
+		}
+		t = st.Field(i).Type()
+		if o, ok := c.status(t); ok {
+			return o, true
+		}
+	}
+	return owned{}, false
+}
+
 // localCopy says whether e is a local variable (or parameter) holding a
-// status by value: writing its fields changes no object, and the copy
+// status by value: writing its own fields changes no object, and the copy
 // reaches one only through a write this check sees (x.Status = copy).
 func (c *statusChecker) localCopy(e ast.Expr) bool {
 	id, ok := ast.Unparen(e).(*ast.Ident)
