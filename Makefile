@@ -44,10 +44,11 @@ images: build
 
 # go vet, then the rules of docs/design.md that go vet does not know:
 # which directory may import which, who writes the function objects' status
-# (hack/archcheck).
+# (hack/archcheck). ARCHCHECK_SKIP lists rules left out (comma-separated).
+ARCHCHECK_SKIP ?=
 vet:
 	$(GO) vet ./...
-	$(GO) run ./hack/archcheck
+	$(GO) run ./hack/archcheck -skip '$(ARCHCHECK_SKIP)'
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
