@@ -1,0 +1,73 @@
+package apiserver
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// DefaultServiceCIDR is the range cluster IPs come from: the nodes' kernel
+// rules serve them. A cluster whose pods share their nodes' network takes
+// HostNetworkServiceCIDR instead, inside loopback, where every node's
+// proxy listens on them without touching the network.
+const (
+	DefaultServiceCIDR     = api.DefaultServiceCIDR
+	HostNetworkServiceCIDR = "127.1.0.0/16"
+)
+
+// createService stores a Service and the allocation of its cluster IP in
+// one transaction: both or neither, so a refused create (the name is
+// taken) or a crash in between leaves no address allocated without its
+// Service. The address is the one asked for if it is free and in range,
+// else the next free one ("None" asks for none).
+func (r *registry) createService(ctx context.Context, key string, svc *api.Service) error {
+	if err := r.checkNodePorts(svc); err != nil {
+		return err
+	}
+	if svc.Spec.Type == serviceTypeNodePort && r.nodePorts != nil {
+		return r.createServiceWithNodePorts(ctx, key, svc)
+	}
+	a := r.ips
+	if a == nil || svc.Spec.ClusterIP == "None" {
+		return r.store.Create(ctx, key, svc, r.ttl)
+	}
+	asked := svc.Spec.ClusterIP
+	if asked != "" {
+		parsed := net.ParseIP(asked)
+		if parsed == nil || !a.inRange(parsed) {
+			return errdefs.Invalid("spec.clusterIP", "%s is not in the service range %s", asked, a.cidr)
+		}
+		asked = parsed.To4().String()
+	}
+	return a.create(ctx, key, svc, r.ttl, asked, "spec.clusterIP", func(ip string) { svc.Spec.ClusterIP = ip })
+}
+
+// keepClusterIP makes an update keep the Service's cluster IP: an empty
+// one keeps the allocated address, any other change is refused.
+func (r *registry) keepClusterIP(cur, next api.Object) error {
+	c, ok := cur.(*api.Service)
+	if !ok {
+		return nil
+	}
+	n := next.(*api.Service)
+	if n.Spec.ClusterIP == "" {
+		n.Spec.ClusterIP = c.Spec.ClusterIP
+	}
+	if n.Spec.ClusterIP != c.Spec.ClusterIP {
+		return errdefs.Invalid("spec.clusterIP", "field is immutable (is %q, asked %q)", c.Spec.ClusterIP, n.Spec.ClusterIP)
+	}
+	return nil
+}
+
+// releaseClusterIP frees the address of a deleted Service.
+func (r *registry) releaseClusterIP(ctx context.Context, obj api.Object) {
+	if svc, ok := obj.(*api.Service); ok && r.ips != nil && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
+		// The Service is gone whatever becomes of the request.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		r.ips.release(rctx, svc.Spec.ClusterIP, svc.UID)
+	}
+}
