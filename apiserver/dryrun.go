@@ -29,28 +29,13 @@ func (r *registry) dryRun() *registry {
 	c := *r
 	c.store = storage.DryRun{Interface: r.store}
 	if r.ips != nil {
-		ips := *r.ips
-		ips.rangeAllocator = r.ips.dryRun()
-		c.ips = &ips
+		c.ips = r.ips.DryRun()
 	}
 	if r.nodePorts != nil {
-		np := *r.nodePorts
-		np.rangeAllocator = r.nodePorts.dryRun()
-		c.nodePorts = &np
+		c.nodePorts = r.nodePorts.DryRun()
 	}
 	if r.podCIDRs != nil {
-		pc := *r.podCIDRs
-		pc.rangeAllocator = r.podCIDRs.dryRun()
-		c.podCIDRs = &pc
+		c.podCIDRs = r.podCIDRs.DryRun()
 	}
 	return &c
-}
-
-// dryRun is the allocator over a dry run of its store: it finds a free
-// member as it would, and allocates nothing.
-func (a *rangeAllocator) dryRun() *rangeAllocator {
-	d := *a
-	d.store = storage.DryRun{Interface: a.store}
-	d.cursor = &rangeCursor{next: a.cursor.get()}
-	return &d
 }

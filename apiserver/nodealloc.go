@@ -27,13 +27,12 @@ func (r *registry) createNode(ctx context.Context, key string, node *api.Node) e
 		asked = node.Spec.PodCIDRs[0]
 	}
 	if asked != "" {
-		m, ok := a.slice(asked)
-		if !ok {
-			return errdefs.Invalid("spec.podCIDR", "%s is not a /%d slice of the cluster range %s", asked, a.mask, a.cidr)
+		var err error
+		if asked, err = a.Canonical(asked); err != nil {
+			return err
 		}
-		asked = m
 	}
-	return a.create(ctx, key, node, r.ttl, asked, "spec.podCIDR", func(cidr string) { setPodCIDR(node, cidr) })
+	return a.Create(ctx, key, node, r.ttl, asked, "spec.podCIDR", func(cidr string) { setPodCIDR(node, cidr) })
 }
 
 func setPodCIDR(node *api.Node, cidr string) {
@@ -65,9 +64,7 @@ func (r *registry) releasePodCIDR(ctx context.Context, obj api.Object) {
 	if node, ok := obj.(*api.Node); ok && r.podCIDRs != nil && node.Spec.PodCIDR != "" {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if m, ok := r.podCIDRs.slice(node.Spec.PodCIDR); ok {
-			r.podCIDRs.release(rctx, m, node.UID)
-		}
+		r.podCIDRs.Release(rctx, node.Spec.PodCIDR, node.UID)
 	}
 }
 
@@ -85,36 +82,25 @@ func (r *registry) assignMissingPodCIDRs(ctx context.Context) error {
 		if node.Spec.PodCIDR != "" {
 			continue
 		}
-		used, err := a.used(ctx)
+		cidr, err := a.Reserve(ctx, node)
 		if err != nil {
 			return err
 		}
-		for i := uint32(0); i < a.size; i++ {
-			cidr := a.sliceAt(i)
-			if used[a.recordName(cidr)] {
-				continue
+		if cidr == "" {
+			continue
+		}
+		_, err = r.mutate(ctx, "", node.Name, func(cur api.Object) (api.Object, error) {
+			n := cur.(*api.Node)
+			if n.UID != node.UID || n.Spec.PodCIDR != "" {
+				return nil, errdefs.ErrConflict
 			}
-			err := a.store.Create(ctx, a.prefix+a.recordName(cidr), a.record(cidr, node), 0)
-			if errdefs.IsAlreadyExists(err) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			_, err = r.mutate(ctx, "", node.Name, func(cur api.Object) (api.Object, error) {
-				n := cur.(*api.Node)
-				if n.UID != node.UID || n.Spec.PodCIDR != "" {
-					return nil, errdefs.ErrConflict
-				}
-				setPodCIDR(n, cidr)
-				return n, nil
-			})
-			if err != nil {
-				a.release(ctx, cidr, node.UID)
-			} else {
-				log.WithFields(log.Fields{"node": node.Name, "podCIDR": cidr}).Info("gave a registered node its pod CIDR")
-			}
-			break
+			setPodCIDR(n, cidr)
+			return n, nil
+		})
+		if err != nil {
+			a.Release(ctx, cidr, node.UID)
+		} else {
+			log.WithFields(log.Fields{"node": node.Name, "podCIDR": cidr}).Info("gave a registered node its pod CIDR")
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +45,10 @@ func (r *registry) checkNodePorts(svc *api.Service) error {
 		if svc.Spec.Type != serviceTypeNodePort {
 			return errdefs.Invalid(field, "only a Service of type NodePort has node ports")
 		}
-		if a := r.nodePorts; a != nil && (p.NodePort < a.base || p.NodePort > a.last) {
-			return errdefs.Invalid(field, "%d is not in the node port range %d-%d", p.NodePort, a.base, a.last)
+		if a := r.nodePorts; a != nil {
+			if first, last := a.Bounds(); p.NodePort < first || p.NodePort > last {
+				return errdefs.Invalid(field, "%d is not in the node port range %d-%d", p.NodePort, first, last)
+			}
 		}
 		if seen[p.NodePort] {
 			return errdefs.Invalid(field, "%d is given twice", p.NodePort)
@@ -64,18 +65,17 @@ func (r *registry) checkNodePorts(svc *api.Service) error {
 func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, svc *api.Service) error {
 	askedIP := svc.Spec.ClusterIP
 	if askedIP != "" && askedIP != "None" && r.ips != nil {
-		parsed := net.ParseIP(askedIP)
-		if parsed == nil || !r.ips.inRange(parsed) {
-			return errdefs.Invalid("spec.clusterIP", "%s is not in the service range %s", askedIP, r.ips.cidr)
+		var err error
+		if askedIP, err = r.ips.Canonical(askedIP); err != nil {
+			return err
 		}
-		askedIP = parsed.To4().String()
 	}
 	asked := make([]int32, len(svc.Spec.Ports))
 	for i, p := range svc.Spec.Ports {
 		asked[i] = p.NodePort
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		used, err := r.nodePorts.used(ctx)
+		used, err := r.nodePorts.Used(ctx)
 		if err != nil {
 			return err
 		}
@@ -90,14 +90,14 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 		if askedIP != "None" && r.ips != nil {
 			ip := askedIP
 			if ip == "" {
-				free, err := r.ips.free(ctx, 1, nil)
+				free, err := r.ips.Free(ctx, 1, nil)
 				if err != nil {
 					return err
 				}
 				ip, picked = free[0], true
 			}
 			svc.Spec.ClusterIP = ip
-			items = append(items, r.ips.item(ip, svc))
+			items = append(items, r.ips.Item(ip, svc))
 		}
 		taken := map[string]bool{}
 		for _, p := range asked {
@@ -108,7 +108,7 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 		for i := range svc.Spec.Ports {
 			port := asked[i]
 			if port == 0 {
-				free, err := r.nodePorts.free(ctx, 1, taken)
+				free, err := r.nodePorts.Free(ctx, 1, taken)
 				if err != nil {
 					return err
 				}
@@ -117,7 +117,7 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 				taken[free[0]] = true
 			}
 			svc.Spec.Ports[i].NodePort = port
-			items = append(items, r.nodePorts.item(strconv.Itoa(int(port)), svc))
+			items = append(items, r.nodePorts.Item(strconv.Itoa(int(port)), svc))
 		}
 		err = r.store.CreateMany(ctx, items, r.ttl)
 		if !errdefs.IsAlreadyExists(err) {
@@ -195,7 +195,7 @@ func (r *registry) releaseNodePorts(ctx context.Context, obj api.Object) {
 	defer cancel()
 	for _, p := range svc.Spec.Ports {
 		if p.NodePort != 0 {
-			r.nodePorts.release(rctx, strconv.Itoa(int(p.NodePort)), svc.UID)
+			r.nodePorts.Release(rctx, strconv.Itoa(int(p.NodePort)), svc.UID)
 		}
 	}
 }

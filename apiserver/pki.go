@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"minik8s/apiserver/alloc"
 	"minik8s/pkg/client"
 	"minik8s/pkg/pki"
 	"minik8s/pkg/rbac"
@@ -124,7 +125,7 @@ func servingNames(cfg *Config) ([]string, []net.IP) {
 // kubernetesServiceIP is the first address of the service range, the
 // kubernetes Service's, as in Kubernetes.
 func kubernetesServiceIP(cidr string) (net.IP, error) {
-	n, err := ParseServiceCIDR(cidr)
+	n, err := alloc.ParseServiceCIDR(cidr)
 	if err != nil {
 		return nil, err
 	}

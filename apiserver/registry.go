@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"minik8s/apiserver/alloc"
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
@@ -26,10 +27,10 @@ type registry struct {
 	ttl time.Duration
 	// ips allocates cluster IPs (services only), podCIDRs pod CIDRs
 	// (nodes only).
-	ips      *ipAllocator
-	podCIDRs *podCIDRAllocator
+	ips      *alloc.ClusterIPs
+	podCIDRs *alloc.PodCIDRs
 	// nodePorts allocates the node ports of NodePort Services.
-	nodePorts *nodePortAllocator
+	nodePorts *alloc.NodePorts
 	// cache serves the watches.
 	cache *watchCache
 	// namespaces admits creates of namespaced kinds.
@@ -56,7 +57,7 @@ func (r *registry) admit(ctx context.Context, old, obj api.Object) error {
 	return nil
 }
 
-const keyRoot = "/registry/"
+const keyRoot = storage.KeyRoot
 
 func (r *registry) key(ns, name string) string {
 	if r.res.Namespaced {

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/alloc"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -248,18 +249,18 @@ func New(cfg Config, store storage.Interface) *Server {
 			reg.ttl = EventTTL
 		}
 		if res.Kind == api.ServicesResource.Kind {
-			ips, err := newIPAllocator(store, cfg.ServiceCIDR)
+			ips, err := alloc.NewClusterIPs(store, cfg.ServiceCIDR)
 			if err != nil {
 				// Run checks the range first; New keeps serving without.
 				log.WithError(err).Error("service range unusable: services get no cluster IP")
 			}
 			reg.ips = ips
-			if reg.nodePorts, err = newNodePortAllocator(store, cfg.ServiceNodePortRange); err != nil {
+			if reg.nodePorts, err = alloc.NewNodePorts(store, cfg.ServiceNodePortRange); err != nil {
 				log.WithError(err).Error("node port range unusable: NodePort services get no node ports")
 			}
 		}
 		if res.Kind == api.NodesResource.Kind {
-			cidrs, err := newPodCIDRAllocator(store, cfg.ClusterCIDR, cfg.NodeCIDRMaskSize)
+			cidrs, err := alloc.NewPodCIDRs(store, cfg.ClusterCIDR, cfg.NodeCIDRMaskSize)
 			if err != nil {
 				log.WithError(err).Error("cluster range unusable: nodes get no pod CIDR")
 			}
@@ -290,13 +291,13 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // Address is.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
-	if _, err := ParseServiceCIDR(cfg.ServiceCIDR); err != nil {
+	if _, err := alloc.ParseServiceCIDR(cfg.ServiceCIDR); err != nil {
 		return err
 	}
-	if _, err := ParseClusterCIDR(cfg.ClusterCIDR, cfg.NodeCIDRMaskSize); err != nil {
+	if _, err := alloc.ParseClusterCIDR(cfg.ClusterCIDR, cfg.NodeCIDRMaskSize); err != nil {
 		return err
 	}
-	if _, _, err := ParseNodePortRange(cfg.ServiceNodePortRange); err != nil {
+	if _, _, err := alloc.ParseNodePortRange(cfg.ServiceNodePortRange); err != nil {
 		return err
 	}
 	if cfg.Address == "" && cfg.SecureAddress == "" {
@@ -432,17 +433,17 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	for _, reg := range s.registries {
 		background = append(background, reg.cache.run)
 		if reg.ips != nil {
-			background = append(background, func(ctx context.Context) { reg.ips.runRepair(ctx, time.Minute) })
+			background = append(background, func(ctx context.Context) { reg.ips.RunRepair(ctx, time.Minute) })
 		}
 		if reg.nodePorts != nil {
-			background = append(background, func(ctx context.Context) { reg.nodePorts.runRepair(ctx, time.Minute) })
+			background = append(background, func(ctx context.Context) { reg.nodePorts.RunRepair(ctx, time.Minute) })
 		}
 		if reg.podCIDRs != nil {
 			background = append(background, func(ctx context.Context) {
 				if err := reg.assignMissingPodCIDRs(ctx); err != nil && ctx.Err() == nil {
 					log.WithError(err).Warn("giving registered nodes their pod CIDRs")
 				}
-				reg.podCIDRs.runRepair(ctx, time.Minute)
+				reg.podCIDRs.RunRepair(ctx, time.Minute)
 			})
 		}
 	}

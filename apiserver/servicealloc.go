@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"net"
 	"time"
 
 	"minik8s/pkg/api"
@@ -36,13 +35,12 @@ func (r *registry) createService(ctx context.Context, key string, svc *api.Servi
 	}
 	asked := svc.Spec.ClusterIP
 	if asked != "" {
-		parsed := net.ParseIP(asked)
-		if parsed == nil || !a.inRange(parsed) {
-			return errdefs.Invalid("spec.clusterIP", "%s is not in the service range %s", asked, a.cidr)
+		var err error
+		if asked, err = a.Canonical(asked); err != nil {
+			return err
 		}
-		asked = parsed.To4().String()
 	}
-	return a.create(ctx, key, svc, r.ttl, asked, "spec.clusterIP", func(ip string) { svc.Spec.ClusterIP = ip })
+	return a.Create(ctx, key, svc, r.ttl, asked, "spec.clusterIP", func(ip string) { svc.Spec.ClusterIP = ip })
 }
 
 // keepClusterIP makes an update keep the Service's cluster IP: an empty
@@ -68,6 +66,6 @@ func (r *registry) releaseClusterIP(ctx context.Context, obj api.Object) {
 		// The Service is gone whatever becomes of the request.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		r.ips.release(rctx, svc.Spec.ClusterIP, svc.UID)
+		r.ips.Release(rctx, svc.Spec.ClusterIP, svc.UID)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver"
+	"minik8s/apiserver/alloc"
 	"minik8s/controller"
 	"minik8s/funcrunner"
 	"minik8s/images"
@@ -160,10 +161,10 @@ func (c *Config) setDefaults() error {
 		c.NodeCIDRMaskSize = apiserver.DefaultNodeCIDRMaskSize
 	}
 	// A bad range fails before containerd and the images are set up.
-	if _, err = apiserver.ParseServiceCIDR(c.ServiceCIDR); err != nil {
+	if _, err = alloc.ParseServiceCIDR(c.ServiceCIDR); err != nil {
 		return err
 	}
-	_, err = apiserver.ParseClusterCIDR(c.ClusterCIDR, c.NodeCIDRMaskSize)
+	_, err = alloc.ParseClusterCIDR(c.ClusterCIDR, c.NodeCIDRMaskSize)
 	return err
 }
 

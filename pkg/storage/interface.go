@@ -9,6 +9,11 @@ import (
 	"minik8s/pkg/api"
 )
 
+// KeyRoot is where the apiserver keeps its objects, under it
+// resource/[namespace/]name, and the records it keeps beside them
+// (allocations, node passwords) under their own prefixes.
+const KeyRoot = "/registry/"
+
 // Event is one change seen by a watch. Err is set (and Type is api.Error)
 // when the watch cannot go on, for example because its revision was compacted.
 type Event struct {

@@ -1,4 +1,8 @@
-package apiserver
+// Package alloc hands out the members of the apiserver's ranges: cluster
+// IPs and node ports to Services, pod CIDRs to Nodes. A member is taken by
+// creating its record with its holder in one store transaction, as
+// Kubernetes' ipallocator and portallocator take theirs from a bitmap.
+package alloc
 
 import (
 	"context"
@@ -14,13 +18,13 @@ import (
 	"minik8s/pkg/storage"
 )
 
-// rangeAllocator hands out the members of a range, each to one object, its
+// Range hands out the members of a range, each to one object, its
 // holder: cluster IPs to Services, pod CIDRs to Nodes. A member is taken by
 // creating its record (named after it, under prefix) in one transaction
 // with its holder: etcd's create-if-absent makes that race-free across
 // concurrent creates and across apiservers, and a refused create or a
 // crash in between leaves nothing allocated without its holder.
-type rangeAllocator struct {
+type Range struct {
 	store storage.Interface
 	// what names a member in messages: "cluster IP", "pod CIDR"; kind
 	// is the holders' kind.
@@ -37,7 +41,7 @@ type rangeAllocator struct {
 	newRecord func(member string, holder api.Object) api.Object
 	newEmpty  func() api.Object
 	holderOf  func(record api.Object) api.ObjectReference
-	// holders is where holders are stored (keyRoot + resource + "/");
+	// holders is where holders are stored (KeyRoot + resource + "/");
 	// holds says whether a stored holder holds member.
 	holders  string
 	newOwner func() api.Object
@@ -65,8 +69,8 @@ func (c *rangeCursor) set(next uint32) {
 	c.mu.Unlock()
 }
 
-// used is the members allocated, by record name.
-func (a *rangeAllocator) used(ctx context.Context) (map[string]bool, error) {
+// Used is the members allocated, by record name.
+func (a *Range) Used(ctx context.Context) (map[string]bool, error) {
 	objs, _, err := a.store.List(ctx, a.prefix, a.newEmpty)
 	if err != nil {
 		return nil, err
@@ -78,12 +82,12 @@ func (a *rangeAllocator) used(ctx context.Context) (map[string]bool, error) {
 	return used, nil
 }
 
-// create stores holder under key with a member allocated to it: asked if
+// Create stores holder under key with a member allocated to it: asked if
 // it is not "" (the caller checked it is in the range), else the next free
 // one. set puts a member into the holder's field ("" clears it). A holder
 // that exists already is refused as such, an asked member that is taken
 // as a conflict on field.
-func (a *rangeAllocator) create(ctx context.Context, key string, holder api.Object, ttl time.Duration, asked, field string, set func(string)) error {
+func (a *Range) Create(ctx context.Context, key string, holder api.Object, ttl time.Duration, asked, field string, set func(string)) error {
 	if asked != "" {
 		set(asked)
 		err := a.createWith(ctx, key, holder, asked, ttl)
@@ -95,7 +99,7 @@ func (a *rangeAllocator) create(ctx context.Context, key string, holder api.Obje
 		return err
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		used, err := a.used(ctx)
+		used, err := a.Used(ctx)
 		if err != nil {
 			return err
 		}
@@ -123,7 +127,7 @@ func (a *rangeAllocator) create(ctx context.Context, key string, holder api.Obje
 			return nil
 		}
 		// Full: reclaim members whose holder is gone, then look again.
-		if n, err := a.repair(ctx); err != nil || n == 0 {
+		if n, err := a.Repair(ctx); err != nil || n == 0 {
 			break
 		}
 	}
@@ -131,13 +135,13 @@ func (a *rangeAllocator) create(ctx context.Context, key string, holder api.Obje
 	return fmt.Errorf("no %s left in the range %s: %w", a.what, a.rangeText, errdefs.ErrConflict)
 }
 
-// free finds n members that are neither allocated nor in skip, searching
+// Free finds n members that are neither allocated nor in skip, searching
 // from where the last search ended; when too few are left it reclaims
-// leaked ones first. The caller creates their records (item) with the
+// leaked ones first. The caller creates their records (Item) with the
 // holder in one transaction, which fails if one was taken meanwhile.
-func (a *rangeAllocator) free(ctx context.Context, n int, skip map[string]bool) ([]string, error) {
+func (a *Range) Free(ctx context.Context, n int, skip map[string]bool) ([]string, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		used, err := a.used(ctx)
+		used, err := a.Used(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -155,20 +159,20 @@ func (a *rangeAllocator) free(ctx context.Context, n int, skip map[string]bool) 
 				return out, nil
 			}
 		}
-		if released, err := a.repair(ctx); err != nil || released == 0 {
+		if released, err := a.Repair(ctx); err != nil || released == 0 {
 			break
 		}
 	}
 	return nil, fmt.Errorf("no %s left in the range %s: %w", a.what, a.rangeText, errdefs.ErrConflict)
 }
 
-// item is member's record for holder, to create with it.
-func (a *rangeAllocator) item(member string, holder api.Object) storage.Item {
+// Item is member's record for holder, to create with it.
+func (a *Range) Item(member string, holder api.Object) storage.Item {
 	return storage.Item{Key: a.prefix + a.recordName(member), Object: a.newRecord(member, holder)}
 }
 
 // createWith writes holder and member's record together.
-func (a *rangeAllocator) createWith(ctx context.Context, key string, holder api.Object, member string, ttl time.Duration) error {
+func (a *Range) createWith(ctx context.Context, key string, holder api.Object, member string, ttl time.Duration) error {
 	err := a.store.CreateMany(ctx, []storage.Item{
 		{Key: key, Object: holder},
 		{Key: a.prefix + a.recordName(member), Object: a.newRecord(member, holder)},
@@ -179,13 +183,13 @@ func (a *rangeAllocator) createWith(ctx context.Context, key string, holder api.
 	return err
 }
 
-func (a *rangeAllocator) exists(ctx context.Context, key string) bool {
+func (a *Range) exists(ctx context.Context, key string) bool {
 	return a.store.Get(ctx, key, a.newOwner()) == nil
 }
 
-// repair releases members whose holder no longer holds them (an apiserver
+// Repair releases members whose holder no longer holds them (an apiserver
 // that died between deleting a holder and releasing its member, say).
-func (a *rangeAllocator) repair(ctx context.Context) (int, error) {
+func (a *Range) Repair(ctx context.Context) (int, error) {
 	objs, _, err := a.store.List(ctx, a.prefix, a.newEmpty)
 	if err != nil {
 		return 0, err
@@ -216,8 +220,8 @@ func (a *rangeAllocator) repair(ctx context.Context) (int, error) {
 	return released, nil
 }
 
-// release frees member if the holder of that uid holds it.
-func (a *rangeAllocator) release(ctx context.Context, member, uid string) {
+// Release frees member if the holder of that uid holds it.
+func (a *Range) Release(ctx context.Context, member, uid string) {
 	key := a.prefix + a.recordName(member)
 	rec := a.newEmpty()
 	err := a.store.Get(ctx, key, rec)
@@ -232,11 +236,11 @@ func (a *rangeAllocator) release(ctx context.Context, member, uid string) {
 	}
 }
 
-// runRepair releases, every interval until ctx ends, the members whose
+// RunRepair releases, every interval until ctx ends, the members whose
 // holder is gone, as Kubernetes' allocator repair does.
-func (a *rangeAllocator) runRepair(ctx context.Context, interval time.Duration) {
+func (a *Range) RunRepair(ctx context.Context, interval time.Duration) {
 	for {
-		if _, err := a.repair(ctx); err != nil && ctx.Err() == nil {
+		if _, err := a.Repair(ctx); err != nil && ctx.Err() == nil {
 			log.WithError(err).Debugf("%s repair failed; trying again later", a.what)
 		}
 		select {
@@ -245,4 +249,13 @@ func (a *rangeAllocator) runRepair(ctx context.Context, interval time.Duration) 
 		case <-time.After(interval):
 		}
 	}
+}
+
+// DryRun is the allocator over a dry run of its store: it finds a free
+// member as it would, and allocates nothing.
+func (a *Range) DryRun() *Range {
+	d := *a
+	d.store = storage.DryRun{Interface: a.store}
+	d.cursor = &rangeCursor{next: a.cursor.get()}
+	return &d
 }

@@ -1,4 +1,4 @@
-package apiserver
+package alloc
 
 import (
 	"strconv"
@@ -10,14 +10,14 @@ import (
 	"minik8s/pkg/storage"
 )
 
-// nodePortAllocPrefix records which Service holds a node port (its name is
+// nodePortPrefix records which Service holds a node port (its name is
 // the port).
-const nodePortAllocPrefix = keyRoot + "nodeportallocations/"
+const nodePortPrefix = storage.KeyRoot + "nodeportallocations/"
 
-// nodePortAllocator hands out the ports of the node port range; a Service
-// holds one per port, all created with it in one transaction.
-type nodePortAllocator struct {
-	*rangeAllocator
+// NodePorts hands out the ports of the node port range; a Service holds
+// one per port, all created with it in one transaction.
+type NodePorts struct {
+	*Range
 	base, last int32
 }
 
@@ -32,28 +32,29 @@ func ParseNodePortRange(text string) (int32, int32, error) {
 	return int32(first), int32(last), nil
 }
 
-func newNodePortAllocator(store storage.Interface, text string) (*nodePortAllocator, error) {
+// NewNodePorts is the allocator of the node port range text.
+func NewNodePorts(store storage.Interface, text string) (*NodePorts, error) {
 	first, last, err := ParseNodePortRange(text)
 	if err != nil {
 		return nil, err
 	}
-	a := &nodePortAllocator{base: first, last: last}
-	a.rangeAllocator = &rangeAllocator{cursor: &rangeCursor{},
+	a := &NodePorts{base: first, last: last}
+	a.Range = &Range{cursor: &rangeCursor{},
 		store: store, what: "node port", kind: api.ServicesResource.Kind, rangeText: "node port range " + text,
-		prefix:     nodePortAllocPrefix,
+		prefix:     nodePortPrefix,
 		size:       uint32(last - first + 1),
 		member:     func(i uint32) string { return strconv.Itoa(int(first) + int(i)) },
 		recordName: func(port string) string { return port },
 		newRecord: func(port string, holder api.Object) api.Object {
 			svc := holder.(*api.Service)
 			now := time.Now().UTC().Truncate(time.Second)
-			return &ipAllocation{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "NodePortAllocation"},
+			return &IPAllocation{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "NodePortAllocation"},
 				ObjectMeta: api.ObjectMeta{Name: port, CreationTimestamp: &now},
 				Service:    api.ObjectReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID}}
 		},
-		newEmpty: func() api.Object { return &ipAllocation{} },
-		holderOf: func(rec api.Object) api.ObjectReference { return rec.(*ipAllocation).Service },
-		holders:  keyRoot + api.ServicesResource.Name + "/",
+		newEmpty: func() api.Object { return &IPAllocation{} },
+		holderOf: func(rec api.Object) api.ObjectReference { return rec.(*IPAllocation).Service },
+		holders:  storage.KeyRoot + api.ServicesResource.Name + "/",
 		newOwner: func() api.Object { return &api.Service{} },
 		holds: func(o api.Object, port string) bool {
 			for _, p := range o.(*api.Service).Spec.Ports {
@@ -65,4 +66,14 @@ func newNodePortAllocator(store storage.Interface, text string) (*nodePortAlloca
 		},
 	}
 	return a, nil
+}
+
+// Bounds are the first and last ports of the range.
+func (a *NodePorts) Bounds() (first, last int32) { return a.base, a.last }
+
+// DryRun is the allocator over a dry run of its store.
+func (a *NodePorts) DryRun() *NodePorts {
+	d := *a
+	d.Range = a.Range.DryRun()
+	return &d
 }

@@ -3,12 +3,12 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"minik8s/apiserver/alloc"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
@@ -36,25 +36,6 @@ func testStore(t *testing.T) storage.Interface {
 func svc(name, ip string) *api.Service {
 	return &api.Service{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name, UID: "uid-" + name},
 		Spec: api.ServiceSpec{ClusterIP: ip, Ports: []api.ServicePort{{Port: 80}}}}
-}
-
-func TestParseServiceCIDR(t *testing.T) {
-	tests := []struct {
-		cidr string
-		ok   bool
-	}{
-		{"127.1.0.0/16", true}, {"127.64.0.0/12", true}, {"127.1.0.0/30", true},
-		{"127.1.0.0/31", false}, {"fd00::/64", false}, {"127.1.0.0", false}, {"", false},
-	}
-	for _, tt := range tests {
-		_, err := ParseServiceCIDR(tt.cidr)
-		if (err == nil) != tt.ok {
-			t.Errorf("ParseServiceCIDR(%q) = %v, want ok %v", tt.cidr, err, tt.ok)
-		}
-		if err != nil && !errdefs.IsInvalid(err) {
-			t.Errorf("ParseServiceCIDR(%q): error %v is not Invalid", tt.cidr, err)
-		}
-	}
 }
 
 // serviceRegistry is the Services registry of a server over store.
@@ -85,16 +66,22 @@ func createSvc(ctx context.Context, reg *registry, name, ip string) (string, err
 
 func allocations(t *testing.T, store storage.Interface) map[string]string {
 	t.Helper()
-	objs, _, err := store.List(context.Background(), ipAllocPrefix, func() api.Object { return &ipAllocation{} })
+	objs, _, err := store.List(context.Background(), alloc.ClusterIPPrefix, func() api.Object { return &alloc.IPAllocation{} })
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, o := range objs {
-		a := o.(*ipAllocation)
+		a := o.(*alloc.IPAllocation)
 		out[a.Name] = a.Service.Name
 	}
 	return out
+}
+
+// inServiceRange says whether ip is a usable address of reg's range.
+func inServiceRange(reg *registry, ip string) bool {
+	_, err := reg.ips.Canonical(ip)
+	return err == nil
 }
 
 func TestAllocatorExhaustsAndReuses(t *testing.T) {
@@ -107,7 +94,7 @@ func TestAllocatorExhaustsAndReuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[ip] || !reg.ips.inRange(net.ParseIP(ip)) || ip == "127.1.2.0" || ip == "127.1.2.7" {
+		if got[ip] || !inServiceRange(reg, ip) || ip == "127.1.2.0" || ip == "127.1.2.7" {
 			t.Fatalf("allocated %s (have %v)", ip, got)
 		}
 		got[ip] = true
@@ -122,7 +109,7 @@ func TestAllocatorExhaustsAndReuses(t *testing.T) {
 			victim = ip
 		}
 	}
-	reg.ips.release(ctx, victim, "uid-someone-else")
+	reg.ips.Release(ctx, victim, "uid-someone-else")
 	if _, err := createSvc(ctx, reg, "s6", ""); err == nil {
 		t.Fatal("an address was freed by a release of another service")
 	}
@@ -174,8 +161,8 @@ func TestRepairReclaimsLeakedAddresses(t *testing.T) {
 	store := testStore(t)
 	reg := serviceRegistry(t, store, "127.1.4.0/30") // two addresses
 	ctx := context.Background()
-	leaked := reg.ips.record("127.1.4.1", svc("ghost", ""))
-	if err := store.Create(ctx, ipAllocPrefix+"127.1.4.1", leaked, 0); err != nil {
+	leaked := reg.ips.Item("127.1.4.1", svc("ghost", ""))
+	if err := store.Create(ctx, leaked.Key, leaked.Object, 0); err != nil {
 		t.Fatal(err)
 	}
 	if ip, err := createSvc(ctx, reg, "real", ""); err != nil || ip != "127.1.4.2" {
@@ -187,12 +174,13 @@ func TestRepairReclaimsLeakedAddresses(t *testing.T) {
 	}
 
 	// The periodic repair, without waiting for the range to fill.
-	if err := store.Create(ctx, ipAllocPrefix+"127.1.4.9", reg.ips.record("127.1.4.9", svc("ghost2", "")), 0); err != nil {
+	leaked = reg.ips.Item("127.1.4.9", svc("ghost2", ""))
+	if err := store.Create(ctx, leaked.Key, leaked.Object, 0); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); reg.ips.runRepair(rctx, time.Hour) }()
+	go func() { defer close(done); reg.ips.RunRepair(rctx, time.Hour) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for allocations(t, store)["127.1.4.9"] != "" {
 		if time.Now().After(deadline) {

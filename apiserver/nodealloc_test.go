@@ -11,27 +11,6 @@ import (
 	"minik8s/pkg/errdefs"
 )
 
-func TestParseClusterCIDR(t *testing.T) {
-	tests := []struct {
-		cidr string
-		mask int
-		ok   bool
-	}{
-		{"127.42.0.0/16", 24, true}, {"127.42.0.0/16", 16, true}, {"127.42.0.0/24", 30, true},
-		{"127.42.0.0/16", 15, false}, {"127.42.0.0/16", 31, false}, {"127.0.0.0/8", 30, false},
-		{"::1/128", 80, false}, {"127.42.0.0", 24, false},
-	}
-	for _, tt := range tests {
-		_, err := ParseClusterCIDR(tt.cidr, tt.mask)
-		if (err == nil) != tt.ok {
-			t.Errorf("ParseClusterCIDR(%q, %d) = %v, want ok %v", tt.cidr, tt.mask, err, tt.ok)
-		}
-		if err != nil && !errdefs.IsInvalid(err) {
-			t.Errorf("ParseClusterCIDR(%q, %d): error %v is not Invalid", tt.cidr, tt.mask, err)
-		}
-	}
-}
-
 // nodeRegistry is the Nodes registry of a server over a fresh store whose
 // pod range is cidr cut in /mask slices.
 func nodeRegistry(t *testing.T, cidr string, mask int) *registry {
@@ -167,7 +146,8 @@ func TestPodCIDRRepairAndBackfill(t *testing.T) {
 	reg := nodeRegistry(t, "127.42.0.0/30", 30) // one slice
 	a := reg.podCIDRs
 	ghost := &api.Node{ObjectMeta: api.ObjectMeta{Name: "ghost", UID: "uid-ghost"}}
-	if err := reg.store.Create(ctx, a.prefix+a.recordName("127.42.0.0/30"), a.record("127.42.0.0/30", ghost), 0); err != nil {
+	leaked := a.Item("127.42.0.0/30", ghost)
+	if err := reg.store.Create(ctx, leaked.Key, leaked.Object, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Stored as a node registered before the cluster had a pod range.
@@ -175,7 +155,7 @@ func TestPodCIDRRepairAndBackfill(t *testing.T) {
 	if err := reg.store.Create(ctx, reg.key("", "old"), old, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.repair(ctx); err != nil || n != 1 {
+	if n, err := a.Repair(ctx); err != nil || n != 1 {
 		t.Fatalf("repair: %d %v, want the ghost's slice reclaimed", n, err)
 	}
 	if err := reg.assignMissingPodCIDRs(ctx); err != nil {
@@ -185,7 +165,7 @@ func TestPodCIDRRepairAndBackfill(t *testing.T) {
 	if err != nil || obj.(*api.Node).Spec.PodCIDR != "127.42.0.0/30" {
 		t.Fatalf("the old node: %+v %v, want 127.42.0.0/30", obj, err)
 	}
-	if n, err := a.repair(ctx); err != nil || n != 0 {
+	if n, err := a.Repair(ctx); err != nil || n != 0 {
 		t.Fatalf("repair after the backfill: %d %v, want nothing reclaimed", n, err)
 	}
 }
