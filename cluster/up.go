@@ -29,7 +29,6 @@ import (
 	"minik8s/images"
 	"minik8s/kubelet"
 	"minik8s/kubelet/network"
-	"minik8s/kubelet/runtime"
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
@@ -420,7 +419,7 @@ func startContainerd(ctx context.Context, dataDir string) (*containerd.Daemon, e
 func removeContainers(address string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := runtime.New(ctx, address, runtime.Options{})
+	rt, err := containerd.New(ctx, address, containerd.Options{})
 	if err != nil {
 		log.WithError(err).Warn("cannot reach containerd to stop the containers")
 		return
@@ -582,7 +581,7 @@ func tail(b []byte) string {
 // language: it shares the runtime's root filesystem, so it costs a layer of
 // a few kilobytes once the runtime is there.
 func ensureImages(ctx context.Context, address string) error {
-	rt, err := runtime.New(ctx, address, runtime.Options{})
+	rt, err := containerd.New(ctx, address, containerd.Options{})
 	if err != nil {
 		return err
 	}
@@ -597,7 +596,7 @@ func ensureImages(ctx context.Context, address string) error {
 	return nil
 }
 
-func ensureRuntimeImage(ctx context.Context, rt *runtime.Runtime) error {
+func ensureRuntimeImage(ctx context.Context, rt *containerd.Runtime) error {
 	if ok, err := rt.HasImage(ctx, images.PythonRuntimeName); err != nil || ok {
 		return err
 	}
@@ -616,7 +615,7 @@ func ensureRuntimeImage(ctx context.Context, rt *runtime.Runtime) error {
 
 // ensureImage builds spec (from the cache when it can) and imports it,
 // unless the node has it.
-func ensureImage(ctx context.Context, rt *runtime.Runtime, spec images.Spec) error {
+func ensureImage(ctx context.Context, rt *containerd.Runtime, spec images.Spec) error {
 	if ok, err := rt.HasImage(ctx, spec.Name); err != nil || ok {
 		return err
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 
-	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 )
 
 // ImportFile imports an image archive into a node's containerd and returns
 // the names it holds.
-func ImportFile(ctx context.Context, rt *runtime.Runtime, path string) ([]string, error) {
+func ImportFile(ctx context.Context, rt *containerd.Runtime, path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("image archive: %w", err)

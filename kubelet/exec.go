@@ -13,7 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	log "github.com/sirupsen/logrus"
 
-	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 )
 
@@ -69,14 +69,14 @@ func (k *Kubelet) serveExec(w http.ResponseWriter, r *http.Request) {
 	defer conn.Close()
 	s := &execSession{conn: conn, v5: conn.Subprotocol() == execProtocolV5}
 	flag := func(name string) bool { v := q.Get(name); return v == "true" || v == "1" }
-	streams := runtime.ExecStreams{TTY: flag("tty")}
+	streams := containerd.ExecStreams{TTY: flag("tty")}
 	if flag("stdout") {
 		streams.Stdout = s.writer(streamStdout)
 	}
 	if flag("stderr") && !streams.TTY {
 		streams.Stderr = s.writer(streamStderr)
 	}
-	resize := make(chan runtime.TermSize, 1)
+	resize := make(chan containerd.TermSize, 1)
 	streams.Resize = resize
 	var stdin *execStdin
 	if flag("stdin") {
@@ -122,7 +122,7 @@ func (s *execSession) writer(stream byte) io.Writer { return streamWriter{s: s, 
 
 // readLoop takes stdin, resizes and (v5) the end of stdin from the client
 // until it goes, then calls gone.
-func (s *execSession) readLoop(gone func(), stdin *execStdin, resize chan runtime.TermSize) {
+func (s *execSession) readLoop(gone func(), stdin *execStdin, resize chan containerd.TermSize) {
 	defer gone()
 	for {
 		_, data, err := s.conn.ReadMessage()
@@ -144,7 +144,7 @@ func (s *execSession) readLoop(gone func(), stdin *execStdin, resize chan runtim
 			var size struct{ Width, Height uint16 }
 			if json.Unmarshal(data[1:], &size) == nil {
 				select {
-				case resize <- runtime.TermSize{Width: size.Width, Height: size.Height}:
+				case resize <- containerd.TermSize{Width: size.Width, Height: size.Height}:
 				default: // a newer size follows
 				}
 			}
@@ -207,7 +207,7 @@ func newExecStdin() *execStdin {
 	return &execStdin{r: r, w: w, done: make(chan struct{})}
 }
 
-var _ runtime.EOFNotifier = (*execStdin)(nil)
+var _ containerd.EOFNotifier = (*execStdin)(nil)
 
 func (in *execStdin) Read(p []byte) (int, error) {
 	n, err := in.r.Read(p)

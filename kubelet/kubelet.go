@@ -24,12 +24,12 @@ import (
 	"minik8s/kubelet/network"
 	"minik8s/kubelet/pod"
 	"minik8s/kubelet/proxy"
-	"minik8s/kubelet/runtime"
 	"minik8s/kubelet/stats"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/clusterdns"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
 )
@@ -210,7 +210,7 @@ func (c *Config) setDefaults() error {
 type Kubelet struct {
 	cfg     Config
 	client  *client.Client
-	rt      *runtime.Runtime
+	rt      *containerd.Runtime
 	podCfg  *pod.Config
 	network *network.Manager // nil: pods run on the node's network
 	ports   *pod.Ports
@@ -236,7 +236,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.ContainerLogger == "" {
 		log.Warnf("kubelet: no %s beside this program or on PATH: container output is kept without times (kubectl logs --since and --timestamps are refused)", LoggerName)
 	}
-	rt, err := runtime.New(ctx, cfg.ContainerdAddress, runtime.Options{PullTimeout: cfg.PullTimeout, Logger: cfg.ContainerLogger})
+	rt, err := containerd.New(ctx, cfg.ContainerdAddress, containerd.Options{PullTimeout: cfg.PullTimeout, Logger: cfg.ContainerLogger})
 	if err != nil {
 		return err
 	}
@@ -366,13 +366,13 @@ func (k *Kubelet) adopt(ctx context.Context) (string, error) {
 		case <-time.After(time.Second):
 		}
 	}
-	containers, err := k.rt.ListContainers(ctx, map[string]string{runtime.LabelNode: k.cfg.NodeName})
+	containers, err := k.rt.ListContainers(ctx, map[string]string{containerd.LabelNode: k.cfg.NodeName})
 	if err != nil {
 		return "", err
 	}
-	byUID := map[string][]runtime.Container{}
+	byUID := map[string][]containerd.Container{}
 	for _, c := range containers {
-		byUID[c.Labels[runtime.LabelPodUID]] = append(byUID[c.Labels[runtime.LabelPodUID]], c)
+		byUID[c.Labels[containerd.LabelPodUID]] = append(byUID[c.Labels[containerd.LabelPodUID]], c)
 	}
 	for _, p := range pods {
 		k.startWorker(ctx, p, byUID[p.UID])
@@ -381,7 +381,7 @@ func (k *Kubelet) adopt(ctx context.Context) (string, error) {
 	k.tearDownOrphanNetworks(ctx, pods)
 	for uid, cs := range byUID {
 		for _, c := range cs {
-			log.WithFields(log.Fields{"id": c.ID, "pod": c.Labels[runtime.LabelPodNamespace] + "/" + c.Labels[runtime.LabelPodName], "uid": uid}).
+			log.WithFields(log.Fields{"id": c.ID, "pod": c.Labels[containerd.LabelPodNamespace] + "/" + c.Labels[containerd.LabelPodName], "uid": uid}).
 				Info("removing container of a pod that is gone")
 			if err := k.rt.RemoveContainer(ctx, c.ID); err != nil {
 				log.WithError(err).Warn("removing orphan container")
@@ -401,7 +401,7 @@ func (k *Kubelet) removePodDir(uid string) {
 	}
 }
 
-func (k *Kubelet) startWorker(ctx context.Context, p *api.Pod, adopted []runtime.Container) {
+func (k *Kubelet) startWorker(ctx context.Context, p *api.Pod, adopted []containerd.Container) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, ok := k.workers[p.UID]; ok {
@@ -452,15 +452,15 @@ func (k *Kubelet) watchPods(ctx context.Context, rv string) {
 }
 
 // onTaskEvent pokes the worker of the pod whose container exited.
-func (k *Kubelet) onTaskEvent(ev runtime.Event) {
+func (k *Kubelet) onTaskEvent(ev containerd.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := k.rt.ContainerStatus(ctx, ev.ContainerID)
-	if err != nil || st.Labels[runtime.LabelNode] != k.cfg.NodeName {
+	if err != nil || st.Labels[containerd.LabelNode] != k.cfg.NodeName {
 		return
 	}
 	k.mu.Lock()
-	w := k.workers[st.Labels[runtime.LabelPodUID]]
+	w := k.workers[st.Labels[containerd.LabelPodUID]]
 	k.mu.Unlock()
 	if w != nil {
 		w.Poke()
@@ -499,7 +499,7 @@ func (k *Kubelet) sweep(ctx context.Context) {
 	// Read what exists before which workers exist: a worker always exists
 	// before its containers and dir, so nothing of a live pod is taken.
 	dirs, _ := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
-	containers, err := k.rt.ListContainers(ctx, map[string]string{runtime.LabelNode: k.cfg.NodeName})
+	containers, err := k.rt.ListContainers(ctx, map[string]string{containerd.LabelNode: k.cfg.NodeName})
 	if err != nil {
 		log.WithError(err).Warn("listing containers")
 		return
@@ -511,7 +511,7 @@ func (k *Kubelet) sweep(ctx context.Context) {
 	}
 	k.mu.Unlock()
 	for _, c := range containers {
-		if uid := c.Labels[runtime.LabelPodUID]; !known[uid] {
+		if uid := c.Labels[containerd.LabelPodUID]; !known[uid] {
 			log.WithFields(log.Fields{"id": c.ID, "uid": uid}).Info("removing container of a pod that is gone")
 			if err := k.rt.RemoveContainer(ctx, c.ID); err != nil {
 				log.WithError(err).Warn("removing orphan container")

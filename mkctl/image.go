@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"minik8s/images"
-	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 )
 
 // DefaultContainerdAddress is the containerd that `minik8s up` starts.
@@ -27,7 +27,7 @@ func newImageCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image (import FILE.tar | ls)",
 		Short: "Import and list the images of a node's containerd",
-		Long: "Manage the images of a node's containerd (namespace " + runtime.Namespace + "), where no registry\n" +
+		Long: "Manage the images of a node's containerd (namespace " + containerd.Namespace + "), where no registry\n" +
 			"is reachable: import an image archive (docker save or OCI layout tar) or list the images.",
 	}
 	cmd.PersistentFlags().StringVar(&address, "containerd-address", containerdFromEnv(), "containerd socket of the node (or set MINIK8S_CONTAINERD)")
@@ -40,7 +40,7 @@ func newImageCommand(o *Options) *cobra.Command {
 			if len(args) == 0 {
 				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("give the image archive to import")}
 			}
-			rt, err := runtime.New(cmd.Context(), address, runtime.Options{})
+			rt, err := containerd.New(cmd.Context(), address, containerd.Options{})
 			if err != nil {
 				return err
 			}
@@ -62,7 +62,7 @@ func newImageCommand(o *Options) *cobra.Command {
 		Aliases: []string{"list"},
 		Short:   "List the images of the node's containerd",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := runtime.New(cmd.Context(), address, runtime.Options{})
+			rt, err := containerd.New(cmd.Context(), address, containerd.Options{})
 			if err != nil {
 				return err
 			}

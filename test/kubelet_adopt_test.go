@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	kruntime "minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/containerd"
 	"minik8s/test/framework"
 )
 
@@ -121,7 +121,7 @@ func TestKubeletsShareOneContainerd(t *testing.T) {
 		waitGone(t, as.Client, name, 10*time.Second)
 	}
 	for _, name := range []string{"on-a", "gone-b"} {
-		if st := containerState(t, ctd, ids[name]); st != kruntime.StateRunning {
+		if st := containerState(t, ctd, ids[name]); st != containerd.StateRunning {
 			t.Fatalf("container of %s is %q before any sweep, want running", name, st)
 		}
 	}
@@ -139,7 +139,7 @@ func TestKubeletsShareOneContainerd(t *testing.T) {
 	}
 	waitPod(t, as.Client, "after-b", 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
 	for _, name := range []string{"on-a", "keep-a"} {
-		if st := containerState(t, ctd, ids[name]); st != kruntime.StateRunning {
+		if st := containerState(t, ctd, ids[name]); st != containerd.StateRunning {
 			t.Errorf("container of %s (node a) is %q after kubelet b's sweep, want running", name, st)
 		}
 	}
@@ -161,7 +161,7 @@ func TestKubeletsShareOneContainerd(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].ContainerID == "containerd://"+ids["keep-a"] && cs[0].RestartCount == 0 && cs[0].State.Running != nil
 	})
-	if st := containerState(t, ctd, ids["on-b"]); st != kruntime.StateRunning {
+	if st := containerState(t, ctd, ids["on-b"]); st != containerd.StateRunning {
 		t.Errorf("container of on-b is %q after kubelet a's return, want running", st)
 	}
 }
@@ -183,7 +183,7 @@ func hasContainer(t *testing.T, ctd *framework.Containerd, id string) bool {
 
 // containerState is the state of the container's task, "" when the
 // container is gone.
-func containerState(t *testing.T, ctd *framework.Containerd, id string) kruntime.State {
+func containerState(t *testing.T, ctd *framework.Containerd, id string) containerd.State {
 	t.Helper()
 	if !hasContainer(t, ctd, id) {
 		return ""

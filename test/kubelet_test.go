@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	kruntime "minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/containerd"
 	"minik8s/test/framework"
 )
 
@@ -144,9 +144,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 // nodeContainers lists the containers labelled with a node.
-func nodeContainers(t *testing.T, rt *kruntime.Runtime, nodeName string) []kruntime.Container {
+func nodeContainers(t *testing.T, rt *containerd.Runtime, nodeName string) []containerd.Container {
 	t.Helper()
-	cs, err := rt.ListContainers(context.Background(), map[string]string{kruntime.LabelNode: nodeName})
+	cs, err := rt.ListContainers(context.Background(), map[string]string{containerd.LabelNode: nodeName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,14 +249,14 @@ func TestKubeletRunsServesAndDeletesPod(t *testing.T) {
 	if err != nil {
 		t.Fatalf("container %s of the pod: %v", id, err)
 	}
-	want := map[string]string{kruntime.LabelNode: n.name, kruntime.LabelPodNamespace: "default", kruntime.LabelPodName: "web",
-		kruntime.LabelPodUID: created.UID, kruntime.LabelContainerName: "main"}
+	want := map[string]string{containerd.LabelNode: n.name, containerd.LabelPodNamespace: "default", containerd.LabelPodName: "web",
+		containerd.LabelPodUID: created.UID, containerd.LabelContainerName: "main"}
 	for k, v := range want {
 		if st.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, st.Labels[k], v)
 		}
 	}
-	if st.State != kruntime.StateRunning {
+	if st.State != containerd.StateRunning {
 		t.Errorf("container state %s", st.State)
 	}
 
@@ -389,7 +389,7 @@ func TestKubeletMissingImageAndOOM(t *testing.T) {
 			return w != nil && strings.Contains(w.Message, "not present")
 		})
 		for _, c := range nodeContainers(t, n.ctd.Runtime, n.name) {
-			if name := c.Labels[kruntime.LabelPodName]; name == "noimage" || name == "neverpull" {
+			if name := c.Labels[containerd.LabelPodName]; name == "noimage" || name == "neverpull" {
 				t.Errorf("a container runs for %s", name)
 			}
 		}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"minik8s/images"
-	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 )
 
 // files collects --add SRC:DST flags.
@@ -81,7 +81,7 @@ func run(ctx context.Context, address, cacheDir, mirror, output string, specs []
 	if address == "" {
 		return nil
 	}
-	rt, err := runtime.New(ctx, address, runtime.Options{})
+	rt, err := containerd.New(ctx, address, containerd.Options{})
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func run(ctx context.Context, address, cacheDir, mirror, output string, specs []
 			return err
 		}
 		for _, n := range names {
-			fmt.Printf("imported %s into %s (namespace %s)\n", n, address, runtime.Namespace)
+			fmt.Printf("imported %s into %s (namespace %s)\n", n, address, containerd.Namespace)
 		}
 	}
 	return nil

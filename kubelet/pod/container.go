@@ -14,8 +14,8 @@ import (
 
 	"minik8s/kubelet/logs"
 	"minik8s/kubelet/prober"
-	"minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/quantity"
 )
@@ -39,7 +39,7 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 		case err != nil:
 			w.log.WithError(err).WithField("container", c.name).Warn("container status")
 			return
-		case st.State == runtime.StateRunning:
+		case st.State == containerd.StateRunning:
 			w.setRunning(c.name, c.id)
 			if c.state.Running == nil {
 				started := c.startedAt
@@ -62,7 +62,7 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 				w.Poke()
 			}
 			return
-		case st.State == runtime.StateExited:
+		case st.State == containerd.StateExited:
 			if !c.exitHandled {
 				// Before the exit is told (logs -f ends on it): the shim may
 				// still be writing the last output into the log.
@@ -86,7 +86,7 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 				}
 				w.handleExit(p, c, term)
 			}
-		case st.State == runtime.StateCreated:
+		case st.State == containerd.StateCreated:
 			// Created but never started (a kubelet that died in between):
 			// start it now.
 			if err := w.rt.StartContainer(ctx, c.id, logs.Path(w.dir, c.name)); err != nil {
@@ -258,7 +258,7 @@ func (w *Worker) grace(p *api.Pod) time.Duration {
 // ensureImage makes sure the image is in containerd, pulling it by the
 // container's pull policy.
 func (w *Worker) ensureImage(ctx context.Context, spec api.Container) error {
-	if _, err := runtime.NormalizeRef(spec.Image); err != nil {
+	if _, err := containerd.NormalizeRef(spec.Image); err != nil {
 		return err
 	}
 	has, err := w.rt.HasImage(ctx, spec.Image)
@@ -329,38 +329,38 @@ func limits(c api.Container, i int) (milliCPU, memory int64, err error) {
 }
 
 // containerSpec turns container i of the pod into a runtime spec.
-func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string, attempt int32) (runtime.ContainerSpec, error) {
+func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string, attempt int32) (containerd.ContainerSpec, error) {
 	c := p.Spec.Containers[i]
 	milliCPU, memory, err := limits(c, i)
 	if err != nil {
-		return runtime.ContainerSpec{}, err
+		return containerd.ContainerSpec{}, err
 	}
 	env, err := w.envFor(ctx, p, i)
 	if err != nil {
-		return runtime.ContainerSpec{}, err
+		return containerd.ContainerSpec{}, err
 	}
-	var mounts []runtime.Mount
+	var mounts []containerd.Mount
 	for j, m := range c.VolumeMounts {
 		v, ok := w.volumes[m.Name]
 		if !ok {
-			return runtime.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].name", i, j), "no volume named %q", m.Name)
+			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].name", i, j), "no volume named %q", m.Name)
 		}
 		if !filepath.IsAbs(m.MountPath) {
-			return runtime.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].mountPath", i, j), "%q is not absolute", m.MountPath)
+			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].mountPath", i, j), "%q is not absolute", m.MountPath)
 		}
-		mounts = append(mounts, runtime.Mount{Source: v.HostPath, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
+		mounts = append(mounts, containerd.Mount{Source: v.HostPath, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
 	}
 	mounts = append(mounts, w.tokenMount(c)...)
-	return runtime.ContainerSpec{
+	return containerd.ContainerSpec{
 		ID:    id,
 		Image: c.Image,
 		Labels: map[string]string{
-			runtime.LabelNode:          w.cfg.NodeName,
-			runtime.LabelPodNamespace:  p.Namespace,
-			runtime.LabelPodName:       p.Name,
-			runtime.LabelPodUID:        p.UID,
-			runtime.LabelContainerName: c.Name,
-			runtime.LabelRestartCount:  strconv.Itoa(int(attempt)),
+			containerd.LabelNode:          w.cfg.NodeName,
+			containerd.LabelPodNamespace:  p.Namespace,
+			containerd.LabelPodName:       p.Name,
+			containerd.LabelPodUID:        p.UID,
+			containerd.LabelContainerName: c.Name,
+			containerd.LabelRestartCount:  strconv.Itoa(int(attempt)),
 		},
 		Command:     c.Command,
 		Args:        c.Args,

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"minik8s/kubelet/network"
-	"minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 )
 
 // fakeNetwork gives each pod a namespace path and an address; it fails the
@@ -44,7 +44,7 @@ func TestWorkerGivesPodsTheirNetwork(t *testing.T) {
 	p := testPod(nil)
 	p.Spec.Containers[0].Ports = []api.ContainerPort{{ContainerPort: 80}}
 	net := &fakeNetwork{failures: 1}
-	rt := &fakeRuntime{status: map[string]runtime.Status{}}
+	rt := &fakeRuntime{status: map[string]containerd.Status{}}
 	fa := &fakeAPI{}
 	cfg := &Config{NodeName: "n", NodeIP: "10.99.0.1", RootDir: t.TempDir(), BackoffBase: time.Hour, BackoffMax: 2 * time.Hour, Network: net}
 	w := NewWorker(cfg, rt, fa, NewPorts("127.0.0.1", 0, 0), p, nil)
@@ -85,7 +85,7 @@ func TestHostNetworkPodKeepsTheNodes(t *testing.T) {
 	p := testPod(nil)
 	p.Spec.HostNetwork = true
 	net := &fakeNetwork{}
-	rt := &fakeRuntime{status: map[string]runtime.Status{}}
+	rt := &fakeRuntime{status: map[string]containerd.Status{}}
 	fa := &fakeAPI{}
 	cfg := &Config{NodeName: "n", NodeIP: "10.99.0.1", RootDir: t.TempDir(), BackoffBase: time.Hour, BackoffMax: 2 * time.Hour, Network: net}
 	w := NewWorker(cfg, rt, fa, NewPorts("127.0.0.1", 0, 0), p, nil)

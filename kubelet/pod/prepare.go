@@ -8,9 +8,9 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
-	"minik8s/kubelet/runtime"
 	"minik8s/kubelet/volume"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 )
 
@@ -55,7 +55,7 @@ func (w *Worker) init(ctx context.Context, p *api.Pod) {
 		return restartLabel(w.adopted[i]) > restartLabel(w.adopted[j])
 	})
 	for _, a := range w.adopted {
-		name := a.Labels[runtime.LabelContainerName]
+		name := a.Labels[containerd.LabelContainerName]
 		c := w.containers[name]
 		if c == nil || c.id != "" {
 			w.remove(ctx, a.ID)
@@ -73,8 +73,8 @@ func (w *Worker) init(ctx context.Context, p *api.Pod) {
 	w.adopted = nil
 }
 
-func restartLabel(c runtime.Container) int32 {
-	n, _ := strconv.Atoi(c.Labels[runtime.LabelRestartCount])
+func restartLabel(c containerd.Container) int32 {
+	n, _ := strconv.Atoi(c.Labels[containerd.LabelRestartCount])
 	return int32(n)
 }
 

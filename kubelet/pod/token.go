@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"minik8s/kubelet/runtime"
 	"minik8s/kubelet/volume"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 )
 
 // tokenRetry is the wait before asking again for a token whose refresh
@@ -64,11 +64,11 @@ func (w *Worker) anyLeft() bool {
 
 // tokenMount is the mount of the token volume into container c: none
 // when there is no token or c mounts something of its own there.
-func (w *Worker) tokenMount(c api.Container) []runtime.Mount {
+func (w *Worker) tokenMount(c api.Container) []containerd.Mount {
 	if w.token == nil || mountsAtToken(c) {
 		return nil
 	}
-	return []runtime.Mount{{Source: w.token.Dir, Destination: volume.ServiceAccountMountPath, ReadOnly: true}}
+	return []containerd.Mount{{Source: w.token.Dir, Destination: volume.ServiceAccountMountPath, ReadOnly: true}}
 }
 
 func mountsAtToken(c api.Container) bool {

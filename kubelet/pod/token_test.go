@@ -8,17 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/kubelet/runtime"
 	"minik8s/kubelet/volume"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 )
 
 // tokenMounts are the mounts at the token's path of each created container.
-func tokenMounts(rt *fakeRuntime) [][]runtime.Mount {
-	var out [][]runtime.Mount
+func tokenMounts(rt *fakeRuntime) [][]containerd.Mount {
+	var out [][]containerd.Mount
 	for _, s := range rt.specs {
-		var ms []runtime.Mount
+		var ms []containerd.Mount
 		for _, m := range s.Mounts {
 			if m.Destination == volume.ServiceAccountMountPath {
 				ms = append(ms, m)

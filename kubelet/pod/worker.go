@@ -15,9 +15,9 @@ import (
 
 	"minik8s/kubelet/network"
 	"minik8s/kubelet/prober"
-	"minik8s/kubelet/runtime"
 	"minik8s/kubelet/volume"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
 	"minik8s/pkg/function"
@@ -27,9 +27,9 @@ import (
 type Runtime interface {
 	HasImage(ctx context.Context, ref string) (bool, error)
 	PullImage(ctx context.Context, ref string) error
-	CreateContainer(ctx context.Context, s runtime.ContainerSpec) error
+	CreateContainer(ctx context.Context, s containerd.ContainerSpec) error
 	StartContainer(ctx context.Context, id, logPath string) error
-	ContainerStatus(ctx context.Context, id string) (runtime.Status, error)
+	ContainerStatus(ctx context.Context, id string) (containerd.Status, error)
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	RemoveContainer(ctx context.Context, id string) error
 	// ReapContainer deletes an exited container's task, keeping its exit
@@ -39,7 +39,7 @@ type Runtime interface {
 	Exec(ctx context.Context, id string, cmd []string) (code int, output string, err error)
 }
 
-var _ Runtime = (*runtime.Runtime)(nil)
+var _ Runtime = (*containerd.Runtime)(nil)
 
 // API is what a pod worker needs of the apiserver.
 type API interface {
@@ -141,7 +141,7 @@ type Worker struct {
 	// Owned by the worker's goroutine.
 	pullCtx    context.Context
 	containers map[string]*container
-	adopted    []runtime.Container
+	adopted    []containerd.Container
 	assigned   map[string][]api.ContainerPort
 	volumes    map[string]volume.Volume
 	token      *volume.Token // nil: the pod runs without a token
@@ -175,7 +175,7 @@ type container struct {
 
 // NewWorker makes the worker of pod; adopted are containers of this pod
 // that containerd already has (after a kubelet restart).
-func NewWorker(cfg *Config, rt Runtime, apiClient API, ports *Ports, p *api.Pod, adopted []runtime.Container) *Worker {
+func NewWorker(cfg *Config, rt Runtime, apiClient API, ports *Ports, p *api.Pod, adopted []containerd.Container) *Worker {
 	cfg.setDefaults()
 	w := &Worker{
 		cfg: cfg, rt: rt, api: apiClient, ports: ports, uid: p.UID, dir: Dir(cfg.RootDir, p.UID),

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 )
 
@@ -17,30 +17,30 @@ import (
 type fakeRuntime struct {
 	mu      sync.Mutex
 	created []string
-	specs   []runtime.ContainerSpec
-	status  map[string]runtime.Status
+	specs   []containerd.ContainerSpec
+	status  map[string]containerd.Status
 	reaped  []string
 }
 
 func (f *fakeRuntime) HasImage(context.Context, string) (bool, error) { return true, nil }
 func (f *fakeRuntime) PullImage(context.Context, string) error        { return nil }
-func (f *fakeRuntime) CreateContainer(_ context.Context, s runtime.ContainerSpec) error {
+func (f *fakeRuntime) CreateContainer(_ context.Context, s containerd.ContainerSpec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.created = append(f.created, s.ID)
 	f.specs = append(f.specs, s)
-	f.status[s.ID] = runtime.Status{ID: s.ID, State: runtime.StateCreated, Labels: s.Labels}
+	f.status[s.ID] = containerd.Status{ID: s.ID, State: containerd.StateCreated, Labels: s.Labels}
 	return nil
 }
 func (f *fakeRuntime) StartContainer(_ context.Context, id, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.status[id]
-	st.State = runtime.StateRunning
+	st.State = containerd.StateRunning
 	f.status[id] = st
 	return nil
 }
-func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (runtime.Status, error) {
+func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (containerd.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.status[id]
@@ -59,7 +59,7 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 func (f *fakeRuntime) ReapContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.status[id].State != runtime.StateExited {
+	if f.status[id].State != containerd.StateExited {
 		return fmt.Errorf("reaping %s: %w: %s", id, errdefs.ErrConflict, f.status[id].State)
 	}
 	f.reaped = append(f.reaped, id)
@@ -70,7 +70,7 @@ func (f *fakeRuntime) exit(id string, code int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.status[id]
-	st.State, st.ExitCode, st.ExitedAt = runtime.StateExited, code, time.Now()
+	st.State, st.ExitCode, st.ExitedAt = containerd.StateExited, code, time.Now()
 	f.status[id] = st
 }
 
@@ -128,7 +128,7 @@ func (f *fakeAPI) DeletePod(context.Context, string, string, string) error {
 }
 
 func newTestWorker(t *testing.T, p *api.Pod) (*Worker, *fakeRuntime, *fakeAPI) {
-	rt := &fakeRuntime{status: map[string]runtime.Status{}}
+	rt := &fakeRuntime{status: map[string]containerd.Status{}}
 	fa := &fakeAPI{}
 	cfg := &Config{NodeName: "n", NodeIP: "127.0.0.1", RootDir: t.TempDir(), BackoffBase: time.Hour, BackoffMax: 2 * time.Hour}
 	return NewWorker(cfg, rt, fa, NewPorts("127.0.0.1", 0, 0), p, nil), rt, fa

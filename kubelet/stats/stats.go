@@ -15,16 +15,16 @@ import (
 	"sync"
 	"time"
 
-	kruntime "minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
+	"minik8s/pkg/containerd"
 )
 
-// Source reads a running container's stats (a *runtime.Runtime is one).
+// Source reads a running container's stats (a *containerd.Runtime is one).
 type Source interface {
-	ContainerStats(ctx context.Context, id string) (kruntime.Stats, error)
+	ContainerStats(ctx context.Context, id string) (containerd.Stats, error)
 }
 
-var _ Source = (*kruntime.Runtime)(nil)
+var _ Source = (*containerd.Runtime)(nil)
 
 // Sampler keeps the last two samples of each container it is asked about,
 // and of the node.
@@ -34,7 +34,7 @@ type Sampler struct {
 	procDir string
 
 	mu         sync.Mutex
-	containers map[string][2]kruntime.Stats // by container id: previous, last
+	containers map[string][2]containerd.Stats // by container id: previous, last
 	node       [2]nodeSample
 }
 
@@ -46,14 +46,14 @@ type nodeSample struct {
 
 // New returns a sampler reading containers from src.
 func New(src Source) *Sampler {
-	return &Sampler{src: src, procDir: "/proc", containers: map[string][2]kruntime.Stats{}}
+	return &Sampler{src: src, procDir: "/proc", containers: map[string][2]containerd.Stats{}}
 }
 
 // Sample reads the node and the containers ids (the running ones), and
 // forgets the containers no longer among them.
 func (s *Sampler) Sample(ctx context.Context, ids []string) {
 	node, nodeErr := s.readNode()
-	read := make(map[string]kruntime.Stats, len(ids))
+	read := make(map[string]containerd.Stats, len(ids))
 	for _, id := range ids {
 		if st, err := s.src.ContainerStats(ctx, id); err == nil {
 			read[id] = st
@@ -64,9 +64,9 @@ func (s *Sampler) Sample(ctx context.Context, ids []string) {
 	if nodeErr == nil {
 		s.node = [2]nodeSample{s.node[1], node}
 	}
-	next := make(map[string][2]kruntime.Stats, len(read))
+	next := make(map[string][2]containerd.Stats, len(read))
 	for id, st := range read {
-		next[id] = [2]kruntime.Stats{s.containers[id][1], st}
+		next[id] = [2]containerd.Stats{s.containers[id][1], st}
 	}
 	s.containers = next
 }

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	kruntime "minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 )
 
-type fakeSource map[string]kruntime.Stats
+type fakeSource map[string]containerd.Stats
 
-func (f fakeSource) ContainerStats(_ context.Context, id string) (kruntime.Stats, error) {
+func (f fakeSource) ContainerStats(_ context.Context, id string) (containerd.Stats, error) {
 	st, ok := f[id]
 	if !ok {
-		return kruntime.Stats{}, os.ErrNotExist
+		return containerd.Stats{}, os.ErrNotExist
 	}
 	return st, nil
 }
@@ -44,7 +44,7 @@ func TestSamplerRates(t *testing.T) {
 		t.Errorf("a container that could not be read has usage")
 	}
 	// Half a core over two seconds.
-	src["a"] = kruntime.Stats{Time: t0.Add(2 * time.Second), CPUUsageNanos: 2e9, MemoryWorkingSet: 7 << 20}
+	src["a"] = containerd.Stats{Time: t0.Add(2 * time.Second), CPUUsageNanos: 2e9, MemoryWorkingSet: 7 << 20}
 	write(150, 150)
 	s.Sample(context.Background(), []string{"a"})
 	cpu, mem, _ := s.Usage("a")

@@ -1,6 +1,7 @@
-// Package containerd starts a containerd daemon private to minik8s: its own
-// root, state and socket under one directory, so it never touches the
-// machine's own containerd (if there is one).
+// A private containerd daemon: its own root, state and socket under one
+// directory, so it never touches the machine's own containerd (if there is
+// one).
+
 package containerd
 
 import (

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	kruntime "minik8s/kubelet/runtime"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/containerd"
 	"minik8s/test/framework"
 )
 
@@ -132,9 +132,9 @@ func awaitPodEvent(b *testing.B, events <-chan client.Event[*api.Pod], name stri
 }
 
 // containersOfPod lists the containers of a pod in containerd.
-func containersOfPod(b *testing.B, rt *kruntime.Runtime, uid string) []kruntime.Container {
+func containersOfPod(b *testing.B, rt *containerd.Runtime, uid string) []containerd.Container {
 	b.Helper()
-	cs, err := rt.ListContainers(context.Background(), map[string]string{kruntime.LabelPodUID: uid})
+	cs, err := rt.ListContainers(context.Background(), map[string]string{containerd.LabelPodUID: uid})
 	if err != nil {
 		b.Fatal(err)
 	}

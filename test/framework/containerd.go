@@ -17,7 +17,6 @@ import (
 	"minik8s/apiserver"
 	"minik8s/images"
 	"minik8s/kubelet"
-	"minik8s/kubelet/runtime"
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/rbac"
@@ -35,7 +34,7 @@ type Containerd struct {
 	Dir     string
 	Address string
 	// Runtime is a connection to it in the minik8s namespace.
-	Runtime *runtime.Runtime
+	Runtime *containerd.Runtime
 
 	daemon *containerd.Daemon
 }
@@ -99,7 +98,7 @@ func StartContainerd(t testing.TB) *Containerd {
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		rt, err := runtime.New(context.Background(), c.Address, runtime.Options{PullTimeout: 20 * time.Second})
+		rt, err := containerd.New(context.Background(), c.Address, containerd.Options{PullTimeout: 20 * time.Second})
 		if err == nil {
 			if _, err = rt.Version(context.Background()); err == nil {
 				c.Runtime = rt
@@ -313,7 +312,7 @@ func (k *Kubelet) Restart() {
 func (c *Containerd) KillNode(t testing.TB, node string) {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := c.Runtime.ListContainers(ctx, map[string]string{runtime.LabelNode: node})
+	cs, err := c.Runtime.ListContainers(ctx, map[string]string{containerd.LabelNode: node})
 	if err != nil {
 		t.Fatalf("containers of %s: %v", node, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 )
 
 // childInfo is what the helper test tells its parent once its containerd
@@ -38,7 +38,7 @@ func TestHarnessChild(t *testing.T) {
 	ctd := StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	ctx := context.Background()
-	if err := ctd.Runtime.CreateContainer(ctx, runtime.ContainerSpec{
+	if err := ctd.Runtime.CreateContainer(ctx, containerd.ContainerSpec{
 		ID: "sleeper", Image: PythonRuntimeImage,
 		Command: []string{"python3", "-c", "import time; time.sleep(3600)"},
 	}); err != nil {
@@ -48,7 +48,7 @@ func TestHarnessChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := ctd.Runtime.ContainerStatus(ctx, "sleeper")
-	if err != nil || st.State != runtime.StateRunning {
+	if err != nil || st.State != containerd.StateRunning {
 		t.Fatalf("container: %+v, %v", st, err)
 	}
 	info := childInfo{RunDir: runDirIfAny(), Dir: ctd.Dir, Address: ctd.Address,

@@ -1,4 +1,4 @@
-package runtime_test
+package containerd_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package runtime_test
+package containerd_test
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/netns"
 	"minik8s/test/framework"
 )
 
-func waitExited(t *testing.T, rt *runtime.Runtime, id string) runtime.Status {
+func waitExited(t *testing.T, rt *containerd.Runtime, id string) containerd.Status {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -24,7 +24,7 @@ func waitExited(t *testing.T, rt *runtime.Runtime, id string) runtime.Status {
 		if err != nil {
 			t.Fatalf("status of %s: %v", id, err)
 		}
-		if st.State == runtime.StateExited {
+		if st.State == containerd.StateExited {
 			return st
 		}
 		if time.Now().After(deadline) {
@@ -48,10 +48,10 @@ func TestRuntimeContainerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "logs", "c.log")
-	spec := runtime.ContainerSpec{
+	spec := containerd.ContainerSpec{
 		ID:      "lifecycle-1",
 		Image:   framework.PythonRuntimeImage,
-		Labels:  map[string]string{runtime.LabelNode: "n1", runtime.LabelPodUID: "u1"},
+		Labels:  map[string]string{containerd.LabelNode: "n1", containerd.LabelPodUID: "u1"},
 		Command: []string{"python3", "-c"},
 		Args: []string{`import os, sys
 print("hello", os.environ["GREETING"], os.getcwd())
@@ -59,7 +59,7 @@ print(open("/data/in.txt").read())
 sys.exit(3)`},
 		Env:        []string{"GREETING=world"},
 		WorkingDir: "/tmp",
-		Mounts:     []runtime.Mount{{Source: mount, Destination: "/data", ReadOnly: true}},
+		Mounts:     []containerd.Mount{{Source: mount, Destination: "/data", ReadOnly: true}},
 		LogPath:    logPath,
 	}
 	if err := rt.CreateContainer(ctx, spec); err != nil {
@@ -77,7 +77,7 @@ sys.exit(3)`},
 	if err := rt.ReapContainer(ctx, spec.ID); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := rt.ContainerStatus(ctx, spec.ID); err != nil || again.State != runtime.StateExited ||
+	if again, err := rt.ContainerStatus(ctx, spec.ID); err != nil || again.State != containerd.StateExited ||
 		again.ExitCode != 3 || !again.ExitedAt.Equal(st.ExitedAt) || again.OOMKilled || again.Pid != 0 {
 		t.Errorf("status after reaping: %+v, %v (before: %+v)", again, err, st)
 	}
@@ -90,11 +90,11 @@ sys.exit(3)`},
 			t.Errorf("log %q lacks %q", out, want)
 		}
 	}
-	cs, err := rt.ListContainers(ctx, map[string]string{runtime.LabelNode: "n1"})
+	cs, err := rt.ListContainers(ctx, map[string]string{containerd.LabelNode: "n1"})
 	if err != nil || len(cs) != 1 || cs[0].ID != spec.ID {
 		t.Fatalf("ListContainers(node n1) = %v, %v", cs, err)
 	}
-	if cs, _ := rt.ListContainers(ctx, map[string]string{runtime.LabelNode: "n2"}); len(cs) != 0 {
+	if cs, _ := rt.ListContainers(ctx, map[string]string{containerd.LabelNode: "n2"}); len(cs) != 0 {
 		t.Errorf("ListContainers(node n2) = %v, want none", cs)
 	}
 	if err := rt.RemoveContainer(ctx, spec.ID); err != nil {
@@ -114,7 +114,7 @@ func TestRuntimeStopEscalatesToSIGKILL(t *testing.T) {
 	rt := ctd.Runtime
 	ctx := context.Background()
 	logPath := filepath.Join(t.TempDir(), "c.log")
-	spec := runtime.ContainerSpec{
+	spec := containerd.ContainerSpec{
 		ID:    "stubborn",
 		Image: framework.PythonRuntimeImage,
 		Command: []string{"python3", "-c", `import signal, time
@@ -156,10 +156,10 @@ func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
 	rt := ctd.Runtime
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := make(chan runtime.Event, 16)
-	go rt.Events(ctx, func(e runtime.Event) { events <- e })
+	events := make(chan containerd.Event, 16)
+	go rt.Events(ctx, func(e containerd.Event) { events <- e })
 	logPath := filepath.Join(t.TempDir(), "c.log")
-	spec := runtime.ContainerSpec{
+	spec := containerd.ContainerSpec{
 		ID:          "hog",
 		Image:       framework.PythonRuntimeImage,
 		Command:     []string{"python3", "-c", "x = bytearray(512 * 1024 * 1024); print(len(x))"},
@@ -181,7 +181,7 @@ func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
 	if err := rt.ReapContainer(ctx, spec.ID); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := rt.ContainerStatus(ctx, spec.ID); err != nil || st.State != runtime.StateExited || st.ExitCode != 137 || !st.OOMKilled {
+	if st, err := rt.ContainerStatus(ctx, spec.ID); err != nil || st.State != containerd.StateExited || st.ExitCode != 137 || !st.OOMKilled {
 		t.Errorf("status after reaping: %+v, %v", st, err)
 	}
 	sawExit := false
@@ -189,7 +189,7 @@ func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
 	for !sawExit {
 		select {
 		case e := <-events:
-			sawExit = e.Kind == runtime.EventExit && e.ContainerID == spec.ID
+			sawExit = e.Kind == containerd.EventExit && e.ContainerID == spec.ID
 		case <-timeout:
 			t.Fatalf("no exit event for %s", spec.ID)
 		}
@@ -217,7 +217,7 @@ func TestContainersJoinANetworkNamespace(t *testing.T) {
 	run := func(id, code string) string {
 		t.Helper()
 		logPath := filepath.Join(dir, id+".log")
-		spec := runtime.ContainerSpec{ID: id, Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", code},
+		spec := containerd.ContainerSpec{ID: id, Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", code},
 			LogPath: logPath, NetNSPath: ns}
 		if err := rt.CreateContainer(ctx, spec); err != nil {
 			t.Fatal(err)
@@ -270,7 +270,7 @@ func TestExecInAContainer(t *testing.T) {
 	rt := ctd.Runtime
 	ctx := context.Background()
 	logPath := filepath.Join(t.TempDir(), "c.log")
-	spec := runtime.ContainerSpec{ID: "exec-target", Image: framework.PythonRuntimeImage, Command: []string{"sleep", "300"},
+	spec := containerd.ContainerSpec{ID: "exec-target", Image: framework.PythonRuntimeImage, Command: []string{"sleep", "300"},
 		Env: []string{"GREETING=hello from the container"}, LogPath: logPath}
 	if err := rt.CreateContainer(ctx, spec); err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestExecInAContainer(t *testing.T) {
 	if _, _, err := rt.Exec(short, "exec-target", []string{"sleep", "60"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("exec past its deadline: %v", err)
 	}
-	if st, err := rt.ContainerStatus(ctx, "exec-target"); err != nil || st.State != runtime.StateRunning {
+	if st, err := rt.ContainerStatus(ctx, "exec-target"); err != nil || st.State != containerd.StateRunning {
 		t.Fatalf("the container after the execs: %+v, %v", st, err)
 	}
 	if err := rt.ReapContainer(ctx, "exec-target"); !errors.Is(err, errdefs.ErrConflict) {
@@ -303,13 +303,13 @@ func TestReapWithTheLogger(t *testing.T) {
 	ctd := framework.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, ctd.Address, runtime.Options{Logger: framework.GoBinary(t, "minik8s-logger")})
+	rt, err := containerd.New(ctx, ctd.Address, containerd.Options{Logger: framework.GoBinary(t, "minik8s-logger")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
 	logPath := filepath.Join(t.TempDir(), "c.log")
-	spec := runtime.ContainerSpec{ID: "chatty", Image: framework.PythonRuntimeImage, LogPath: logPath,
+	spec := containerd.ContainerSpec{ID: "chatty", Image: framework.PythonRuntimeImage, LogPath: logPath,
 		Command: []string{"python3", "-c", "import sys\nfor i in range(2000): print('line', i)\nsys.stdout.write('no end')"}}
 	if err := rt.CreateContainer(ctx, spec); err != nil {
 		t.Fatal(err)

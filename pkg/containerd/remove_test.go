@@ -1,4 +1,4 @@
-package runtime_test
+package containerd_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/kubelet/runtime"
+	"minik8s/pkg/containerd"
 	"minik8s/test/framework"
 )
 
@@ -48,7 +48,7 @@ func TestRemoveContainerCancelledMidwayLeavesNoShim(t *testing.T) {
 	start := func(id string) {
 		t.Helper()
 		ctx := context.Background()
-		if err := rt.CreateContainer(ctx, runtime.ContainerSpec{ID: id, Image: framework.PythonRuntimeImage,
+		if err := rt.CreateContainer(ctx, containerd.ContainerSpec{ID: id, Image: framework.PythonRuntimeImage,
 			Command: []string{"python3", "-c", "import time; time.sleep(600)"}}); err != nil {
 			t.Fatal(err)
 		}

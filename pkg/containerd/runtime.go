@@ -1,8 +1,4 @@
-// Package runtime runs the containers of a node on containerd, in the
-// containerd namespace "minik8s". It knows nothing of pods: the kubelet
-// describes each container with a ContainerSpec and finds its own containers
-// again by their labels.
-package runtime
+package containerd
 
 import (
 	"context"
