@@ -38,13 +38,6 @@ type PodLister interface {
 	Get(namespace, name string) (*api.Pod, bool)
 }
 
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
 // Binder binds a pod (of that uid) to a node; it fails with
 // errdefs.ErrConflict when the pod is bound already.
 type Binder interface {
@@ -107,7 +100,7 @@ type Scheduler struct {
 	bindSlots chan struct{}
 	binds     sync.WaitGroup
 	// events records Scheduled and FailedScheduling (nil: none).
-	events EventRecorder
+	events events.EventRecorder
 
 	mu sync.Mutex
 	// unschedulable: keys of pods that fit nowhere, retried on changes.
@@ -348,9 +341,7 @@ func (s *Scheduler) bind(ctx context.Context, key string, pi *podInfo, node stri
 		case err == nil:
 			log.WithFields(fields).Debug("bound pod")
 			s.queue.Forget(key)
-			if s.events != nil {
-				s.events.Eventf(p, api.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", p.Namespace, p.Name, node)
-			}
+			events.Eventf(s.events, p, api.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", p.Namespace, p.Name, node)
 			return
 		case errdefs.IsNotFound(err):
 			// Deleted meanwhile; its delete event cleans up.
@@ -380,9 +371,7 @@ func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, msg str
 			return nil
 		}
 	}
-	if s.events != nil {
-		s.events.Eventf(pod, api.EventTypeWarning, "FailedScheduling", "%s", msg)
-	}
+	events.Eventf(s.events, pod, api.EventTypeWarning, "FailedScheduling", "%s", msg)
 	up := cache.DeepCopy(pod)
 	now := time.Now().UTC()
 	setCondition(&up.Status, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionFalse,

@@ -56,25 +56,18 @@ func (a clientAPI) UpdateCronJobStatus(ctx context.Context, c *api.CronJob) (*ap
 	return a.c.CronJobs(c.Namespace).UpdateStatus(ctx, c)
 }
 
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
 // Controller is the CronJob controller.
 type Controller struct {
 	api    API
 	crons  *cache.Lister[api.CronJob, *api.CronJob]
 	jobs   *cache.Lister[api.Job, *api.Job]
 	queue  *workqueue.Queue
-	events EventRecorder
+	events events.EventRecorder
 	now    func() time.Time
 }
 
 // New returns the controller, registered with the factory's informers.
-func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
+func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controller {
 	cronInf, jobInf := f.CronJobs(), f.Jobs()
 	cc := &Controller{api: clientAPI{c}, crons: cronInf.Lister(), jobs: jobInf.Lister(), queue: workqueue.New(), events: rec, now: time.Now}
 	enqueue := func(c *api.CronJob) { cc.queue.Add(cache.Key(c)) }
@@ -86,12 +79,6 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 // Run works the queue until ctx ends.
 func (cc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, cc.queue, workers, Name, cc.sync)
-}
-
-func (cc *Controller) event(c *api.CronJob, typ, reason, format string, args ...any) {
-	if cc.events != nil {
-		cc.events.Eventf(c, typ, reason, format, args...)
-	}
 }
 
 // jobState is a Job's end: "" while it runs.
@@ -176,21 +163,21 @@ func (cc *Controller) run(ctx context.Context, c *api.CronJob, st *api.CronJobSt
 	}
 	if d := c.Spec.StartingDeadlineSeconds; d != nil && now.Sub(due) > time.Duration(*d)*time.Second {
 		st.LastScheduleTime = &due
-		cc.event(c, api.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", due.Format(time.RFC3339))
+		events.Eventf(cc.events, c, api.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", due.Format(time.RFC3339))
 		return nil, nil
 	}
 	if len(active) > 0 {
 		switch c.Spec.ConcurrencyPolicy {
 		case api.ConcurrencyForbid:
 			// Made once the running one ends, if still within the deadline.
-			cc.event(c, api.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
+			events.Eventf(cc.events, c, api.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
 			return nil, nil
 		case api.ConcurrencyReplace:
 			for _, j := range active {
 				if err := cc.api.DeleteJob(ctx, j.Namespace, j.Name, j.UID); err != nil && !errdefs.IsNotFound(err) {
 					return nil, fmt.Errorf("replacing job %s: %w", j.Name, err)
 				}
-				cc.event(c, api.EventTypeNormal, "SuccessfulDelete", "Deleted job %s", j.Name)
+				events.Eventf(cc.events, c, api.EventTypeNormal, "SuccessfulDelete", "Deleted job %s", j.Name)
 			}
 		}
 	}
@@ -200,11 +187,11 @@ func (cc *Controller) run(ctx context.Context, c *api.CronJob, st *api.CronJobSt
 		st.LastScheduleTime = &due
 		return nil, nil
 	case err != nil:
-		cc.event(c, api.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
+		events.Eventf(cc.events, c, api.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
 		return nil, fmt.Errorf("creating the job of cronjob %s: %w", cache.Key(c), err)
 	}
 	st.LastScheduleTime = &due
-	cc.event(c, api.EventTypeNormal, "SuccessfulCreate", "Created job %s", j.Name)
+	events.Eventf(cc.events, c, api.EventTypeNormal, "SuccessfulCreate", "Created job %s", j.Name)
 	log.WithFields(log.Fields{"cronjob": cache.Key(c), "job": j.Name}).Info("job created")
 	return j, nil
 }

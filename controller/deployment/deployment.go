@@ -63,24 +63,17 @@ func (a clientAPI) UpdateDeploymentStatus(ctx context.Context, d *api.Deployment
 	return a.c.Deployments(d.Namespace).UpdateStatus(ctx, d)
 }
 
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
 // Controller is the Deployment controller.
 type Controller struct {
 	api    API
 	deps   *cache.Lister[api.Deployment, *api.Deployment]
 	rss    *cache.Lister[api.ReplicaSet, *api.ReplicaSet]
 	queue  *workqueue.Queue
-	events EventRecorder
+	events events.EventRecorder
 }
 
 // New returns the controller, registered with the factory's informers.
-func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
+func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controller {
 	depInf, rsInf := f.Deployments(), f.ReplicaSets()
 	dc := &Controller{api: clientAPI{c}, deps: depInf.Lister(), rss: rsInf.Lister(), queue: workqueue.New(), events: rec}
 	enqueue := func(d *api.Deployment) { dc.queue.Add(cache.Key(d)) }
@@ -94,12 +87,6 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 // Run works the queue until ctx ends.
 func (dc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, dc.queue, workers, Name, dc.sync)
-}
-
-func (dc *Controller) event(d *api.Deployment, reason, format string, args ...any) {
-	if dc.events != nil {
-		dc.events.Eventf(d, api.EventTypeNormal, reason, format, args...)
-	}
 }
 
 func (dc *Controller) sync(ctx context.Context, key string) error {
@@ -304,9 +291,9 @@ func (dc *Controller) scale(ctx context.Context, d *api.Deployment, s *rsState, 
 	s.rs = updated
 	switch {
 	case to > from:
-		dc.event(d, "ScalingReplicaSet", "Scaled up replica set %s from %d to %d", rs.Name, from, to)
+		events.Eventf(dc.events, d, api.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from %d to %d", rs.Name, from, to)
 	case to < from:
-		dc.event(d, "ScalingReplicaSet", "Scaled down replica set %s from %d to %d", rs.Name, from, to)
+		events.Eventf(dc.events, d, api.EventTypeNormal, "ScalingReplicaSet", "Scaled down replica set %s from %d to %d", rs.Name, from, to)
 	}
 	return nil
 }

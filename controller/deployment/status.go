@@ -9,6 +9,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 	"minik8s/pkg/rollout"
 )
 
@@ -67,7 +68,7 @@ func (dc *Controller) syncStatus(ctx context.Context, d *api.Deployment, newRS *
 	case prev.Reason != api.ReasonProgressDeadlineExceeded && prev.LastUpdateTime != nil && now.Sub(*prev.LastUpdateTime) > deadline:
 		conds = setCondition(conds, now, api.DeploymentProgressing, api.ConditionFalse, api.ReasonProgressDeadlineExceeded,
 			fmt.Sprintf("ReplicaSet %q has timed out progressing.", rsName))
-		dc.event(d, api.ReasonProgressDeadlineExceeded, "Deployment %q has timed out progressing", d.Name)
+		events.Eventf(dc.events, d, api.EventTypeNormal, api.ReasonProgressDeadlineExceeded, "Deployment %q has timed out progressing", d.Name)
 	case prev.LastUpdateTime != nil && prev.Reason != api.ReasonProgressDeadlineExceeded:
 		dc.queue.AddAfter(cache.Key(d), prev.LastUpdateTime.Add(deadline).Sub(now)+time.Second)
 	}

@@ -35,21 +35,7 @@ type Config struct {
 	// IdleWindow is how long without a call makes a function idle.
 	IdleWindow time.Duration
 	// Events records the functions' scale steps (nil: none).
-	Events EventRecorder
-}
-
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
-// event records an event about f, if there is a recorder.
-func (c *Controller) event(f *api.Func, reason, format string, args ...any) {
-	if c.cfg.Events != nil {
-		c.cfg.Events.Eventf(f, api.EventTypeNormal, reason, format, args...)
-	}
+	Events events.EventRecorder
 }
 
 // Defaults as the seed describes them.
@@ -315,7 +301,7 @@ func (c *Controller) syncReplicaSet(ctx context.Context, f *api.Func) (*api.Repl
 	}
 	log.WithFields(log.Fields{"func": f.Name, "replicas": replicas}).Info("function pool updated")
 	if cur == nil || cur.Spec.Replicas == nil || *cur.Spec.Replicas != replicas {
-		c.event(f, "ScalingReplicaSet", "Scaled the pool of %s to %d", f.Name, replicas)
+		events.Eventf(c.cfg.Events, f, api.EventTypeNormal, "ScalingReplicaSet", "Scaled the pool of %s to %d", f.Name, replicas)
 	}
 	return updated, counter, nil
 }

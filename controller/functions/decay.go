@@ -9,6 +9,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/client/cache"
+	"minik8s/pkg/events"
 	"minik8s/pkg/function"
 	"minik8s/pkg/wait"
 )
@@ -43,7 +44,7 @@ func (c *Controller) decay(ctx context.Context, cached *api.Func) error {
 		return err
 	}
 	log.WithFields(log.Fields{"func": f.Name, "counter": f.Status.Counter}).Info("idle function scaled down one step")
-	c.event(f, "ScaledDown", "Idle for %s: counter lowered to %d", c.cfg.IdleWindow, f.Status.Counter)
+	events.Eventf(c.cfg.Events, f, api.EventTypeNormal, "ScaledDown", "Idle for %s: counter lowered to %d", c.cfg.IdleWindow, f.Status.Counter)
 	return nil
 }
 

@@ -66,25 +66,18 @@ func (a clientAPI) DeleteJob(ctx context.Context, ns, name, uid string) error {
 	return err
 }
 
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
 // Controller is the Job controller.
 type Controller struct {
 	api    API
 	jobs   *cache.Lister[api.Job, *api.Job]
 	pods   *cache.Lister[api.Pod, *api.Pod]
 	queue  *workqueue.Queue
-	events EventRecorder
+	events events.EventRecorder
 	now    func() time.Time
 }
 
 // New returns the controller, registered with the factory's informers.
-func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
+func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controller {
 	jobInf, podInf := f.Jobs(), f.Pods()
 	jc := &Controller{api: clientAPI{c}, jobs: jobInf.Lister(), pods: podInf.Lister(), queue: workqueue.New(), events: rec, now: time.Now}
 	enqueue := func(j *api.Job) { jc.queue.Add(cache.Key(j)) }
@@ -96,12 +89,6 @@ func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
 // Run works the queue until ctx ends.
 func (jc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, jc.queue, workers, Name, jc.sync)
-}
-
-func (jc *Controller) event(j *api.Job, typ, reason, format string, args ...any) {
-	if jc.events != nil {
-		jc.events.Eventf(j, typ, reason, format, args...)
-	}
 }
 
 // counts are a Job's pods by state.
@@ -196,7 +183,7 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 		st.Conditions = append(st.Conditions,
 			api.JobCondition{Type: api.JobFailureTarget, Status: api.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: &now, LastTransitionTime: &now},
 			api.JobCondition{Type: api.JobFailed, Status: api.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: &now, LastTransitionTime: &now})
-		jc.event(j, api.EventTypeWarning, reason, "%s", msg)
+		events.Eventf(jc.events, j, api.EventTypeWarning, reason, "%s", msg)
 		c.active = nil
 	case complete(j, c):
 		errs = append(errs, jc.deleteAll(ctx, c.active))
@@ -205,7 +192,7 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 			api.JobCondition{Type: api.JobSuccessCriteriaMet, Status: api.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: &now, LastTransitionTime: &now},
 			api.JobCondition{Type: api.JobComplete, Status: api.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: &now, LastTransitionTime: &now})
 		st.CompletionTime = &now
-		jc.event(j, api.EventTypeNormal, "Completed", "Job completed")
+		events.Eventf(jc.events, j, api.EventTypeNormal, "Completed", "Job completed")
 	default:
 		errs = append(errs, jc.manage(ctx, j, &c, now))
 	}
@@ -283,11 +270,11 @@ func (jc *Controller) manage(ctx context.Context, j *api.Job, c *counts, now tim
 		p, err := jc.api.CreatePod(ctx, podFor(j))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("creating a pod of job %s: %w", cache.Key(j), err))
-			jc.event(j, api.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			events.Eventf(jc.events, j, api.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 			continue
 		}
 		c.active = append(c.active, p)
-		jc.event(j, api.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.Name)
+		events.Eventf(jc.events, j, api.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.Name)
 	}
 	return errors.Join(errs...)
 }

@@ -33,20 +33,13 @@ const Name = "horizontalpodautoscaler"
 // DefaultSyncPeriod is how often every HPA is looked at, as Kubernetes'.
 const DefaultSyncPeriod = 15 * time.Second
 
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
 // Controller is the HPA controller.
 type Controller struct {
 	c      *client.Client
 	hpas   *cache.Lister[api.HorizontalPodAutoscaler, *api.HorizontalPodAutoscaler]
 	pods   *cache.Lister[api.Pod, *api.Pod]
 	queue  *workqueue.Queue
-	events EventRecorder
+	events events.EventRecorder
 	period time.Duration
 	now    func() time.Time
 
@@ -57,7 +50,7 @@ type Controller struct {
 }
 
 // New returns the controller; period is its sync period (0: the default).
-func New(c *client.Client, f *cache.Factory, rec EventRecorder, period time.Duration) *Controller {
+func New(c *client.Client, f *cache.Factory, rec events.EventRecorder, period time.Duration) *Controller {
 	if period <= 0 {
 		period = DefaultSyncPeriod
 	}
@@ -109,7 +102,7 @@ func (hc *Controller) sync(ctx context.Context, key string) error {
 	proposed, metrics, reason, err := hc.propose(ctx, h, sc, current)
 	if err != nil {
 		st.Conditions = conditions(st.Conditions, now, api.HPAScalingActive, api.ConditionFalse, "FailedGetResourceMetric", err.Error())
-		hc.event(h, api.EventTypeWarning, "FailedGetResourceMetric", "%v", err)
+		events.Eventf(hc.events, h, api.EventTypeWarning, "FailedGetResourceMetric", "%v", err)
 		return hc.writeStatus(ctx, h, st)
 	}
 	st.CurrentMetrics = metrics
@@ -145,7 +138,7 @@ func (hc *Controller) sync(ctx context.Context, key string) error {
 		if desired < current {
 			direction = "below"
 		}
-		hc.event(h, api.EventTypeNormal, "SuccessfulRescale", "New size: %d; reason: %s %s target", desired, reason, direction)
+		events.Eventf(hc.events, h, api.EventTypeNormal, "SuccessfulRescale", "New size: %d; reason: %s %s target", desired, reason, direction)
 	}
 	return hc.writeStatus(ctx, h, st)
 }
@@ -322,12 +315,6 @@ func pruned(rs []recommendation, since time.Time) []recommendation {
 		}
 	}
 	return out
-}
-
-func (hc *Controller) event(h *api.HorizontalPodAutoscaler, typ, reason, format string, args ...any) {
-	if hc.events != nil {
-		hc.events.Eventf(h, typ, reason, format, args...)
-	}
 }
 
 // conditions sets one condition, its transition time moving only when its

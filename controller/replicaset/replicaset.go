@@ -60,13 +60,6 @@ func (a clientAPI) UpdateReplicaSetStatus(ctx context.Context, rs *api.ReplicaSe
 	return a.c.ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs)
 }
 
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
 // Controller is the ReplicaSet controller.
 type Controller struct {
 	api    API
@@ -74,19 +67,12 @@ type Controller struct {
 	pods   *cache.Lister[api.Pod, *api.Pod]
 	queue  *workqueue.Queue
 	exp    *expectations
-	events EventRecorder
-}
-
-// event records an event about rs, if there is a recorder.
-func (rc *Controller) event(rs *api.ReplicaSet, typ, reason, format string, args ...any) {
-	if rc.events != nil {
-		rc.events.Eventf(rs, typ, reason, format, args...)
-	}
+	events events.EventRecorder
 }
 
 // New returns the controller, registered with the factory's informers;
 // rec records the pods it creates and deletes.
-func New(c *client.Client, f *cache.Factory, rec EventRecorder) *Controller {
+func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controller {
 	rsInf, podInf := f.ReplicaSets(), f.Pods()
 	rc := &Controller{
 		events: rec,
@@ -223,7 +209,7 @@ func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet
 				defer wg.Done()
 				err := rc.api.DeletePod(ctx, p.Namespace, p.Name, p.UID)
 				if err == nil {
-					rc.event(rs, api.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+					events.Eventf(rc.events, rs, api.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 				}
 				if err != nil && !errdefs.IsNotFound(err) {
 					rc.exp.deletionObserved(key, p.UID)
@@ -277,10 +263,10 @@ func (rc *Controller) createPod(ctx context.Context, rs *api.ReplicaSet) error {
 			continue // the random name was taken
 		}
 		if err != nil {
-			rc.event(rs, api.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			events.Eventf(rc.events, rs, api.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 			return fmt.Errorf("creating a pod of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
-		rc.event(rs, api.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
+		events.Eventf(rc.events, rs, api.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 		return nil
 	}
 }

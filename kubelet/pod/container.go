@@ -17,6 +17,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 	"minik8s/pkg/quantity"
 )
 
@@ -50,8 +51,8 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 			}
 			if failed, msg := c.prober.LivenessFailed(); failed {
 				w.log.WithField("container", c.name).Info("liveness probe failed; restarting the container")
-				w.event(p, api.EventTypeWarning, "Unhealthy", "Liveness probe failed: %s", msg)
-				w.event(p, api.EventTypeNormal, "Killing", "Container %s failed liveness probe, will be restarted", c.name)
+				events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "Unhealthy", "Liveness probe failed: %s", msg)
+				events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Killing", "Container %s failed liveness probe, will be restarted", c.name)
 				c.prober.Stop()
 				c.prober = nil
 				if err := w.rt.StopContainer(ctx, c.id, w.grace(p)); err != nil {
@@ -160,7 +161,7 @@ func (w *Worker) handleExit(p *api.Pod, c *container, term api.ContainerStateTer
 	c.retryAt = time.Now().Add(delay)
 	if delay > 0 {
 		c.state = waiting("CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container %s", delay.Round(time.Second), c.name))
-		w.event(p, api.EventTypeWarning, "BackOff", "Back-off restarting failed container %s", c.name)
+		events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "BackOff", "Back-off restarting failed container %s", c.name)
 	} else {
 		c.state = waiting("ContainerCreating", "")
 	}
@@ -196,11 +197,11 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 		c.state = waiting(reason, err.Error())
 		c.retryAt = time.Now().Add(w.backoff(int32(c.pullFailures)))
 		w.log.WithError(err).WithField("container", c.name).Warn("image not available")
-		w.event(p, api.EventTypeWarning, "Failed", "Failed to pull image %q: %v", spec.Image, err)
+		events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "Failed", "Failed to pull image %q: %v", spec.Image, err)
 		return
 	}
 	if c.pullFailures > 0 || !c.everStarted {
-		w.event(p, api.EventTypeNormal, "Pulled", "Container image %q is on the node", spec.Image)
+		events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Pulled", "Container image %q is on the node", spec.Image)
 	}
 	c.pullFailures = 0
 	attempt := c.restartCount
@@ -224,7 +225,7 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 		w.log.WithError(err).WithField("container", c.name).Warn("creating container")
 		return
 	}
-	w.event(p, api.EventTypeNormal, "Created", "Created container %s", c.name)
+	events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Created", "Created container %s", c.name)
 	c.id = id
 	c.restartCount = attempt
 	c.everStarted = true
@@ -237,7 +238,7 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 	started := c.startedAt
 	c.state = api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: &started}}
 	w.setRunning(c.name, c.id)
-	w.event(p, api.EventTypeNormal, "Started", "Started container %s", c.name)
+	events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Started", "Started container %s", c.name)
 	w.startProber(ctx, spec, c)
 	w.log.WithFields(log.Fields{"container": c.name, "id": id, "restartCount": attempt}).Info("container started")
 }

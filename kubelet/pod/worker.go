@@ -72,21 +72,7 @@ type Config struct {
 	// own network: the cluster DNS server and the cluster domain.
 	DNS DNSConfig
 	// Events records what happens to the pods' containers (nil: nothing).
-	Events EventRecorder
-}
-
-// EventRecorder records an event about an object (pkg/events).
-type EventRecorder interface {
-	Eventf(obj api.Object, typ, reason, format string, args ...any)
-}
-
-var _ EventRecorder = (*events.Recorder)(nil)
-
-// event records an event about the pod p, if there is a recorder.
-func (w *Worker) event(p *api.Pod, typ, reason, format string, args ...any) {
-	if w.cfg.Events != nil && p != nil {
-		w.cfg.Events.Eventf(p, typ, reason, format, args...)
-	}
+	Events events.EventRecorder
 }
 
 // DNSConfig says how pods with their own network resolve names.
@@ -387,7 +373,7 @@ func (w *Worker) terminate(ctx context.Context, p *api.Pod, gone bool) bool {
 		}
 		grace = time.Duration(g) * time.Second
 		for _, c := range p.Spec.Containers {
-			w.event(p, api.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+			events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 		}
 		if p.DeletionTimestamp != nil {
 			// A kubelet that restarts mid-way does not start the wait again.
