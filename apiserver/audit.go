@@ -4,18 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	log "github.com/sirupsen/logrus"
-
-	"minik8s/pkg/rbac"
 )
 
 // The audit log records every write (and every refused one) as a JSON
@@ -159,39 +153,4 @@ func (l *auditLog) rotate() {
 	}
 	l.f, l.size = f, 0
 	l.w.Reset(f)
-}
-
-// isWrite tells whether a request changes something.
-func isWrite(method string) bool {
-	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
-}
-
-// auditMiddleware logs each write once answered, with the user the
-// authenticator found (none for a 401).
-func (s *Server) auditMiddleware() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if s.audit == nil || !isWrite(c.Request.Method) {
-			c.Next()
-			return
-		}
-		received := time.Now().UTC()
-		c.Next()
-		// As read once for authorization (a 401 has them too).
-		attrs := requestAttributes(c)
-		ev := &auditEvent{Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: "Metadata", AuditID: uuid.NewString(),
-			Stage: "ResponseComplete", RequestURI: c.Request.URL.RequestURI(), Verb: attrs.Verb,
-			UserAgent: c.Request.UserAgent(), RequestReceivedTimestamp: received, StageTimestamp: time.Now().UTC()}
-		if u, ok := c.Request.Context().Value(userKey{}).(rbac.User); ok {
-			ev.User = auditUser{Username: u.Name, Groups: u.Groups}
-		}
-		if host, _, err := net.SplitHostPort(c.Request.RemoteAddr); err == nil {
-			ev.SourceIPs = []string{host}
-		}
-		if attrs.ResourceRequest {
-			ev.ObjectRef = &auditObjectRef{Resource: attrs.Resource, Namespace: attrs.Namespace, Name: attrs.Name,
-				APIGroup: attrs.APIGroup, Subresource: attrs.Subresource}
-		}
-		ev.ResponseStatus.Code = c.Writer.Status()
-		s.audit.write(ev)
-	}
 }
