@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/audit"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -226,20 +227,20 @@ func (s *Server) auditMiddleware() gin.HandlerFunc {
 		c.Next()
 		// As read once for authorization (a 401 has them too).
 		attrs := requestAttributes(c)
-		ev := &auditEvent{Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: "Metadata", AuditID: uuid.NewString(),
+		ev := &audit.Event{Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: "Metadata", AuditID: uuid.NewString(),
 			Stage: "ResponseComplete", RequestURI: c.Request.URL.RequestURI(), Verb: attrs.Verb,
 			UserAgent: c.Request.UserAgent(), RequestReceivedTimestamp: received, StageTimestamp: time.Now().UTC()}
 		if u, ok := c.Request.Context().Value(userKey{}).(rbac.User); ok {
-			ev.User = auditUser{Username: u.Name, Groups: u.Groups}
+			ev.User = audit.User{Username: u.Name, Groups: u.Groups}
 		}
 		if host, _, err := net.SplitHostPort(c.Request.RemoteAddr); err == nil {
 			ev.SourceIPs = []string{host}
 		}
 		if attrs.ResourceRequest {
-			ev.ObjectRef = &auditObjectRef{Resource: attrs.Resource, Namespace: attrs.Namespace, Name: attrs.Name,
+			ev.ObjectRef = &audit.ObjectRef{Resource: attrs.Resource, Namespace: attrs.Namespace, Name: attrs.Name,
 				APIGroup: attrs.APIGroup, Subresource: attrs.Subresource}
 		}
 		ev.ResponseStatus.Code = c.Writer.Status()
-		s.audit.write(ev)
+		s.audit.Write(ev)
 	}
 }

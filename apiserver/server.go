@@ -26,6 +26,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver/alloc"
+	"minik8s/apiserver/audit"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -146,6 +147,9 @@ const DefaultMaxPendingCalls = 20000
 // call's next step too).
 const DefaultMaxPendingCallBytes = 256 << 20
 
+// AuditLogFile is the audit log's name in the data dir.
+const AuditLogFile = "audit.log"
+
 // EventTTL is how long an event is kept after it was first made, as
 // Kubernetes keeps them.
 const EventTTL = time.Hour
@@ -215,7 +219,7 @@ type Server struct {
 	watches    *watchLimiter
 	namespaces *namespaceIndex
 	authz      *authorizer
-	audit      *auditLog
+	audit      *audit.Log
 	// creds and tokens authenticate the secure port (nil: not serving it).
 	creds  *credentials
 	tokens map[string]rbac.User
@@ -417,12 +421,12 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	if err := retryUntil(ctx, s.ensureBootstrapPolicy); err != nil {
 		return fmt.Errorf("apiserver: the built-in RBAC policy: %w", err)
 	}
-	audit, err := openAuditLog(s.cfg.AuditLogPath)
+	auditLog, err := audit.Open(s.cfg.AuditLogPath)
 	if err != nil {
 		return err
 	}
-	defer audit.Close()
-	s.audit = audit
+	defer auditLog.Close()
+	s.audit = auditLog
 	var bg sync.WaitGroup
 	exporter, err := tracing.NewExporter(ctx, s.cfg.OTLPEndpoint)
 	if err != nil {

@@ -1,4 +1,7 @@
-package apiserver
+// Package audit is the apiserver's audit log: every write (and every
+// refused one) as a JSON line in the shape of Kubernetes'
+// audit.k8s.io/v1 Event at the Metadata level.
+package audit
 
 import (
 	"bufio"
@@ -12,25 +15,22 @@ import (
 	log "github.com/sirupsen/logrus"
 )
 
-// The audit log records every write (and every refused one) as a JSON
-// line in the shape of Kubernetes' audit.k8s.io/v1 Event at the Metadata
-// level: who, what, on which object, and the answer's code. Reads are not
-// logged: a function call is a write (create funcs/invoke), a result read
-// is not.
+// An event says who, what, on which object, and the answer's code. Reads
+// are not logged: a function call is a write (create funcs/invoke), a
+// result read is not.
 
-// AuditLogFile is the audit log's name in the data dir.
-const AuditLogFile = "audit.log"
-
-// maxAuditBytes is where the log is rotated to audit.log.1, so that a
+// maxBytes is where the log is rotated to audit.log.1, so that a
 // cluster left running does not fill its disk.
-const maxAuditBytes = 100 << 20
+const maxBytes = 100 << 20
 
-type auditUser struct {
+// User is who made the request.
+type User struct {
 	Username string   `json:"username"`
 	Groups   []string `json:"groups,omitempty"`
 }
 
-type auditObjectRef struct {
+// ObjectRef is the object a request was about.
+type ObjectRef struct {
 	Resource    string `json:"resource,omitempty"`
 	Namespace   string `json:"namespace,omitempty"`
 	Name        string `json:"name,omitempty"`
@@ -38,18 +38,19 @@ type auditObjectRef struct {
 	Subresource string `json:"subresource,omitempty"`
 }
 
-type auditEvent struct {
-	Kind           string          `json:"kind"`
-	APIVersion     string          `json:"apiVersion"`
-	Level          string          `json:"level"`
-	AuditID        string          `json:"auditID"`
-	Stage          string          `json:"stage"`
-	RequestURI     string          `json:"requestURI"`
-	Verb           string          `json:"verb"`
-	User           auditUser       `json:"user"`
-	SourceIPs      []string        `json:"sourceIPs,omitempty"`
-	UserAgent      string          `json:"userAgent,omitempty"`
-	ObjectRef      *auditObjectRef `json:"objectRef,omitempty"`
+// Event is one line of the log.
+type Event struct {
+	Kind           string     `json:"kind"`
+	APIVersion     string     `json:"apiVersion"`
+	Level          string     `json:"level"`
+	AuditID        string     `json:"auditID"`
+	Stage          string     `json:"stage"`
+	RequestURI     string     `json:"requestURI"`
+	Verb           string     `json:"verb"`
+	User           User       `json:"user"`
+	SourceIPs      []string   `json:"sourceIPs,omitempty"`
+	UserAgent      string     `json:"userAgent,omitempty"`
+	ObjectRef      *ObjectRef `json:"objectRef,omitempty"`
 	ResponseStatus struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
@@ -57,10 +58,10 @@ type auditEvent struct {
 	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
-// auditLog appends events to a file through a buffer flushed every
-// auditFlush (as Kubernetes' batching audit backend), so that a function
+// Log appends events to a file through a buffer flushed every
+// flushInterval (as Kubernetes' batching audit backend), so that a function
 // call does not wait on a write; nil logs nothing.
-type auditLog struct {
+type Log struct {
 	path string
 	mu   sync.Mutex
 	f    *os.File
@@ -69,10 +70,11 @@ type auditLog struct {
 	done chan struct{}
 }
 
-// auditFlush bounds how long an event stays in memory.
-const auditFlush = 200 * time.Millisecond
+// flushInterval bounds how long an event stays in memory.
+const flushInterval = 200 * time.Millisecond
 
-func openAuditLog(path string) (*auditLog, error) {
+// Open opens (creating it) the log at path; "-" is no log (nil).
+func Open(path string) (*Log, error) {
 	if path == "-" {
 		return nil, nil
 	}
@@ -88,12 +90,12 @@ func openAuditLog(path string) (*auditLog, error) {
 		f.Close()
 		return nil, err
 	}
-	l := &auditLog{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10), size: st.Size(), done: make(chan struct{})}
-	go l.flushEvery(auditFlush)
+	l := &Log{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10), size: st.Size(), done: make(chan struct{})}
+	go l.flushEvery(flushInterval)
 	return l, nil
 }
 
-func (l *auditLog) flushEvery(d time.Duration) {
+func (l *Log) flushEvery(d time.Duration) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -110,7 +112,8 @@ func (l *auditLog) flushEvery(d time.Duration) {
 	}
 }
 
-func (l *auditLog) Close() error {
+// Close flushes the log and closes it.
+func (l *Log) Close() error {
 	if l == nil {
 		return nil
 	}
@@ -124,7 +127,8 @@ func (l *auditLog) Close() error {
 	return l.f.Close()
 }
 
-func (l *auditLog) write(ev *auditEvent) {
+// Write appends ev.
+func (l *Log) Write(ev *Event) {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return
@@ -132,7 +136,7 @@ func (l *auditLog) write(ev *auditEvent) {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.size+int64(len(line)) > maxAuditBytes {
+	if l.size+int64(len(line)) > maxBytes {
 		l.rotate()
 	}
 	n, _ := l.w.Write(line) // errors surface at the flush
@@ -140,7 +144,7 @@ func (l *auditLog) write(ev *auditEvent) {
 }
 
 // rotate moves the log to PATH.1 and starts a new one.
-func (l *auditLog) rotate() {
+func (l *Log) rotate() {
 	_ = l.w.Flush()
 	l.f.Close()
 	if err := os.Rename(l.path, l.path+".1"); err != nil {
