@@ -18,6 +18,27 @@ const (
 	DefaultNodeCIDRMaskSize = 24
 )
 
+// nodeStrategy allocates a Node its pod CIDR on create (when the cluster
+// has a pod range), keeps it on update, and frees it and the Node's
+// password record on delete.
+type nodeStrategy struct{ defaultStrategy }
+
+func (nodeStrategy) create(ctx context.Context, r *registry, key string, obj api.Object) error {
+	if r.podCIDRs == nil {
+		return r.store.Create(ctx, key, obj, r.ttl)
+	}
+	return r.createNode(ctx, key, obj.(*api.Node))
+}
+
+func (nodeStrategy) prepareForUpdate(r *registry, cur, next api.Object) error {
+	return r.keepPodCIDR(cur, next)
+}
+
+func (nodeStrategy) afterDelete(ctx context.Context, r *registry, obj api.Object) {
+	r.releasePodCIDR(ctx, obj)
+	r.releaseNodePassword(ctx, obj)
+}
+
 // createNode stores a Node with its pod CIDR: the one it asks for if that
 // is a free slice of the range, else the next free one.
 func (r *registry) createNode(ctx context.Context, key string, node *api.Node) error {

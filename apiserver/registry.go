@@ -44,6 +44,9 @@ type registry struct {
 	admitState func(ctx context.Context, obj api.Object) error
 }
 
+// hooks is the strategy of the registry's kind.
+func (r *registry) hooks() strategy { return strategyFor(r.res) }
+
 // admit runs admitSpecs and admitState, when set.
 func (r *registry) admit(ctx context.Context, old, obj api.Object) error {
 	if r.admitSpecs != nil {
@@ -149,16 +152,7 @@ func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.O
 			return nil, err
 		}
 	}
-	key := r.key(meta.Namespace, meta.Name)
-	var err error
-	if svc, ok := obj.(*api.Service); ok {
-		err = r.createService(ctx, key, svc)
-	} else if node, ok := obj.(*api.Node); ok && r.podCIDRs != nil {
-		err = r.createNode(ctx, key, node)
-	} else {
-		err = r.store.Create(ctx, key, obj, r.ttl)
-	}
-	if err != nil {
+	if err := r.hooks().create(ctx, r, r.key(meta.Namespace, meta.Name), obj); err != nil {
 		return nil, err
 	}
 	return obj, nil
@@ -173,10 +167,6 @@ func (r *registry) prepareCreate(ns string, obj api.Object) error {
 	if err := r.checkIdentity(obj, ns, ""); err != nil {
 		return err
 	}
-	if f, ok := obj.(*api.Func); ok && f.Name == "" {
-		// The reference design names a function in spec.name.
-		f.Name = f.Spec.Name
-	}
 	meta := obj.GetObjectMeta()
 	now := time.Now().UTC().Truncate(time.Second)
 	meta.UID = uuid.NewString()
@@ -185,7 +175,7 @@ func (r *registry) prepareCreate(ns string, obj api.Object) error {
 	meta.DeletionTimestamp = nil
 	meta.DeletionGracePeriodSeconds = nil
 	meta.Generation = 1
-	prepareForCreate(obj)
+	r.hooks().prepareForCreate(obj)
 	validation.Default(r.res, obj)
 	return validateCreate(r.res, obj)
 }
@@ -207,19 +197,6 @@ func (r *registry) createMany(ctx context.Context, objs []api.Object) (errs []er
 		items = append(items, storage.Item{Key: r.key(meta.Namespace, meta.Name), Object: obj})
 	}
 	return errs, r.store.CreateMany(ctx, items, r.ttl)
-}
-
-func prepareForCreate(obj api.Object) {
-	switch o := obj.(type) {
-	case *api.Pod:
-		o.Status = api.PodStatus{}
-	case *api.ReplicaSet:
-		o.Status = api.ReplicaSetStatus{}
-	case *api.Func:
-		o.Status = api.FuncStatus{}
-	case *api.Trigger:
-		o.Status = api.TriggerStatus{}
-	}
 }
 
 func (r *registry) get(ctx context.Context, ns, name string) (api.Object, error) {
@@ -283,16 +260,9 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		if r.res.HasStatus {
 			setStatus(next, statusOf(cur))
 		}
-		if err := r.keepClusterIP(cur, next); err != nil {
+		if err := r.hooks().prepareForUpdate(r, cur, next); err != nil {
 			return nil, err
 		}
-		if err := r.keepNodePorts(cur, next); err != nil {
-			return nil, err
-		}
-		if err := r.keepPodCIDR(cur, next); err != nil {
-			return nil, err
-		}
-		keepJobSelector(cur, next)
 		if !sameSpec(next, cur) {
 			meta.Generation++
 		}
@@ -379,22 +349,16 @@ type deleteOptions struct {
 	} `json:"preconditions,omitempty"`
 }
 
-// delete removes an object. A pod bound to a node is deleted gracefully:
-// it is marked with a deletion timestamp and its kubelet stops its
-// containers and then removes it (with a grace period of 0).
+// delete removes an object, after its kind's own deletion
+// (strategy.beginDelete: a bound pod is deleted gracefully, a namespace
+// emptied first), which may answer instead.
 func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptions) (api.Object, error) {
 	var rv, uid string
 	if p := opts.Preconditions; p != nil {
 		rv, uid = p.ResourceVersion, p.UID
 	}
-	if r.res.Kind == api.NamespacesResource.Kind {
-		return r.deleteNamespace(ctx, name, rv)
-	}
-	if r.res.Kind == "Pod" && (opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds > 0) {
-		marked, done, err := r.markPodDeleted(ctx, ns, name, opts.GracePeriodSeconds, rv, uid)
-		if err != nil || done {
-			return marked, err
-		}
+	if out, done, err := r.hooks().beginDelete(ctx, r, ns, name, opts, rv, uid); err != nil || done {
+		return out, err
 	}
 	// The object goes at the version whose finalizers were judged: one
 	// added since (a conflict) is judged again, unless the caller asked
@@ -423,10 +387,7 @@ func (r *registry) remove(ctx context.Context, ns, name, rv string) (api.Object,
 	if err := r.store.Delete(ctx, r.key(ns, name), out, rv); err != nil {
 		return nil, r.notFound(err, ns, name)
 	}
-	r.releaseClusterIP(ctx, out)
-	r.releaseNodePorts(ctx, out)
-	r.releasePodCIDR(ctx, out)
-	r.releaseNodePassword(ctx, out)
+	r.hooks().afterDelete(ctx, r, out)
 	return out, nil
 }
 

@@ -17,6 +17,26 @@ const (
 	HostNetworkServiceCIDR = "127.1.0.0/16"
 )
 
+// serviceStrategy allocates a Service its cluster IP and node ports on
+// create, keeps them on update and frees them on delete.
+type serviceStrategy struct{ defaultStrategy }
+
+func (serviceStrategy) create(ctx context.Context, r *registry, key string, obj api.Object) error {
+	return r.createService(ctx, key, obj.(*api.Service))
+}
+
+func (serviceStrategy) prepareForUpdate(r *registry, cur, next api.Object) error {
+	if err := r.keepClusterIP(cur, next); err != nil {
+		return err
+	}
+	return r.keepNodePorts(cur, next)
+}
+
+func (serviceStrategy) afterDelete(ctx context.Context, r *registry, obj api.Object) {
+	r.releaseClusterIP(ctx, obj)
+	r.releaseNodePorts(ctx, obj)
+}
+
 // createService stores a Service and the allocation of its cluster IP in
 // one transaction: both or neither, so a refused create (the name is
 // taken) or a crash in between leaves no address allocated without its

@@ -1,0 +1,118 @@
+package apiserver
+
+import (
+	"context"
+
+	"minik8s/pkg/api"
+)
+
+// strategy is what a kind adds to the generic registry's writes, as
+// Kubernetes' rest.RESTCreateStrategy, RESTUpdateStrategy and
+// RESTDeleteStrategy do: the registry looks it up by resource (strategyFor)
+// and names no kind itself. A kind with nothing of its own takes
+// defaultStrategy, whose hooks do nothing more than the generic path.
+type strategy interface {
+	// prepareForCreate clears what a new object may not say (its status).
+	prepareForCreate(obj api.Object)
+	// create stores obj under key, with what it is allocated.
+	create(ctx context.Context, r *registry, key string, obj api.Object) error
+	// prepareForUpdate carries what the server gave cur over to next, or
+	// refuses next changing it.
+	prepareForUpdate(r *registry, cur, next api.Object) error
+	// beginDelete does a kind's own deletion: done when it answered the
+	// request (out, err) and the object is not to be removed now.
+	beginDelete(ctx context.Context, r *registry, ns, name string, opts deleteOptions, rv, uid string) (out api.Object, done bool, err error)
+	// afterDelete frees what was allocated for a removed object.
+	afterDelete(ctx context.Context, r *registry, obj api.Object)
+}
+
+// strategies are the kinds with hooks of their own, by resource name.
+var strategies = map[string]strategy{
+	api.PodsResource.Name:        podStrategy{},
+	api.ReplicaSetsResource.Name: replicaSetStrategy{},
+	api.FuncsResource.Name:       funcStrategy{},
+	api.TriggersResource.Name:    triggerStrategy{},
+	api.JobsResource.Name:        jobStrategy{},
+	api.ServicesResource.Name:    serviceStrategy{},
+	api.NodesResource.Name:       nodeStrategy{},
+	api.NamespacesResource.Name:  namespaceStrategy{},
+}
+
+// strategyFor is the strategy of resource res.
+func strategyFor(res api.Resource) strategy {
+	if s, ok := strategies[res.Name]; ok {
+		return s
+	}
+	return defaultStrategy{}
+}
+
+// defaultStrategy is the generic path: the store alone.
+type defaultStrategy struct{}
+
+func (defaultStrategy) prepareForCreate(api.Object) {}
+
+func (defaultStrategy) create(ctx context.Context, r *registry, key string, obj api.Object) error {
+	return r.store.Create(ctx, key, obj, r.ttl)
+}
+
+func (defaultStrategy) prepareForUpdate(*registry, api.Object, api.Object) error { return nil }
+
+func (defaultStrategy) beginDelete(context.Context, *registry, string, string, deleteOptions, string, string) (api.Object, bool, error) {
+	return nil, false, nil
+}
+
+func (defaultStrategy) afterDelete(context.Context, *registry, api.Object) {}
+
+// The status of a created object is the controllers' and kubelets' to set.
+type (
+	podStrategy        struct{ defaultStrategy }
+	replicaSetStrategy struct{ defaultStrategy }
+	triggerStrategy    struct{ defaultStrategy }
+	funcStrategy       struct{ defaultStrategy }
+)
+
+func (podStrategy) prepareForCreate(obj api.Object) { obj.(*api.Pod).Status = api.PodStatus{} }
+
+func (replicaSetStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.ReplicaSet).Status = api.ReplicaSetStatus{}
+}
+
+func (triggerStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.Trigger).Status = api.TriggerStatus{}
+}
+
+func (funcStrategy) prepareForCreate(obj api.Object) {
+	f := obj.(*api.Func)
+	if f.Name == "" {
+		// The reference design names a function in spec.name.
+		f.Name = f.Spec.Name
+	}
+	f.Status = api.FuncStatus{}
+}
+
+// beginDelete deletes a pod bound to a node gracefully, unless asked for
+// a grace period of 0: it is marked with a deletion timestamp and its
+// kubelet stops its containers and then removes it.
+func (podStrategy) beginDelete(ctx context.Context, r *registry, ns, name string, opts deleteOptions, rv, uid string) (api.Object, bool, error) {
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds <= 0 {
+		return nil, false, nil
+	}
+	return r.markPodDeleted(ctx, ns, name, opts.GracePeriodSeconds, rv, uid)
+}
+
+// jobStrategy keeps the selector the server gave a Job.
+type jobStrategy struct{ defaultStrategy }
+
+func (jobStrategy) prepareForUpdate(_ *registry, cur, next api.Object) error {
+	keepJobSelector(cur, next)
+	return nil
+}
+
+// namespaceStrategy: a namespace is not removed at once but marked
+// Terminating, and emptied by the namespace controller.
+type namespaceStrategy struct{ defaultStrategy }
+
+func (namespaceStrategy) beginDelete(ctx context.Context, r *registry, _, name string, _ deleteOptions, rv, _ string) (api.Object, bool, error) {
+	out, err := r.deleteNamespace(ctx, name, rv)
+	return out, true, err
+}
