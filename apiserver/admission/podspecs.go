@@ -1,4 +1,7 @@
-package apiserver
+// Package admission holds the apiserver's admission rules that need no
+// server: which pod specs an object carries and which of them reach into
+// their node.
+package admission
 
 import (
 	"fmt"
@@ -17,11 +20,11 @@ import (
 // by the object's Go type, not by a list of kinds, so a new kind carrying
 // an api.PodSpec anywhere is admitted without anyone remembering it.
 
-// podSpecAt is one pod spec an object carries and where (its JSON path,
+// PodSpecAt is one pod spec an object carries and where (its JSON path,
 // "spec.template.spec").
-type podSpecAt struct {
-	path string
-	spec *api.PodSpec
+type PodSpecAt struct {
+	Path string
+	Spec *api.PodSpec
 }
 
 var podSpecType = reflect.TypeOf(api.PodSpec{})
@@ -64,22 +67,22 @@ func carries(t reflect.Type, seen map[reflect.Type]bool) bool {
 	return false
 }
 
-// podSpecsOf lists every pod spec obj carries, and the specs of the pods
+// PodSpecsOf lists every pod spec obj carries, and the specs of the pods
 // the platform derives from it (a Func's pods are made from its spec by
 // function.PodSpec, so admission judges those as if written out).
-func podSpecsOf(obj any) []podSpecAt {
-	var out []podSpecAt
+func PodSpecsOf(obj any) []PodSpecAt {
+	var out []PodSpecAt
 	if v := reflect.ValueOf(obj); v.IsValid() && carriesPodSpec(v.Type()) {
 		walkPodSpecs(v, "", &out)
 	}
 	if f, ok := obj.(*api.Func); ok {
 		spec := function.PodSpec(f)
-		out = append(out, podSpecAt{path: "(the pods of function " + f.Name + ")", spec: &spec})
+		out = append(out, PodSpecAt{Path: "(the pods of function " + f.Name + ")", Spec: &spec})
 	}
 	return out
 }
 
-func walkPodSpecs(v reflect.Value, path string, out *[]podSpecAt) {
+func walkPodSpecs(v reflect.Value, path string, out *[]PodSpecAt) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
@@ -111,7 +114,7 @@ func walkPodSpecs(v reflect.Value, path string, out *[]podSpecAt) {
 				c.Set(v)
 				v = c
 			}
-			*out = append(*out, podSpecAt{path: path, spec: v.Addr().Interface().(*api.PodSpec)})
+			*out = append(*out, PodSpecAt{Path: path, Spec: v.Addr().Interface().(*api.PodSpec)})
 			return
 		}
 		t := v.Type()
