@@ -5,31 +5,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"math"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
-
-// TestTokenExpirationBounds: Kubernetes' ValidateTokenRequest bounds.
-func TestTokenExpirationBounds(t *testing.T) {
-	for _, tc := range []struct {
-		exp   int64
-		valid bool
-	}{
-		{-5, false}, {0, false}, {599, false}, {600, true}, {3600, true}, {maxTokenSeconds + 1, true},
-		{1 << 32, true}, {1<<32 + 1, false}, {math.MaxInt64, false}, {math.MinInt64, false},
-	} {
-		err := validTokenExpiration(tc.exp)
-		if tc.valid != (err == nil) || (err != nil && !errdefs.IsInvalid(err)) {
-			t.Errorf("expirationSeconds %d: %v, want valid %v (else 422)", tc.exp, err, tc.valid)
-		}
-	}
-}
 
 // TestVerifyServiceAccountToken: what a token must carry to authenticate.
 func TestVerifyServiceAccountToken(t *testing.T) {
@@ -56,7 +40,7 @@ func TestVerifyServiceAccountToken(t *testing.T) {
 	// A pod being deleted for longer than the leeway no longer carries its tokens.
 	gone := create(api.PodsResource, "default", &api.Pod{ObjectMeta: api.ObjectMeta{Name: "gone"},
 		Spec: api.PodSpec{ServiceAccountName: "robot", Containers: []api.Container{{Name: "c", Image: "i"}}}})
-	long := time.Now().Add(-2 * tokenLeeway)
+	long := time.Now().Add(-2 * auth.Leeway)
 	if _, err := s.registries[api.PodsResource.Name].mutate(ctx, "default", "gone", func(o api.Object) (api.Object, error) {
 		o.GetObjectMeta().DeletionTimestamp = &long
 		return o, nil
@@ -65,41 +49,41 @@ func TestVerifyServiceAccountToken(t *testing.T) {
 	}
 
 	now := time.Now()
-	good := func() saClaims {
-		return saClaims{RegisteredClaims: jwt.RegisteredClaims{Issuer: saIssuer, Subject: "system:serviceaccount:default:robot",
-			Audience: jwt.ClaimStrings{saIssuer}, IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
+	good := func() auth.Claims {
+		return auth.Claims{RegisteredClaims: jwt.RegisteredClaims{Issuer: auth.Issuer, Subject: "system:serviceaccount:default:robot",
+			Audience: jwt.ClaimStrings{auth.Issuer}, IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))},
-			Kubernetes: saPrivateClaims{Namespace: "default", ServiceAccount: objectRef{"robot", sa.UID}}}
+			Kubernetes: auth.PrivateClaims{Namespace: "default", ServiceAccount: auth.ObjectRef{Name: "robot", UID: sa.UID}}}
 	}
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	for _, tc := range []struct {
 		name  string
-		edit  func(*saClaims)
+		edit  func(*auth.Claims)
 		key   *ecdsa.PrivateKey
 		valid bool
 	}{
-		{"as issued", func(*saClaims) {}, nil, true},
-		{"the old audience", func(c *saClaims) { c.Audience = jwt.ClaimStrings{"minik8s"} }, nil, true},
-		{"another audience among them", func(c *saClaims) { c.Audience = jwt.ClaimStrings{"vault", saIssuer} }, nil, true},
-		{"another audience only", func(c *saClaims) { c.Audience = jwt.ClaimStrings{"https://vault.example"} }, nil, false},
-		{"no audience", func(c *saClaims) { c.Audience = nil }, nil, false},
-		{"no exp", func(c *saClaims) { c.ExpiresAt = nil }, nil, false},
-		{"expired", func(c *saClaims) { c.ExpiresAt = jwt.NewNumericDate(now.Add(-2 * time.Minute)) }, nil, false},
-		{"expired within the leeway", func(c *saClaims) { c.ExpiresAt = jwt.NewNumericDate(now.Add(-30 * time.Second)) }, nil, true},
-		{"not valid yet", func(c *saClaims) { c.NotBefore = jwt.NewNumericDate(now.Add(5 * time.Minute)) }, nil, false},
-		{"issued in the future", func(c *saClaims) { c.IssuedAt = jwt.NewNumericDate(now.Add(5 * time.Minute)) }, nil, false},
-		{"another issuer", func(c *saClaims) { c.Issuer = "kubernetes/serviceaccount" }, nil, false},
-		{"another key", func(*saClaims) {}, other, false},
-		{"another account uid", func(c *saClaims) { c.Kubernetes.ServiceAccount.UID = "x" }, nil, false},
-		{"an account that is not there", func(c *saClaims) { c.Kubernetes.ServiceAccount.Name = "nobody" }, nil, false},
-		{"bound to its pod", func(c *saClaims) { c.Kubernetes.Pod = &objectRef{"p", pod.UID} }, nil, true},
-		{"bound to a pod of another uid", func(c *saClaims) { c.Kubernetes.Pod = &objectRef{"p", "x"} }, nil, false},
-		{"bound to a pod deleted long ago", func(c *saClaims) { c.Kubernetes.Pod = &objectRef{"gone", gone.UID} }, nil, false},
-		{"bound to its secret", func(c *saClaims) { c.Kubernetes.Secret = &objectRef{"s", secret.UID} }, nil, true},
-		{"bound to a secret not there", func(c *saClaims) { c.Kubernetes.Secret = &objectRef{"t", "x"} }, nil, false},
-		{"bound to a node not there", func(c *saClaims) { c.Kubernetes.Node = &objectRef{"n", "x"} }, nil, false},
-		{"a pod's token names its node", func(c *saClaims) {
-			c.Kubernetes.Pod, c.Kubernetes.Node = &objectRef{"p", pod.UID}, &objectRef{"n", ""}
+		{"as issued", func(*auth.Claims) {}, nil, true},
+		{"the old audience", func(c *auth.Claims) { c.Audience = jwt.ClaimStrings{"minik8s"} }, nil, true},
+		{"another audience among them", func(c *auth.Claims) { c.Audience = jwt.ClaimStrings{"vault", auth.Issuer} }, nil, true},
+		{"another audience only", func(c *auth.Claims) { c.Audience = jwt.ClaimStrings{"https://vault.example"} }, nil, false},
+		{"no audience", func(c *auth.Claims) { c.Audience = nil }, nil, false},
+		{"no exp", func(c *auth.Claims) { c.ExpiresAt = nil }, nil, false},
+		{"expired", func(c *auth.Claims) { c.ExpiresAt = jwt.NewNumericDate(now.Add(-2 * time.Minute)) }, nil, false},
+		{"expired within the leeway", func(c *auth.Claims) { c.ExpiresAt = jwt.NewNumericDate(now.Add(-30 * time.Second)) }, nil, true},
+		{"not valid yet", func(c *auth.Claims) { c.NotBefore = jwt.NewNumericDate(now.Add(5 * time.Minute)) }, nil, false},
+		{"issued in the future", func(c *auth.Claims) { c.IssuedAt = jwt.NewNumericDate(now.Add(5 * time.Minute)) }, nil, false},
+		{"another issuer", func(c *auth.Claims) { c.Issuer = "kubernetes/serviceaccount" }, nil, false},
+		{"another key", func(*auth.Claims) {}, other, false},
+		{"another account uid", func(c *auth.Claims) { c.Kubernetes.ServiceAccount.UID = "x" }, nil, false},
+		{"an account that is not there", func(c *auth.Claims) { c.Kubernetes.ServiceAccount.Name = "nobody" }, nil, false},
+		{"bound to its pod", func(c *auth.Claims) { c.Kubernetes.Pod = &auth.ObjectRef{Name: "p", UID: pod.UID} }, nil, true},
+		{"bound to a pod of another uid", func(c *auth.Claims) { c.Kubernetes.Pod = &auth.ObjectRef{Name: "p", UID: "x"} }, nil, false},
+		{"bound to a pod deleted long ago", func(c *auth.Claims) { c.Kubernetes.Pod = &auth.ObjectRef{Name: "gone", UID: gone.UID} }, nil, false},
+		{"bound to its secret", func(c *auth.Claims) { c.Kubernetes.Secret = &auth.ObjectRef{Name: "s", UID: secret.UID} }, nil, true},
+		{"bound to a secret not there", func(c *auth.Claims) { c.Kubernetes.Secret = &auth.ObjectRef{Name: "t", UID: "x"} }, nil, false},
+		{"bound to a node not there", func(c *auth.Claims) { c.Kubernetes.Node = &auth.ObjectRef{Name: "n", UID: "x"} }, nil, false},
+		{"a pod's token names its node", func(c *auth.Claims) {
+			c.Kubernetes.Pod, c.Kubernetes.Node = &auth.ObjectRef{Name: "p", UID: pod.UID}, &auth.ObjectRef{Name: "n", UID: ""}
 		}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
