@@ -21,7 +21,7 @@ import (
 //   - the apiserver's own: its serving certificate's addresses and the
 //     addresses the kubernetes Service's Endpoints advertise;
 //   - an address another node holds: in its Node's status, or bound to
-//     its name at its first join (nodePassword.Address).
+//     its name at its first join (auth.NodePassword.Address).
 // Names are never in it (KubeletServingSpec: the CSR's are ignored), so
 // the apiserver's names cannot be.
 
@@ -101,16 +101,7 @@ func (s *Server) addressHolder(ctx context.Context, ip net.IP) (string, error) {
 			}
 		}
 	}
-	recs, _, err := s.store.List(ctx, nodePasswordPrefix, func() api.Object { return &nodePassword{} })
-	if err != nil {
-		return "", err
-	}
-	for _, o := range recs {
-		if rec := o.(*nodePassword); rec.Address != "" && ip.Equal(net.ParseIP(rec.Address)) {
-			return rec.Name, nil
-		}
-	}
-	return "", nil
+	return s.nodePasswords.Named(ctx, ip)
 }
 
 func ipIn(ip net.IP, ips []net.IP) bool {

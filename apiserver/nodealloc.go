@@ -6,6 +6,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -36,7 +37,7 @@ func (nodeStrategy) prepareForUpdate(r *registry, cur, next api.Object) error {
 
 func (nodeStrategy) afterDelete(ctx context.Context, r *registry, obj api.Object) {
 	r.releasePodCIDR(ctx, obj)
-	r.releaseNodePassword(ctx, obj)
+	auth.Release(ctx, r.store, obj.(*api.Node).Name)
 }
 
 // createNode stores a Node with its pod CIDR: the one it asks for if that

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
@@ -44,11 +45,11 @@ func (s *Server) nodeCredentials(c *gin.Context) {
 		fail(c, fmt.Errorf("node %q may renew only its own credentials, not %q's: %w", node, req.NodeName, errdefs.ErrForbidden))
 		return
 	}
-	rec, err := s.checkNodePassword(ctx, req.NodeName, req.NodePassword, self)
+	rec, err := s.nodePasswords.Check(ctx, req.NodeName, req.NodePassword, self)
 	if err == nil && ip != nil {
 		err = s.checkServingAddress(ctx, req.NodeName, ip)
 		if err == nil && rec != nil && rec.Address != "" && rec.Address != ip.String() {
-			err = boundElsewhere(req.NodeName, rec.Address, ip.String())
+			err = auth.BoundElsewhere(req.NodeName, rec.Address, ip.String())
 		}
 	}
 	if err != nil {
@@ -71,7 +72,7 @@ func (s *Server) nodeCredentials(c *gin.Context) {
 		out.ServingCertificate = string(serving)
 	}
 	// Bound last: a request refused above leaves no record.
-	if err := s.bindNodePassword(ctx, rec, req.NodeName, req.NodePassword, ip); err != nil {
+	if err := s.nodePasswords.Bind(ctx, rec, req.NodeName, req.NodePassword, ip); err != nil {
 		fail(c, err)
 		return
 	}
@@ -84,9 +85,9 @@ func checkCredentialsRequest(req *api.NodeCredentialsRequest) (net.IP, error) {
 	if err := validation.Name(api.NodesResource, req.NodeName); err != nil {
 		return nil, errdefs.Invalid("nodeName", "%v", err)
 	}
-	if n := len(req.NodePassword); n < minNodePassword || n > maxNodePassword {
+	if n := len(req.NodePassword); n < auth.MinNodePassword || n > auth.MaxNodePassword {
 		return nil, errdefs.Invalid("nodePassword", "%d characters: the node's password (the kubelet's root dir keeps it, in node-password) "+
-			"must have %d to %d: it proves the node's name from its first join on", n, minNodePassword, maxNodePassword)
+			"must have %d to %d: it proves the node's name from its first join on", n, auth.MinNodePassword, auth.MaxNodePassword)
 	}
 	if req.ServingCSR == "" {
 		return nil, nil

@@ -27,6 +27,7 @@ import (
 
 	"minik8s/apiserver/alloc"
 	"minik8s/apiserver/audit"
+	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -219,7 +220,9 @@ type Server struct {
 	watches    *watchLimiter
 	namespaces *namespaceIndex
 	authz      *authorizer
-	audit      *audit.Log
+	// nodePasswords binds node names to the passwords they joined with.
+	nodePasswords *auth.NodePasswords
+	audit         *audit.Log
 	// creds and tokens authenticate the secure port (nil: not serving it).
 	creds  *credentials
 	tokens map[string]rbac.User
@@ -279,6 +282,7 @@ func New(cfg Config, store storage.Interface) *Server {
 			reg.namespaces = s.namespaces
 		}
 	}
+	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
 	s.calls = newCalls(s)
 	s.authz = newAuthorizer(s)
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient, cfg.MaxWatchBytes, cfg.MaxWatchBytesPerClient)

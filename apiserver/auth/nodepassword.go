@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage"
 )
 
 // A node name is bound to a password, as k3s binds it: the kubelet makes a
@@ -31,14 +32,14 @@ import (
 // again under its name.
 
 // nodePasswordPrefix is where the records are, one key per node name.
-const nodePasswordPrefix = keyRoot + "nodepasswords/"
+const nodePasswordPrefix = storage.KeyRoot + "nodepasswords/"
 
-// nodePassword is a node name's record.
-type nodePassword struct {
+// NodePassword is a node name's record.
+type NodePassword struct {
 	api.TypeMeta   `json:",inline"`
 	api.ObjectMeta `json:"metadata,omitempty"`
 	// Hash is "sha256:" and the hex SHA-256 of the password. The password
-	// is 256 random bits (at least minNodePassword characters are asked
+	// is 256 random bits (at least MinNodePassword characters are asked
 	// for): a slow hash would add nothing against guessing it.
 	Hash string `json:"hash"`
 	// Address is the node address bound to the name: the only one its
@@ -47,12 +48,23 @@ type nodePassword struct {
 	Address string `json:"address,omitempty"`
 }
 
-// minNodePassword and maxNodePassword bound a node password's length: the
+// MinNodePassword and MaxNodePassword bound a node password's length: the
 // kubelet sends 64 hex digits.
 const (
-	minNodePassword = 32
-	maxNodePassword = 512
+	MinNodePassword = 32
+	MaxNodePassword = 512
 )
+
+// NodePasswords keeps the records in store; nodes reads the Nodes.
+type NodePasswords struct {
+	store storage.Interface
+	nodes Objects
+}
+
+// NewNodePasswords is the records in store, nodes answering for the Nodes.
+func NewNodePasswords(store storage.Interface, nodes Objects) *NodePasswords {
+	return &NodePasswords{store: store, nodes: nodes}
+}
 
 func hashNodePassword(password string) string {
 	sum := sha256.Sum256([]byte(password))
@@ -61,10 +73,10 @@ func hashNodePassword(password string) string {
 
 func nodePasswordKey(name string) string { return nodePasswordPrefix + name }
 
-// nodePasswordRecord reads name's record; nil when there is none.
-func (s *Server) nodePasswordRecord(ctx context.Context, name string) (*nodePassword, error) {
-	rec := &nodePassword{}
-	err := s.store.Get(ctx, nodePasswordKey(name), rec)
+// record reads name's record; nil when there is none.
+func (p *NodePasswords) record(ctx context.Context, name string) (*NodePassword, error) {
+	rec := &NodePassword{}
+	err := p.store.Get(ctx, nodePasswordKey(name), rec)
 	if errdefs.IsNotFound(err) {
 		return nil, nil
 	}
@@ -74,13 +86,13 @@ func (s *Server) nodePasswordRecord(ctx context.Context, name string) (*nodePass
 	return rec, nil
 }
 
-// checkNodePassword refuses a request for name's credentials that does
+// Check refuses a request for name's credentials that does
 // not prove name: a password other than its record's, or, when there is
 // no record, a Node of that name the caller is not (self: it asks with
 // name's own certificate). It returns the record, nil when there is none
-// yet (bindNodePassword makes it once every check has passed).
-func (s *Server) checkNodePassword(ctx context.Context, name, password string, self bool) (*nodePassword, error) {
-	rec, err := s.nodePasswordRecord(ctx, name)
+// yet (Bind makes it once every check has passed).
+func (p *NodePasswords) Check(ctx context.Context, name, password string, self bool) (*NodePassword, error) {
+	rec, err := p.record(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +106,7 @@ func (s *Server) checkNodePassword(ctx context.Context, name, password string, s
 	if self {
 		return nil, nil
 	}
-	if _, err := s.registries[api.NodesResource.Name].get(ctx, "", name); err == nil {
+	if _, err := p.nodes.Get(ctx, api.NodesResource, "", name); err == nil {
 		return nil, fmt.Errorf("node %q is forbidden: a Node of that name exists and did not join with the node token (it has no node password), "+
 			"so no credentials are issued for it; to let a node join under that name, an admin deletes the Node first: %w", name, errdefs.ErrForbidden)
 	} else if !errdefs.IsNotFound(err) {
@@ -103,42 +115,42 @@ func (s *Server) checkNodePassword(ctx context.Context, name, password string, s
 	return nil, nil
 }
 
-// bindNodePassword records name's password and address (ip, when the
+// Bind records name's password and address (ip, when the
 // request asks for a serving certificate) if rec, the record checked, has
 // not: the first request binds them. Two first requests racing each other
 // are decided by etcd's create-if-absent; the loser is checked against the
 // winner's record.
-func (s *Server) bindNodePassword(ctx context.Context, rec *nodePassword, name, password string, ip net.IP) error {
+func (p *NodePasswords) Bind(ctx context.Context, rec *NodePassword, name, password string, ip net.IP) error {
 	addr := ""
 	if ip != nil {
 		addr = ip.String()
 	}
 	if rec == nil {
-		rec = &nodePassword{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "NodePassword"}, ObjectMeta: api.ObjectMeta{Name: name},
+		rec = &NodePassword{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "NodePassword"}, ObjectMeta: api.ObjectMeta{Name: name},
 			Hash: hashNodePassword(password), Address: addr}
-		err := s.store.Create(ctx, nodePasswordKey(name), rec, 0)
+		err := p.store.Create(ctx, nodePasswordKey(name), rec, 0)
 		if !errdefs.IsAlreadyExists(err) {
 			return err
 		}
-		won, err := s.checkNodePassword(ctx, name, password, true)
+		won, err := p.Check(ctx, name, password, true)
 		if err != nil {
 			return err
 		}
-		return s.bindNodePassword(ctx, won, name, password, ip)
+		return p.Bind(ctx, won, name, password, ip)
 	}
 	if addr == "" || rec.Address == addr {
 		return nil
 	}
 	if rec.Address != "" {
-		return boundElsewhere(name, rec.Address, addr)
+		return BoundElsewhere(name, rec.Address, addr)
 	}
-	_, err := s.store.GuaranteedUpdate(ctx, nodePasswordKey(name), func() api.Object { return &nodePassword{} }, func(cur api.Object) (api.Object, error) {
-		c := cur.(*nodePassword)
+	_, err := p.store.GuaranteedUpdate(ctx, nodePasswordKey(name), func() api.Object { return &NodePassword{} }, func(cur api.Object) (api.Object, error) {
+		c := cur.(*NodePassword)
 		if c.Hash != rec.Hash {
 			return nil, fmt.Errorf("node %q: its node password changed meanwhile: %w", name, errdefs.ErrConflict)
 		}
 		if c.Address != "" && c.Address != addr {
-			return nil, boundElsewhere(name, c.Address, addr)
+			return nil, BoundElsewhere(name, c.Address, addr)
 		}
 		c.Address = addr
 		return c, nil
@@ -146,19 +158,33 @@ func (s *Server) bindNodePassword(ctx context.Context, rec *nodePassword, name, 
 	return err
 }
 
-func boundElsewhere(name, bound, asked string) error {
+// BoundElsewhere refuses name a serving certificate for asked: it is
+// bound to the address bound.
+func BoundElsewhere(name, bound, asked string) error {
 	return fmt.Errorf("node %q is forbidden a serving certificate for %s: the node is bound to %s since its first join; "+
 		"to move it, an admin deletes the Node (kubectl delete node %s) and it joins again: %w", name, asked, bound, name, errdefs.ErrForbidden)
 }
 
-// releaseNodePassword drops a deleted Node's record (see above).
-func (r *registry) releaseNodePassword(ctx context.Context, obj api.Object) {
-	node, ok := obj.(*api.Node)
-	if !ok {
-		return
-	}
-	err := r.store.Delete(context.WithoutCancel(ctx), nodePasswordKey(node.Name), &nodePassword{}, "")
+// Release drops a deleted Node's record (see above), through store (the
+// registry's, a dry run's when it is one).
+func Release(ctx context.Context, store storage.Interface, node string) {
+	err := store.Delete(context.WithoutCancel(ctx), nodePasswordKey(node), &NodePassword{}, "")
 	if err != nil && !errdefs.IsNotFound(err) {
-		log.WithError(err).WithField("node", node.Name).Warn("releasing the node password")
+		log.WithError(err).WithField("node", node).Warn("releasing the node password")
 	}
+}
+
+// Named is the name of the node whose record binds address ip; "" for
+// none.
+func (p *NodePasswords) Named(ctx context.Context, ip net.IP) (string, error) {
+	recs, _, err := p.store.List(ctx, nodePasswordPrefix, func() api.Object { return &NodePassword{} })
+	if err != nil {
+		return "", err
+	}
+	for _, o := range recs {
+		if rec := o.(*NodePassword); rec.Address != "" && ip.Equal(net.ParseIP(rec.Address)) {
+			return rec.Name, nil
+		}
+	}
+	return "", nil
 }
