@@ -17,6 +17,7 @@ import (
 	"minik8s/pkg/egress"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/tracing"
 )
 
@@ -40,7 +41,7 @@ type calls struct {
 	retention        time.Duration
 	maxPending       int
 	pending          *pendingBytes
-	records          *recordWriter
+	records          *call.Records
 	http             *http.Client
 	// creds are the server's (nil without a secure port), for runners
 	// that serve TLS; pinned holds a client per runner certificate.
@@ -53,13 +54,9 @@ type calls struct {
 }
 
 const (
-	// maxArgBytes bounds an argument, counted in bytes as sent.
-	maxArgBytes = 512 << 10
 	// maxRunnerAnswer bounds a runner's answer: an instance with its
 	// argument, result and step records.
 	maxRunnerAnswer = 64 << 20
-	// recordAttempts bounds the writes of one record.
-	recordAttempts = 3
 	// handoffMargin is how long past the caller's wait a runner may take
 	// to answer (it answers at the wait with the instance still running).
 	handoffMargin = 30 * time.Second
@@ -81,7 +78,7 @@ func newCalls(s *Server) *calls {
 		maxPending: s.cfg.MaxPendingCalls,
 		pending:    newPendingBytes(s.registries[api.FuncInstancesResource.Name], s.cfg.MaxPendingCallBytes),
 		local:      s.cfg.LocalRunner,
-		records:    newRecordWriter(s.registries[api.FuncInstancesResource.Name], 2),
+		records:    newRecords(s.registries[api.FuncInstancesResource.Name]),
 		http:       &http.Client{Transport: transport},
 		creds:      func() *credentials { return s.creds },
 		egress:     callbackGuard(s.cfg),
@@ -109,22 +106,16 @@ func (c *calls) run(ctx context.Context) {
 	if c.pending.max > 0 {
 		bg.Go(func() { c.pending.run(ctx) })
 	}
-	c.records.run(ctx)
+	c.records.Run(ctx)
 	bg.Wait()
 }
-
-func terminal(inst *api.FuncInstance) bool {
-	return inst.Status.Phase == api.InstanceSucceeded || inst.Status.Phase == api.InstanceFailed
-}
-
-func instanceKey(ns, id string) string { return ns + "/" + id }
 
 // checkCall checks what every call must satisfy before it is accepted.
 // With lookup, the function must exist (a runner the call is handed to
 // checks that itself, from its cache).
 func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callbackURL string, lookup bool) error {
-	if len(arg) > maxArgBytes {
-		return fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
+	if err := call.CheckArg(len(arg)); err != nil {
+		return err
 	}
 	if callbackURL != "" {
 		// The runner POSTs the result there on the caller's behalf: an
@@ -146,17 +137,10 @@ func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 	return nil
 }
 
-// newInstance is a call of fn not yet claimed by any runner. It reads as
-// Running from the start, as the reference design's calls do: it is
-// accepted and will run; status.runner tells whether a runner has it yet.
+// newInstance is an asynchronous call of fn that ctx's user made, not
+// yet claimed by any runner.
 func newInstance(ctx context.Context, req function.CallRequest, callbackURL string) *api.FuncInstance {
-	fn, arg := req.Function, string(req.Arg)
-	return &api.FuncInstance{
-		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: req.Namespace, Labels: map[string]string{function.LabelFunc: fn}},
-		Spec: api.FuncInstanceSpec{Function: fn, Arg: arg, CallbackURL: callbackURL, User: userOf(ctx).Name,
-			Event: req.Event, Trigger: req.Trigger, Traceparent: req.Traceparent},
-		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: fn, Arg: arg}},
-	}
+	return call.New(req, call.Origin{User: userOf(ctx).Name, CallbackURL: callbackURL})
 }
 
 // start stores an asynchronous call for a runner to claim.
@@ -190,7 +174,7 @@ func (c *calls) endSpan(inst *api.FuncInstance, span *api.FuncSpan) *api.FuncIns
 		return inst
 	}
 	span.EndNs = time.Now().UnixNano()
-	inst.Status.Trace = append(inst.Status.Trace, *span)
+	call.AddSpans(inst, *span)
 	c.exporter.Add(*span)
 	return inst
 }
@@ -221,8 +205,8 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api
 	inst.Namespace, inst.Name = ns, id
 	inst.Spec.User = userOf(ctx).Name
 	c.endSpan(inst, span)
-	if terminal(inst) {
-		c.records.add(ctx, inst)
+	if call.Terminal(inst) {
+		c.records.Add(ctx, inst)
 		return inst, nil
 	}
 	// The wait ran out first: the instance is stored, claimed by the
@@ -240,27 +224,27 @@ func (c *calls) handOffLocal(ctx context.Context, req function.CallRequest) (*ap
 	if c.local == nil {
 		return nil, function.ErrNotServing
 	}
-	if len(req.Arg) > maxArgBytes {
-		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(req.Arg), maxArgBytes, errdefs.ErrTooLarge)
+	if err := call.CheckArg(len(req.Arg)); err != nil {
+		return nil, err
 	}
 	// The runner changes the instance no more once it answered it.
 	return c.local.Call(ctx, req)
 }
 
 // handOff sends a synchronous call to a runner and reads back the instance.
-func (c *calls) handOff(ctx context.Context, r runner, call function.CallRequest) (*api.FuncInstance, error) {
-	rctx, cancel := context.WithTimeout(ctx, call.Wait+handoffMargin)
+func (c *calls) handOff(ctx context.Context, r runner, cr function.CallRequest) (*api.FuncInstance, error) {
+	rctx, cancel := context.WithTimeout(ctx, cr.Wait+handoffMargin)
 	defer cancel()
-	q := url.Values{"id": {call.ID}, "wait": {call.Wait.String()}}
-	u := r.url + function.RunnerCallPath + "/" + url.PathEscape(call.Namespace) + "/" + url.PathEscape(call.Function) + "?" + q.Encode()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(call.Arg))
+	q := url.Values{"id": {cr.ID}, "wait": {cr.Wait.String()}}
+	u := r.url + function.RunnerCallPath + "/" + url.PathEscape(cr.Namespace) + "/" + url.PathEscape(cr.Function) + "?" + q.Encode()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(cr.Arg))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	function.SetHandoffEvent(req.Header, call.Event)
-	if call.Traceparent != "" {
-		req.Header.Set(tracing.Header, call.Traceparent)
+	function.SetHandoffEvent(req.Header, cr.Event)
+	if cr.Traceparent != "" {
+		req.Header.Set(tracing.Header, cr.Traceparent)
 	}
 	hc, err := c.clientFor(r)
 	if err != nil {
@@ -294,7 +278,7 @@ func (c *calls) handOff(ctx context.Context, r runner, call function.CallRequest
 
 // get reads an instance: a record still being stored, else the store.
 func (c *calls) get(ctx context.Context, ns, id string) (*api.FuncInstance, error) {
-	if inst, ok := c.records.get(ns, id); ok {
+	if inst, ok := c.records.Get(ns, id); ok {
 		return inst, nil
 	}
 	obj, err := c.instances.get(ctx, ns, id)
@@ -313,7 +297,7 @@ func (c *calls) waitEnded(ctx context.Context, inst *api.FuncInstance, wait time
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	key := c.instances.key(inst.Namespace, inst.Name)
-	for !terminal(inst) {
+	for !call.Terminal(inst) {
 		rev, err := parseRV(inst.ResourceVersion)
 		if err != nil {
 			return nil, err
@@ -330,7 +314,7 @@ func (c *calls) waitEnded(ctx context.Context, inst *api.FuncInstance, wait time
 				return nil, fmt.Errorf("function instance %q was deleted while it ran: %w", inst.Name, errdefs.ErrNotFound)
 			}
 			inst = ev.Object.(*api.FuncInstance)
-			if terminal(inst) {
+			if call.Terminal(inst) {
 				return inst, nil
 			}
 		}

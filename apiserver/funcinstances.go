@@ -3,7 +3,6 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 
 	"github.com/gin-gonic/gin"
 
@@ -11,6 +10,7 @@ import (
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/api/validation/upstream"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/storage/etcd"
 )
 
@@ -45,11 +45,9 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		if wantRV != cur.ResourceVersion {
 			return nil, fmt.Errorf("FuncInstance %q: resourceVersion %s is stale (now %s): %w", name, wantRV, cur.ResourceVersion, errdefs.ErrConflict)
 		}
-		if terminal(cur) && !onlyCallback(&cur.Status, &next.Status) {
-			return nil, fmt.Errorf("function instance %q has ended (%s): a finished instance cannot be changed: %w",
-				name, cur.Status.Phase, errdefs.ErrConflict)
+		if err := call.SetStatus(cur, next); err != nil {
+			return nil, err
 		}
-		cur.Status = next.Status
 		if err := upstream.Invalid(h.reg.res, name, validation.Status(cur)); err != nil {
 			return nil, err
 		}
@@ -69,15 +67,4 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		return
 	}
 	h.reply(c, http.StatusOK, out)
-}
-
-// onlyCallback says whether next only adds the delivery of the callback to
-// the ended status cur: the one write an ended instance takes, once.
-func onlyCallback(cur, next *api.FuncInstanceStatus) bool {
-	if cur.Callback != nil || next.Callback == nil {
-		return false
-	}
-	a, b := *cur, *next
-	a.Callback, b.Callback = nil, nil
-	return reflect.DeepEqual(a, b)
 }

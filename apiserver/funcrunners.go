@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/storage"
+	"minik8s/pkg/wait"
 )
 
 // runnerDirectory follows the function runners' Leases by watch, so that a
@@ -45,13 +46,13 @@ func (d *runnerDirectory) run(ctx context.Context) {
 		objs, rev, err := d.reg.list(ctx, function.RunnerNamespace, f)
 		if err != nil {
 			log.WithError(err).Warn("runner directory: list failed")
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		d.replace(objs)
 		events, err := d.reg.store.Watch(ctx, d.reg.prefix(function.RunnerNamespace), rev, d.reg.res.New)
 		if err != nil {
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		d.follow(events, f)

@@ -11,6 +11,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/tracing"
 )
 
@@ -123,10 +124,10 @@ const callbackHeader = "X-Callback-Url"
 
 // answer replies with the finished instance, or 202 with its id while it runs.
 func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
-	if terminal(inst) && c.GetHeader(function.HeaderLog) != "" {
+	if call.Terminal(inst) && c.GetHeader(function.HeaderLog) != "" {
 		c.Header(function.HeaderLog, function.LogHeader(inst.Status.Steps))
 	}
-	if terminal(inst) && function.AcceptsEvent(c.Request) {
+	if call.Terminal(inst) && function.AcceptsEvent(c.Request) {
 		b, err := function.OutcomeEvent(inst, "/api/funcs/"+inst.Spec.Function)
 		if err != nil {
 			fail(c, err)
@@ -135,7 +136,7 @@ func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
 		c.Data(http.StatusOK, function.ContentTypeCloudEvent, b)
 		return
 	}
-	if terminal(inst) {
+	if call.Terminal(inst) {
 		c.JSON(http.StatusOK, view(inst))
 		return
 	}
@@ -169,8 +170,8 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		return
 	}
 	ctx, ns := c.Request.Context(), funcNamespace(c)
-	if len(arg) > maxArgBytes {
-		fail(c, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge))
+	if err := call.CheckArg(len(arg)); err != nil {
+		fail(c, err)
 		return
 	}
 	if name != api.FuncReturn {
@@ -189,7 +190,7 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 			return
 		}
 	}
-	if _, pending := h.calls.records.get(ns, id); pending {
+	if _, pending := h.calls.records.Get(ns, id); pending {
 		fail(c, fmt.Errorf("function instance %q has ended: a finished instance cannot be changed: %w", id, errdefs.ErrConflict))
 		return
 	}
@@ -198,16 +199,9 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		if err := checkOwner(ctx, inst); err != nil {
 			return nil, err
 		}
-		if terminal(inst) {
-			// A result, once stored, is the answer: no step rewrites it.
-			return nil, fmt.Errorf("function instance %q has ended (%s): a finished instance cannot be changed: %w",
-				id, inst.Status.Phase, errdefs.ErrConflict)
+		if err := call.Goto(inst, name, string(arg)); err != nil {
+			return nil, err
 		}
-		inst.Status.Phase = api.InstanceRunning
-		inst.Status.Error = ""
-		inst.Status.Result = ""
-		inst.Status.CompletionTime = nil
-		inst.Status.Next = &api.FuncStep{Function: name, Arg: string(arg)}
 		return inst, nil
 	})
 	if err != nil {

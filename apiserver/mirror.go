@@ -8,6 +8,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/wait"
 )
 
 // mirror keeps every object of one registry in memory, by list and watch,
@@ -31,7 +32,7 @@ func (m *mirror) run(ctx context.Context) {
 		objs, rev, err := m.reg.list(ctx, "", filter{})
 		if err != nil {
 			log.WithError(err).WithField("resource", m.reg.res.Name).Warn("mirror: list failed")
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		m.mu.Lock()
@@ -43,7 +44,7 @@ func (m *mirror) run(ctx context.Context) {
 		m.changed()
 		events, err := m.reg.watch(ctx, "", rev)
 		if err != nil {
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		for ev := range events {

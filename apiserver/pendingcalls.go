@@ -10,6 +10,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 )
 
 // pendingBytes bounds what the arguments of unfinished calls hold, as
@@ -118,7 +119,7 @@ func (p *pendingBytes) run(ctx context.Context) {
 		held, total, rev, err := p.list(ctx)
 		if err != nil {
 			log.WithError(err).Warn("pending calls: listing instances failed")
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		p.mu.Lock()
@@ -126,7 +127,7 @@ func (p *pendingBytes) run(ctx context.Context) {
 		p.mu.Unlock()
 		events, err := p.reg.watch(ctx, "", rev)
 		if err != nil {
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		for ev := range events {

@@ -12,6 +12,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
+	"minik8s/pkg/wait"
 )
 
 // A request's resourceVersion is read as Kubernetes reads it: "" or "0"
@@ -65,7 +66,7 @@ func (s *Server) waitRevision(ctx context.Context, rv int64) error {
 		if time.Now().After(deadline) {
 			return tooLargeResourceVersion{rv, cur}
 		}
-		sleepCtx(ctx, 100*time.Millisecond)
+		wait.Sleep(ctx, 100*time.Millisecond)
 		if ctx.Err() != nil {
 			return tooLargeResourceVersion{rv, cur}
 		}

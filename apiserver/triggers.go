@@ -13,6 +13,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/rbac"
 	"minik8s/pkg/storage/etcd"
 )
@@ -130,7 +131,7 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 		case inst.Spec.Trigger == nil || inst.Spec.Trigger.Name == "":
 			fail(c, errdefs.Invalid(field+".spec.trigger", "a record names the trigger that made the call"))
 			return
-		case !terminal(inst):
+		case !call.Terminal(inst):
 			fail(c, errdefs.Invalid(field+".status.phase", "only ended calls are taken in a list, not %q", inst.Status.Phase))
 			return
 		case inst.Namespace != "" && inst.Namespace != ns:
@@ -149,7 +150,7 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 	for i := range list.Items {
 		inst := &list.Items[i]
 		inst.Namespace = ns
-		h.srv.calls.records.add(ctx, inst)
+		h.srv.calls.records.Add(ctx, inst)
 	}
 	c.JSON(http.StatusAccepted, gin.H{"accepted": len(list.Items)})
 }

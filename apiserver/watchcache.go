@@ -11,6 +11,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
+	"minik8s/pkg/wait"
 )
 
 // watchCache follows one resource in the store with a single watch and
@@ -70,12 +71,12 @@ func (w *watchCache) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		rev, err := w.store.Revision(ctx)
 		if err != nil {
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		events, err := w.store.Watch(ctx, w.prefix, rev, w.newObj)
 		if err != nil {
-			sleepCtx(ctx, time.Second)
+			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		w.start(rev)
@@ -88,7 +89,7 @@ func (w *watchCache) run(ctx context.Context) {
 		}
 		w.stop(fmt.Errorf("the apiserver's watch of %s broke; resume from the last version you saw: %w", w.prefix, errdefs.ErrUnavailable))
 		if ctx.Err() == nil {
-			sleepCtx(ctx, 100*time.Millisecond)
+			wait.Sleep(ctx, 100*time.Millisecond)
 		}
 	}
 	w.stop(fmt.Errorf("the apiserver is stopping: %w", errdefs.ErrUnavailable))

@@ -19,6 +19,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/tracing"
 )
 
@@ -45,18 +46,18 @@ type gateway struct {
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
 	refs     triggerRefs
 	call     func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)
-	records  chan *api.FuncInstance
+	records  *call.Records
 }
 
 func newGateway(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs triggerRefs,
-	call func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)) *gateway {
+	callFn func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)) *gateway {
 	triggers.AddIndexer(pathIndex, func(t *api.Trigger) []string {
 		if t.Spec.HTTP == nil {
 			return nil
 		}
 		return []string{t.Spec.HTTP.Path}
 	})
-	return &gateway{self: self, client: c, triggers: triggers, refs: refs, call: call, records: make(chan *api.FuncInstance, 1024)}
+	return &gateway{self: self, client: c, triggers: triggers, refs: refs, call: callFn, records: call.NewRecords(recordClient{c}, call.RecordOptions{})}
 }
 
 // serve serves the gateway on ln until ctx ends, storing records and
@@ -64,7 +65,7 @@ func newGateway(self string, c *client.Client, triggers *cache.Informer[api.Trig
 func (g *gateway) serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	go g.storeRecords(ctx)
+	go g.records.Run(ctx)
 	go g.markReady(ctx)
 	go func() {
 		<-ctx.Done()
@@ -113,27 +114,23 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inst.Namespace = t.Namespace
 	inst.Spec.User = g.self
 	w.Header().Set(HeaderInstanceID, inst.Name)
-	if terminal(inst) && r.Header.Get(function.HeaderLog) != "" {
+	if call.Terminal(inst) && r.Header.Get(function.HeaderLog) != "" {
 		w.Header().Set(function.HeaderLog, function.LogHeader(inst.Status.Steps))
 	}
-	if terminal(inst) && function.AcceptsEvent(r) {
+	if call.Terminal(inst) && function.AcceptsEvent(r) {
 		writeOutcomeEvent(w, inst, r.URL.Path)
 	} else {
 		writeOutcome(w, inst)
 	}
-	if !terminal(inst) {
+	if !call.Terminal(inst) {
 		// Still running: the runner goes on with it once it is stored,
 		// whether or not the caller waits for the 202.
-		g.storeOne(context.WithoutCancel(r.Context()), inst)
+		g.records.StoreNow(context.WithoutCancel(r.Context()), inst)
 		return
 	}
 	// Backpressure, never loss: a full queue holds the answered caller's
 	// connection a moment, not its record.
-	select {
-	case g.records <- inst:
-	case <-r.Context().Done():
-		g.storeOne(context.WithoutCancel(r.Context()), inst)
-	}
+	g.records.Add(r.Context(), inst)
 }
 
 // writeOutcome answers with the result as the body (200), the error (500),
@@ -169,116 +166,41 @@ func writeOutcomeEvent(w http.ResponseWriter, inst *api.FuncInstance, source str
 
 // maxEventBytes bounds a request: an argument at its limit, in a
 // structured event where JSON escapes may take six bytes a byte.
-const maxEventBytes = 6*maxArgBytes + 64<<10
+const maxEventBytes = 6*call.MaxArgBytes + 64<<10
 
-// storeRecords writes the records of the gateway's ended calls in
-// batches: up to recordBatch records, lingering recordLinger for more, in
-// one request per namespace, which the apiserver stores in one write.
-func (g *gateway) storeRecords(ctx context.Context) {
-	for {
-		var first *api.FuncInstance
-		select {
-		case <-ctx.Done():
-			g.storeLeft(ctx)
-			return
-		case first = <-g.records:
+// recordClient stores the records of the gateway's calls through the
+// apiserver: a batch is one request per namespace (a FuncInstanceList),
+// which the apiserver stores in one write.
+type recordClient struct{ client *client.Client }
+
+func (rc recordClient) CreateMany(ctx context.Context, batch []*api.FuncInstance) error {
+	byNS := map[string]*api.FuncInstanceList{}
+	var order []string
+	for _, inst := range batch {
+		list := byNS[inst.Namespace]
+		if list == nil {
+			list = &api.FuncInstanceList{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: api.FuncInstancesResource.Kind + "List"}}
+			byNS[inst.Namespace] = list
+			order = append(order, inst.Namespace)
 		}
-		byNS := map[string][]api.FuncInstance{first.Namespace: {*first}}
-		size := recordSize(first)
-		linger := time.NewTimer(recordLinger)
-	collect:
-		for n := 1; n < recordBatch && size < recordBatchBytes; n++ {
-			select {
-			case inst := <-g.records:
-				byNS[inst.Namespace] = append(byNS[inst.Namespace], *inst)
-				size += recordSize(inst)
-			case <-linger.C:
-				break collect
-			}
-		}
-		linger.Stop()
-		for ns, items := range byNS {
-			g.storeBatch(ctx, ns, items)
+		item := *inst
+		item.ResourceVersion, item.UID = "", ""
+		list.Items = append(list.Items, item)
+	}
+	for _, ns := range order {
+		if err := rc.client.Do(ctx, http.MethodPost, api.FuncInstancesResource.Path(ns, ""), byNS[ns], nil); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
-const (
-	recordBatch  = 128
-	recordLinger = 5 * time.Millisecond
-	// recordBatchBytes keeps a batch well under the apiserver's limit on a
-	// request body (1 MiB); a record alone may be larger: it goes alone.
-	recordBatchBytes = 256 << 10
-)
-
-// recordSize is about how many bytes a record takes as JSON.
-func recordSize(inst *api.FuncInstance) int {
-	n := 2048 + len(inst.Spec.Arg) + len(inst.Status.Result) + len(inst.Status.Error)
-	for _, s := range inst.Status.Steps {
-		n += 512 + len(s.Arg) + len(s.Result) + len(s.Output) + len(s.Error)
-	}
-	return n + 256*len(inst.Status.Trace)
+func (rc recordClient) Create(ctx context.Context, inst *api.FuncInstance) error {
+	item := *inst
+	item.ResourceVersion, item.UID = "", ""
+	_, err := rc.client.FuncInstances(inst.Namespace).Create(ctx, &item)
+	return err
 }
-
-func (g *gateway) storeBatch(ctx context.Context, ns string, items []api.FuncInstance) {
-	list := &api.FuncInstanceList{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: api.FuncInstancesResource.Kind + "List"}}
-	for _, inst := range items {
-		inst.ResourceVersion, inst.UID = "", ""
-		list.Items = append(list.Items, inst)
-	}
-	path := api.FuncInstancesResource.Path(ns, "")
-	for attempt := 0; attempt < recordAttempts; attempt++ {
-		err := g.client.Do(ctx, http.MethodPost, path, list, nil)
-		if err == nil {
-			return
-		}
-		if errdefs.IsTooLarge(err) && len(items) > 1 {
-			// Larger than a request may be: one at a time.
-			for i := range list.Items {
-				g.storeOne(ctx, &list.Items[i])
-			}
-			return
-		}
-		log.WithError(err).WithFields(log.Fields{"namespace": ns, "records": len(items)}).Warn("function gateway: storing records failed")
-		if errdefs.IsInvalid(err) || errdefs.IsForbidden(err) || ctx.Err() != nil {
-			return
-		}
-		sleep(ctx, time.Second)
-	}
-}
-
-// storeLeft stores, on the way out, the records still queued: their calls
-// were answered, so their records are owed.
-func (g *gateway) storeLeft(ctx context.Context) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	byNS := map[string][]api.FuncInstance{}
-	for len(g.records) > 0 {
-		inst := <-g.records
-		byNS[inst.Namespace] = append(byNS[inst.Namespace], *inst)
-	}
-	for ns, items := range byNS {
-		g.storeBatch(sctx, ns, items)
-	}
-}
-
-// storeOne writes one record, retrying a while.
-func (g *gateway) storeOne(ctx context.Context, inst *api.FuncInstance) {
-	inst.ResourceVersion, inst.UID = "", ""
-	for attempt := 0; attempt < recordAttempts; attempt++ {
-		_, err := g.client.FuncInstances(inst.Namespace).Create(ctx, inst)
-		if err == nil || errdefs.IsAlreadyExists(err) {
-			return
-		}
-		log.WithError(err).WithField("instance", inst.Name).Warn("function gateway: storing the record failed")
-		if errdefs.IsInvalid(err) || errdefs.IsForbidden(err) || ctx.Err() != nil {
-			return
-		}
-		sleep(ctx, time.Second)
-	}
-}
-
-const recordAttempts = 5
 
 // markReady marks the HTTP triggers ready once this gateway serves them.
 func (g *gateway) markReady(ctx context.Context) {

@@ -16,6 +16,8 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
+	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
 
@@ -88,7 +90,7 @@ func (in *instances) run(ctx context.Context, workers int) {
 func (in *instances) sync(ctx context.Context, key string) error {
 	ns, name := cache.SplitKey(key)
 	inst, ok := in.informer.Lister().Get(ns, name)
-	if !ok || terminal(inst) {
+	if !ok || call.Terminal(inst) {
 		in.forgetDriven(key)
 		return nil
 	}
@@ -112,7 +114,7 @@ func (in *instances) sync(ctx context.Context, key string) error {
 	}
 	claim := cache.DeepCopy(inst)
 	prev := claim.Status.Runner
-	claim.Status.Runner = in.self
+	call.Claim(claim, in.self)
 	claimed, err := in.client.FuncInstances(ns).UpdateStatus(ctx, claim)
 	if errdefs.IsConflict(err) || errdefs.IsNotFound(err) {
 		return nil // someone else moved it; the informer brings the news
@@ -230,7 +232,7 @@ func (in *instances) run1(ctx context.Context, inst *api.FuncInstance) *api.Func
 			return inst
 		}
 		inst = stored
-		if terminal(inst) {
+		if call.Terminal(inst) {
 			in.finish(ctx, inst)
 			return inst
 		}
@@ -247,7 +249,7 @@ func (in *instances) run1(ctx context.Context, inst *api.FuncInstance) *api.Func
 func (in *instances) record(ctx context.Context, inst, next *api.FuncInstance) (*api.FuncInstance, bool) {
 	write := cache.DeepCopy(next)
 	write.ResourceVersion = inst.ResourceVersion
-	write.Status.Runner = in.self
+	call.Claim(write, in.self)
 	backoff := 100 * time.Millisecond
 	failed := 0
 	for ctx.Err() == nil {
@@ -267,13 +269,13 @@ func (in *instances) record(ctx context.Context, inst, next *api.FuncInstance) (
 				if errdefs.IsNotFound(gerr) {
 					return nil, false
 				}
-				sleep(ctx, backoff)
+				wait.Sleep(ctx, backoff)
 				continue
 			}
-			if terminal(cur) || cur.Status.Runner != in.self {
+			if call.Terminal(cur) || cur.Status.Runner != in.self {
 				return nil, false
 			}
-			if cur.Status.Hops != inst.Status.Hops || !sameStep(cur.Status.Next, inst.Status.Next) {
+			if !call.SameCursor(cur, inst) {
 				// A step call moved the cursor: go on from there.
 				return cur, true
 			}
@@ -292,7 +294,7 @@ func (in *instances) record(ctx context.Context, inst, next *api.FuncInstance) (
 			// The apiserver is away: the same outcome is written again, so
 			// the step is not run again.
 			log.WithError(err).WithField("instance", inst.Name).Debug("funcrunner: recording a step failed, retrying")
-			sleep(ctx, backoff)
+			wait.Sleep(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 		}
 	}
@@ -312,9 +314,7 @@ func unrecordable(inst, next *api.FuncInstance, err error, slim bool) *api.FuncI
 				Pod: r.Pod, Node: r.Node, Check: r.Check, Error: "not recorded: " + err.Error()}
 		}
 	}
-	out := ended(inst, rec, "", fmt.Sprintf("%s could not be recorded: %v", what, err))
-	out.Status.Runner = inst.Status.Runner
-	return out
+	return ended(inst, rec, "", fmt.Sprintf("%s could not be recorded: %v", what, err))
 }
 
 // checkSize refuses an instance larger than the apiserver stores.
@@ -330,13 +330,6 @@ func checkSize(inst *api.FuncInstance) error {
 	return nil
 }
 
-func sameStep(a, b *api.FuncStep) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Function == b.Function && a.Arg == b.Arg
-}
-
 // finish delivers an ended instance's callback, once, and records how it went.
 func (in *instances) finish(ctx context.Context, inst *api.FuncInstance) {
 	if inst.Spec.CallbackURL == "" || inst.Status.Callback != nil {
@@ -345,7 +338,7 @@ func (in *instances) finish(ctx context.Context, inst *api.FuncInstance) {
 	st := in.calls.deliver(ctx, inst)
 	for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
 		write := cache.DeepCopy(inst)
-		write.Status.Callback = &st
+		call.Delivered(write, st)
 		_, err := in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write)
 		if err == nil || errdefs.IsNotFound(err) {
 			return
@@ -358,7 +351,7 @@ func (in *instances) finish(ctx context.Context, inst *api.FuncInstance) {
 			inst = cur
 			continue
 		}
-		sleep(ctx, time.Second)
+		wait.Sleep(ctx, time.Second)
 	}
 }
 
@@ -371,21 +364,8 @@ func (in *instances) release(inst *api.FuncInstance) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	write := cache.DeepCopy(inst)
-	write.Status.Runner = ""
+	call.Claim(write, "")
 	if _, err := in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write); err != nil && !errdefs.IsConflict(err) && !errdefs.IsNotFound(err) {
 		log.WithError(err).WithField("instance", inst.Name).Debug("funcrunner: releasing an instance failed; it moves when the lease expires")
-	}
-}
-
-func terminal(inst *api.FuncInstance) bool {
-	return inst.Status.Phase == api.InstanceSucceeded || inst.Status.Phase == api.InstanceFailed
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/wait"
 )
 
 const (
@@ -170,7 +171,7 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 				return nil, stepTarget{}, ctx.Err()
 			}
 			log.WithError(err).WithField("function", fnKey).Warn("function runner: checking a pod's owner failed")
-			stepSleep(ctx, 100*time.Millisecond)
+			wait.Sleep(ctx, 100*time.Millisecond)
 			continue
 		}
 		tgt := stepTarget{node: addr.NodeName, waitStart: waitStart, waitEnd: waitEnd}

@@ -16,19 +16,18 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 )
 
 const (
 	// Step records keep this much of an argument, result or output; the
 	// final result is kept whole.
 	maxRecordBytes = 16 << 10
-	// maxArgBytes bounds what a chain passes from step to step.
-	maxArgBytes = 512 << 10
 	// maxAnswerBytes bounds a runtime's answer: a result over the limit
 	// must still be read to be refused by its size, and the answer is
 	// JSON, where a control character of the result or of the output
 	// (cut by the runtime after 1 Mi characters) takes six bytes.
-	maxAnswerBytes = 6*(maxArgBytes+1) + 6*(1<<20) + 64<<10
+	maxAnswerBytes = 6*(call.MaxArgBytes+1) + 6*(1<<20) + 64<<10
 )
 
 // errNotServed marks a call the pod refused before running it.

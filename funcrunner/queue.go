@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 )
 
 // Queue triggers consume a NATS subject through JetStream: a stream per
@@ -229,7 +230,7 @@ func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64,
 	for {
 		woken := q.ended.watch(t.Namespace + "/" + name)
 		cur, err := instances.Get(ctx, name)
-		if err == nil && terminal(cur) {
+		if err == nil && call.Terminal(cur) {
 			return cur, nil
 		}
 		select {

@@ -21,6 +21,7 @@ import (
 	"minik8s/pkg/function"
 	"minik8s/pkg/pki"
 	"minik8s/pkg/tracing"
+	"minik8s/pkg/wait"
 )
 
 // instanceWorkers is how many instances are synced (claimed) at once;
@@ -155,7 +156,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			break
 		}
 		log.WithError(err).Warn("funcrunner: taking the lease failed, retrying")
-		sleep(ctx, time.Second)
+		wait.Sleep(ctx, time.Second)
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	log "github.com/sirupsen/logrus"
@@ -16,7 +14,9 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/tracing"
+	"minik8s/pkg/wait"
 )
 
 // stepper runs single steps of instances: it finds the step's function,
@@ -97,12 +97,12 @@ type stepTarget struct {
 func (s *stepper) advance(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
 	traceID, root, parent := tracing.Root(inst)
 	out, err := s.step(ctx, inst, traceID, root)
-	if out != nil && terminal(out) {
+	if out != nil && call.Terminal(out) {
 		// The call's own span, once it ended.
 		start := callStart(inst)
 		sp := api.FuncSpan{Name: "call " + inst.Spec.Function, Service: "funcrunner", TraceID: traceID, SpanID: root,
 			ParentSpanID: parent, StartNs: start.UnixNano(), EndNs: out.Status.CompletionTime.UnixNano(), Error: out.Status.Error}
-		out.Status.Trace = append(out.Status.Trace, sp)
+		call.AddSpans(out, sp)
 		s.exporter.Add(sp)
 	}
 	return out, err
@@ -144,13 +144,13 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	s.metrics.started(ns, f.Name)
 	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
 	stepSpan := tracing.NewSpanID()
-	call := newStepCall(inst, f, cur.Arg, tracing.Format(traceID, stepSpan))
+	sc := newStepCall(inst, f, cur.Arg, tracing.Format(traceID, stepSpan))
 	var res *function.Result
 	var tgt stepTarget
 	if f.APIVersion == api.FuncAPIVersionV1 {
-		res, tgt, err = s.invokeInFreshPod(ctx, f, inst, call)
+		res, tgt, err = s.invokeInFreshPod(ctx, f, inst, sc)
 	} else {
-		res, tgt, err = s.pool.invoke(ctx, f, call)
+		res, tgt, err = s.pool.invoke(ctx, f, sc)
 	}
 	end := time.Now().UTC()
 	rec.DurationMs = end.Sub(start).Milliseconds()
@@ -183,7 +183,7 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 			spans = append(spans, sp)
 		}
 	}
-	out.Status.Trace = append(out.Status.Trace, spans...)
+	call.AddSpans(out, spans...)
 	s.exporter.Add(spans...)
 	return out, nil
 }
@@ -201,9 +201,8 @@ func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStep
 		if res.Error.Trace != "" {
 			rec.Error += "\n" + truncate(res.Error.Trace)
 		}
-		out := ended(inst, rec, "", fmt.Sprintf("function %q failed: %s", f.Name, res.Error.String()))
-		out.Status.Failure = &api.FuncError{Message: out.Status.Error, Type: res.Error.Type, Trace: truncate(res.Error.Trace)}
-		return out
+		msg := fmt.Sprintf("function %q failed: %s", f.Name, res.Error.String())
+		return call.End(inst, rec, "", &api.FuncError{Message: msg, Type: res.Error.Type, Trace: truncate(res.Error.Trace)})
 	}
 	rec.Result = truncate(res.Result)
 	if res.HasCheck {
@@ -216,19 +215,14 @@ func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStep
 	if nextFn == "" {
 		nextFn = api.FuncReturn
 	}
-	if len(res.Result) > maxArgBytes {
-		return ended(inst, rec, "", fmt.Sprintf("function %q returned %d bytes, more than the limit of %d", f.Name, len(res.Result), maxArgBytes))
+	if len(res.Result) > call.MaxArgBytes {
+		return ended(inst, rec, "", fmt.Sprintf("function %q returned %d bytes, more than the limit of %d", f.Name, len(res.Result), call.MaxArgBytes))
 	}
 	if nextFn == api.FuncReturn {
 		// The last step and the result are stored in one write.
 		return ended(inst, rec, res.Result, "")
 	}
-	out := copyInstance(inst)
-	out.Status.Phase = api.InstanceRunning
-	out.Status.Steps = append(out.Status.Steps, *rec)
-	out.Status.Hops++
-	out.Status.Next = &api.FuncStep{Function: nextFn, Arg: res.Result}
-	return out
+	return call.Then(inst, rec, nextFn, res.Result)
 }
 
 // lookupFunc returns the function, or nil when it does not exist. The
@@ -250,7 +244,7 @@ func (s *stepper) lookupFunc(ctx context.Context, ns, name string) (*api.Func, e
 			return nil, ctx.Err()
 		}
 		log.WithError(err).WithFields(log.Fields{"namespace": ns, "function": name}).Warn("function runner: reading a function failed, retrying")
-		if !stepSleep(ctx, backoff) {
+		if !wait.Sleep(ctx, backoff) {
 			return nil, ctx.Err()
 		}
 		backoff = min(2*backoff, 5*time.Second)
@@ -260,100 +254,11 @@ func (s *stepper) lookupFunc(ctx context.Context, ns, name string) (*api.Func, e
 	}
 }
 
-// ended returns a deep copy of inst ended: Succeeded with result when
-// errMsg == "", else Failed with errMsg; rec (may be nil) is appended first.
-func ended(inst *api.FuncInstance, rec *api.FuncStepRecord, result, errMsg string) *api.FuncInstance {
-	out := copyInstance(inst)
-	if rec != nil {
-		out.Status.Steps = append(out.Status.Steps, copyRecord(*rec))
-		out.Status.Hops++
-	}
-	now := time.Now().UTC()
-	out.Status.CompletionTime = &now
-	out.Status.Next = nil
-	if errMsg != "" {
-		out.Status.Phase = api.InstanceFailed
-		out.Status.Result = ""
-		out.Status.Error = errMsg
-		out.Status.Failure = &api.FuncError{Message: errMsg, Type: function.FailureCall}
-	} else {
-		out.Status.Phase = api.InstanceSucceeded
-		out.Status.Result = result
-		out.Status.Error = ""
-		out.Status.Failure = nil
-	}
-	return out
-}
-
-// copyInstance is a deep copy of an instance (strings are shared: they
-// never change).
-func copyInstance(in *api.FuncInstance) *api.FuncInstance {
-	out := *in
-	m := &out.ObjectMeta
-	m.CreationTimestamp = copyPtr(m.CreationTimestamp)
-	m.DeletionTimestamp = copyPtr(m.DeletionTimestamp)
-	m.DeletionGracePeriodSeconds = copyPtr(m.DeletionGracePeriodSeconds)
-	m.Labels = maps.Clone(m.Labels)
-	m.Annotations = maps.Clone(m.Annotations)
-	if m.OwnerReferences != nil {
-		m.OwnerReferences = make([]api.OwnerReference, len(in.OwnerReferences))
-		for i, r := range in.OwnerReferences {
-			r.Controller = copyPtr(r.Controller)
-			m.OwnerReferences[i] = r
-		}
-	}
-	st := &out.Status
-	if in.Status.Callback != nil {
-		cb := *in.Status.Callback
-		cb.Time = copyPtr(cb.Time)
-		st.Callback = &cb
-	}
-	st.Next = copyPtr(st.Next)
-	st.CompletionTime = copyPtr(st.CompletionTime)
-	// Its own array: the caller appends a step's spans.
-	st.Trace = slices.Clone(in.Status.Trace)
-	if in.Status.Steps != nil {
-		// One spare slot: the caller usually appends a record.
-		st.Steps = make([]api.FuncStepRecord, len(in.Status.Steps), len(in.Status.Steps)+1)
-		for i, r := range in.Status.Steps {
-			st.Steps[i] = copyRecord(r)
-		}
-	}
-	return &out
-}
-
-func copyRecord(r api.FuncStepRecord) api.FuncStepRecord {
-	r.Check = copyPtr(r.Check)
-	r.PluginErrors = slices.Clone(r.PluginErrors)
-	r.Start = copyPtr(r.Start)
-	return r
-}
-
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
 func truncate(s string) string {
 	if len(s) <= maxRecordBytes {
 		return s
 	}
 	return s[:maxRecordBytes] + fmt.Sprintf("… (%d bytes cut)", len(s)-maxRecordBytes)
-}
-
-// stepSleep sleeps d; false if ctx ended first.
-func stepSleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // callStart is when a call began, as precisely as it is known: its
@@ -376,4 +281,13 @@ func callStart(inst *api.FuncInstance) time.Time {
 		return time.Now()
 	}
 	return start
+}
+
+// ended is inst ended: Succeeded with result when errMsg == "", else
+// Failed with the platform's errMsg; rec (may be nil) is appended first.
+func ended(inst *api.FuncInstance, rec *api.FuncStepRecord, result, errMsg string) *api.FuncInstance {
+	if errMsg != "" {
+		return call.End(inst, rec, "", call.Failure(errMsg))
+	}
+	return call.End(inst, rec, result, nil)
 }

@@ -11,6 +11,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 )
 
 func TestAdvance(t *testing.T) {
@@ -35,7 +36,7 @@ func TestAdvance(t *testing.T) {
 			return function.Result{Output: "before", Error: &function.Error{Type: "ZeroDivisionError", Message: "division by zero", Trace: "Traceback (most recent call last)"}}
 		})},
 		{f: newFunc("huge", "", ""), h: answer(func(string) function.Result {
-			return function.Result{Result: strings.Repeat("x", maxArgBytes+1)}
+			return function.Result{Result: strings.Repeat("x", call.MaxArgBytes+1)}
 		})},
 		{f: newFunc("big", "next", ""), h: answer(func(string) function.Result {
 			return function.Result{Result: strings.Repeat("y", 20<<10)}
@@ -109,7 +110,7 @@ func TestAdvance(t *testing.T) {
 				}
 			}},
 		{name: "result above the limit", inst: newInstance("huge", "a"), phase: api.InstanceFailed,
-			errHas: []string{fmt.Sprint(maxArgBytes + 1), fmt.Sprint(maxArgBytes)}, hops: 1, record: true},
+			errHas: []string{fmt.Sprint(call.MaxArgBytes + 1), fmt.Sprint(call.MaxArgBytes)}, hops: 1, record: true},
 		{name: "records are cut, the next argument is not", inst: newInstance("big", strings.Repeat("a", 20<<10)), phase: api.InstanceRunning,
 			next: &api.FuncStep{Function: "next", Arg: strings.Repeat("y", 20<<10)}, hops: 1, record: true,
 			recordWant: func(t *testing.T, r api.FuncStepRecord) {

@@ -16,7 +16,9 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/tracing"
+	"minik8s/pkg/wait"
 )
 
 // syncCalls serves the synchronous calls the apiserver hands over: the
@@ -48,14 +50,14 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequest", "want POST "+function.RunnerCallPath+"/NAMESPACE/FUNCTION?id=ID&wait=DURATION")
 		return
 	}
-	arg, err := io.ReadAll(io.LimitReader(req.Body, maxArgBytes+1))
+	arg, err := io.ReadAll(io.LimitReader(req.Body, call.MaxArgBytes+1))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequest", "reading the argument: "+err.Error())
 		return
 	}
-	if len(arg) > maxArgBytes {
+	if len(arg) > call.MaxArgBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
-			fmt.Sprintf("argument of more than %d bytes is larger than the limit of %d", maxArgBytes, maxArgBytes))
+			fmt.Sprintf("argument of more than %d bytes is larger than the limit of %d", call.MaxArgBytes, call.MaxArgBytes))
 		return
 	}
 	ev, err := function.ReadHandoffEvent(req.Header)
@@ -82,8 +84,8 @@ func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // call runs a synchronous call within its wait.
 func (sc *syncCalls) call(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
 	ns, fn, arg := req.Namespace, req.Function, req.Arg
-	if len(arg) > maxArgBytes {
-		return nil, fmt.Errorf("argument of %d bytes is larger than the limit of %d: %w", len(arg), maxArgBytes, errdefs.ErrTooLarge)
+	if err := call.CheckArg(len(arg)); err != nil {
+		return nil, err
 	}
 	// The apiserver leaves this check to the runner, whose cache answers
 	// it without a store read.
@@ -94,14 +96,7 @@ func (sc *syncCalls) call(ctx context.Context, req function.CallRequest) (*api.F
 	if f == nil {
 		return nil, fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
 	}
-	now := time.Now().UTC().Truncate(time.Second)
-	inst := &api.FuncInstance{
-		TypeMeta: api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
-		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: ns, Labels: map[string]string{function.LabelFunc: fn},
-			CreationTimestamp: &now},
-		Spec:   api.FuncInstanceSpec{Function: fn, Arg: string(arg), Sync: true, Event: req.Event, Trigger: req.Trigger, Traceparent: req.Traceparent},
-		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: sc.self, Next: &api.FuncStep{Function: fn, Arg: string(arg)}},
-	}
+	inst := call.New(req, call.Origin{Runner: sc.self, Sync: true, Created: time.Now().UTC().Truncate(time.Second)})
 	return sc.run(ctx, inst, req.Wait)
 }
 
@@ -141,15 +136,15 @@ func (sc *syncCalls) run(reqCtx context.Context, inst *api.FuncInstance, wait ti
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if !terminal(ch.cur) && abandoned(sc.ctx) {
+	if !call.Terminal(ch.cur) && abandoned(sc.ctx) {
 		return nil, fmt.Errorf("function runner %s stopped during the call: %w (%w)", sc.self, errdefs.ErrUnavailable, ErrAbandoned)
 	}
 	ch.handedOff = true
-	if terminal(ch.cur) {
+	if call.Terminal(ch.cur) {
 		return ch.cur, nil
 	}
 	// A copy: the chain goes on with ch.cur, the caller sets its fields.
-	return copyInstance(ch.cur), nil
+	return call.Copy(ch.cur), nil
 }
 
 // chain runs the steps; once handed off, it records each step's outcome on
@@ -159,7 +154,7 @@ func (sc *syncCalls) chain(ctx context.Context, ch *syncChain) {
 	ch.mu.Lock()
 	cur := ch.cur
 	ch.mu.Unlock()
-	for !terminal(cur) {
+	for !call.Terminal(cur) {
 		next, err := sc.stepper.advance(ctx, cur)
 		if err != nil {
 			return
@@ -186,7 +181,7 @@ func (sc *syncCalls) goDurable(ctx context.Context, cur, next *api.FuncInstance)
 		log.WithError(err).WithField("instance", cur.Name).Warn("funcrunner: a call that outlived its wait was not stored; dropping it")
 		return
 	}
-	if stored.Status.Runner != sc.self || stored.Status.Hops != cur.Status.Hops || !sameStep(stored.Status.Next, cur.Status.Next) {
+	if stored.Status.Runner != sc.self || !call.SameCursor(stored, cur) {
 		return // moved meanwhile: whoever has it drives it
 	}
 	in := sc.instances
@@ -195,7 +190,7 @@ func (sc *syncCalls) goDurable(ctx context.Context, cur, next *api.FuncInstance)
 		return
 	}
 	key := inst.Namespace + "/" + inst.Name
-	if terminal(inst) {
+	if call.Terminal(inst) {
 		in.finish(ctx, inst)
 		in.markDriven(key, inst)
 		return
@@ -216,7 +211,7 @@ func (sc *syncCalls) lookup(ctx context.Context, inst *api.FuncInstance) (*api.F
 		if time.Now().After(deadline) {
 			return nil, err
 		}
-		sleep(ctx, 50*time.Millisecond)
+		wait.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 

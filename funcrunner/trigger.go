@@ -6,6 +6,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/function"
+	"minik8s/pkg/function/call"
 )
 
 // triggerRefs makes the reference a call records to the trigger that made
@@ -44,9 +45,6 @@ func triggerSource(t *api.Trigger) string {
 // that runner, which drives it (no claim to write, no other runner to
 // wait for); if the runner dies, another takes it over as any instance.
 func triggerCall(t *api.Trigger, ref *api.FuncTriggerRef, name, runner, arg string, ev *api.FuncEvent) *api.FuncInstance {
-	return &api.FuncInstance{
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{function.LabelFunc: t.Spec.Function}},
-		Spec:       api.FuncInstanceSpec{Function: t.Spec.Function, Arg: arg, User: runner, Trigger: ref, Event: ev},
-		Status:     api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: runner, Next: &api.FuncStep{Function: t.Spec.Function, Arg: arg}},
-	}
+	req := function.CallRequest{Namespace: t.Namespace, Function: t.Spec.Function, ID: name, Arg: []byte(arg), Event: ev, Trigger: ref}
+	return call.New(req, call.Origin{User: runner, Runner: runner})
 }

@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function/call"
 )
 
 // Name is the controller's name in the controller manager.
@@ -78,12 +79,12 @@ func newController(lw cache.ListerWatcher[*api.FuncInstance], del deleteFunc, bu
 	}
 	c.instances.AddEventHandler(cache.Handler[*api.FuncInstance]{
 		OnAdd: func(fi *api.FuncInstance) {
-			if finished(fi) {
+			if call.Terminal(fi) {
 				c.poke()
 			}
 		},
 		OnUpdate: func(_, fi *api.FuncInstance) {
-			if finished(fi) {
+			if call.Terminal(fi) {
 				c.poke()
 			}
 		},
@@ -98,9 +99,6 @@ func (c *Controller) poke() {
 	}
 }
 
-func finished(fi *api.FuncInstance) bool {
-	return fi.Status.Phase == api.InstanceSucceeded || fi.Status.Phase == api.InstanceFailed
-}
 
 // Run collects until ctx ends, with up to workers deletes at once.
 func (c *Controller) Run(ctx context.Context, workers int) {
@@ -191,7 +189,7 @@ func (c *Controller) collect(ctx context.Context, workers int) {
 func overBudget(items []*api.FuncInstance, budget int) []*api.FuncInstance {
 	var done []*api.FuncInstance
 	for _, fi := range items {
-		if finished(fi) {
+		if call.Terminal(fi) {
 			done = append(done, fi)
 		}
 	}
@@ -228,7 +226,7 @@ type slimSource struct {
 func (s slimSource) List(ctx context.Context, opts client.ListOptions) ([]*api.FuncInstance, string, error) {
 	items, rv, err := s.rc.List(ctx, opts)
 	for _, fi := range items {
-		slim(fi)
+		call.Slim(fi)
 	}
 	return items, rv, err
 }
@@ -242,7 +240,7 @@ func (s slimSource) Watch(ctx context.Context, opts client.ListOptions) <-chan c
 			if ev.Object != nil {
 				// The watch's own bookkeeping keeps this object too: slimmed
 				// in place, it keeps the small one.
-				slim(ev.Object)
+				call.Slim(ev.Object)
 			}
 			select {
 			case out <- ev:
@@ -252,11 +250,4 @@ func (s slimSource) Watch(ctx context.Context, opts client.ListOptions) <-chan c
 		}
 	}()
 	return out
-}
-
-// slim drops an instance's payload in place.
-func slim(fi *api.FuncInstance) {
-	fi.Spec.Arg = ""
-	fi.Status.Result, fi.Status.Error = "", ""
-	fi.Status.Next, fi.Status.Steps, fi.Status.Callback = nil, nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 )
@@ -226,7 +227,7 @@ func TestSlimDropsThePayload(t *testing.T) {
 	fi.Status.Steps = []api.FuncStepRecord{{Function: "fn", Result: "big result"}}
 	fi.Status.Next = &api.FuncStep{Function: "fn", Arg: "x"}
 	fi.Status.Callback = &api.FuncCallbackStatus{Delivered: true}
-	slim(fi)
+	call.Slim(fi)
 	want := inst("a", api.InstanceSucceeded, 1, 0)
 	want.Spec.Function = "fn"
 	if fmt.Sprintf("%+v", *fi) != fmt.Sprintf("%+v", *want) {
