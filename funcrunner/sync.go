@@ -11,14 +11,11 @@ import (
 	"sync"
 	"time"
 
-	log "github.com/sirupsen/logrus"
-
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
 	"minik8s/pkg/tracing"
-	"minik8s/pkg/wait"
 )
 
 // syncCalls serves the synchronous calls the apiserver hands over: the
@@ -167,51 +164,8 @@ func (sc *syncCalls) chain(ctx context.Context, ch *syncChain) {
 			continue
 		}
 		ch.mu.Unlock()
-		sc.goDurable(ctx, cur, next)
+		sc.instances.takeOver(ctx, cur, next)
 		return
-	}
-}
-
-// goDurable records next, the outcome of the step that was running when
-// the instance was handed off as cur, and drives the rest as a stored
-// instance.
-func (sc *syncCalls) goDurable(ctx context.Context, cur, next *api.FuncInstance) {
-	stored, err := sc.lookup(ctx, cur)
-	if err != nil {
-		log.WithError(err).WithField("instance", cur.Name).Warn("funcrunner: a call that outlived its wait was not stored; dropping it")
-		return
-	}
-	if stored.Status.Runner != sc.self || !call.SameCursor(stored, cur) {
-		return // moved meanwhile: whoever has it drives it
-	}
-	in := sc.instances
-	inst, ok := in.record(ctx, stored, next)
-	if !ok {
-		return
-	}
-	key := inst.Namespace + "/" + inst.Name
-	if call.Terminal(inst) {
-		in.finish(ctx, inst)
-		in.markDriven(key, inst)
-		return
-	}
-	in.markDriven(key, in.run1(ctx, inst))
-}
-
-func (sc *syncCalls) lookup(ctx context.Context, inst *api.FuncInstance) (*api.FuncInstance, error) {
-	deadline := time.Now().Add(handoffLookup)
-	for {
-		stored, err := sc.instances.client.FuncInstances(inst.Namespace).Get(ctx, inst.Name)
-		if err == nil {
-			return stored, nil
-		}
-		if !errdefs.IsNotFound(err) && ctx.Err() != nil {
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			return nil, err
-		}
-		wait.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 

@@ -174,7 +174,10 @@ const (
 )
 
 type FuncInstanceStatus struct {
-	// Phase is Pending until a runner claims the instance.
+	// Phase is Running from the moment a call is accepted (status.runner
+	// says whether a runner has it yet), Succeeded or Failed once it
+	// ended; Pending only for an instance stored by hand without a status,
+	// until its first step is recorded. pkg/function/call keeps the rules.
 	Phase string `json:"phase,omitempty"`
 	// Runner is the holder identity of the runner driving the instance
 	// (its Lease's spec.holderIdentity). The claim holds while that Lease
@@ -188,8 +191,8 @@ type FuncInstanceStatus struct {
 	// Failure is the error of a Failed instance as an error event carries
 	// it: the exception's message, type and trace, or the platform's.
 	Failure *FuncError `json:"failure,omitempty"`
-	// Next is the step still to run: the durable cursor a restarted
-	// apiserver resumes from.
+	// Next is the step still to run: the durable cursor a runner that
+	// takes the instance over (or restarts) resumes from.
 	Next           *FuncStep        `json:"next,omitempty"`
 	Hops           int              `json:"hops,omitempty"`
 	Steps          []FuncStepRecord `json:"steps,omitempty"`
