@@ -245,7 +245,7 @@ func (in *instances) finish(ctx context.Context, inst *api.FuncInstance) {
 // release gives up an instance this runner stops driving before it ended,
 // so that another runner takes it at once instead of after the Lease expires.
 func (in *instances) release(inst *api.FuncInstance) {
-	if in.ctx != nil && abandoned(in.ctx) {
+	if in.ctx != nil && function.Abandoned(in.ctx) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

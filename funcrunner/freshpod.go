@@ -95,7 +95,7 @@ func (s *stepper) waitPod(ctx context.Context, ns, name string) (*api.Pod, error
 	defer recheck.Stop()
 	seen := false
 	for {
-		wake := s.changes.watch(podKey(ns, name))
+		wake := s.changes.Watch(podKey(ns, name))
 		p, ok := s.pods.Get(ns, name)
 		switch {
 		case ok:

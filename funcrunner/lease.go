@@ -87,7 +87,7 @@ func (k *leaseKeeper) run(ctx context.Context) {
 		force := false
 		select {
 		case <-ctx.Done():
-			if abandoned(ctx) {
+			if function.Abandoned(ctx) {
 				return
 			}
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

@@ -27,44 +27,6 @@ const (
 	recheckInterval = time.Second
 )
 
-// notifier wakes the v1 steps waiting for their pod (podKey). Take the
-// channel before reading the state it guards, so that no change in
-// between is missed.
-type notifier struct {
-	mu    sync.Mutex
-	chans map[string]chan struct{}
-}
-
-func newNotifier() *notifier { return &notifier{chans: map[string]chan struct{}{}} }
-
-// watch returns a channel closed on the next wake of key.
-func (n *notifier) watch(key string) <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	ch := n.chans[key]
-	if ch == nil {
-		ch = make(chan struct{})
-		n.chans[key] = ch
-	}
-	return ch
-}
-
-// forget drops key's channel, nobody waiting on it any more.
-func (n *notifier) forget(key string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.chans, key)
-}
-
-func (n *notifier) wake(key string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if ch := n.chans[key]; ch != nil {
-		close(ch)
-		delete(n.chans, key)
-	}
-}
-
 func podKey(ns, name string) string { return "pod:" + ns + "/" + name }
 
 // pool sends v2 steps to the ready pods of their function's Endpoints: the

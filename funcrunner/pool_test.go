@@ -304,7 +304,7 @@ func TestStepperWakesOnChanges(t *testing.T) {
 		})
 	}
 	t.Run("v1 step's pod", func(t *testing.T) {
-		ch := e.s.changes.watch(podKey("default", "step-pod"))
+		ch := e.s.changes.Watch(podKey("default", "step-pod"))
 		e.putPod(&api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "step-pod"}})
 		waitFor(t, "the waiting step to wake", woken(ch))
 	})

@@ -15,6 +15,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/funcrunner/trigger"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
@@ -30,13 +31,6 @@ const instanceWorkers = 4
 
 // unfinished selects the instances a runner has work on.
 const unfinished = "status.phase!=" + api.InstanceSucceeded + ",status.phase!=" + api.InstanceFailed
-
-// ErrAbandoned, as the cause of Run's context (context.WithCancelCause),
-// stops a runner as a crash would: it leaves its Lease and its claims for
-// the other runners to find expired. Tests use it to stand for SIGKILL.
-var ErrAbandoned = errors.New("funcrunner abandoned")
-
-func abandoned(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrAbandoned) }
 
 // Runner is one function runner.
 type Runner struct {
@@ -109,30 +103,30 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	refs := triggerRefs{apps: f.Apps().Lister()}
-	firer := newScheduleFirer(cfg.Identity, c, triggers, refs)
-	workers := []func(context.Context){firer.run}
-	var q *queueConsumer
+	refs := trigger.Refs{Apps: f.Apps().Lister()}
+	firer := trigger.NewSchedules(cfg.Identity, c, triggers, refs)
+	workers := []func(context.Context){firer.Run}
+	var q *trigger.Queues
 	if cfg.NATSURL != "" {
-		q, err = newQueueConsumer(cfg.Identity, c, triggers, refs, cfg.NATSURL)
+		q, err = trigger.NewQueues(cfg.Identity, c, triggers, refs, cfg.NATSURL)
 		if err != nil {
 			return err
 		}
-		workers = append(workers, q.run)
+		workers = append(workers, q.Run)
 	}
-	var gw *gateway
+	var gw *trigger.Gateway
 	var gwListener net.Listener
 	if cfg.GatewayAddress != "" {
 		if gwListener, err = net.Listen("tcp", cfg.GatewayAddress); err != nil {
 			return fmt.Errorf("funcrunner: the function gateway on %s: %w", cfg.GatewayAddress, err)
 		}
 		defer gwListener.Close()
-		gw = newGateway(cfg.Identity, c, triggers, refs, r.Call)
+		gw = trigger.NewGateway(cfg.Identity, c, triggers, refs, r.Call)
 	}
 	instInf := cache.NewInformer[api.FuncInstance](c.FuncInstances("").AllNamespaces(),
 		cache.WithListOptions(client.ListOptions{FieldSelector: unfinished}))
 	if q != nil {
-		instInf.AddEventHandler(cache.Handler[*api.FuncInstance]{OnDelete: func(o *api.FuncInstance) { q.ended.wake(cache.Key(o)) }})
+		instInf.AddEventHandler(cache.Handler[*api.FuncInstance]{OnDelete: func(o *api.FuncInstance) { q.Ended(cache.Key(o)) }})
 	}
 	d := newDemand()
 	st := newStepper(cfg, c, funcs, pods, eps, d)
@@ -176,7 +170,7 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	if gw != nil {
 		go func() {
-			if err := gw.serve(ctx, gwListener); err != nil {
+			if err := gw.Serve(ctx, gwListener); err != nil {
 				errc <- fmt.Errorf("function gateway: %w", err)
 			}
 		}()

@@ -32,7 +32,7 @@ type stepper struct {
 	demand *demand
 	pool   *pool
 	// changes wakes the v1 steps that wait for their pod.
-	changes *notifier
+	changes *wait.Notifier
 	// exporter sends the spans of calls (nil: kept with the instance only).
 	exporter *tracing.Exporter
 	metrics  *callMetrics
@@ -47,7 +47,7 @@ func newStepper(cfg Config, c *client.Client, funcs *cache.Informer[api.Func, *a
 		pods:    pods.Lister(),
 		http:    newPodClient(),
 		demand:  d,
-		changes: newNotifier(),
+		changes: wait.NewNotifier(),
 		metrics: newCallMetrics(),
 	}
 	s.pool = newPool(s, eps.Lister())
@@ -71,7 +71,7 @@ func (s *stepper) watch(funcs *cache.Informer[api.Func, *api.Func], pods *cache.
 		if fn := p.Labels[function.LabelFunc]; fn != "" {
 			s.pool.wakeFirst(p.Namespace + "/" + function.ObjectName(fn))
 		}
-		s.changes.wake(podKey(p.Namespace, p.Name))
+		s.changes.Wake(podKey(p.Namespace, p.Name))
 	}
 	pods.AddEventHandler(cache.Handler[*api.Pod]{
 		OnAdd: onPod, OnUpdate: func(_, cur *api.Pod) { onPod(cur) }, OnDelete: onPod,

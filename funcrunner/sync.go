@@ -37,40 +37,40 @@ const handoffLookup = 10 * time.Second
 
 func (sc *syncCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
-		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("method %s is not allowed", req.Method))
+		function.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("method %s is not allowed", req.Method))
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(req.URL.Path, function.RunnerCallPath+"/"), "/")
 	id := req.URL.Query().Get("id")
 	wait, err := time.ParseDuration(req.URL.Query().Get("wait"))
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" || id == "" || err != nil || wait <= 0 {
-		writeError(w, http.StatusBadRequest, "BadRequest", "want POST "+function.RunnerCallPath+"/NAMESPACE/FUNCTION?id=ID&wait=DURATION")
+		function.WriteError(w, http.StatusBadRequest, "BadRequest", "want POST "+function.RunnerCallPath+"/NAMESPACE/FUNCTION?id=ID&wait=DURATION")
 		return
 	}
 	arg, err := io.ReadAll(io.LimitReader(req.Body, call.MaxArgBytes+1))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequest", "reading the argument: "+err.Error())
+		function.WriteError(w, http.StatusBadRequest, "BadRequest", "reading the argument: "+err.Error())
 		return
 	}
 	if len(arg) > call.MaxArgBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+		function.WriteError(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
 			fmt.Sprintf("argument of more than %d bytes is larger than the limit of %d", call.MaxArgBytes, call.MaxArgBytes))
 		return
 	}
 	ev, err := function.ReadHandoffEvent(req.Header)
 	if err != nil {
-		writeClassed(w, err)
+		function.WriteClassed(w, err)
 		return
 	}
 	out, err := sc.call(req.Context(), function.CallRequest{Namespace: parts[0], Function: parts[1], ID: id, Arg: arg, Event: ev, Wait: wait,
 		Traceparent: tracing.Valid(req.Header.Get(tracing.Header))})
-	if errors.Is(err, ErrAbandoned) {
+	if errors.Is(err, function.ErrAbandoned) {
 		// Stand for the crash it is: the connection drops, no answer.
 		panic(http.ErrAbortHandler)
 	}
 	if err != nil {
 		if req.Context().Err() == nil {
-			writeClassed(w, err)
+			function.WriteClassed(w, err)
 		}
 		return
 	}
@@ -133,8 +133,8 @@ func (sc *syncCalls) run(reqCtx context.Context, inst *api.FuncInstance, wait ti
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if !call.Terminal(ch.cur) && abandoned(sc.ctx) {
-		return nil, fmt.Errorf("function runner %s stopped during the call: %w (%w)", sc.self, errdefs.ErrUnavailable, ErrAbandoned)
+	if !call.Terminal(ch.cur) && function.Abandoned(sc.ctx) {
+		return nil, fmt.Errorf("function runner %s stopped during the call: %w (%w)", sc.self, errdefs.ErrUnavailable, function.ErrAbandoned)
 	}
 	ch.handedOff = true
 	if call.Terminal(ch.cur) {
@@ -167,17 +167,4 @@ func (sc *syncCalls) chain(ctx context.Context, ch *syncChain) {
 		sc.instances.takeOver(ctx, cur, next)
 		return
 	}
-}
-
-// writeClassed answers an error with the status of its class, as the
-// apiserver's error middleware does.
-func writeClassed(w http.ResponseWriter, err error) {
-	code, reason := errdefs.HTTPStatus(err)
-	writeError(w, code, reason, err.Error())
-}
-
-func writeError(w http.ResponseWriter, code int, reason, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(api.Status{Error: msg, Reason: reason, Code: code})
 }

@@ -14,6 +14,7 @@ import (
 	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/function"
 	"minik8s/test/framework"
 )
 
@@ -145,7 +146,7 @@ func TestTriggerEvents(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	id := resp.Header.Get(funcrunner.HeaderInstanceID)
+	id := resp.Header.Get(function.HeaderInstanceID)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /meta: %s %s", resp.Status, body)
 	}

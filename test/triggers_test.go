@@ -14,6 +14,7 @@ import (
 	"minik8s/funcrunner"
 	"minik8s/mkctl"
 	"minik8s/pkg/client"
+	"minik8s/pkg/function"
 	"minik8s/test/framework"
 )
 
@@ -173,7 +174,7 @@ func TestHTTPTrigger(t *testing.T) {
 	}
 	data, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	id := resp.Header.Get(funcrunner.HeaderInstanceID)
+	id := resp.Header.Get(function.HeaderInstanceID)
 	if resp.StatusCode != http.StatusOK || string(data) != "hi there" || id == "" {
 		t.Fatalf("POST /greet on the gateway: %s %q (instance %q)", resp.Status, data, id)
 	}

@@ -1,7 +1,9 @@
 package function
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,6 +44,20 @@ const (
 // or any more): the call may go to another runner. Any other error of a
 // runner may come after the call started, and must not be retried.
 var ErrNotServing = fmt.Errorf("function runner is not serving: %w", errdefs.ErrUnavailable)
+
+// ErrAbandoned, as the cause of a runner's context
+// (context.WithCancelCause), stops it as a crash would: it leaves its
+// Lease and its claims for the other runners to find expired. Tests use
+// it to stand for SIGKILL.
+var ErrAbandoned = errors.New("funcrunner abandoned")
+
+// Abandoned says whether ctx ended with ErrAbandoned: a runner stopping so
+// writes nothing on its way out.
+func Abandoned(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrAbandoned) }
+
+// HeaderInstanceID names, in a function gateway's answer, the call's
+// instance (GET /api/funcs/ID reads it).
+const HeaderInstanceID = "X-Minik8s-Instance-Id"
 
 // MaxInstanceBytes bounds a FuncInstance as a runner writes it (JSON):
 // under the apiserver's limit for an instance's status and etcd's limit on

@@ -253,7 +253,7 @@ var runnerSeq atomic.Int32
 
 // Kill stops the runner as SIGKILL would: its Lease and claims are left
 // to expire.
-func (r *FuncRunner) Kill(t testing.TB) { r.stop(t, funcrunner.ErrAbandoned) }
+func (r *FuncRunner) Kill(t testing.TB) { r.stop(t, function.ErrAbandoned) }
 
 // Stop stops the runner gracefully: it releases its Lease and claims.
 func (r *FuncRunner) Stop(t testing.TB) { r.stop(t, nil) }

@@ -1,4 +1,4 @@
-package funcrunner
+package trigger
 
 import (
 	"maps"
@@ -9,18 +9,19 @@ import (
 	"minik8s/pkg/function/call"
 )
 
-// triggerRefs makes the reference a call records to the trigger that made
+// Refs makes the reference a call records to the trigger that made
 // it, with the config of the trigger's app merged with the trigger's own.
-type triggerRefs struct {
-	apps *cache.Lister[api.App, *api.App]
+type Refs struct {
+	// Apps finds a trigger's app (nil: no app config).
+	Apps *cache.Lister[api.App, *api.App]
 }
 
-func (r triggerRefs) ref(t *api.Trigger) *api.FuncTriggerRef {
+func (r Refs) ref(t *api.Trigger) *api.FuncTriggerRef {
 	kind, _ := function.TriggerSource(t)
 	ref := &api.FuncTriggerRef{Name: t.Name, Type: kind, App: t.Spec.App}
 	var cfg map[string]string
-	if t.Spec.App != "" && r.apps != nil {
-		if app, ok := r.apps.Get(t.Namespace, t.Spec.App); ok {
+	if t.Spec.App != "" && r.Apps != nil {
+		if app, ok := r.Apps.Get(t.Namespace, t.Spec.App); ok {
 			cfg = maps.Clone(app.Spec.Config)
 		}
 	}

@@ -1,4 +1,4 @@
-package funcrunner
+package trigger
 
 import (
 	"context"
@@ -30,39 +30,37 @@ import (
 // record of the call, naming the trigger, is stored after the answer, as
 // the apiserver stores a synchronous call's.
 
-// HeaderInstanceID names, in a gateway answer, the call's instance (GET
-// /api/funcs/ID reads it).
-const HeaderInstanceID = "X-Minik8s-Instance-Id"
-
 // gatewayWait bounds a gateway call; a longer one goes on asynchronously.
 const gatewayWait = 60 * time.Second
 
 // pathIndex finds the HTTP trigger of a path.
 const pathIndex = "http-path"
 
-type gateway struct {
+// Gateway serves the HTTP triggers, running each call through call.
+type Gateway struct {
 	self     string
 	client   *client.Client
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
-	refs     triggerRefs
+	refs     Refs
 	call     func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)
 	records  *call.Records
 }
 
-func newGateway(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs triggerRefs,
-	callFn func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)) *gateway {
+// NewGateway returns a gateway of runner self; Serve serves it.
+func NewGateway(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs Refs,
+	callFn func(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)) *Gateway {
 	triggers.AddIndexer(pathIndex, func(t *api.Trigger) []string {
 		if t.Spec.HTTP == nil {
 			return nil
 		}
 		return []string{t.Spec.HTTP.Path}
 	})
-	return &gateway{self: self, client: c, triggers: triggers, refs: refs, call: callFn, records: call.NewRecords(recordClient{c}, call.RecordOptions{})}
+	return &Gateway{self: self, client: c, triggers: triggers, refs: refs, call: callFn, records: call.NewRecords(recordClient{c}, call.RecordOptions{})}
 }
 
-// serve serves the gateway on ln until ctx ends, storing records and
+// Serve serves the gateway on ln until ctx ends, storing records and
 // marking the HTTP triggers it serves ready.
-func (g *gateway) serve(ctx context.Context, ln net.Listener) error {
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go g.records.Run(ctx)
@@ -80,40 +78,40 @@ func (g *gateway) serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	found := g.triggers.Lister().ByIndex(pathIndex, r.URL.Path)
 	if len(found) == 0 {
-		writeClassed(w, fmt.Errorf("no trigger serves path %s: %w", r.URL.Path, errdefs.ErrNotFound))
+		function.WriteClassed(w, fmt.Errorf("no trigger serves path %s: %w", r.URL.Path, errdefs.ErrNotFound))
 		return
 	}
 	t := found[0]
 	if m := t.Spec.HTTP.Methods; len(m) > 0 && !slices.Contains(m, r.Method) {
 		w.Header().Set("Allow", fmt.Sprint(m))
-		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("trigger %s/%s takes %v, not %s", t.Namespace, t.Name, m, r.Method))
+		function.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("trigger %s/%s takes %v, not %s", t.Namespace, t.Name, m, r.Method))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBytes))
 	if err != nil {
-		writeClassed(w, fmt.Errorf("the request body: %v: %w", err, errdefs.ErrTooLarge))
+		function.WriteClassed(w, fmt.Errorf("the request body: %v: %w", err, errdefs.ErrTooLarge))
 		return
 	}
 	id := uuid.NewString()
 	ev, arg, err := function.ReadEvent(r.Header, body, api.FuncEvent{ID: id, Source: r.URL.Path, Type: function.EventTypeHTTP,
 		Time: time.Now().UTC().Format(time.RFC3339Nano)})
 	if err != nil {
-		writeClassed(w, err)
+		function.WriteClassed(w, err)
 		return
 	}
 	function.RecordRequest(ev, r)
 	inst, err := g.call(r.Context(), function.CallRequest{Namespace: t.Namespace, Function: t.Spec.Function, ID: id,
 		Arg: arg, Event: ev, Trigger: g.refs.ref(t), Wait: gatewayWait, Traceparent: tracing.Valid(r.Header.Get(tracing.Header))})
 	if err != nil {
-		writeClassed(w, err)
+		function.WriteClassed(w, err)
 		return
 	}
 	inst.Namespace = t.Namespace
 	inst.Spec.User = g.self
-	w.Header().Set(HeaderInstanceID, inst.Name)
+	w.Header().Set(function.HeaderInstanceID, inst.Name)
 	if call.Terminal(inst) && r.Header.Get(function.HeaderLog) != "" {
 		w.Header().Set(function.HeaderLog, function.LogHeader(inst.Status.Steps))
 	}
@@ -141,7 +139,7 @@ func writeOutcome(w http.ResponseWriter, inst *api.FuncInstance) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, inst.Status.Result)
 	case api.InstanceFailed:
-		writeError(w, http.StatusInternalServerError, "FunctionFailed", inst.Status.Error)
+		function.WriteError(w, http.StatusInternalServerError, "FunctionFailed", inst.Status.Error)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
@@ -154,7 +152,7 @@ func writeOutcome(w http.ResponseWriter, inst *api.FuncInstance) {
 func writeOutcomeEvent(w http.ResponseWriter, inst *api.FuncInstance, source string) {
 	b, err := function.OutcomeEvent(inst, source)
 	if err != nil {
-		writeClassed(w, err)
+		function.WriteClassed(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", function.ContentTypeCloudEvent)
@@ -203,7 +201,7 @@ func (rc recordClient) Create(ctx context.Context, inst *api.FuncInstance) error
 }
 
 // markReady marks the HTTP triggers ready once this gateway serves them.
-func (g *gateway) markReady(ctx context.Context) {
+func (g *Gateway) markReady(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {

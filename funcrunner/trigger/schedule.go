@@ -1,4 +1,4 @@
-package funcrunner
+package trigger
 
 import (
 	"context"
@@ -32,24 +32,26 @@ const ScheduleLeaseName = "funcrunner-schedules"
 // maxCatchUp bounds the missed ticks of one trigger fired late.
 const maxCatchUp = 1000
 
-type scheduleFirer struct {
+// Schedules fires the schedule triggers while it holds their Lease.
+type Schedules struct {
 	self     string
 	client   *client.Client
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
-	refs     triggerRefs
+	refs     Refs
 	lease    *api.Lease // held, or nil
 	// fired is the last tick fired per trigger UID, ahead of the
 	// informer's copy of status.lastFired.
 	fired map[string]time.Time
 }
 
-func newScheduleFirer(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs triggerRefs) *scheduleFirer {
-	return &scheduleFirer{self: self, client: c, triggers: triggers, refs: refs, fired: map[string]time.Time{}}
+// NewSchedules returns the firer of runner self; Run fires.
+func NewSchedules(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs Refs) *Schedules {
+	return &Schedules{self: self, client: c, triggers: triggers, refs: refs, fired: map[string]time.Time{}}
 }
 
 // run fires the schedules while this runner holds their Lease, until ctx
 // ends; it lets the Lease go on the way out.
-func (s *scheduleFirer) run(ctx context.Context) {
+func (s *Schedules) Run(ctx context.Context) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	lastRenew := time.Time{}
@@ -76,7 +78,7 @@ func (s *scheduleFirer) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			if !abandoned(ctx) {
+			if !function.Abandoned(ctx) {
 				s.release()
 			}
 			return
@@ -87,7 +89,7 @@ func (s *scheduleFirer) run(ctx context.Context) {
 
 // hold takes or renews the Lease; s.lease is nil when another runner
 // holds it.
-func (s *scheduleFirer) hold(ctx context.Context, now time.Time) {
+func (s *Schedules) hold(ctx context.Context, now time.Time) {
 	leases := s.client.Leases(function.RunnerNamespace)
 	cur, err := leases.Get(ctx, ScheduleLeaseName)
 	stamp := now.UTC()
@@ -118,7 +120,7 @@ func (s *scheduleFirer) hold(ctx context.Context, now time.Time) {
 }
 
 // release lets the Lease go, so that another runner fires at once.
-func (s *scheduleFirer) release() {
+func (s *Schedules) release() {
 	if s.lease == nil {
 		return
 	}
@@ -131,7 +133,7 @@ func (s *scheduleFirer) release() {
 
 // fireDue fires the ticks of t that are due, oldest first, and marks it
 // ready.
-func (s *scheduleFirer) fireDue(ctx context.Context, t *api.Trigger, now time.Time) {
+func (s *Schedules) fireDue(ctx context.Context, t *api.Trigger, now time.Time) {
 	sched, err := validation.ParseSchedule(t.Spec.Schedule)
 	if err != nil {
 		return // validated when stored; a bad one is not fired
@@ -173,7 +175,7 @@ func (s *scheduleFirer) fireDue(ctx context.Context, t *api.Trigger, now time.Ti
 }
 
 // fire stores the call of one tick; a tick already stored is not an error.
-func (s *scheduleFirer) fire(ctx context.Context, t *api.Trigger, tick time.Time) error {
+func (s *Schedules) fire(ctx context.Context, t *api.Trigger, tick time.Time) error {
 	stamp := tick.UTC().Format(time.RFC3339Nano)
 	sum := sha256.Sum256([]byte(string(t.UID) + "/" + stamp))
 	name := "tick-" + hex.EncodeToString(sum[:12])

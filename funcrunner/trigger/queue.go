@@ -1,4 +1,4 @@
-package funcrunner
+package trigger
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
+	"minik8s/pkg/wait"
 )
 
 // Queue triggers consume a NATS subject through JetStream: a stream per
@@ -36,14 +37,15 @@ import (
 // server hands it to another runner; a runner working on it keeps it.
 const queueAckWait = 30 * time.Second
 
-type queueConsumer struct {
+// Queues consumes the queue triggers' subjects.
+type Queues struct {
 	self     string
 	client   *client.Client
 	triggers *cache.Informer[api.Trigger, *api.Trigger]
-	refs     triggerRefs
+	refs     Refs
 	// ended wakes the attempts waiting for an instance ("ns/name") when it
 	// leaves the runner's informer of unfinished instances.
-	ended *notifier
+	ended *wait.Notifier
 	nc    *nats.Conn
 	js    jetstream.JetStream
 
@@ -52,7 +54,8 @@ type queueConsumer struct {
 	inflight chan struct{}
 }
 
-func newQueueConsumer(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs triggerRefs, url string) (*queueConsumer, error) {
+// NewQueues connects to NATS at url; Run consumes.
+func NewQueues(self string, c *client.Client, triggers *cache.Informer[api.Trigger, *api.Trigger], refs Refs, url string) (*Queues, error) {
 	nc, err := nats.Connect(url, nats.Name("minik8s-funcrunner-"+self), nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, fmt.Errorf("funcrunner: connecting to NATS at %s: %w", url, err)
@@ -62,12 +65,17 @@ func newQueueConsumer(self string, c *client.Client, triggers *cache.Informer[ap
 		nc.Close()
 		return nil, err
 	}
-	return &queueConsumer{self: self, client: c, triggers: triggers, refs: refs, ended: newNotifier(), nc: nc, js: js,
+	return &Queues{self: self, client: c, triggers: triggers, refs: refs, ended: wait.NewNotifier(), nc: nc, js: js,
 		running: map[string]jetstream.ConsumeContext{}, inflight: make(chan struct{}, 64)}, nil
 }
 
-// run keeps a consumer for each queue trigger until ctx ends.
-func (q *queueConsumer) run(ctx context.Context) {
+// Ended says the instance key ("namespace/name") has ended: the attempt
+// waiting for it wakes. The runner calls it when an instance leaves its
+// informer of unfinished instances.
+func (q *Queues) Ended(key string) { q.ended.Wake(key) }
+
+// Run keeps a consumer for each queue trigger until ctx ends.
+func (q *Queues) Run(ctx context.Context) {
 	defer q.nc.Close()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -86,7 +94,7 @@ func (q *queueConsumer) run(ctx context.Context) {
 	}
 }
 
-func (q *queueConsumer) reconcile(ctx context.Context) {
+func (q *Queues) reconcile(ctx context.Context) {
 	want := map[string]*api.Trigger{}
 	for _, t := range q.triggers.Lister().List(nil) {
 		if t.Spec.Queue != nil {
@@ -125,7 +133,7 @@ func streamName(subject string) string {
 
 // start makes the trigger's stream and durable consumer, consumes, and
 // marks the trigger ready.
-func (q *queueConsumer) start(ctx context.Context, t *api.Trigger) error {
+func (q *Queues) start(ctx context.Context, t *api.Trigger) error {
 	qt := t.Spec.Queue
 	if _, err := q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: streamName(qt.Subject), Subjects: []string{qt.Subject},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}); err != nil {
@@ -162,7 +170,7 @@ func (q *queueConsumer) start(ctx context.Context, t *api.Trigger) error {
 }
 
 // handle runs one message's call to its end and settles the message.
-func (q *queueConsumer) handle(ctx context.Context, t *api.Trigger, msg jetstream.Msg) {
+func (q *Queues) handle(ctx context.Context, t *api.Trigger, msg jetstream.Msg) {
 	md, err := msg.Metadata()
 	if err != nil {
 		_ = msg.Nak()
@@ -215,7 +223,7 @@ func (q *queueConsumer) handle(ctx context.Context, t *api.Trigger, msg jetstrea
 }
 
 // attempt runs (or finds) attempt n of a message's call and waits for its end.
-func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64, n int, data []byte, ev *api.FuncEvent, keep *time.Ticker, msg jetstream.Msg) (*api.FuncInstance, error) {
+func (q *Queues) attempt(ctx context.Context, t *api.Trigger, seq uint64, n int, data []byte, ev *api.FuncEvent, keep *time.Ticker, msg jetstream.Msg) (*api.FuncInstance, error) {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", t.UID, seq, n)))
 	name := "msg-" + hex.EncodeToString(sum[:12])
 	instances := q.client.FuncInstances(t.Namespace)
@@ -226,9 +234,9 @@ func (q *queueConsumer) attempt(ctx context.Context, t *api.Trigger, seq uint64,
 	// Woken when the instance ends; the poll only covers a missed wake.
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
-	defer q.ended.forget(t.Namespace + "/" + name)
+	defer q.ended.Forget(t.Namespace + "/" + name)
 	for {
-		woken := q.ended.watch(t.Namespace + "/" + name)
+		woken := q.ended.Watch(t.Namespace + "/" + name)
 		cur, err := instances.Get(ctx, name)
 		if err == nil && call.Terminal(cur) {
 			return cur, nil
