@@ -99,7 +99,6 @@ func (c *Controller) poke() {
 	}
 }
 
-
 // Run collects until ctx ends, with up to workers deletes at once.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	c.instances.Start(ctx)

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/function/call"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function/call"
 )
 
 var t0 = time.Unix(100000, 0)

@@ -25,7 +25,7 @@ func Status(obj api.Object) field.ErrorList {
 	case *api.Func:
 		return funcStatus(o)
 	case *api.FuncInstance:
-		return funcInstanceStatus(&o.Status)
+		return funcInstanceStatus(o)
 	}
 	return nil
 }
@@ -85,7 +85,8 @@ func funcStatus(f *api.Func) field.ErrorList {
 	return nil
 }
 
-func funcInstanceStatus(s *api.FuncInstanceStatus) field.ErrorList {
+func funcInstanceStatus(o *api.FuncInstance) field.ErrorList {
+	s := o.Status
 	path := field.NewPath("status")
 	var errs field.ErrorList
 	if s.Phase != "" {
