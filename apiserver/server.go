@@ -324,7 +324,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := staticTokens(cfg.TokenAuthFile)
+	tokens, err := auth.StaticTokens(cfg.TokenAuthFile)
 	if err != nil {
 		return err
 	}
