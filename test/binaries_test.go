@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/test/framework"
+	"minik8s/test/harness"
 )
 
 // moduleRoot is the directory of go.mod.
@@ -162,17 +162,17 @@ func fileTail(path string, n int) string {
 // whose config is there, the shims whose -address is there, anything run
 // from there), the processes with the given pids, and all their
 // descendants (the containers under the shims).
-func procsOf(dir string, pids ...int) []framework.Proc {
-	return framework.ProcTree(func(p framework.Proc) bool {
+func procsOf(dir string, pids ...int) []harness.Proc {
+	return harness.ProcTree(func(p harness.Proc) bool {
 		return slices.Contains(pids, p.PID) || strings.Contains(p.Cmdline, dir+"/")
 	})
 }
 
 // podProcs lists the processes of pods on the nodes of the given
 // addresses: the kubelet gives every container POD_IP, its node's address.
-func podProcs(nodeIPs ...string) []framework.Proc {
-	var out []framework.Proc
-	for _, p := range framework.Procs() {
+func podProcs(nodeIPs ...string) []harness.Proc {
+	var out []harness.Proc
+	for _, p := range harness.Procs() {
 		if p.State == 'Z' {
 			continue
 		}
@@ -196,7 +196,7 @@ func podProcs(nodeIPs ...string) []framework.Proc {
 // still finds a process left in one after the mount is gone.
 func podNetns(dir string) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range framework.MountsUnder(dir) {
+	for _, m := range harness.MountsUnder(dir) {
 		var st syscall.Stat_t
 		if strings.Contains(m, "/netns/") && syscall.Stat(m, &st) == nil {
 			out[fmt.Sprintf("net:[%d]", st.Ino)] = true
@@ -206,9 +206,9 @@ func podNetns(dir string) map[string]bool {
 }
 
 // procsInNetns lists the processes in one of the network namespaces ns.
-func procsInNetns(ns map[string]bool) []framework.Proc {
-	var out []framework.Proc
-	for _, p := range framework.Procs() {
+func procsInNetns(ns map[string]bool) []harness.Proc {
+	var out []harness.Proc
+	for _, p := range harness.Procs() {
 		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.PID)); err == nil && ns[link] && p.State != 'Z' {
 			out = append(out, p)
 		}
@@ -217,9 +217,9 @@ func procsInNetns(ns map[string]bool) []framework.Proc {
 }
 
 // uniqueProcs merges lists of processes, each once, by pid.
-func uniqueProcs(lists ...[]framework.Proc) []framework.Proc {
+func uniqueProcs(lists ...[]harness.Proc) []harness.Proc {
 	seen := map[int]bool{}
-	var out []framework.Proc
+	var out []harness.Proc
 	for _, l := range lists {
 		for _, p := range l {
 			if !seen[p.PID] {
@@ -289,10 +289,10 @@ func killLeftovers(dir string, nodeIPs ...string) []string {
 	for _, p := range ps {
 		did = append(did, "killed "+p.String())
 	}
-	if err := framework.KillProcs(ps); err != nil {
+	if err := harness.KillProcs(ps); err != nil {
 		did = append(did, err.Error())
 	}
-	for _, m := range framework.MountsUnder(dir) {
+	for _, m := range harness.MountsUnder(dir) {
 		did = append(did, "unmounted "+m)
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}

@@ -23,6 +23,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
 	"minik8s/test/framework"
+	"minik8s/test/harness"
 )
 
 // TestMinik8sUpFuncRunners is the issue's check with the built binaries:
@@ -155,7 +156,7 @@ func upChain(c *upCluster) {
 
 // ctrlC stops the runner, then minik8s up, as Ctrl-C does, and returns
 // the processes of the cluster before: none may be left.
-func ctrlC(c *upCluster, runner *binProc, dir, nodeIP string) []framework.Proc {
+func ctrlC(c *upCluster, runner *binProc, dir, nodeIP string) []harness.Proc {
 	c.t.Helper()
 	before := procsOf(dir, c.up.cmd.Process.Pid, runner.cmd.Process.Pid)
 	pods := podProcs(nodeIP)
@@ -283,14 +284,14 @@ func waitUpChains(t *testing.T, server string, ids []string, deadline time.Time,
 // mount under dir, no runc state or cgroup of its containers, nothing
 // listening on its addresses (in the network namespace at netnsPath, or
 // this one when it is empty).
-func checkNothingLeft(t *testing.T, dir, netnsPath string, before []framework.Proc, tasks *taskIDs, port int, svcRange *net.IPNet, nodeIPs ...string) {
+func checkNothingLeft(t *testing.T, dir, netnsPath string, before []harness.Proc, tasks *taskIDs, port int, svcRange *net.IPNet, nodeIPs ...string) {
 	t.Helper()
 	// Shims exit once their task is deleted, a little after the answer:
 	// wait (boundedly) for the processes to go before reporting them.
-	var left []framework.Proc
+	var left []harness.Proc
 	deadline := time.Now().Add(time.Minute)
 	for {
-		left = uniqueProcs(framework.StillRunning(before), procsOf(dir), podProcs(nodeIPs...))
+		left = uniqueProcs(harness.StillRunning(before), procsOf(dir), podProcs(nodeIPs...))
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -303,7 +304,7 @@ func checkNothingLeft(t *testing.T, dir, netnsPath string, before []framework.Pr
 		}
 		t.Errorf("processes of the cluster still running after Ctrl-C:\n  %s", strings.Join(lines, "\n  "))
 	}
-	if m := framework.MountsUnder(dir); len(m) > 0 {
+	if m := harness.MountsUnder(dir); len(m) > 0 {
 		t.Errorf("mounts left under %s after Ctrl-C: %v", dir, m)
 	}
 	// Nor runc's state or cgroups of any container it ran: a `runc create`

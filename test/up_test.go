@@ -20,6 +20,7 @@ import (
 	"minik8s/images"
 	"minik8s/pkg/api"
 	"minik8s/test/framework"
+	"minik8s/test/harness"
 )
 
 // upCluster is a `minik8s up` run from the built binaries, as the README's
@@ -68,7 +69,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	machine := u.Nodes[0]
 	netnsNode := filepath.Join(root, "hack", "netns-node")
 
-	// A private dir in the binary's run dir (TMPDIR, see framework.Main),
+	// A private dir in the binary's run dir (TMPDIR, see harness.Main),
 	// so that what a killed test binary leaves is swept by the next one.
 	// It is short enough: the containerd socket lives under it and unix
 	// socket paths are limited to 108 bytes.
@@ -424,7 +425,7 @@ func sweepUpRun(t *testing.T, dir string, tasks *taskIDs, nodeIPs ...string) {
 	if len(did) > 0 {
 		t.Errorf("cleanup had to remove what the cluster left:\n  %s", strings.Join(did, "\n  "))
 	}
-	if left := framework.MountsUnder(dir); len(left) > 0 {
+	if left := harness.MountsUnder(dir); len(left) > 0 {
 		t.Errorf("cleanup: mounts left under %s, not removing it: %v", dir, left)
 		return
 	}

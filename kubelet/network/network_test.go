@@ -17,11 +17,12 @@ import (
 	"minik8s/kubelet/network"
 	"minik8s/pkg/netns"
 	"minik8s/test/framework"
+	"minik8s/test/harness"
 )
 
 // TestMain lets the framework sweep what a killed binary left (the
 // namespaces are mounts under its run dir).
-func TestMain(m *testing.M) { framework.Main(m) }
+func TestMain(m *testing.M) { harness.Main(m) }
 
 // The pod range of these tests, its network and its gateway address. They
 // exist only in the node namespace nodeNetwork creates: the bridge, the

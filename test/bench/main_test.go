@@ -3,9 +3,9 @@ package bench
 import (
 	"testing"
 
-	"minik8s/test/framework"
+	"minik8s/test/harness"
 )
 
-// TestMain lets the framework tear down what the tests start however the
+// TestMain lets the harness tear down what the tests start however the
 // binary ends (signal, -timeout) and sweep what killed binaries left.
-func TestMain(m *testing.M) { framework.Main(m) }
+func TestMain(m *testing.M) { harness.Main(m) }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"minik8s/test/harness"
 )
 
 // ChromiumBinary is Debian's chromium package.
@@ -44,7 +46,7 @@ func TrustSPKI(hashes ...string) BrowserOption {
 // Without Chromium the test is skipped, or failed when MINIK8S_E2E=1.
 func StartBrowser(t testing.TB, opts ...BrowserOption) *Browser {
 	t.Helper()
-	holdIfAborting()
+	harness.HoldIfAborting()
 	if _, err := os.Stat(ChromiumBinary); err != nil {
 		NeedE2E(t, "no %s (Debian's chromium package: apt-get install chromium)", ChromiumBinary)
 	}
@@ -64,12 +66,12 @@ func StartBrowser(t testing.TB, opts ...BrowserOption) *Browser {
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), all...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	b := &Browser{Ctx: ctx}
-	track(t, "chromium", func(errorf func(string, ...any)) {
+	harness.Track(t, "chromium", func(errorf func(string, ...any)) {
 		cancel()
 		cancelAlloc() // kills the browser and waits for it, then removes leftovers using dir
-		if left := StillRunning(ProcsReferring(dir)); len(left) > 0 {
+		if left := harness.StillRunning(harness.ProcsReferring(dir)); len(left) > 0 {
 			errorf("chromium left %d processes: %v", len(left), left)
-			_ = KillProcs(left)
+			_ = harness.KillProcs(left)
 		}
 	})
 	// The first action starts the browser; it must not have a timeout.

@@ -21,6 +21,8 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 	"minik8s/scheduler"
+
+	"minik8s/test/harness"
 )
 
 var builds struct {
@@ -197,7 +199,7 @@ func StartLocalFuncRunner(t testing.TB, s *APIServer) *FuncRunner {
 
 func startFuncRunner(t testing.TB, s *APIServer, local bool, configure func(*funcrunner.Config)) *FuncRunner {
 	t.Helper()
-	r := &FuncRunner{Identity: "runner-" + RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))), done: make(chan error, 1)}
+	r := &FuncRunner{Identity: "runner-" + harness.RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r.cancel = cancel
 	cfg := funcrunner.Config{Client: s.Client, Identity: r.Identity}

@@ -20,6 +20,8 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/rbac"
+
+	"minik8s/test/harness"
 )
 
 // PythonRuntimeImage is the project's Python image, built from Debian
@@ -58,7 +60,7 @@ const ContainerdBinary = containerd.Binary
 // MINIK8S_E2E=1.
 func StartContainerd(t testing.TB) *Containerd {
 	t.Helper()
-	holdIfAborting()
+	harness.HoldIfAborting()
 	if os.Geteuid() != 0 {
 		NeedE2E(t, "containerd tests need root")
 	}
@@ -70,7 +72,7 @@ func StartContainerd(t testing.TB) *Containerd {
 	}
 	// In the run dir, which a later binary sweeps if this one is killed;
 	// short, as unix socket paths are limited to 108 bytes.
-	dir, err := os.MkdirTemp(runDir(), "ctd")
+	dir, err := os.MkdirTemp(harness.RunDir(), "ctd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +90,10 @@ func StartContainerd(t testing.TB) *Containerd {
 	if err != nil {
 		logf.Close()
 		out := c.Log()
-		sweepDir(dir)
+		harness.SweepDir(dir)
 		t.Fatalf("%v\n%s", err, out)
 	}
-	track(t, "containerd "+dir, func(errorf func(string, ...any)) {
+	harness.Track(t, "containerd "+dir, func(errorf func(string, ...any)) {
 		c.stop(errorf)
 		logf.Close()
 	})
@@ -172,12 +174,12 @@ func (c *Containerd) stop(errorf func(string, ...any)) {
 	}
 	// Whatever still runs on the daemon's socket survived the removal of
 	// its containers: a leak that a real node would have too.
-	leaked, err := sweepRuncContainers(c.Dir)
-	if shims := ProcsReferring(c.Dir, c.daemon.Pid()); len(shims) > 0 {
+	leaked, err := harness.SweepRuncContainers(c.Dir)
+	if shims := harness.ProcsReferring(c.Dir, c.daemon.Pid()); len(shims) > 0 {
 		for _, p := range shims {
 			leaked = append(leaked, fmt.Sprintf("process %d: %s", p.PID, p.Cmdline))
 		}
-		err = errors.Join(err, KillProcs(shims))
+		err = errors.Join(err, harness.KillProcs(shims))
 	}
 	for _, l := range leaked {
 		errorf("containerd cleanup: left running after every container was removed: %s", l)
@@ -188,7 +190,7 @@ func (c *Containerd) stop(errorf func(string, ...any)) {
 	c.daemon.Stop()
 	// The rest (processes, mounts) is not expected, but a dir is never
 	// removed through a mount.
-	for _, l := range sweepDir(c.Dir) {
+	for _, l := range harness.SweepDir(c.Dir) {
 		if !strings.HasPrefix(l, "mount ") {
 			errorf("containerd cleanup: %s", l)
 		}
@@ -261,13 +263,13 @@ func startKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string,
 		c(&k.Config)
 	}
 	k.Start()
-	track(t, "kubelet "+name, k.stop)
+	harness.Track(t, "kubelet "+name, k.stop)
 	return k
 }
 
 // Start runs the kubelet (again).
 func (k *Kubelet) Start() {
-	holdIfAborting()
+	harness.HoldIfAborting()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cancel != nil {

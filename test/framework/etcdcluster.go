@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"minik8s/test/harness"
 )
 
 // EtcdCluster is a real etcd cluster of several members in this process,
@@ -50,7 +52,7 @@ func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clients[i]}, []url.URL{clients[i]}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peers[i]}, []url.URL{peers[i]}
 		cfg.InitialCluster = strings.Join(initial, ",")
-		cfg.InitialClusterToken = "minik8s-test-" + RunToken()
+		cfg.InitialClusterToken = "minik8s-test-" + harness.RunToken()
 		cfg.LogLevel = "error"
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 		e, err := embed.StartEtcd(cfg)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"minik8s/pkg/containerd"
+
+	"minik8s/test/harness"
 )
 
 // childInfo is what the helper test tells its parent once its containerd
@@ -51,9 +53,9 @@ func TestHarnessChild(t *testing.T) {
 	if err != nil || st.State != containerd.StateRunning {
 		t.Fatalf("container: %+v, %v", st, err)
 	}
-	info := childInfo{RunDir: runDirIfAny(), Dir: ctd.Dir, Address: ctd.Address,
-		DaemonPid: ctd.daemon.Pid(), DaemonStart: procStart(ctd.daemon.Pid()),
-		ContainerPid: int(st.Pid), ContainerStart: procStart(int(st.Pid)), Netns: u.Namespaces()}
+	info := childInfo{RunDir: harness.RunDir(), Dir: ctd.Dir, Address: ctd.Address,
+		DaemonPid: ctd.daemon.Pid(), DaemonStart: harness.ProcStart(ctd.daemon.Pid()),
+		ContainerPid: int(st.Pid), ContainerStart: harness.ProcStart(int(st.Pid)), Netns: u.Namespaces()}
 	data, _ := json.Marshal(info)
 	if err := os.WriteFile(ready+".tmp", data, 0o644); err != nil {
 		t.Fatal(err)
@@ -113,7 +115,7 @@ func TestHarnessEndsClean(t *testing.T) {
 				_ = cmd.Process.Kill()
 				<-exited
 				exited <- nil
-				SweepStale()
+				harness.SweepStale()
 			})
 			output := func() string { data, _ := os.ReadFile(logPath); return string(data) }
 
@@ -141,11 +143,11 @@ func TestHarnessEndsClean(t *testing.T) {
 			}
 			// The premise: a daemon, a shim and a container are running.
 			if tc.name != "normal" {
-				if !alive(info.DaemonPid, info.DaemonStart) || !alive(info.ContainerPid, info.ContainerStart) {
+				if !harness.Alive(info.DaemonPid, info.DaemonStart) || !harness.Alive(info.ContainerPid, info.ContainerStart) {
 					t.Fatalf("child's containerd (%d) or container (%d) not running", info.DaemonPid, info.ContainerPid)
 				}
 				var shims int
-				for _, p := range ProcsReferring(info.Dir) {
+				for _, p := range harness.ProcsReferring(info.Dir) {
 					if strings.Contains(p.Cmdline, "containerd-shim") {
 						shims++
 					}
@@ -181,7 +183,7 @@ func TestHarnessEndsClean(t *testing.T) {
 			}
 			if tc.name == "SIGKILL" {
 				// Pdeathsig: the kernel kills containerd with its binary.
-				for i := 0; alive(info.DaemonPid, info.DaemonStart); i++ {
+				for i := 0; harness.Alive(info.DaemonPid, info.DaemonStart); i++ {
 					if i == 100 {
 						t.Errorf("containerd %d outlived its SIGKILLed test binary by 10s", info.DaemonPid)
 						break
@@ -191,29 +193,29 @@ func TestHarnessEndsClean(t *testing.T) {
 				if _, err := os.Stat(info.RunDir); err != nil {
 					t.Fatalf("the killed child's run dir is gone before any sweep: %v", err)
 				}
-				SweepStale()
+				harness.SweepStale()
 			}
 
-			if alive(info.DaemonPid, info.DaemonStart) {
+			if harness.Alive(info.DaemonPid, info.DaemonStart) {
 				t.Errorf("containerd %d still runs", info.DaemonPid)
 			}
-			if alive(info.ContainerPid, info.ContainerStart) {
+			if harness.Alive(info.ContainerPid, info.ContainerStart) {
 				t.Errorf("container process %d still runs", info.ContainerPid)
 			}
-			for _, p := range ProcsReferring(info.RunDir) {
+			for _, p := range harness.ProcsReferring(info.RunDir) {
 				t.Errorf("process %d still runs on the child's run dir: %s", p.PID, p.Cmdline)
 			}
-			if m := MountsUnder(info.RunDir); len(m) > 0 {
+			if m := harness.MountsUnder(info.RunDir); len(m) > 0 {
 				t.Errorf("mounts left: %v", m)
 			}
-			if found, _ := sweepRuncContainers(info.RunDir); len(found) > 0 {
+			if found, _ := harness.SweepRuncContainers(info.RunDir); len(found) > 0 {
 				t.Errorf("runc containers left: %v", found)
 			}
 			if len(info.Netns) == 0 {
 				t.Errorf("the child made no network namespaces")
 			}
 			for _, n := range info.Netns {
-				if _, err := os.Stat(filepath.Join(netnsDir, n)); !errors.Is(err, os.ErrNotExist) {
+				if _, err := os.Stat(filepath.Join(harness.NetnsDir, n)); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("network namespace %s is left (%v)", n, err)
 				}
 			}
@@ -221,25 +223,5 @@ func TestHarnessEndsClean(t *testing.T) {
 				t.Errorf("the child's run dir %s is still there (%v)", info.RunDir, err)
 			}
 		})
-	}
-}
-
-func TestRefersTo(t *testing.T) {
-	for _, tc := range []struct {
-		s, dir string
-		want   bool
-	}{
-		{"/tmp/minik8s-test-12", "/tmp/minik8s-test-12", true},
-		{"-address /tmp/minik8s-test-12/ctd1/c.sock", "/tmp/minik8s-test-12", true},
-		{"--config=/tmp/minik8s-test-12/x", "/tmp/minik8s-test-12", true},
-		{"-address /tmp/minik8s-test-123/ctd1/c.sock", "/tmp/minik8s-test-12", false},
-		{"/tmp/minik8s-test-123 /tmp/minik8s-test-12/a", "/tmp/minik8s-test-12", true},
-		{"/tmp/minik8s-test-12.d", "/tmp/minik8s-test-12", false},
-		{"runc --root /tmp/minik8s-test-12 delete", "/tmp/minik8s-test-12", true},
-		{"", "/tmp/minik8s-test-12", false},
-	} {
-		if got := refersTo(tc.s, tc.dir); got != tc.want {
-			t.Errorf("refersTo(%q, %q) = %v, want %v", tc.s, tc.dir, got, tc.want)
-		}
 	}
 }

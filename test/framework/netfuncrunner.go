@@ -12,6 +12,8 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
 	"minik8s/pkg/rbac"
+
+	"minik8s/test/harness"
 )
 
 // NetFuncRunner is a function runner process in a node's namespace: it
@@ -38,7 +40,7 @@ func StartNetFuncRunner(t testing.TB, node *NetNode, s *APIServer) *NetFuncRunne
 	}
 	addr := l.Addr().String()
 	l.Close()
-	r := &NetFuncRunner{Identity: "runner-" + RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))),
+	r := &NetFuncRunner{Identity: "runner-" + harness.RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))),
 		netProcess: &netProcess{t: t, LogPath: filepath.Join(t.TempDir(), "funcrunner.log")}}
 	r.what = "function runner " + r.Identity
 	r.Address = addr
@@ -66,7 +68,7 @@ func StartSecureNetFuncRunner(t testing.TB, node *NetNode, s *APIServer, server 
 	addr := l.Addr().String()
 	l.Close()
 	dir := t.TempDir()
-	r := &NetFuncRunner{Identity: "runner-" + RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))), Address: addr,
+	r := &NetFuncRunner{Identity: "runner-" + harness.RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))), Address: addr,
 		netProcess: &netProcess{t: t, LogPath: filepath.Join(dir, "funcrunner.log")}}
 	r.what = "function runner " + r.Identity
 	cc, err := apiserver.ClientConfigFor(s.DataDir, server, "system:funcrunner:"+r.Identity, rbac.FuncRunnersGroup)

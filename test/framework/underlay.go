@@ -15,6 +15,8 @@ import (
 
 	"minik8s/apiserver"
 	"minik8s/pkg/netns"
+
+	"minik8s/test/harness"
 )
 
 // UnderlaySubnet is the nodes' network of an Underlay. It exists only
@@ -133,7 +135,7 @@ func StartUnderlay(t testing.TB, n int) *Underlay {
 	if n < 1 || n > 200 {
 		t.Fatalf("an underlay of %d nodes", n)
 	}
-	prefix := fmt.Sprintf("%s%s-u%d-", runDirPrefix, RunToken(), underlays.Add(1))
+	prefix := fmt.Sprintf("%s%s-u%d-", harness.RunDirPrefix, harness.RunToken(), underlays.Add(1))
 	u := &Underlay{Bridge: prefix + "br"}
 	t.Cleanup(func() { u.remove(t) })
 	ip(t, "netns", "add", u.Bridge)
@@ -158,7 +160,7 @@ func StartUnderlay(t testing.TB, n int) *Underlay {
 // remove deletes the namespaces (their veths and the bridge go with them).
 func (u *Underlay) remove(t testing.TB) {
 	for _, name := range u.Namespaces() {
-		if _, err := os.Stat(filepath.Join(netnsDir, name)); err != nil {
+		if _, err := os.Stat(filepath.Join(harness.NetnsDir, name)); err != nil {
 			continue
 		}
 		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
@@ -202,7 +204,7 @@ func (n *NetNode) Do(fn func() error) error {
 }
 
 // Path is the file that keeps the node's namespace.
-func (n *NetNode) Path() string { return filepath.Join(netnsDir, n.Name) }
+func (n *NetNode) Path() string { return filepath.Join(harness.NetnsDir, n.Name) }
 
 // Listen listens in the node's namespace.
 func (n *NetNode) Listen(network, address string) (net.Listener, error) {

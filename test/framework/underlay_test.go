@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"minik8s/test/harness"
 )
 
 // TestUnderlay: nodes of an underlay reach each other at their addresses
@@ -23,7 +25,7 @@ func TestUnderlay(t *testing.T) {
 		u := StartUnderlay(t, 3)
 		names = u.Namespaces()
 		for _, n := range names {
-			if _, err := os.Stat(filepath.Join(netnsDir, n)); err != nil {
+			if _, err := os.Stat(filepath.Join(harness.NetnsDir, n)); err != nil {
 				t.Fatalf("namespace %s: %v", n, err)
 			}
 		}
@@ -70,7 +72,7 @@ func TestUnderlay(t *testing.T) {
 		}
 	})
 	for _, n := range names {
-		if _, err := os.Stat(filepath.Join(netnsDir, n)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(harness.NetnsDir, n)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("namespace %s is still there after the test (%v)", n, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package framework
+package harness
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Every test binary that uses the framework owns one run dir,
+// Every test binary that uses the harness owns one run dir,
 // /tmp/minik8s-test-<token>, holding everything it starts: containerd's
 // root, state and socket, and (through TMPDIR) t.TempDir's dirs. The file
 // "owner" in it names the binary (pid and start time, for people) and
@@ -22,7 +22,7 @@ import (
 // pid-reuse guess, and a sweeper holds the lock while it sweeps.
 const (
 	runDirParent = "/tmp"
-	runDirPrefix = "minik8s-test-"
+	RunDirPrefix = "minik8s-test-"
 	ownerFile    = "owner"
 )
 
@@ -34,12 +34,12 @@ var run struct {
 	err  error
 }
 
-// runDir sweeps what dead test binaries left, then creates this binary's
+// RunDir sweeps what dead test binaries left, then creates this binary's
 // run dir (once) and returns it.
-func runDir() string {
+func RunDir() string {
 	run.once.Do(func() {
 		SweepStale()
-		dir, err := os.MkdirTemp(runDirParent, runDirPrefix+"*")
+		dir, err := os.MkdirTemp(runDirParent, RunDirPrefix+"*")
 		if err != nil {
 			run.err = err
 			return
@@ -52,13 +52,13 @@ func runDir() string {
 			run.err = fmt.Errorf("locking the run dir %s: %w", dir, err)
 			return
 		}
-		fmt.Fprintf(f, "%d %d %s\n", os.Getpid(), procStart(os.Getpid()), strings.Join(os.Args, " "))
+		fmt.Fprintf(f, "%d %d %s\n", os.Getpid(), ProcStart(os.Getpid()), strings.Join(os.Args, " "))
 		run.mu.Lock()
 		run.dir, run.lock = dir, f
 		run.mu.Unlock()
 	})
 	if run.err != nil {
-		panic(fmt.Sprintf("framework: %v", run.err))
+		panic(fmt.Sprintf("harness: %v", run.err))
 	}
 	return run.dir
 }
@@ -85,7 +85,7 @@ func releaseRunDir() {
 // tell which dead binary they belong to. Names with a short limit (an
 // interface name has 15 bytes) should use it whole: it is up to 10 digits.
 func RunToken() string {
-	return strings.TrimPrefix(filepath.Base(runDir()), runDirPrefix)
+	return strings.TrimPrefix(filepath.Base(RunDir()), RunDirPrefix)
 }
 
 // A Sweeper removes one kind of thing a test binary left behind, given its
@@ -113,7 +113,7 @@ var sweepers = struct {
 }{list: []namedSweeper{
 	// runc first: its containers' processes reference nothing in the run
 	// dir, only their shims do, and a shim killed first loses them.
-	{"runc containers", sweepRuncContainers},
+	{"runc containers", SweepRuncContainers},
 	{"processes", sweepProcesses},
 	{"network namespaces", sweepNetns},
 	{"mounts", sweepMounts},
@@ -128,9 +128,9 @@ func RegisterSweeper(kind string, fn Sweeper) {
 	sweepers.list = append(sweepers.list[:n-1:n-1], namedSweeper{kind, fn}, sweepers.list[n-1])
 }
 
-// sweepDir runs every sweeper on dir and removes it; it returns what it
+// SweepDir runs every sweeper on dir and removes it; it returns what it
 // found still running or mounted, and what it could not remove.
-func sweepDir(dir string) []string {
+func SweepDir(dir string) []string {
 	sweepers.mu.Lock()
 	list := append([]namedSweeper(nil), sweepers.list...)
 	sweepers.mu.Unlock()
@@ -161,7 +161,7 @@ func SweepStale() {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), runDirPrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), RunDirPrefix) {
 			continue
 		}
 		dir := filepath.Join(runDirParent, e.Name())
@@ -169,7 +169,7 @@ func SweepStale() {
 		if !ok {
 			continue
 		}
-		left := sweepDir(dir)
+		left := SweepDir(dir)
 		unlock()
 		if len(left) > 0 {
 			stderrf("swept the run dir of a dead test binary, %s:", dir)
@@ -218,9 +218,9 @@ func sweepProcesses(dir string) ([]string, error) {
 // containerd of the machine.
 var runcRoots = []string{"/run/containerd/runc"}
 
-// sweepRuncContainers deletes (killing their processes, removing their
+// SweepRuncContainers deletes (killing their processes, removing their
 // cgroups and state) the runc containers whose bundle or rootfs is in dir.
-func sweepRuncContainers(dir string) ([]string, error) {
+func SweepRuncContainers(dir string) ([]string, error) {
 	var found []string
 	var errs []error
 	for _, base := range runcRoots {
@@ -241,24 +241,24 @@ func sweepRuncContainers(dir string) ([]string, error) {
 	return found, errors.Join(errs...)
 }
 
-// netnsDir holds the bind mounts of named network namespaces (ip netns).
-const netnsDir = "/run/netns"
+// NetnsDir holds the bind mounts of named network namespaces (ip netns).
+const NetnsDir = "/run/netns"
 
 // sweepNetns removes the named network namespaces of the run dir's
 // binary: those whose name carries its token.
 func sweepNetns(dir string) ([]string, error) {
-	token := strings.TrimPrefix(filepath.Base(dir), runDirPrefix)
+	token := strings.TrimPrefix(filepath.Base(dir), RunDirPrefix)
 	if token == "" || token == filepath.Base(dir) {
 		return nil, nil
 	}
-	entries, _ := os.ReadDir(netnsDir)
+	entries, _ := os.ReadDir(NetnsDir)
 	var found []string
 	var errs []error
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), runDirPrefix+token+"-") && !strings.HasSuffix(e.Name(), "-"+token) {
+		if !strings.HasPrefix(e.Name(), RunDirPrefix+token+"-") && !strings.HasSuffix(e.Name(), "-"+token) {
 			continue
 		}
-		p := filepath.Join(netnsDir, e.Name())
+		p := filepath.Join(NetnsDir, e.Name())
 		found = append(found, "network namespace "+e.Name())
 		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))

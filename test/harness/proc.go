@@ -1,4 +1,4 @@
-package framework
+package harness
 
 import (
 	"bufio"
@@ -52,14 +52,14 @@ func ReadProc(pid int) (Proc, bool) {
 	return Proc{PID: pid, PPID: ppid, Start: start, State: f[0][0], Cmdline: cmdline, Cwd: cwd}, true
 }
 
-// alive reports whether pid is still the process that started at start.
-func alive(pid int, start uint64) bool {
+// Alive reports whether pid is still the process that started at start.
+func Alive(pid int, start uint64) bool {
 	p, ok := ReadProc(pid)
 	return ok && p.Start == start && p.State != 'Z'
 }
 
-// procStart is pid's start time, 0 once it is gone.
-func procStart(pid int) uint64 {
+// ProcStart is pid's start time, 0 once it is gone.
+func ProcStart(pid int) uint64 {
 	p, _ := ReadProc(pid)
 	return p.Start
 }

@@ -1,4 +1,4 @@
-package framework
+package harness
 
 import (
 	"flag"
@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// How a test binary that uses the framework ends without leaking:
+// How a test binary that uses the harness ends without leaking:
 //
-//   - Normal end: each Start* registers its teardown with track, which runs
+//   - Normal end: each Start* registers its teardown with Track, which runs
 //     it from t.Cleanup (or b.Cleanup).
 //   - SIGINT, SIGTERM: Main traps them, runs every pending teardown (last
 //     registered first), sweeps the run dir and exits 1. A second signal
@@ -50,10 +50,10 @@ var registry struct {
 	list []*teardown
 }
 
-// track registers fn to undo what name started for t: it runs when t ends
+// Track registers fn to undo what name started for t: it runs when t ends
 // or, if the binary ends first (signal, timeout), from Main. fn reports
 // leftovers with errorf (t.Errorf, or stderr when the test is gone).
-func track(t testing.TB, name string, fn func(errorf func(format string, args ...any))) {
+func Track(t testing.TB, name string, fn func(errorf func(format string, args ...any))) {
 	td := &teardown{name: name, test: t.Name(), fn: fn}
 	registry.mu.Lock()
 	registry.list = append(registry.list, td)
@@ -87,7 +87,7 @@ func pending() []*teardown {
 }
 
 func stderrf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "framework: "+format+"\n", args...)
+	fmt.Fprintf(os.Stderr, "harness: "+format+"\n", args...)
 }
 
 // runPending runs every pending teardown within budget and reports whether
@@ -117,10 +117,10 @@ var (
 	aborting atomic.Bool
 )
 
-// holdIfAborting parks a test that would start a part while the binary
+// HoldIfAborting parks a test that would start a part while the binary
 // is being torn down (a test that restarts a kubelet, say): the binary
 // exits soon.
-func holdIfAborting() {
+func HoldIfAborting() {
 	if aborting.Load() {
 		select {}
 	}
@@ -145,7 +145,7 @@ func finish() bool {
 	if dir == "" {
 		return true
 	}
-	left := sweepDir(dir)
+	left := SweepDir(dir)
 	for _, l := range left {
 		stderrf("left behind: %s", l)
 	}
@@ -153,17 +153,17 @@ func finish() bool {
 	return len(left) == 0
 }
 
-// Main runs the tests of a package that uses the framework; call it from
+// Main runs the tests of a package that uses the harness; call it from
 // the package's TestMain:
 //
-//	func TestMain(m *testing.M) { framework.Main(m) }
+//	func TestMain(m *testing.M) { harness.Main(m) }
 //
 // It sweeps what earlier, dead test binaries left, gives this binary a run
 // dir (TMPDIR points into it, so t.TempDir and os.MkdirTemp land there
 // too), and makes teardown survive SIGINT, SIGTERM and -timeout.
 func Main(m *testing.M) {
 	flag.Parse()
-	dir := runDir()
+	dir := RunDir()
 	if err := os.Setenv("TMPDIR", dir); err != nil {
 		stderrf("setting TMPDIR: %v", err)
 	}
