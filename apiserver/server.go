@@ -34,6 +34,7 @@ import (
 	"minik8s/pkg/storage"
 	"minik8s/pkg/storage/etcd"
 	"minik8s/pkg/tracing"
+	"minik8s/pkg/wait"
 )
 
 // Config configures the apiserver.
@@ -539,10 +540,8 @@ func retryUntil(ctx context.Context, fn func(context.Context) error) error {
 			return nil
 		}
 		log.WithError(err).Warn("apiserver: retrying")
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, 500*time.Millisecond) {
 			return err
-		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/wait"
 )
 
 const (
@@ -180,9 +182,7 @@ func (p *pool) replace() {
 			p.restartErr = err
 			p.mu.Unlock()
 			log.WithError(err).WithField("retryIn", backoff).Error("replacement worker failed to start")
-			select {
-			case <-time.After(backoff):
-			case <-p.ctx.Done():
+			if !wait.Sleep(p.ctx, backoff) {
 				return
 			}
 			backoff = min(2*backoff, restartBackoffMax)

@@ -29,6 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/wait"
 )
 
 // DefaultCacheDir keeps root filesystems and built images between builds.
@@ -310,11 +312,9 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 			f.Close()
 			return nil, fmt.Errorf("image cache lock: %w", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, 200*time.Millisecond) {
 			f.Close()
 			return nil, fmt.Errorf("waiting for the image cache lock %s: %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
+	"minik8s/pkg/wait"
 )
 
 // Config configures a kubelet.
@@ -360,10 +361,8 @@ func (k *Kubelet) adopt(ctx context.Context) (string, error) {
 			break
 		}
 		log.WithError(err).Warn("listing this node's pods; retrying")
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, time.Second) {
 			return "", ctx.Err()
-		case <-time.After(time.Second):
 		}
 	}
 	containers, err := k.rt.ListContainers(ctx, map[string]string{containerd.LabelNode: k.cfg.NodeName})

@@ -83,10 +83,8 @@ func (k *Kubelet) register(ctx context.Context) error {
 			return err
 		}
 		log.WithError(err).Warn("registering node; retrying")
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, time.Second) {
 			return ctx.Err()
-		case <-time.After(time.Second):
 		}
 	}
 }

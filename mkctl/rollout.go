@@ -17,6 +17,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/owner"
 	"minik8s/pkg/rollout"
+	"minik8s/pkg/wait"
 )
 
 func newRolloutCommand(o *Options) *cobra.Command {
@@ -170,10 +171,8 @@ func (o *Options) rolloutStatus(ctx context.Context, name string, timeout time.D
 		if done {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, 500*time.Millisecond) {
 			return fmt.Errorf("timed out waiting for the rollout of deployment %q: %w", name, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/printers"
+	"minik8s/pkg/wait"
 )
 
 func newTriggerCommand(o *Options) *cobra.Command {
@@ -116,10 +117,8 @@ func waitTriggerReady(ctx context.Context, triggers *client.ResourceClient[api.T
 			}
 			return fmt.Errorf("trigger %q is stored but not ready after %s: %s", name, within, why)
 		}
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, 200*time.Millisecond) {
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

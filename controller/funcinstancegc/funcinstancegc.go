@@ -21,6 +21,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function/call"
+	"minik8s/pkg/wait"
 )
 
 // Name is the controller's name in the controller manager.
@@ -109,10 +110,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer sweep.Stop()
 	for {
 		c.collect(ctx, max(workers, 1))
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, minGap) {
 			return
-		case <-time.After(minGap):
 		}
 		select {
 		case <-ctx.Done():

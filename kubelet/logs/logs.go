@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 )
 
 // DefaultMaxBytes is the size at which a log file is rotated.
@@ -130,10 +131,8 @@ func Stream(ctx context.Context, path string, opts StreamOptions, w io.Writer, f
 			last = true
 			continue
 		}
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, 200*time.Millisecond) {
 			return nil
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

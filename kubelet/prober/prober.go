@@ -16,6 +16,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 )
 
 // ResolvePort turns a probe's port, a number or the name of a container
@@ -193,7 +194,7 @@ func (w *Worker) run(ctx context.Context, host string, ports []api.ContainerPort
 	failureThreshold := intOr(p.FailureThreshold, 3)
 	successThreshold := intOr(p.SuccessThreshold, 1)
 	check, checkErr := checker(host, p, ports, exec, timeout)
-	if !wait(ctx, time.Duration(p.InitialDelaySeconds)*time.Second) {
+	if !wait.Sleep(ctx, time.Duration(p.InitialDelaySeconds)*time.Second) {
 		return
 	}
 	var successes, failures int32
@@ -226,23 +227,9 @@ func (w *Worker) run(ctx context.Context, host string, ports []api.ContainerPort
 		if !started {
 			next = min(period, startupInterval)
 		}
-		if !wait(ctx, next) {
+		if !wait.Sleep(ctx, next) {
 			return
 		}
-	}
-}
-
-func wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

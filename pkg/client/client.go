@@ -21,6 +21,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 )
 
 // DefaultServer is where the apiserver listens unless told otherwise.
@@ -203,17 +204,13 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			return resp, nil
 		}
-		if wait, ok := retryAfter(resp); ok && attempt < maxRetries429 {
+		if d, ok := retryAfter(resp); ok && attempt < maxRetries429 {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-				continue
-			case <-ctx.Done():
-				t.Stop()
+			if !wait.Sleep(ctx, d) {
 				return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 			}
+			continue
 		}
 		defer resp.Body.Close()
 		return nil, decodeError(resp)

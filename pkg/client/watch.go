@@ -12,6 +12,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 )
 
 // Event is one change of a watched object.
@@ -164,16 +165,10 @@ func (r *ResourceClient[T, PT]) stream(ctx context.Context, opts ListOptions, rv
 
 // sleep waits for the back-off (doubling it up to maxBackoff); false if ctx ended.
 func sleep(ctx context.Context, backoff *time.Duration) bool {
-	t := time.NewTimer(*backoff)
-	defer t.Stop()
+	d := *backoff
 	*backoff *= 2
 	if *backoff > maxBackoff {
 		*backoff = maxBackoff
 	}
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return wait.Sleep(ctx, d)
 }

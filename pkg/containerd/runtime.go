@@ -26,6 +26,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/wait"
 )
 
 // Namespace is the containerd namespace of every minik8s container and image.
@@ -506,9 +507,7 @@ func (r *Runtime) Events(ctx context.Context, fn func(Event)) {
 				break loop
 			}
 		}
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, backoff) {
 			return
 		}
 		if backoff < 2*time.Second {

@@ -27,8 +27,12 @@ func Every(ctx context.Context, period time.Duration, fn func()) {
 	}
 }
 
-// Sleep waits d, or until ctx ends; false says ctx ended first.
+// Sleep waits d, or until ctx ends; false says ctx ended first. A d of
+// zero or less does not wait: it only reports whether ctx is still live.
 func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -81,3 +81,15 @@ func TestEveryRunsAfterOnePeriod(t *testing.T) {
 		t.Fatal("Every did not return after its context ended")
 	}
 }
+
+func TestSleep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if !Sleep(ctx, time.Millisecond) || !Sleep(ctx, 0) {
+		t.Fatal("Sleep on a live context reported it ended")
+	}
+	cancel()
+	// An ended context wins even over a wait that is already due.
+	if Sleep(ctx, 0) || Sleep(ctx, -time.Second) || Sleep(ctx, time.Hour) {
+		t.Fatal("Sleep on an ended context reported it waited")
+	}
+}

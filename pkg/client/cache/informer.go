@@ -22,6 +22,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/wait"
 )
 
 // ListerWatcher is the source of an informer; a *client.ResourceClient is one.
@@ -212,9 +213,7 @@ func (inf *Informer[T, PT]) run(ctx context.Context) {
 				return
 			}
 			log.WithError(err).Warn("informer: list failed, retrying")
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
+			if !wait.Sleep(ctx, backoff) {
 				return
 			}
 			backoff = min(2*backoff, maxListBackoff)
