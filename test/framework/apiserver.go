@@ -17,7 +17,6 @@ import (
 
 	"minik8s/apiserver"
 	"minik8s/pkg/client"
-	"minik8s/pkg/storage/etcd"
 )
 
 func init() {
@@ -204,27 +203,4 @@ func (s *APIServer) Restart() {
 	s.t.Helper()
 	s.Stop()
 	s.Start()
-}
-
-// StartEtcd starts a bare embedded etcd for storage tests.
-func StartEtcd(t testing.TB) *etcd.Store {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "etcd")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	e, err := etcd.StartEmbedded(context.Background(), dir)
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
-	}
-	c, err := etcd.NewClient(e.Endpoints)
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		e.Close()
-	})
-	return etcd.New(c)
 }

@@ -8,14 +8,13 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage/etcd"
-	"minik8s/test/framework"
 )
 
 // TestSizeLimits: a value is stored as sent whatever it contains, and what
 // etcd refuses for its size is ErrTooLarge (413), naming the size, whether
 // the server or the client's gRPC limit refuses it.
 func TestSizeLimits(t *testing.T) {
-	store := framework.StartEtcd(t)
+	store := startEtcd(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string

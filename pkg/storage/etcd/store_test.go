@@ -4,9 +4,8 @@ import (
 	"testing"
 
 	"minik8s/pkg/storage/storagetest"
-	"minik8s/test/framework"
 )
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, framework.StartEtcd(t))
+	storagetest.Run(t, startEtcd(t))
 }
