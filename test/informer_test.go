@@ -1,4 +1,4 @@
-package cache_test
+package test
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"minik8s/test/framework"
 )
 
-func newPod(name string, lbls map[string]string) *api.Pod {
+func informerPod(name string, lbls map[string]string) *api.Pod {
 	return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Labels: lbls},
 		Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox"}}}}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func waitCached(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -29,14 +29,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// The informer against a real apiserver: it lists what exists, follows
+// The informer (pkg/client/cache) against a real apiserver: it lists what exists, follows
 // creates, updates and deletes, and catches up across an apiserver restart.
 func TestInformerWithAPIServer(t *testing.T) {
 	srv := framework.StartAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pods := srv.Client.Pods("default")
-	if _, err := pods.Create(ctx, newPod("before", map[string]string{"app": "web"})); err != nil {
+	if _, err := pods.Create(ctx, informerPod("before", map[string]string{"app": "web"})); err != nil {
 		t.Fatal(err)
 	}
 
@@ -58,10 +58,10 @@ func TestInformerWithAPIServer(t *testing.T) {
 		t.Fatal("pod created before the informer started is not in the cache")
 	}
 
-	if _, err := pods.Create(ctx, newPod("after", map[string]string{"app": "db"})); err != nil {
+	if _, err := pods.Create(ctx, informerPod("after", map[string]string{"app": "db"})); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "created pod in cache", func() bool { _, ok := l.Get("default", "after"); return ok })
+	waitCached(t, "created pod in cache", func() bool { _, ok := l.Get("default", "after"); return ok })
 
 	p, _ := l.Get("default", "after")
 	up := cache.DeepCopy(p)
@@ -70,12 +70,12 @@ func TestInformerWithAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	web, _ := labels.Parse("app=web")
-	eventually(t, "update in cache", func() bool { return len(l.List(web)) == 2 })
+	waitCached(t, "update in cache", func() bool { return len(l.List(web)) == 2 })
 
 	if _, err := pods.Delete(ctx, "before", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "delete in cache", func() bool {
+	waitCached(t, "delete in cache", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		_, ok := l.Get("default", "before")
@@ -86,8 +86,8 @@ func TestInformerWithAPIServer(t *testing.T) {
 	// once it is back.
 	srv.Stop()
 	srv.Start()
-	if _, err := pods.Create(ctx, newPod("restarted", nil)); err != nil {
+	if _, err := pods.Create(ctx, informerPod("restarted", nil)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pod created after restart in cache", func() bool { _, ok := l.Get("default", "restarted"); return ok })
+	waitCached(t, "pod created after restart in cache", func() bool { _, ok := l.Get("default", "restarted"); return ok })
 }
