@@ -91,7 +91,7 @@ func (r *registry) checkTypeMeta(obj api.Object) error {
 	if tm.Kind != "" && tm.Kind != r.res.Kind {
 		return errdefs.BadRequest("kind", "%q does not belong at %s (want %q)", tm.Kind, r.res.Path("", ""), r.res.Kind)
 	}
-	if tm.APIVersion == "" || r.res.Kind == "Func" {
+	if tm.APIVersion == "" || r.hooks().anyAPIVersion() {
 		return nil
 	}
 	if tm.APIVersion != r.res.GroupVersion() {
@@ -390,52 +390,6 @@ func (r *registry) remove(ctx context.Context, ns, name, rv string) (api.Object,
 	r.hooks().afterDelete(ctx, r, out)
 	return out, nil
 }
-
-// markPodDeleted sets the deletion timestamp of a bound pod. done is false
-// when the pod is not bound (or has not started), so it can go at once.
-func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *int64, rv, uid string) (api.Object, bool, error) {
-	obj, err := r.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
-		pod := cur.(*api.Pod)
-		if rv != "" && rv != pod.ResourceVersion {
-			return nil, fmt.Errorf("pod %q: resourceVersion %s is stale: %w", name, rv, errdefs.ErrConflict)
-		}
-		if uid != "" && uid != pod.UID {
-			return nil, fmt.Errorf("pod %q: uid precondition %s does not match %s: %w", name, uid, pod.UID, errdefs.ErrConflict)
-		}
-		if pod.Spec.NodeName == "" || pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
-			return nil, errNotGraceful
-		}
-		if pod.DeletionTimestamp != nil {
-			return nil, errAlreadyMarked
-		}
-		g := int64(validation.DefaultTerminationGracePeriod)
-		if pod.Spec.TerminationGracePeriodSeconds != nil {
-			g = *pod.Spec.TerminationGracePeriodSeconds
-		}
-		if grace != nil {
-			g = *grace
-		}
-		now := time.Now().UTC()
-		pod.DeletionTimestamp = &now
-		pod.DeletionGracePeriodSeconds = &g
-		return pod, nil
-	})
-	switch {
-	case err == errNotGraceful:
-		return nil, false, nil
-	case err == errAlreadyMarked:
-		cur, err := r.get(ctx, ns, name)
-		return cur, true, err
-	case err != nil:
-		return nil, false, err
-	}
-	return obj, true, nil
-}
-
-var (
-	errNotGraceful   = fmt.Errorf("not graceful")
-	errAlreadyMarked = fmt.Errorf("already marked")
-)
 
 // copyObject deep-copies an object through JSON (objects are small).
 func copyObject(res api.Resource, obj api.Object) api.Object {

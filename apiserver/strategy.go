@@ -2,8 +2,12 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
+	"minik8s/pkg/errdefs"
 )
 
 // strategy is what a kind adds to the generic registry's writes, as
@@ -12,6 +16,8 @@ import (
 // and names no kind itself. A kind with nothing of its own takes
 // defaultStrategy, whose hooks do nothing more than the generic path.
 type strategy interface {
+	// anyAPIVersion says a body may name any apiVersion (kind checked).
+	anyAPIVersion() bool
 	// prepareForCreate clears what a new object may not say (its status).
 	prepareForCreate(obj api.Object)
 	// create stores obj under key, with what it is allocated.
@@ -49,6 +55,8 @@ func strategyFor(res api.Resource) strategy {
 // defaultStrategy is the generic path: the store alone.
 type defaultStrategy struct{}
 
+func (defaultStrategy) anyAPIVersion() bool { return false }
+
 func (defaultStrategy) prepareForCreate(api.Object) {}
 
 func (defaultStrategy) create(ctx context.Context, r *registry, key string, obj api.Object) error {
@@ -81,6 +89,9 @@ func (triggerStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.Trigger).Status = api.TriggerStatus{}
 }
 
+// anyAPIVersion: the reference design's function bodies name their own.
+func (funcStrategy) anyAPIVersion() bool { return true }
+
 func (funcStrategy) prepareForCreate(obj api.Object) {
 	f := obj.(*api.Func)
 	if f.Name == "" {
@@ -99,6 +110,52 @@ func (podStrategy) beginDelete(ctx context.Context, r *registry, ns, name string
 	}
 	return r.markPodDeleted(ctx, ns, name, opts.GracePeriodSeconds, rv, uid)
 }
+
+// markPodDeleted sets the deletion timestamp of a bound pod. done is false
+// when the pod is not bound (or has not started), so it can go at once.
+func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *int64, rv, uid string) (api.Object, bool, error) {
+	obj, err := r.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
+		pod := cur.(*api.Pod)
+		if rv != "" && rv != pod.ResourceVersion {
+			return nil, fmt.Errorf("pod %q: resourceVersion %s is stale: %w", name, rv, errdefs.ErrConflict)
+		}
+		if uid != "" && uid != pod.UID {
+			return nil, fmt.Errorf("pod %q: uid precondition %s does not match %s: %w", name, uid, pod.UID, errdefs.ErrConflict)
+		}
+		if pod.Spec.NodeName == "" || pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
+			return nil, errNotGraceful
+		}
+		if pod.DeletionTimestamp != nil {
+			return nil, errAlreadyMarked
+		}
+		g := int64(validation.DefaultTerminationGracePeriod)
+		if pod.Spec.TerminationGracePeriodSeconds != nil {
+			g = *pod.Spec.TerminationGracePeriodSeconds
+		}
+		if grace != nil {
+			g = *grace
+		}
+		now := time.Now().UTC()
+		pod.DeletionTimestamp = &now
+		pod.DeletionGracePeriodSeconds = &g
+		return pod, nil
+	})
+	switch {
+	case err == errNotGraceful:
+		return nil, false, nil
+	case err == errAlreadyMarked:
+		cur, err := r.get(ctx, ns, name)
+		return cur, true, err
+	case err != nil:
+		return nil, false, err
+	}
+	return obj, true, nil
+}
+
+var (
+	errNotGraceful   = fmt.Errorf("not graceful")
+	errAlreadyMarked = fmt.Errorf("already marked")
+)
 
 // jobStrategy keeps the selector the server gave a Job.
 type jobStrategy struct{ defaultStrategy }
