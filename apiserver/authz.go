@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -84,6 +85,13 @@ func (a *authorizer) allows(attrs rbac.Attributes) bool {
 	}
 	ok, _ := rbac.Authorize(a.policy.Load(), attrs)
 	return ok
+}
+
+// noEscalation keeps RBAC from being a way up for the request's user
+// (auth.RBAC.NoEscalation), as this authorizer judges it.
+func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) error {
+	p := auth.RBAC{Policy: s.authz.policy.Load, Allows: s.authz.allows, Roles: registryObjects(s.registries)}
+	return p.NoEscalation(ctx, userOf(ctx), ns, obj)
 }
 
 // ensureBootstrapPolicy writes the built-in ClusterRoles and

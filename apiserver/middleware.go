@@ -15,6 +15,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver/audit"
+	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -93,9 +94,9 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 	if !a.ResourceRequest {
 		return
 	}
-	var ref *refNotFound
+	var ref *auth.RefNotFound
 	if errors.As(err, &ref) {
-		st.Details = &api.StatusDetails{Name: ref.name, Group: ref.group, Kind: ref.resource}
+		st.Details = &api.StatusDetails{Name: ref.Name, Group: ref.Group, Kind: ref.Resource}
 		return
 	}
 	st.Details = &api.StatusDetails{Name: a.Name, Group: a.APIGroup, Kind: a.Resource}

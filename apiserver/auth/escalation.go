@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"context"
@@ -11,15 +11,22 @@ import (
 	"minik8s/pkg/rbac"
 )
 
-// noEscalation keeps RBAC from being a way up, as in Kubernetes: a role
-// may grant only what its writer holds (or the writer has escalate on
+// RBAC is what the escalation check reads: the policy in force, the
+// authorizer's judgement (allows) and the stored roles.
+type RBAC struct {
+	Policy func() *rbac.Static
+	Allows func(rbac.Attributes) bool
+	Roles  Objects
+}
+
+// NoEscalation keeps RBAC from being a way up, as in Kubernetes: a role
+// may grant only what its writer u holds (or the writer has escalate on
 // roles), and a binding may bind only a role that exists and whose grants
 // its writer holds (or the writer has bind on that role). A binding to a
 // role not there yet would grant whatever the role later says: Kubernetes
 // answers it NotFound, the role's, and so does this. It runs on create,
 // update and patch; a binding's roleRef cannot change (checkImmutable).
-func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) error {
-	u := userOf(ctx)
+func (p RBAC) NoEscalation(ctx context.Context, u rbac.User, ns string, obj api.Object) error {
 	if slices.Contains(u.Groups, rbac.Masters) {
 		return nil
 	}
@@ -40,7 +47,7 @@ func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) er
 	}
 	name := obj.GetObjectMeta().Name
 	may := func(verb, resource, target string) bool {
-		return s.authz.allows(rbac.Attributes{User: u, ResourceRequest: true, Verb: verb, APIGroup: api.RBACGroup,
+		return p.Allows(rbac.Attributes{User: u, ResourceRequest: true, Verb: verb, APIGroup: api.RBACGroup,
 			Resource: resource, Namespace: ns, Name: target})
 	}
 	if ref != nil {
@@ -51,13 +58,13 @@ func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) er
 		if may("bind", roleRes, ref.Name) {
 			return nil
 		}
-		if granted, err = s.boundRules(ctx, ns, *ref); err != nil {
+		if granted, err = p.boundRules(ctx, ns, *ref); err != nil {
 			return err
 		}
 	} else if may("escalate", res, name) {
 		return nil
 	}
-	ok, missing := rbac.Covers(rbac.RulesFor(s.authz.policy.Load(), u, ns), granted)
+	ok, missing := rbac.Covers(rbac.RulesFor(p.Policy(), u, ns), granted)
 	if ok {
 		return nil
 	}
@@ -89,41 +96,42 @@ func roleResource(ref api.RoleRef, namespaced bool) (string, error) {
 // deleted does not), or those of a built-in ClusterRole the store lacks,
 // which the authorizer applies all the same. A role that is not there is
 // Kubernetes' NotFound: clusterroles.rbac.authorization.k8s.io "x" not found.
-func (s *Server) boundRules(ctx context.Context, ns string, ref api.RoleRef) ([]api.PolicyRule, error) {
+func (p RBAC) boundRules(ctx context.Context, ns string, ref api.RoleRef) ([]api.PolicyRule, error) {
 	if ref.Kind == api.RoleKind {
-		obj, err := s.registries[api.RolesResource.Name].get(ctx, ns, ref.Name)
+		obj, err := p.Roles.Get(ctx, api.RolesResource, ns, ref.Name)
 		if errdefs.IsNotFound(err) {
-			return nil, &refNotFound{api.RolesResource.Name, api.RBACGroup, ref.Name}
+			return nil, &RefNotFound{Resource: api.RolesResource.Name, Group: api.RBACGroup, Name: ref.Name}
 		}
 		if err != nil {
 			return nil, err
 		}
 		return obj.(*api.Role).Rules, nil
 	}
-	obj, err := s.registries[api.ClusterRolesResource.Name].get(ctx, "", ref.Name)
+	obj, err := p.Roles.Get(ctx, api.ClusterRolesResource, "", ref.Name)
 	if err == nil {
 		return obj.(*api.ClusterRole).Rules, nil
 	}
 	if !errdefs.IsNotFound(err) {
 		return nil, err
 	}
-	for _, o := range bootstrapObjects() {
-		if r, ok := o.(*api.ClusterRole); ok && r.Name == ref.Name {
+	builtin, _ := rbac.BootstrapPolicy()
+	for _, r := range builtin {
+		if r.Name == ref.Name {
 			return r.Rules, nil
 		}
 	}
-	return nil, &refNotFound{api.ClusterRolesResource.Name, api.RBACGroup, ref.Name}
+	return nil, &RefNotFound{Resource: api.ClusterRolesResource.Name, Group: api.RBACGroup, Name: ref.Name}
 }
 
-// refNotFound is a NotFound about another object than the request's (the
+// RefNotFound is a NotFound about another object than the request's (the
 // role a binding names): it keeps its own words and details, as
 // Kubernetes answers them.
-type refNotFound struct{ resource, group, name string }
+type RefNotFound struct{ Resource, Group, Name string }
 
-func (e *refNotFound) Error() string {
-	return fmt.Sprintf("%s.%s %q not found", e.resource, e.group, e.name)
+func (e *RefNotFound) Error() string {
+	return fmt.Sprintf("%s.%s %q not found", e.Resource, e.Group, e.Name)
 }
-func (e *refNotFound) Unwrap() error { return errdefs.ErrNotFound }
+func (e *RefNotFound) Unwrap() error { return errdefs.ErrNotFound }
 
 func describeRule(r api.PolicyRule) string {
 	if len(r.NonResourceURLs) > 0 {
