@@ -14,7 +14,7 @@ import (
 // proxy listens on them without touching the network.
 const (
 	DefaultServiceCIDR     = api.DefaultServiceCIDR
-	HostNetworkServiceCIDR = "127.1.0.0/16"
+	HostNetworkServiceCIDR = api.HostNetworkServiceCIDR
 )
 
 // serviceStrategy allocates a Service its cluster IP and node ports on

@@ -24,10 +24,13 @@ const (
 
 // The cluster's address ranges by default, as k3s has them: pods'
 // addresses (each node gets a slice) and the Services' cluster IPs. The
-// kubelets and the apiserver must agree on them.
+// kubelets and the apiserver must agree on them. A cluster whose pods
+// share their nodes' network takes HostNetworkServiceCIDR, inside
+// loopback, where every node's proxy listens on the cluster IPs.
 const (
-	DefaultClusterCIDR = "10.42.0.0/16"
-	DefaultServiceCIDR = "10.43.0.0/16"
+	DefaultClusterCIDR     = "10.42.0.0/16"
+	DefaultServiceCIDR     = "10.43.0.0/16"
+	HostNetworkServiceCIDR = "127.1.0.0/16"
 )
 
 // Node is a machine running a kubelet.
