@@ -10,35 +10,29 @@ import (
 	"strings"
 	"syscall"
 
-	log "github.com/sirupsen/logrus"
-
 	"minik8s/controller"
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/controller/nodelifecycle"
+	"minik8s/pkg/cli/flags"
 	"minik8s/pkg/client"
 )
 
 func main() {
 	var cfg controller.Config
-	var level, only string
-	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
-	var kubeconfig string
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
-	flag.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod,
+	var level, only, kubeconfig string
+	fs := flag.CommandLine
+	flags.Client(fs, &cfg.APIServer, client.ServerFromEnv(), &kubeconfig)
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod,
 		"how long a node may go without a heartbeat before it is marked not ready and its pods are moved")
-	flag.IntVar(&cfg.Workers, "workers", 4, "workers per controller")
-	flag.DurationVar(&cfg.FuncScaleInterval, "func-scale-interval", functions.DefaultScaleInterval,
-		"how often idle functions' counters are lowered by one")
-	flag.DurationVar(&cfg.FuncIdleWindow, "func-idle-window", functions.DefaultIdleWindow,
-		"how long without a call makes a function idle")
-	flag.IntVar(&cfg.FuncInstanceBudget, "funcinstance-budget", funcinstancegc.DefaultBudget,
-		"how many finished function instances (call records) are kept across the cluster; older ones are deleted")
-	flag.StringVar(&only, "controllers", "", "comma-separated controllers to run (default all: "+controller.Names()+")")
-	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
+	fs.IntVar(&cfg.Workers, "workers", 4, "workers per controller")
+	flags.FuncScaling(fs, &cfg.FuncScaleInterval, functions.DefaultScaleInterval, &cfg.FuncIdleWindow, functions.DefaultIdleWindow)
+	flags.FuncInstanceBudget(fs, &cfg.FuncInstanceBudget, funcinstancegc.DefaultBudget)
+	fs.StringVar(&only, "controllers", "", "comma-separated controllers to run (default all: "+controller.Names()+")")
+	flags.LogLevel(fs, &level, "info")
 	flag.Parse()
 	if kubeconfig != "" {
-		c, err := client.FromFlags(flag.CommandLine, cfg.APIServer, kubeconfig)
+		c, err := client.FromFlags(fs, cfg.APIServer, kubeconfig)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "controller:", err)
 			os.Exit(1)
@@ -46,12 +40,10 @@ func main() {
 		cfg.Client = c
 	}
 
-	l, err := log.ParseLevel(level)
-	if err != nil {
+	if err := flags.SetLogLevel(level); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
-	log.SetLevel(l)
 	if only != "" {
 		cfg.Controllers = strings.Split(only, ",")
 	}

@@ -12,9 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	log "github.com/sirupsen/logrus"
-
 	"minik8s/funcserver"
+	"minik8s/pkg/cli/flags"
 )
 
 func main() {
@@ -35,23 +34,23 @@ func run() error {
 	flag.DurationVar(&cfg.Timeout, "timeout", env.seconds("FUNC_TIMEOUT_SECONDS", "timeout", funcserver.DefaultTimeout), "timeout of one call (env FUNC_TIMEOUT_SECONDS, in seconds)")
 	flag.StringVar(&cfg.Python, "python", funcserver.DefaultPython, "python interpreter")
 	flag.StringVar(&cfg.Bash, "bash", funcserver.DefaultBash, "bash that runs preRun.sh")
-	flag.StringVar(&level, "log-level", envOr("LOG_LEVEL", "info"), "log level (debug, info, warn, error)")
+	flags.LogLevel(flag.CommandLine, &level, envOr("LOG_LEVEL", "info"))
 	flag.Parse()
 	if err := env.check(); err != nil {
 		return err
 	}
 
-	l, err := log.ParseLevel(level)
-	if err != nil {
+	if err := flags.SetLogLevel(level); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log.SetLevel(l)
 	if port == "" {
 		return fmt.Errorf("--port: required (or env PORT)")
 	}
-	if cfg.Port, err = strconv.Atoi(port); err != nil {
+	n, err := strconv.Atoi(port)
+	if err != nil {
 		return fmt.Errorf("--port: not a number: %q", port)
 	}
+	cfg.Port = n
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return funcserver.Run(ctx, cfg)

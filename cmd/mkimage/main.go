@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"minik8s/images"
+	"minik8s/pkg/cli/flags"
 	"minik8s/pkg/containerd"
 )
 
@@ -39,7 +40,8 @@ func (f *files) Set(v string) error {
 
 func main() {
 	var extra files
-	address := flag.String("containerd-address", os.Getenv("MINIK8S_CONTAINERD"), "containerd socket to import the images into (empty: build only)")
+	var address string
+	flags.ContainerdAddress(flag.CommandLine, &address, os.Getenv("MINIK8S_CONTAINERD"))
 	cacheDir := flag.String("cache-dir", images.DefaultCacheDir, "cache of root filesystems and built images")
 	mirror := flag.String("mirror", "", "Debian mirror (default: the machine's apt sources)")
 	output := flag.String("output", "", "also copy the python-runtime image archive to this file")
@@ -53,7 +55,7 @@ func main() {
 	if *examples {
 		specs = append(specs, images.PerlExample())
 	}
-	if err := run(ctx, *address, *cacheDir, *mirror, *output, specs); err != nil {
+	if err := run(ctx, address, *cacheDir, *mirror, *output, specs); err != nil {
 		fmt.Fprintln(os.Stderr, "mkimage:", err)
 		os.Exit(1)
 	}

@@ -9,26 +9,23 @@ import (
 	"os/signal"
 	"syscall"
 
-	log "github.com/sirupsen/logrus"
-
+	"minik8s/pkg/cli/flags"
 	"minik8s/pkg/client"
 	"minik8s/scheduler"
 )
 
 func main() {
 	var cfg scheduler.Config
-	var level string
-	flag.StringVar(&cfg.APIServer, "apiserver", client.ServerFromEnv(), "URL of the apiserver")
-	var kubeconfig string
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with the apiserver and this component's credentials (its server wins over --apiserver unless that is given)")
-	flag.StringVar(&cfg.Policy, "policy", scheduler.PolicyLeastAllocated,
-		"how to choose among the nodes a pod fits on: "+scheduler.PolicyLeastAllocated+" or "+scheduler.PolicyRoundRobin)
-	flag.StringVar(&cfg.Name, "scheduler-name", scheduler.DefaultSchedulerName, "spec.schedulerName of the pods this scheduler places (besides empty)")
-	flag.IntVar(&cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
-	flag.StringVar(&level, "log-level", "info", "log level (debug, info, warn, error)")
+	var level, kubeconfig string
+	fs := flag.CommandLine
+	flags.Client(fs, &cfg.APIServer, client.ServerFromEnv(), &kubeconfig)
+	flags.SchedulerPolicy(fs, &cfg.Policy, scheduler.PolicyLeastAllocated, scheduler.PolicyLeastAllocated, scheduler.PolicyRoundRobin)
+	fs.StringVar(&cfg.Name, "scheduler-name", scheduler.DefaultSchedulerName, "spec.schedulerName of the pods this scheduler places (besides empty)")
+	fs.IntVar(&cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
+	flags.LogLevel(fs, &level, "info")
 	flag.Parse()
 	if kubeconfig != "" {
-		c, err := client.FromFlags(flag.CommandLine, cfg.APIServer, kubeconfig)
+		c, err := client.FromFlags(fs, cfg.APIServer, kubeconfig)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "scheduler:", err)
 			os.Exit(1)
@@ -36,12 +33,10 @@ func main() {
 		cfg.Client = c
 	}
 
-	l, err := log.ParseLevel(level)
-	if err != nil {
+	if err := flags.SetLogLevel(level); err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)
 	}
-	log.SetLevel(l)
 	if _, err := scheduler.NewPolicy(cfg.Policy); err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler: --policy:", err)
 		os.Exit(1)

@@ -204,9 +204,3 @@ func (c *CIDRs) Set(s string) error {
 	*c = append(*c, p...)
 	return nil
 }
-
-// FlagUsage is the help text of --egress-allow-cidrs, the same in every
-// binary that takes it.
-const FlagUsage = "comma-separated CIDR ranges (or addresses) that callbacks may reach although they trust the platform " +
-	"(loopback, link-local, this machine's and the nodes' addresses, the pod and service ranges are refused by default); " +
-	"everything in a range is opened, this machine's ports too: list only the receivers, e.g. 127.0.0.2/32"
