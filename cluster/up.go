@@ -6,31 +6,25 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	shimapi "github.com/containerd/containerd/api/runtime/task/v2"
-	"github.com/containerd/ttrpc"
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver"
 	"minik8s/apiserver/alloc"
 	"minik8s/controller"
 	"minik8s/funcrunner"
-	"minik8s/images"
 	"minik8s/kubelet"
 	"minik8s/kubelet/network"
 	"minik8s/pkg/client"
-	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/queue"
 	"minik8s/pkg/rbac"
@@ -377,269 +371,4 @@ func waitHealthy(ctx context.Context, c *client.Client) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// startContainerd installs containerd and runc when missing, then starts a
-// containerd private to this cluster under dataDir.
-func startContainerd(ctx context.Context, dataDir string) (*containerd.Daemon, error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("running containers needs root: run `minik8s up` as root, or give --containerd-address of a containerd you can use")
-	}
-	var missing []string
-	if _, err := os.Stat(containerd.Binary); err != nil {
-		missing = append(missing, "containerd")
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		missing = append(missing, "runc")
-	}
-	if len(missing) > 0 {
-		if err := aptInstall(ctx, missing...); err != nil {
-			return nil, err
-		}
-	}
-	dir := filepath.Join(dataDir, "containerd")
-	address := filepath.Join(dir, "containerd.sock")
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, err
-	}
-	logf, err := os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	log.WithFields(log.Fields{"socket": address, "log": logf.Name()}).Info("starting a private containerd")
-	d, err := containerd.Start(ctx, dir, address, logf)
-	if err != nil {
-		return nil, fmt.Errorf("%w (see %s)", err, logf.Name())
-	}
-	return d, nil
-}
-
-// removeContainers stops and removes every container of the private
-// containerd, so that nothing of the cluster runs once it is stopped.
-func removeContainers(address string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt, err := containerd.New(ctx, address, containerd.Options{})
-	if err != nil {
-		log.WithError(err).Warn("cannot reach containerd to stop the containers")
-		return
-	}
-	defer rt.Close()
-	cs, err := rt.ListContainers(ctx, nil)
-	if err != nil {
-		log.WithError(err).Warn("listing containers to stop them")
-		return
-	}
-	if len(cs) > 0 {
-		log.WithField("containers", len(cs)).Info("stopping the pods' containers")
-	}
-	for _, c := range cs {
-		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
-			log.WithError(err).WithField("container", c.ID).Warn("removing container")
-		}
-	}
-}
-
-// releasePodNetworks tears down the pod networks of every kubelet whose
-// root is under dataDir (this node's and, by default, the extra nodes'
-// of the README), once their containers are gone: no pod namespace or
-// address outlives `minik8s up`.
-func releasePodNetworks(dataDir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dirs, _ := filepath.Glob(filepath.Join(dataDir, "kubelet", "*", kubelet.NetworkStateDir))
-	for _, dir := range dirs {
-		if err := network.ReleaseAll(ctx, dir, ""); err != nil {
-			log.WithError(err).WithField("dir", dir).Warn("releasing the pods' networks")
-		}
-	}
-}
-
-// drainContainers removes the containers that outlived containerd. The
-// kubelets of extra nodes share this containerd (see the README) and
-// restart the containers removeContainers took from them for as long as
-// containerd answers; the ones they start before it stops keep running
-// under their shims once it is gone. A containerd on the same dir but on a
-// socket no kubelet knows takes them back (it reconnects to live shims)
-// and removes them, with nobody able to start more.
-func drainContainers(dataDir string) {
-	dir := filepath.Join(dataDir, "containerd")
-	tasks, _ := filepath.Glob(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "*", "*"))
-	if len(tasks) == 0 {
-		return
-	}
-	// Read now: containerd removes the bundles of the shims it stops.
-	bundles := make([]taskBundle, 0, len(tasks))
-	for _, t := range tasks {
-		bundles = append(bundles, readBundle(t))
-	}
-	// Last, once the drain is over and the shims are gone.
-	defer func() {
-		for _, b := range bundles {
-			removeAbortedCreate(b)
-		}
-	}()
-	log.WithField("containers", len(tasks)).Info("removing the containers other nodes started while containerd stopped")
-	logf, err := os.OpenFile(filepath.Join(dataDir, "containerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		log.WithError(err).Warn("cannot remove the containers left")
-		return
-	}
-	defer logf.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	d, err := containerd.Start(ctx, dir, filepath.Join(dir, "drain.sock"), logf)
-	if err != nil {
-		log.WithError(err).Warn("cannot remove the containers left")
-		return
-	}
-	removeContainers(d.Address)
-	// What is left is shims whose container was never created: containerd
-	// stopped in the middle of starting it. containerd 1.6 keeps such a
-	// shim (1.7 shuts it down on restart, containerd#6860), and its runc
-	// create was killed midway (see removeAbortedCreate).
-	idle, _ := filepath.Glob(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "*", "*"))
-	for _, b := range idle {
-		shutdownIdleShim(ctx, b)
-	}
-	d.Stop()
-}
-
-// shutdownIdleShim stops the shim of a task bundle when it runs no
-// process; containerd then removes the bundle.
-func shutdownIdleShim(ctx context.Context, bundle string) {
-	id := filepath.Base(bundle)
-	logger := log.WithField("container", id)
-	addr, err := os.ReadFile(filepath.Join(bundle, "address"))
-	if err != nil {
-		logger.WithError(err).Warn("shim left without its address")
-		return
-	}
-	conn, err := net.DialTimeout("unix", strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"), 5*time.Second)
-	if err != nil {
-		return // gone already
-	}
-	c := ttrpc.NewClient(conn)
-	defer c.Close()
-	shim := shimapi.NewTaskClient(c)
-	if pids, err := shim.Pids(ctx, &shimapi.PidsRequest{ID: id}); err == nil && len(pids.Processes) > 0 {
-		logger.WithField("pids", len(pids.Processes)).Warn("a container outlived containerd")
-		return
-	}
-	logger.Info("stopping a shim without container")
-	// The shim exits before it answers: the error says nothing.
-	_, _ = shim.Shutdown(ctx, &shimapi.ShutdownRequest{ID: id, Now: true})
-}
-
-// ensureNetworkTools installs what the kubelet gives pods their own network
-// with when missing: the CNI plugins and iptables (the Services' rules, and
-// ebtables-nft for the pods' anti-spoofing rules).
-func ensureNetworkTools(ctx context.Context) error {
-	var missing []string
-	if _, err := os.Stat(filepath.Join(network.DefaultBinDir, "bridge")); err != nil {
-		missing = append(missing, "containernetworking-plugins")
-	}
-	for _, bin := range []string{"iptables-restore", "ebtables-nft-restore"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			missing = append(missing, "iptables")
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return aptInstall(ctx, missing...)
-}
-
-// aptInstall installs Debian packages, saying so.
-func aptInstall(ctx context.Context, pkgs ...string) error {
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		return fmt.Errorf("%s missing and no apt-get to install them: install them with your package manager", strings.Join(pkgs, ", "))
-	}
-	log.WithField("packages", strings.Join(pkgs, " ")).Info("installing missing packages from Debian's repositories (apt-get)")
-	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	for _, args := range [][]string{{"update", "-qq"}, append([]string{"install", "-y", "-qq"}, pkgs...)} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("apt-get %s: %v\n%s", strings.Join(args, " "), err, tail(out))
-		}
-	}
-	return nil
-}
-
-func tail(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
-	}
-	return s
-}
-
-// ensureImages builds and imports the runtime image when the node's
-// containerd does not have it, and the example of a function in another
-// language: it shares the runtime's root filesystem, so it costs a layer of
-// a few kilobytes once the runtime is there.
-func ensureImages(ctx context.Context, address string) error {
-	rt, err := containerd.New(ctx, address, containerd.Options{})
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	if err := ensureRuntimeImage(ctx, rt); err != nil {
-		return err
-	}
-	if err := ensureImage(ctx, rt, images.PerlExample()); err != nil {
-		// Only an example: the cluster runs without it.
-		log.WithError(err).WithField("image", images.PerlExampleName).Warn("example image not imported; 'make images' builds it")
-	}
-	return nil
-}
-
-func ensureRuntimeImage(ctx context.Context, rt *containerd.Runtime) error {
-	if ok, err := rt.HasImage(ctx, images.PythonRuntimeName); err != nil || ok {
-		return err
-	}
-	funcserver, err := siblingBinary("funcserver")
-	if err != nil {
-		return err
-	}
-	if _, err := exec.LookPath("debootstrap"); err != nil {
-		if err := aptInstall(ctx, "debootstrap"); err != nil {
-			return err
-		}
-	}
-	log.WithField("image", images.PythonRuntimeName).Info("building the function runtime image from Debian's packages (debootstrap; cached for next time, a few minutes the first time)")
-	return ensureImage(ctx, rt, images.FunctionRuntime(funcserver))
-}
-
-// ensureImage builds spec (from the cache when it can) and imports it,
-// unless the node has it.
-func ensureImage(ctx context.Context, rt *containerd.Runtime, spec images.Spec) error {
-	if ok, err := rt.HasImage(ctx, spec.Name); err != nil || ok {
-		return err
-	}
-	b := images.Builder{CacheDir: images.DefaultCacheDir}
-	path, err := b.Build(ctx, spec)
-	if err != nil {
-		return fmt.Errorf("building %s: %w", spec.Name, err)
-	}
-	if _, err := images.ImportFile(ctx, rt, path); err != nil {
-		return fmt.Errorf("importing %s: %w", path, err)
-	}
-	log.WithField("image", spec.Name).Info("image imported")
-	return nil
-}
-
-// siblingBinary finds another minik8s binary next to this one (bin/).
-func siblingBinary(name string) (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(filepath.Dir(self), name)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is not next to %s: build it first (make build): %w", name, self, err)
-	}
-	return p, nil
 }
