@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -26,17 +25,8 @@ func startContainerd(ctx context.Context, dataDir string) (*containerd.Daemon, e
 	if os.Geteuid() != 0 {
 		return nil, errors.New("running containers needs root: run `minik8s up` as root, or give --containerd-address of a containerd you can use")
 	}
-	var missing []string
-	if _, err := os.Stat(containerd.Binary); err != nil {
-		missing = append(missing, "containerd")
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		missing = append(missing, "runc")
-	}
-	if len(missing) > 0 {
-		if err := aptInstall(ctx, missing...); err != nil {
-			return nil, err
-		}
+	if err := ensureContainerd(ctx); err != nil {
+		return nil, err
 	}
 	dir := filepath.Join(dataDir, "containerd")
 	address := filepath.Join(dir, "containerd.sock")
@@ -53,6 +43,17 @@ func startContainerd(ctx context.Context, dataDir string) (*containerd.Daemon, e
 		return nil, fmt.Errorf("%w (see %s)", err, logf.Name())
 	}
 	return d, nil
+}
+
+// stopContainerd removes every container of the private containerd d and
+// their networks, then stops it and drains what outlived it. The pods stay
+// in etcd: the next `minik8s up` starts them again.
+func stopContainerd(d *containerd.Daemon, dataDir string) {
+	removeContainers(d.Address)
+	releasePodNetworks(dataDir)
+	log.Info("stopping containerd")
+	d.Stop()
+	drainContainers(dataDir)
 }
 
 // removeContainers stops and removes every container of the private

@@ -10,8 +10,39 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/kubelet"
 	"minik8s/kubelet/network"
+	"minik8s/pkg/containerd"
 )
+
+// prepareHost installs what the pods' own networks need (with
+// --pod-network cni) and the images the node's containerd lacks.
+func prepareHost(ctx context.Context, cfg Config, address string) error {
+	if cfg.PodNetwork == kubelet.PodNetworkCNI {
+		if err := ensureNetworkTools(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.SkipImages {
+		return nil
+	}
+	return ensureImages(ctx, address)
+}
+
+// ensureContainerd installs containerd and runc when missing.
+func ensureContainerd(ctx context.Context) error {
+	var missing []string
+	if _, err := os.Stat(containerd.Binary); err != nil {
+		missing = append(missing, "containerd")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		missing = append(missing, "runc")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return aptInstall(ctx, missing...)
+}
 
 // ensureNetworkTools installs what the kubelet gives pods their own network
 // with when missing: the CNI plugins and iptables (the Services' rules, and

@@ -185,45 +185,38 @@ func Up(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		defer func() {
-			// The pods stay in etcd: the next `minik8s up` starts them again.
-			removeContainers(d.Address)
-			releasePodNetworks(cfg.DataDir)
-			log.Info("stopping containerd")
-			d.Stop()
-			drainContainers(cfg.DataDir)
-		}()
+		defer stopContainerd(d, cfg.DataDir)
 		address = d.Address
 	}
-	if cfg.PodNetwork == kubelet.PodNetworkCNI {
-		if err := ensureNetworkTools(ctx); err != nil {
-			return err
-		}
-	}
-	if !cfg.SkipImages {
-		if err := ensureImages(ctx, address); err != nil {
-			return err
-		}
-	}
-
-	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
-		ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize, ServiceNodePortRange: cfg.ServiceNodePortRange,
-		MaxPendingCalls: cfg.MaxPendingCalls, MaxPendingCallBytes: cfg.MaxPendingCallBytes, EtcdQuotaBytes: cfg.EtcdQuotaBytes,
-		FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint, EgressAllowCIDRs: cfg.EgressAllowCIDRs}
-	if cfg.Port != 0 {
-		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
-	}
-	if cfg.SecurePort != 0 {
-		acfg.SecureAddress = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
-		// Pods reach the API (the kubernetes Service) at the node's
-		// address, which a port bound on every address serves.
-		if ip := net.ParseIP(cfg.BindAddress); ip == nil || ip.IsUnspecified() {
-			acfg.AdvertiseAddress = cfg.NodeIP
-		}
+	if err := prepareHost(ctx, cfg, address); err != nil {
+		return err
 	}
 	clients, err := componentClients(cfg)
 	if err != nil {
 		return err
+	}
+	natsURL := cfg.NATSURL
+	if natsURL == "" && cfg.NATSPort != 0 {
+		ns, err := queue.Start(cfg.NATSAddress, cfg.NATSPort, filepath.Join(cfg.DataDir, "nats"))
+		if err != nil {
+			return err
+		}
+		defer ns.Close()
+		natsURL = ns.URL
+		log.WithField("url", natsURL).Info("nats serving the queue triggers")
+	}
+	return runComponents(ctx, cancel, cfg, clients, address, natsURL)
+}
+
+// runComponents runs the apiserver, then, once it is healthy, the other
+// components, until ctx ends or one of them fails (which cancels ctx).
+func runComponents(ctx context.Context, cancel context.CancelFunc, cfg Config, clients *clients, address, natsURL string) error {
+	acfg := apiserverConfig(cfg)
+	runners := funcRunners(cfg, clients.runner, natsURL)
+	if len(runners) > 0 {
+		// The apiserver hands its synchronous calls to the runner next to
+		// it without an HTTP hop.
+		acfg.LocalRunner = runners[0]
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 5+cfg.FuncRunners)
@@ -236,31 +229,6 @@ func Up(ctx context.Context, cfg Config) error {
 				cancel()
 			}
 		}()
-	}
-	natsURL := cfg.NATSURL
-	if natsURL == "" && cfg.NATSPort != 0 {
-		ns, err := queue.Start(cfg.NATSAddress, cfg.NATSPort, filepath.Join(cfg.DataDir, "nats"))
-		if err != nil {
-			return err
-		}
-		defer ns.Close()
-		natsURL = ns.URL
-		log.WithField("url", natsURL).Info("nats serving the queue triggers")
-	}
-	var runners []*funcrunner.Runner
-	for i := range cfg.FuncRunners {
-		rc := funcrunner.Config{Client: clients.runner, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1), NATSURL: natsURL, OTLPEndpoint: cfg.OTLPEndpoint,
-			EgressAllow: cfg.EgressAllowCIDRs, ClusterCIDR: cfg.ClusterCIDR, ServiceCIDR: cfg.ServiceCIDR}
-		if i == 0 && cfg.GatewayPort != 0 {
-			// The first runner serves the HTTP triggers.
-			rc.GatewayAddress = net.JoinHostPort(cfg.GatewayAddress, strconv.Itoa(cfg.GatewayPort))
-		}
-		runners = append(runners, funcrunner.New(rc))
-	}
-	if len(runners) > 0 {
-		// The apiserver hands its synchronous calls to the runner next to
-		// it without an HTTP hop.
-		acfg.LocalRunner = runners[0]
 	}
 	run("apiserver", func(ctx context.Context) error { return apiserver.Run(ctx, acfg) })
 	if err := waitHealthy(ctx, clients.admin); err != nil {
@@ -284,6 +252,49 @@ func Up(ctx context.Context, cfg Config) error {
 			PodNetwork: cfg.PodNetwork, ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR,
 			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName)})
 	})
+	log.WithFields(upFields(cfg, clients)).Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
+	<-ctx.Done()
+	wg.Wait()
+	return firstError(errc, nil)
+}
+
+// apiserverConfig is the in-process apiserver's configuration.
+func apiserverConfig(cfg Config) apiserver.Config {
+	acfg := apiserver.Config{DataDir: cfg.DataDir, TLSSANs: cfg.TLSSANs, TokenAuthFile: cfg.TokenAuthFile,
+		ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize, ServiceNodePortRange: cfg.ServiceNodePortRange,
+		MaxPendingCalls: cfg.MaxPendingCalls, MaxPendingCallBytes: cfg.MaxPendingCallBytes, EtcdQuotaBytes: cfg.EtcdQuotaBytes,
+		FuncInstanceTTL: cfg.FuncInstanceTTL, OTLPEndpoint: cfg.OTLPEndpoint, EgressAllowCIDRs: cfg.EgressAllowCIDRs}
+	if cfg.Port != 0 {
+		acfg.Address = net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
+	}
+	if cfg.SecurePort != 0 {
+		acfg.SecureAddress = net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
+		// Pods reach the API (the kubernetes Service) at the node's
+		// address, which a port bound on every address serves.
+		if ip := net.ParseIP(cfg.BindAddress); ip == nil || ip.IsUnspecified() {
+			acfg.AdvertiseAddress = cfg.NodeIP
+		}
+	}
+	return acfg
+}
+
+// funcRunners are the in-process function runners.
+func funcRunners(cfg Config, c *client.Client, natsURL string) []*funcrunner.Runner {
+	var runners []*funcrunner.Runner
+	for i := range cfg.FuncRunners {
+		rc := funcrunner.Config{Client: c, Identity: fmt.Sprintf("%s-%d", cfg.NodeName, i+1), NATSURL: natsURL, OTLPEndpoint: cfg.OTLPEndpoint,
+			EgressAllow: cfg.EgressAllowCIDRs, ClusterCIDR: cfg.ClusterCIDR, ServiceCIDR: cfg.ServiceCIDR}
+		if i == 0 && cfg.GatewayPort != 0 {
+			// The first runner serves the HTTP triggers.
+			rc.GatewayAddress = net.JoinHostPort(cfg.GatewayAddress, strconv.Itoa(cfg.GatewayPort))
+		}
+		runners = append(runners, funcrunner.New(rc))
+	}
+	return runners
+}
+
+// upFields tell where the cluster is reached, once it is up.
+func upFields(cfg Config, clients *clients) log.Fields {
 	fields := log.Fields{"apiserver": clients.admin.Server(), "node": cfg.NodeName, "nodeIP": cfg.NodeIP}
 	if cfg.SecurePort != 0 {
 		fields["kubeconfig"] = filepath.Join(cfg.DataDir, apiserver.AdminKubeconfig)
@@ -293,10 +304,7 @@ func Up(ctx context.Context, cfg Config) error {
 		// No sign-in on the local port.
 		fields["dashboard"] = "http://" + net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)) + "/ui/"
 	}
-	log.WithFields(fields).Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
-	<-ctx.Done()
-	wg.Wait()
-	return firstError(errc, nil)
+	return fields
 }
 
 // clients are the in-process components' clients: on the secure port each
