@@ -624,7 +624,7 @@ func describeFunc(w *describeWriter, f *api.Func) {
 	w.kv(0, "Right", f.Spec.Right)
 	min, init, max := validation.FuncBounds(&f.Spec)
 	w.kv(0, "Instances", fmt.Sprintf("min %d / init %d / max %d", min, init, max))
-	timeout := validation.DefaultFuncTimeoutSeconds
+	timeout := api.DefaultFuncTimeoutSeconds
 	if f.Spec.TimeoutSeconds != nil {
 		timeout = *f.Spec.TimeoutSeconds
 	}
@@ -632,7 +632,7 @@ func describeFunc(w *describeWriter, f *api.Func) {
 	if f.Spec.Image != "" {
 		w.kv(0, "Image", f.Spec.Image)
 	} else {
-		w.kv(0, "Runtime", orDefault(f.Spec.Runtime, validation.DefaultFuncRuntime))
+		w.kv(0, "Runtime", orDefault(f.Spec.Runtime, api.DefaultFuncRuntime))
 	}
 	w.kv(0, "Service Address", f.Spec.ServiceAddress)
 	if p := f.Spec.Plugins; p != nil && (len(p.Pre) > 0 || len(p.Post) > 0) {

@@ -114,7 +114,8 @@ var global a.FuncInstanceStatus
 func writes(x *inst, m *mine, f *a.Func, list []a.FuncInstance, st *a.FuncInstanceStatus, n int) {
 	x.Status.Phase = "Running"                     // want status-owner
 	x.Status.Phase, n = "Running", 1               // want status-owner
-	x.Status = a.FuncInstanceStatus{}              // want status-owner
+	x.Status = a.FuncInstanceStatus{}              // the apiserver may reset a status
+	x.Status = a.FuncInstanceStatus{Phase: "x"}    // want status-owner
 	x.Status.Trace = append(x.Status.Trace, a.FuncSpan{}) // want status-owner
 	x.Status.Trace[0] = a.FuncSpan{}               // want status-owner
 	x.Status.Trace[0].Name = "s"                   // want status-owner
@@ -142,7 +143,8 @@ func writes(x *inst, m *mine, f *a.Func, list []a.FuncInstance, st *a.FuncInstan
 	c.Next.Function = "shared with x" // want status-owner
 	c.Trace[0].Name = "shared with x" // want status-owner
 	f.Status.Counter = n                           // want status-owner
-	f.Status = a.FuncStatus{}                      // want status-owner
+	f.Status = a.FuncStatus{}                      // a reset again
+	f.Status, n = a.FuncStatus{}, 2                // a reset again
 }
 
 func builds(st a.FuncInstanceStatus) []a.FuncInstance {
@@ -161,6 +163,9 @@ func builds(st a.FuncInstanceStatus) []a.FuncInstance {
 import "minik8s/pkg/api"
 
 func steal(inst *api.FuncInstance) { inst.Status.Phase = "" } // want status-owner
+
+// Only the apiserver resets a status.
+func wipe(inst *api.FuncInstance) { inst.Status = api.FuncInstanceStatus{} } // want status-owner
 `,
 		// A library other than the owner neither (defaults, validation).
 		"pkg/lib/defaults.go": `package lib

@@ -69,6 +69,12 @@ var statusOwners = map[string][]string{
 	"minik8s/pkg/api.Func":         {"minik8s/controller/functions"},
 }
 
+// statusResetters may reset a whole owned status to its zero value
+// (`x.Status = T{}`), and write nothing else of it: the apiserver, whose
+// strategies drop the status a create carries (a status is written
+// through /status only, as in Kubernetes' PrepareForCreate).
+var statusResetters = []string{"minik8s/apiserver"}
+
 // Rule names, as the report prints them.
 const (
 	ruleLayout       = "layout"

@@ -92,7 +92,7 @@ func checkStatus(pkgs []*packages.Package, owns []owned, root, modPath string) [
 		if len(mine) == 0 {
 			continue
 		}
-		c := statusChecker{info: p.TypesInfo, owns: mine}
+		c := statusChecker{info: p.TypesInfo, owns: mine, reset: slices.Contains(statusResetters, p.PkgPath)}
 		for _, f := range p.Syntax {
 			c.file(f)
 		}
@@ -124,6 +124,24 @@ type statusChecker struct {
 	info  *types.Info
 	owns  []owned
 	found []statusWrite
+	// reset allows `x.Status = T{}` (statusResetters).
+	reset bool
+}
+
+// isReset says whether l = r resets an owned status to its zero value.
+func (c *statusChecker) isReset(l, r ast.Expr) (*ast.CompositeLit, bool) {
+	sel, ok := ast.Unparen(l).(*ast.SelectorExpr)
+	lit, ok2 := ast.Unparen(r).(*ast.CompositeLit)
+	if !ok || !ok2 || sel.Sel.Name != "Status" || len(lit.Elts) > 0 {
+		return nil, false
+	}
+	t := c.info.TypeOf(lit)
+	for _, o := range c.owns {
+		if isNamed(t, o.statusPkg, o.statusName) {
+			return lit, true
+		}
+	}
+	return nil, false
 }
 
 func (c *statusChecker) report(n ast.Node, what string, e ast.Expr, o owned) {
@@ -137,7 +155,13 @@ func (c *statusChecker) file(f *ast.File) {
 		switch n := n.(type) {
 		case *ast.AssignStmt:
 			if n.Tok != token.DEFINE {
-				for _, l := range n.Lhs {
+				for i, l := range n.Lhs {
+					if c.reset && n.Tok == token.ASSIGN && len(n.Rhs) == len(n.Lhs) {
+						if lit, ok := c.isReset(l, n.Rhs[i]); ok {
+							seen[lit] = true
+							continue
+						}
+					}
 					c.write(n, "writes %s", l)
 				}
 			}

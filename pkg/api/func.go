@@ -305,3 +305,15 @@ type TriggerSummary struct {
 type FuncSummaryList struct {
 	Items []FuncSummary `json:"items"`
 }
+
+// Func defaults, applied where the values are used so that a template is
+// read back exactly as it was written.
+const (
+	DefaultFuncMaxInstances   = 10
+	DefaultFuncTimeoutSeconds = 60
+	DefaultFuncRuntime        = "minik8s/python-runtime:latest"
+	// DefaultContainerConcurrency is the runtime's default worker count
+	// (funcserver.DefaultWorkers): one call per Python worker.
+	DefaultContainerConcurrency = 4
+	MaxContainerConcurrency     = 64
+)

@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/api/validation"
 )
 
 const (
@@ -98,7 +97,7 @@ func Runtime(spec *api.FuncSpec) string {
 	if spec.Runtime != "" {
 		return spec.Runtime
 	}
-	return validation.DefaultFuncRuntime
+	return api.DefaultFuncRuntime
 }
 
 // TimeoutSeconds is the bound of one call of the function.
@@ -106,7 +105,7 @@ func TimeoutSeconds(spec *api.FuncSpec) int {
 	if spec.TimeoutSeconds != nil {
 		return *spec.TimeoutSeconds
 	}
-	return validation.DefaultFuncTimeoutSeconds
+	return api.DefaultFuncTimeoutSeconds
 }
 
 // IsFunctionPod tells a pod serving a function (a pool's or a fresh step's)

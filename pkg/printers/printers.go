@@ -321,7 +321,7 @@ func FuncImage(f *api.Func) string {
 	if f.Spec.Image != "" {
 		return f.Spec.Image
 	}
-	return orDefault(f.Spec.Runtime, validation.DefaultFuncRuntime)
+	return orDefault(f.Spec.Runtime, api.DefaultFuncRuntime)
 }
 
 func FuncVersion(f *api.Func) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/function/call"
 	"minik8s/pkg/rollout"
 )
 
@@ -54,9 +55,7 @@ func Default(res api.Resource, obj api.Object) {
 			}
 		}
 	case *api.FuncInstance:
-		if o.Status.Phase == "" {
-			o.Status.Phase = api.InstancePending
-		}
+		call.Default(o)
 	case *api.Namespace:
 		if o.Status.Phase == "" {
 			o.Status.Phase = api.NamespaceActive

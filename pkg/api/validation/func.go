@@ -77,8 +77,8 @@ func funcInstances(spec *field.Path, s *api.FuncSpec) field.ErrorList {
 	if t := s.TimeoutSeconds; t != nil && (*t < 1 || *t > 3600) {
 		errs = append(errs, field.Invalid(spec.Child("timeoutSeconds"), *t, utilvalidation.InclusiveRangeError(1, 3600)))
 	}
-	if c := s.ContainerConcurrency; c != nil && (*c < 1 || *c > MaxContainerConcurrency) {
-		errs = append(errs, field.Invalid(spec.Child("containerConcurrency"), *c, utilvalidation.InclusiveRangeError(1, MaxContainerConcurrency)))
+	if c := s.ContainerConcurrency; c != nil && (*c < 1 || *c > api.MaxContainerConcurrency) {
+		errs = append(errs, field.Invalid(spec.Child("containerConcurrency"), *c, utilvalidation.InclusiveRangeError(1, api.MaxContainerConcurrency)))
 	}
 	return errs
 }
@@ -122,25 +122,13 @@ func ContainerConcurrency(s *api.FuncSpec) int {
 	if s.ContainerConcurrency != nil {
 		return *s.ContainerConcurrency
 	}
-	return DefaultContainerConcurrency
+	return api.DefaultContainerConcurrency
 }
-
-// Func defaults, applied where the values are used so that a template is
-// read back exactly as it was written.
-const (
-	DefaultFuncMaxInstances   = 10
-	DefaultFuncTimeoutSeconds = 60
-	DefaultFuncRuntime        = "minik8s/python-runtime:latest"
-	// DefaultContainerConcurrency is the runtime's default worker count
-	// (funcserver.DefaultWorkers): one call per Python worker.
-	DefaultContainerConcurrency = 4
-	MaxContainerConcurrency     = 64
-)
 
 // FuncBounds returns min, init and max instance counts with defaults: min 0,
 // max 10 (or init, if larger), init 1 clamped into [min, max].
 func FuncBounds(s *api.FuncSpec) (lo, initial, hi int) {
-	hi = DefaultFuncMaxInstances
+	hi = api.DefaultFuncMaxInstances
 	if s.MinInstanceNum != nil {
 		lo = *s.MinInstanceNum
 	}
