@@ -14,7 +14,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
 	"minik8s/pkg/rbac"
-	"minik8s/test/framework"
+	"minik8s/test/containerdtest"
 )
 
 var attackPodSpecType = reflect.TypeOf(api.PodSpec{})
@@ -133,7 +133,7 @@ func fillPodSpecs(v reflect.Value, name string, spec api.PodSpec, inJob, run boo
 // refusals are the privileges').
 func (c *attackCluster) editorTemplates(t *testing.T) {
 	ed := newAttacker(t, c.s, attackEditor, "editor-token")
-	plain := api.PodSpec{Containers: []api.Container{{Name: "c", Image: framework.PythonRuntimeImage, Command: []string{"sleep", "3600"}}}}
+	plain := api.PodSpec{Containers: []api.Container{{Name: "c", Image: containerdtest.PythonRuntimeImage, Command: []string{"sleep", "3600"}}}}
 	privileges := map[string]func(api.PodSpec) api.PodSpec{"hostpath": withHostPath, "hostnetwork": withHostNetwork, "hostport": withHostPort}
 	kinds := podBearingKinds()
 	var names []string
@@ -283,7 +283,7 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 	)
 	// Names that would lead a kubelet or a controller out of a.
 	pod := func(name string, spec map[string]any) string {
-		spec["containers"] = append([]any{map[string]any{"name": "c", "image": framework.PythonRuntimeImage}}, spec["containers"].([]any)...)[:1]
+		spec["containers"] = append([]any{map[string]any{"name": "c", "image": containerdtest.PythonRuntimeImage}}, spec["containers"].([]any)...)[:1]
 		if env, ok := spec["env"]; ok {
 			spec["containers"].([]any)[0].(map[string]any)["env"] = env
 			delete(spec, "env")

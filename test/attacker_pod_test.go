@@ -12,7 +12,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
-	"minik8s/test/framework"
+	"minik8s/test/containerdtest"
 )
 
 // podProbe is one attempt of a program in a pod: an HTTP request ("http",
@@ -160,7 +160,7 @@ func (c *attackCluster) startProbes(t *testing.T) {
 	for _, k := range c.kubelets {
 		p := &api.Pod{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: api.ObjectMeta{Name: "probe-" + k.Name, Namespace: "a"},
 			Spec: api.PodSpec{NodeName: k.Name, ServiceAccountName: "prober", RestartPolicy: api.RestartPolicyNever,
-				Containers: []api.Container{{Name: "probe", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", prober},
+				Containers: []api.Container{{Name: "probe", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", prober},
 					Env: []api.EnvVar{{Name: "PROBES", Value: probes}}}}}}
 		if code, data := ed.do(t, "POST", api.PodsResource.Path("a", ""), "", mustJSON(p), nil); code != http.StatusCreated {
 			t.Fatalf("the edit user's pod %s: %d %s", p.Name, code, data)

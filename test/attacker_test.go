@@ -23,6 +23,7 @@ import (
 	"minik8s/pkg/function"
 	"minik8s/pkg/rbac"
 	"minik8s/scheduler"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -125,7 +126,7 @@ func TestAttacker(t *testing.T) {
 // starts the attacking pods (which run while the others attack).
 func startAttackCluster(t *testing.T) *attackCluster {
 	ctx := context.Background()
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
 	u := framework.StartUnderlay(t, 2)
 	c := &attackCluster{nodes: u.Nodes, cp: u.ControlPlane(t), kubeletAddr: map[string]string{}, gateway: map[string]string{},
@@ -208,7 +209,7 @@ func (c *attackCluster) makeObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "sink", Labels: map[string]string{"app": "sink"}},
-		Spec: api.PodSpec{Containers: []api.Container{{Name: "sink", Image: framework.PythonRuntimeImage,
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "sink", Image: containerdtest.PythonRuntimeImage,
 			Command: []string{"python3", "-c", sinkServer}, Ports: []api.ContainerPort{{ContainerPort: 8080}}}}}}
 	if _, err := admin.Pods("b").Create(ctx, sink); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -61,7 +62,7 @@ func checkNoProblems(t *testing.T, b *framework.Browser, allowed func(string) bo
 // idlePod is a pod that sleeps; nodeName places it without a scheduler.
 func idlePod(name string) *api.Pod {
 	return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
-		Spec: api.PodSpec{Containers: []api.Container{{Name: "main", Image: framework.PythonRuntimeImage,
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "main", Image: containerdtest.PythonRuntimeImage,
 			Command: []string{"python3", "-c", "import time; time.sleep(3600)"}}}}}
 }
 

@@ -11,6 +11,7 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -23,7 +24,7 @@ func webReplicaSet(replicas int32) *api.ReplicaSet {
 		Spec: api.ReplicaSetSpec{Replicas: &replicas, Selector: &api.LabelSelector{MatchLabels: labels},
 			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: labels}, Spec: api.PodSpec{
 				Containers: []api.Container{{
-					Name: "web", Image: framework.PythonRuntimeImage,
+					Name: "web", Image: containerdtest.PythonRuntimeImage,
 					Command:   []string{"sh", "-c", `exec python3 -m http.server "$PORT" --bind "$HOST"`},
 					Ports:     []api.ContainerPort{{Name: "http"}},
 					Resources: api.ResourceRequirements{Requests: api.ResourceList{"cpu": "100m", "memory": "32Mi"}},
@@ -84,7 +85,7 @@ func TestE2EClusterSpreadFailoverAndService(t *testing.T) {
 	})
 	// One that fits nowhere says why.
 	big := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "too-big"}, Spec: api.PodSpec{Containers: []api.Container{{
-		Name: "c", Image: framework.PythonRuntimeImage, Command: []string{"sleep", "1"},
+		Name: "c", Image: containerdtest.PythonRuntimeImage, Command: []string{"sleep", "1"},
 		Resources: api.ResourceRequirements{Requests: api.ResourceList{"cpu": "100000"}}}}}}
 	if _, err := c.Pods("default").Create(ctx, big); err != nil {
 		t.Fatal(err)

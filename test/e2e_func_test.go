@@ -18,6 +18,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
 	"minik8s/scheduler"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -34,9 +35,9 @@ func cluster(t *testing.T) *framework.APIServer {
 // runner (bin/funcrunner, which reaches the pods at their addresses) in a
 // namespace of an underlay; apiserver, controllers and scheduler in the
 // test process. prepare (if any) readies the containerd further.
-func netCluster(t *testing.T, name string, prepare func(*framework.Containerd)) *framework.APIServer {
+func netCluster(t *testing.T, name string, prepare func(*containerdtest.Containerd)) *framework.APIServer {
 	t.Helper()
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
 	if prepare != nil {
 		prepare(ctd)
@@ -52,9 +53,9 @@ func netCluster(t *testing.T, name string, prepare func(*framework.Containerd)) 
 
 // clusterWith is cluster() on node name at ip; prepare (if any) readies the
 // containerd further (more images), runner (if any) configures the runner.
-func clusterWith(t *testing.T, name, ip string, prepare func(*framework.Containerd), runner func(*funcrunner.Config)) *framework.APIServer {
+func clusterWith(t *testing.T, name, ip string, prepare func(*containerdtest.Containerd), runner func(*funcrunner.Config)) *framework.APIServer {
 	t.Helper()
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
 	if prepare != nil {
 		prepare(ctd)

@@ -17,6 +17,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 	"minik8s/scheduler"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -30,7 +31,7 @@ import (
 // runner on node 1) works.
 func TestFunctionPodsServeThePlatformOnly(t *testing.T) {
 	ctx := context.Background()
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
 	u := framework.StartUnderlay(t, 2)
 	s := u.StartAPIServer(t, nil)
@@ -137,7 +138,7 @@ func TestFunctionPodsServeThePlatformOnly(t *testing.T) {
 	for _, node := range []string{near, far} {
 		p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "on-" + node, Namespace: "intruder"},
 			Spec: api.PodSpec{NodeName: node, RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
-				Name: "fetch", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", fetcher},
+				Name: "fetch", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", fetcher},
 				Env: []api.EnvVar{{Name: "URLS", Value: strings.Join(control, " ")}, {Name: "WANT", Value: "hello from web"},
 					{Name: "DENY", Value: strings.Join(deny, " ")}},
 			}}}}

@@ -22,6 +22,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 	"minik8s/test/harness"
 )
@@ -118,17 +119,17 @@ func TestMinik8sUpFuncRunners(t *testing.T) {
 func needUpPrereqs(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		framework.NeedE2E(t, "minik8s up needs root")
+		harness.NeedE2E(t, "minik8s up needs root")
 	}
-	if _, err := os.Stat(framework.ContainerdBinary); err != nil {
-		framework.NeedE2E(t, "containerd is not installed (%s): %v", framework.ContainerdBinary, err)
+	if _, err := os.Stat(containerdtest.ContainerdBinary); err != nil {
+		harness.NeedE2E(t, "containerd is not installed (%s): %v", containerdtest.ContainerdBinary, err)
 	}
 	if _, err := exec.LookPath("runc"); err != nil {
-		framework.NeedE2E(t, "runc is not installed: %v", err)
+		harness.NeedE2E(t, "runc is not installed: %v", err)
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		if _, err := os.Stat(filepath.Join(images.DefaultCacheDir, "rootfs")); err != nil {
-			framework.NeedE2E(t, "building %s needs debootstrap: %v", images.PythonRuntimeName, err)
+			harness.NeedE2E(t, "building %s needs debootstrap: %v", images.PythonRuntimeName, err)
 		}
 	}
 }

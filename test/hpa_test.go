@@ -15,6 +15,7 @@ import (
 
 	"minik8s/controller"
 	"minik8s/pkg/api"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -27,7 +28,7 @@ func burnerDeployment(burn int) *api.Deployment {
 	return &api.Deployment{ObjectMeta: api.ObjectMeta{Name: "burner"},
 		Spec: api.DeploymentSpec{Replicas: &one, Selector: &api.LabelSelector{MatchLabels: labels},
 			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: labels}, Spec: api.PodSpec{Containers: []api.Container{{
-				Name: "burn", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", script},
+				Name: "burn", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", script},
 				Resources: api.ResourceRequirements{Requests: api.ResourceList{"cpu": "100m", "memory": "32Mi"}},
 			}}}}}}
 }

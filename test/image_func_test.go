@@ -11,13 +11,14 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
 // imageCluster is cluster() with the Perl example image imported too.
 func imageCluster(t *testing.T) *framework.APIServer {
 	t.Helper()
-	return netCluster(t, "node-image", func(c *framework.Containerd) { c.ImportPerlExample(t) })
+	return netCluster(t, "node-image", func(c *containerdtest.Containerd) { c.ImportPerlExample(t) })
 }
 
 // TestImageFuncChainsWithPython: a function in Perl (spec.image, its image's
@@ -39,7 +40,7 @@ func TestImageFuncChainsWithPython(t *testing.T) {
 
 	// Both source and image: refused, naming the field.
 	body := `{"apiVersion":"v2","kind":"Func","metadata":{"name":"both"},"spec":{"name":"both","function":"` +
-		b64("def run(arg):\n    return arg\n") + `","image":"` + framework.PerlExampleImage + `"}}`
+		b64("def run(arg):\n    return arg\n") + `","image":"` + containerdtest.PerlExampleImage + `"}}`
 	if code, data := httpDo(t, "POST", s.URL+"/api/funcs/template", "application/json", []byte(body)); code != http.StatusUnprocessableEntity ||
 		!strings.Contains(string(data), "spec.image") {
 		t.Fatalf("source and image: %d %s, want 422 naming spec.image", code, data)
@@ -49,7 +50,7 @@ func TestImageFuncChainsWithPython(t *testing.T) {
 	if out := mustMkctl(t, s, "apply", "-f", filepath.Join(examplesDir, "func-image.yaml")); out != "func/perl_shout created\nfunc/python_and created\n" {
 		t.Fatalf("apply yaml/func-image.yaml: %q", out)
 	}
-	if out := mustMkctl(t, s, "get", "funcs", "perl_shout", "-o", "wide"); !strings.Contains(out, framework.PerlExampleImage) {
+	if out := mustMkctl(t, s, "get", "funcs", "perl_shout", "-o", "wide"); !strings.Contains(out, containerdtest.PerlExampleImage) {
 		t.Errorf("get -o wide shows no image:\n%s", out)
 	}
 
@@ -100,7 +101,7 @@ func TestImageFuncChainsWithPython(t *testing.T) {
 
 	// A v1 image function, made by mkctl: every step in a fresh pod,
 	// removed after it.
-	mustMkctl(t, s, "func", "create", "perl_once", "--image", framework.PerlExampleImage, "--v1")
+	mustMkctl(t, s, "func", "create", "perl_once", "--image", containerdtest.PerlExampleImage, "--v1")
 	if v := syncInvoke(t, s, "perl_once", "once"); v.Status != api.InstanceSucceeded || v.Result != "ONCE!" || len(v.Steps) != 1 {
 		t.Fatalf("v1 image function: %+v", v)
 	}

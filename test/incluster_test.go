@@ -11,6 +11,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -23,7 +24,7 @@ import (
 // lists the ConfigMaps its Role lets it read and is refused the Secrets.
 func TestClientGoInAPod(t *testing.T) {
 	ctx := context.Background()
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportInClusterClient(t)
 	u := framework.StartUnderlay(t, 2)
 	s := u.StartSecureAPIServer(t, u.Nodes[0])
@@ -79,7 +80,7 @@ func TestClientGoInAPod(t *testing.T) {
 	for node := range kubelets {
 		p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "client-on-" + node},
 			Spec: api.PodSpec{NodeName: node, ServiceAccountName: "reader", RestartPolicy: api.RestartPolicyNever,
-				Containers: []api.Container{{Name: "client", Image: framework.InClusterClientImage}}}}
+				Containers: []api.Container{{Name: "client", Image: containerdtest.InClusterClientImage}}}}
 		if _, err := c.Pods(ns).Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}

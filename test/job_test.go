@@ -10,6 +10,7 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -18,7 +19,7 @@ func pythonJob(name, script string, completions, parallelism, backoffLimit int32
 		ObjectMeta: api.ObjectMeta{Name: name},
 		Spec: api.JobSpec{Completions: &completions, Parallelism: &parallelism, BackoffLimit: &backoffLimit,
 			Template: api.PodTemplateSpec{Spec: api.PodSpec{RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
-				Name: "work", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", script},
+				Name: "work", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", script},
 			}}}}},
 	}
 }

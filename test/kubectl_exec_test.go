@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
+	"minik8s/test/harness"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
@@ -26,7 +28,7 @@ import (
 // kubelet on real containerd: output on stdout and stderr apart, the exit
 // code passed on, stdin to its end.
 func TestKubectlExec(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	as := framework.StartAPIServer(t)
 	framework.StartKubelet(t, as.URL, ctd, "node-x", "127.0.0.27")
@@ -49,7 +51,7 @@ func TestKubectlExec(t *testing.T) {
 		case errors.As(err, &exit):
 			return out.String(), errOut.String(), exit.ExitCode()
 		case err != nil:
-			framework.NeedE2E(t, "kubectl: %v", err)
+			harness.NeedE2E(t, "kubectl: %v", err)
 		}
 		return out.String(), errOut.String(), 0
 	}

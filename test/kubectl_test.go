@@ -18,6 +18,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 	"minik8s/test/framework"
+	"minik8s/test/harness"
 )
 
 // kubectl runs the real kubectl against s's local port, with a private
@@ -26,7 +27,7 @@ func kubectl(t *testing.T, s *framework.APIServer, args ...string) (string, stri
 	t.Helper()
 	bin, err := exec.LookPath("kubectl")
 	if err != nil {
-		framework.NeedE2E(t, "kubectl is not installed: %v", err)
+		harness.NeedE2E(t, "kubectl is not installed: %v", err)
 	}
 	cmd := exec.Command(bin, append([]string{"--server", s.URL}, args...)...)
 	home := filepath.Join(t.TempDir(), "home")

@@ -9,6 +9,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -81,7 +82,7 @@ func TestKubeletRestartAdoptsAndCleansUp(t *testing.T) {
 // view) running; kubelet a comes back, removes its orphan and adopts the
 // pod it still has.
 func TestKubeletsShareOneContainerd(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	as := framework.StartAPIServer(t)
 	ka := framework.StartKubelet(t, as.URL, ctd, "share-a", "127.0.0.16")
@@ -167,7 +168,7 @@ func TestKubeletsShareOneContainerd(t *testing.T) {
 }
 
 // hasContainer reports whether containerd still has the container.
-func hasContainer(t *testing.T, ctd *framework.Containerd, id string) bool {
+func hasContainer(t *testing.T, ctd *containerdtest.Containerd, id string) bool {
 	t.Helper()
 	cs, err := ctd.Runtime.ListContainers(context.Background(), nil)
 	if err != nil {
@@ -183,7 +184,7 @@ func hasContainer(t *testing.T, ctd *framework.Containerd, id string) bool {
 
 // containerState is the state of the container's task, "" when the
 // container is gone.
-func containerState(t *testing.T, ctd *framework.Containerd, id string) containerd.State {
+func containerState(t *testing.T, ctd *containerdtest.Containerd, id string) containerd.State {
 	t.Helper()
 	if !hasContainer(t, ctd, id) {
 		return ""

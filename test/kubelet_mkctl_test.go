@@ -11,6 +11,7 @@ import (
 	"minik8s/images"
 	"minik8s/mkctl"
 	"minik8s/pkg/api"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -24,7 +25,7 @@ func mk(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestMkctlImageAndLogs(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	// Build (or take from the cache) the archive and import it with mkctl.
 	ctx := context.Background()
 	b := images.Builder{}

@@ -11,6 +11,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -57,7 +58,7 @@ while True:
 // token it is the service account to the API: forbidden until a binding
 // gives the account the view role.
 func TestPodSecretsAndServiceAccountToken(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	s := framework.StartSecureAPIServer(t, "")
 	framework.SecureKubelet(t, s, ctd, "secrets-node", "127.0.0.74")

@@ -15,13 +15,14 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
 // node is an apiserver, a containerd with the python image, and a kubelet.
 type node struct {
 	api     *framework.APIServer
-	ctd     *framework.Containerd
+	ctd     *containerdtest.Containerd
 	kubelet *framework.Kubelet
 	c       *client.Client
 	name    string
@@ -30,7 +31,7 @@ type node struct {
 
 func startNode(t *testing.T, name, ip string) *node {
 	t.Helper()
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	as := framework.StartAPIServer(t)
 	n := &node{api: as, ctd: ctd, c: as.Client, name: name, ip: ip}
@@ -47,7 +48,7 @@ func pythonPod(name, nodeName, script string) *api.Pod {
 			NodeName: nodeName,
 			Containers: []api.Container{{
 				Name:    "main",
-				Image:   framework.PythonRuntimeImage,
+				Image:   containerdtest.PythonRuntimeImage,
 				Command: []string{"python3", "-c", script},
 			}},
 		},

@@ -17,6 +17,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -28,7 +29,7 @@ import (
 // cannot touch another node's Node or pods; a token whose CA hash is not
 // the server's is not sent.
 func TestNodeJoinAndRestriction(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	s := framework.StartSecureAPIServer(t, "")
 	ka := framework.SecureKubelet(t, s, ctd, "join-a", "127.0.0.71")

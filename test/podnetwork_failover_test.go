@@ -12,6 +12,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/scheduler"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestNodeFailureWithOwnNetwork(t *testing.T) {
 	u := framework.StartUnderlay(t, 3)
 	s := u.StartAPIServer(t, nil)
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	framework.StartControllers(t, s, controller.Config{NodeMonitorGracePeriod: 8 * time.Second})
 	framework.StartScheduler(t, s, scheduler.Config{})

@@ -16,6 +16,7 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -42,7 +43,7 @@ http.server.HTTPServer(("0.0.0.0", 9090), H).serve_forever()
 func webPod(name, node string) *api.Pod {
 	return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name},
 		Spec: api.PodSpec{NodeName: node, Containers: []api.Container{{
-			Name: "web", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", fixedPortServer},
+			Name: "web", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", fixedPortServer},
 			Ports: []api.ContainerPort{{ContainerPort: 8080}},
 			Env:   []api.EnvVar{{Name: "POD_NAME", Value: name}},
 		}}}}
@@ -58,7 +59,7 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	ctx := context.Background()
 	u := framework.StartUnderlay(t, 1)
 	s := u.StartAPIServer(t, nil)
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	node := u.Nodes[0]
 	k := framework.StartNetKubelet(t, node, s, ctd, "podnet-1")
@@ -77,7 +78,7 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	for _, name := range []string{"web-1", "web-2"} {
 		p := webPod(name, "podnet-1")
 		if name == "web-1" {
-			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "side", Image: framework.PythonRuntimeImage,
+			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "side", Image: containerdtest.PythonRuntimeImage,
 				Command: []string{"python3", "-c", sidecar}, Ports: []api.ContainerPort{{ContainerPort: 9090}}})
 		} else {
 			// Probes reach the pod at its address, or run in the container.
@@ -190,7 +191,7 @@ func TestPodsAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	u := framework.StartUnderlay(t, 3)
 	s := u.StartAPIServer(t, nil)
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	var kubelets []*framework.NetKubelet
 	for i, node := range u.Nodes {
@@ -248,7 +249,7 @@ func TestPodsAcrossNodes(t *testing.T) {
 	deny := []string{kubelets[0].APIAddr, net.JoinHostPort(gw1, apiPort), net.JoinHostPort(u.Nodes[0].IP, apiPort)}
 	near := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "near"},
 		Spec: api.PodSpec{NodeName: "across-1", RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
-			Name: "fetch", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", fetcher},
+			Name: "fetch", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", fetcher},
 			Env: []api.EnvVar{{Name: "URLS", Value: strings.Join([]string{byIP, byClusterIP, "http://web.default.svc.cluster.local/", "http://web/"}, " ")},
 				{Name: "WANT", Value: "hello from far"}, {Name: "DENY", Value: strings.Join(deny, " ")}},
 		}}}}

@@ -19,6 +19,7 @@ import (
 
 	"minik8s/images"
 	"minik8s/pkg/api"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 	"minik8s/test/harness"
 )
@@ -50,17 +51,17 @@ type upCluster struct {
 // in /var/cache/minik8s): give `go test` a long -timeout (make test: 45m).
 func TestMinik8sUpBinaries(t *testing.T) {
 	if os.Geteuid() != 0 {
-		framework.NeedE2E(t, "minik8s up needs root")
+		harness.NeedE2E(t, "minik8s up needs root")
 	}
-	if _, err := os.Stat(framework.ContainerdBinary); err != nil {
-		framework.NeedE2E(t, "containerd is not installed (%s): %v", framework.ContainerdBinary, err)
+	if _, err := os.Stat(containerdtest.ContainerdBinary); err != nil {
+		harness.NeedE2E(t, "containerd is not installed (%s): %v", containerdtest.ContainerdBinary, err)
 	}
 	if _, err := exec.LookPath("runc"); err != nil {
-		framework.NeedE2E(t, "runc is not installed: %v", err)
+		harness.NeedE2E(t, "runc is not installed: %v", err)
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		if _, err := os.Stat(filepath.Join(images.DefaultCacheDir, "rootfs")); err != nil {
-			framework.NeedE2E(t, "building %s needs debootstrap: %v", images.PythonRuntimeName, err)
+			harness.NeedE2E(t, "building %s needs debootstrap: %v", images.PythonRuntimeName, err)
 		}
 	}
 	root := moduleRoot(t)
@@ -330,7 +331,7 @@ func (c *upCluster) mustKubectl(kubeconfig string, args ...string) string {
 	c.t.Helper()
 	bin, err := exec.LookPath("kubectl")
 	if err != nil {
-		framework.NeedE2E(c.t, "kubectl is not installed: %v", err)
+		harness.NeedE2E(c.t, "kubectl is not installed: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -40,11 +40,11 @@ const (
 func nodeNetwork(t *testing.T) (m *network.Manager, node, state string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		framework.NeedE2E(t, "pod networks need root")
+		harness.NeedE2E(t, "pod networks need root")
 	}
 	for _, need := range []string{filepath.Join(network.DefaultBinDir, "bridge"), "/usr/sbin/iptables"} {
 		if _, err := os.Stat(need); err != nil {
-			framework.NeedE2E(t, "pod networks need %s (apt-get install containernetworking-plugins iptables)", need)
+			harness.NeedE2E(t, "pod networks need %s (apt-get install containernetworking-plugins iptables)", need)
 		}
 	}
 	dir := t.TempDir()

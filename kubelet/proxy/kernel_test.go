@@ -11,7 +11,7 @@ import (
 
 	"minik8s/kubelet/proxy"
 	"minik8s/pkg/netns"
-	"minik8s/test/framework"
+	"minik8s/test/harness"
 )
 
 // The addresses below exist only in the rules of a namespace the test
@@ -86,10 +86,10 @@ func TestRuleSet(t *testing.T) {
 // and SEP), and the jumps into them are made once.
 func TestRulesInTheKernel(t *testing.T) {
 	if os.Geteuid() != 0 {
-		framework.NeedE2E(t, "network namespaces need root")
+		harness.NeedE2E(t, "network namespaces need root")
 	}
 	if _, err := exec.LookPath("iptables-restore"); err != nil {
-		framework.NeedE2E(t, "iptables is missing (apt-get install iptables)")
+		harness.NeedE2E(t, "iptables is missing (apt-get install iptables)")
 	}
 	path := filepath.Join(t.TempDir(), "ns")
 	if err := netns.New(path); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"minik8s/pkg/containerd"
-	"minik8s/test/framework"
+	"minik8s/test/containerdtest"
 )
 
 // shimsOf lists the pids of containerd shims serving container id.
@@ -41,14 +41,14 @@ func shimsOf(id string) []string {
 // test harness) would: no shim may survive. A removal that containerd
 // abandoned half-way forgot the task and left its shim running for good.
 func TestRemoveContainerCancelledMidwayLeavesNoShim(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	rt := ctd.Runtime
 	dir := t.TempDir()
 	start := func(id string) {
 		t.Helper()
 		ctx := context.Background()
-		if err := rt.CreateContainer(ctx, containerd.ContainerSpec{ID: id, Image: framework.PythonRuntimeImage,
+		if err := rt.CreateContainer(ctx, containerd.ContainerSpec{ID: id, Image: containerdtest.PythonRuntimeImage,
 			Command: []string{"python3", "-c", "import time; time.sleep(600)"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,8 @@ import (
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/netns"
-	"minik8s/test/framework"
+	"minik8s/test/containerdtest"
+	"minik8s/test/harness"
 )
 
 func waitExited(t *testing.T, rt *containerd.Runtime, id string) containerd.Status {
@@ -35,7 +36,7 @@ func waitExited(t *testing.T, rt *containerd.Runtime, id string) containerd.Stat
 }
 
 func TestRuntimeContainerLifecycle(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	rt := ctd.Runtime
 	ctx := context.Background()
@@ -50,7 +51,7 @@ func TestRuntimeContainerLifecycle(t *testing.T) {
 	logPath := filepath.Join(dir, "logs", "c.log")
 	spec := containerd.ContainerSpec{
 		ID:      "lifecycle-1",
-		Image:   framework.PythonRuntimeImage,
+		Image:   containerdtest.PythonRuntimeImage,
 		Labels:  map[string]string{containerd.LabelNode: "n1", containerd.LabelPodUID: "u1"},
 		Command: []string{"python3", "-c"},
 		Args: []string{`import os, sys
@@ -109,14 +110,14 @@ sys.exit(3)`},
 }
 
 func TestRuntimeStopEscalatesToSIGKILL(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	rt := ctd.Runtime
 	ctx := context.Background()
 	logPath := filepath.Join(t.TempDir(), "c.log")
 	spec := containerd.ContainerSpec{
 		ID:    "stubborn",
-		Image: framework.PythonRuntimeImage,
+		Image: containerdtest.PythonRuntimeImage,
 		Command: []string{"python3", "-c", `import signal, time
 signal.signal(signal.SIGTERM, lambda *a: print("ignoring TERM", flush=True))
 print("ready", flush=True)
@@ -151,7 +152,7 @@ while True: time.sleep(1)`},
 }
 
 func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	rt := ctd.Runtime
 	ctx, cancel := context.WithCancel(context.Background())
@@ -161,7 +162,7 @@ func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "c.log")
 	spec := containerd.ContainerSpec{
 		ID:          "hog",
-		Image:       framework.PythonRuntimeImage,
+		Image:       containerdtest.PythonRuntimeImage,
 		Command:     []string{"python3", "-c", "x = bytearray(512 * 1024 * 1024); print(len(x))"},
 		MemoryLimit: 64 << 20,
 		LogPath:     logPath,
@@ -200,7 +201,7 @@ func TestRuntimeMemoryLimitOOMKill(t *testing.T) {
 // its devices (here only lo), not the node's, and two containers in one
 // namespace talk over its localhost.
 func TestContainersJoinANetworkNamespace(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	rt := ctd.Runtime
 	ctx := context.Background()
@@ -217,7 +218,7 @@ func TestContainersJoinANetworkNamespace(t *testing.T) {
 	run := func(id, code string) string {
 		t.Helper()
 		logPath := filepath.Join(dir, id+".log")
-		spec := containerd.ContainerSpec{ID: id, Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", code},
+		spec := containerd.ContainerSpec{ID: id, Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", code},
 			LogPath: logPath, NetNSPath: ns}
 		if err := rt.CreateContainer(ctx, spec); err != nil {
 			t.Fatal(err)
@@ -265,12 +266,12 @@ func waitLog(t *testing.T, path, want string) {
 // environment, and gives back its exit code and output; one that outlives
 // its context is killed.
 func TestExecInAContainer(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	rt := ctd.Runtime
 	ctx := context.Background()
 	logPath := filepath.Join(t.TempDir(), "c.log")
-	spec := containerd.ContainerSpec{ID: "exec-target", Image: framework.PythonRuntimeImage, Command: []string{"sleep", "300"},
+	spec := containerd.ContainerSpec{ID: "exec-target", Image: containerdtest.PythonRuntimeImage, Command: []string{"sleep", "300"},
 		Env: []string{"GREETING=hello from the container"}, LogPath: logPath}
 	if err := rt.CreateContainer(ctx, spec); err != nil {
 		t.Fatal(err)
@@ -300,16 +301,16 @@ func TestExecInAContainer(t *testing.T) {
 // beside the container), everything the container wrote is in the log,
 // each line with its time, once the reaping returns.
 func TestReapWithTheLogger(t *testing.T) {
-	ctd := framework.StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	ctx := context.Background()
-	rt, err := containerd.New(ctx, ctd.Address, containerd.Options{Logger: framework.GoBinary(t, "minik8s-logger")})
+	rt, err := containerd.New(ctx, ctd.Address, containerd.Options{Logger: harness.GoBinary(t, "minik8s-logger")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
 	logPath := filepath.Join(t.TempDir(), "c.log")
-	spec := containerd.ContainerSpec{ID: "chatty", Image: framework.PythonRuntimeImage, LogPath: logPath,
+	spec := containerd.ContainerSpec{ID: "chatty", Image: containerdtest.PythonRuntimeImage, LogPath: logPath,
 		Command: []string{"python3", "-c", "import sys\nfor i in range(2000): print('line', i)\nsys.stdout.write('no end')"}}
 	if err := rt.CreateContainer(ctx, spec); err != nil {
 		t.Fatal(err)

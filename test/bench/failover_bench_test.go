@@ -10,6 +10,7 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -106,7 +107,7 @@ func failoverReplicaSet(replicas int32) *api.ReplicaSet {
 		Spec: api.ReplicaSetSpec{Replicas: &replicas, Selector: &api.LabelSelector{MatchLabels: labels},
 			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: labels}, Spec: api.PodSpec{
 				Containers: []api.Container{{
-					Name: "web", Image: framework.PythonRuntimeImage,
+					Name: "web", Image: containerdtest.PythonRuntimeImage,
 					Command:   []string{"python3", "-c", benchServer},
 					Ports:     []api.ContainerPort{{Name: "http"}},
 					Resources: api.ResourceRequirements{Requests: api.ResourceList{"cpu": "100m", "memory": "32Mi"}},

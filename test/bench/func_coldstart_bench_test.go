@@ -12,6 +12,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
 	"minik8s/scheduler"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -24,7 +25,7 @@ import (
 // and runner in a node's namespace, the runner calling pods by pod IP). At
 // least 20 runs each.
 func BenchmarkFuncScaleFromZero(b *testing.B) {
-	ctd := framework.StartContainerd(b)
+	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportFunctionRuntime(b)
 	// A short idle window: the function scales back to zero soon after
 	// each call (the calls waiting for a pod hold it at one meanwhile).

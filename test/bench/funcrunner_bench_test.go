@@ -23,6 +23,7 @@ import (
 	"minik8s/pkg/function"
 	"minik8s/pkg/storage/etcd"
 	"minik8s/scheduler"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -100,7 +101,7 @@ def check(ret):
 // the time until all were accepted and until all had ended, and the most
 // pods seen running. One burst per run, whatever b.N.
 func BenchmarkFuncAsyncBurstFromZero(b *testing.B) {
-	ctd := framework.StartContainerd(b)
+	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportFunctionRuntime(b)
 	s := framework.StartAPIServer(b)
 	framework.StartFuncRunner(b, s)

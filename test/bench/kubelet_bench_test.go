@@ -8,6 +8,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -24,7 +25,7 @@ http.server.HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), H).serve_f
 // Running, and to Ready (an HTTP readiness probe on its allocated port
 // passing). Pods start one after another on one kubelet with containerd.
 func BenchmarkKubeletPodStart(b *testing.B) {
-	ctd := framework.StartContainerd(b)
+	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportPythonRuntime(b)
 	as := framework.StartAPIServer(b)
 	framework.StartKubelet(b, as.URL, ctd, "bench-node", "127.0.0.19")
@@ -72,7 +73,7 @@ func startProbedPod(ctx context.Context, b *testing.B, pods *client.ResourceClie
 			NodeName:                      node,
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []api.Container{{
-				Name: "web", Image: framework.PythonRuntimeImage,
+				Name: "web", Image: containerdtest.PythonRuntimeImage,
 				Command:        []string{"python3", "-c", benchServer},
 				Ports:          []api.ContainerPort{{Name: "http"}},
 				ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: "http"}, PeriodSeconds: 1},

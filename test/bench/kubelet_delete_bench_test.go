@@ -9,6 +9,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -24,7 +25,7 @@ const termServer = "import signal, sys\nsignal.signal(signal.SIGTERM, lambda *a:
 // under the grace period. Pods are deleted one after another on one
 // kubelet with containerd.
 func BenchmarkKubeletPodDelete(b *testing.B) {
-	ctd := framework.StartContainerd(b)
+	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportPythonRuntime(b)
 	as := framework.StartAPIServer(b)
 	framework.StartKubelet(b, as.URL, ctd, "bench-node", "127.0.0.19")
@@ -45,7 +46,7 @@ func BenchmarkKubeletPodDelete(b *testing.B) {
 			Spec: api.PodSpec{
 				NodeName: "bench-node",
 				Containers: []api.Container{{
-					Name: "web", Image: framework.PythonRuntimeImage,
+					Name: "web", Image: containerdtest.PythonRuntimeImage,
 					Command:        []string{"python3", "-c", termServer},
 					Ports:          []api.ContainerPort{{Name: "http"}},
 					ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: "http"}, PeriodSeconds: 1},

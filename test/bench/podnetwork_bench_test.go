@@ -14,6 +14,7 @@ import (
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
 )
 
@@ -23,7 +24,7 @@ import (
 // get their own through CNI (--pod-network cni, the kubelet in a simulated
 // node's namespace). The two take turns, one pod at a time.
 func BenchmarkPodStartOwnNetwork(b *testing.B) {
-	ctd := framework.StartContainerd(b)
+	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportPythonRuntime(b)
 	u := framework.StartUnderlay(b, 1)
 	as := u.StartAPIServer(b, nil)
@@ -98,7 +99,7 @@ func BenchmarkServiceRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	u := framework.StartUnderlay(b, 2)
 	as := u.StartAPIServer(b, nil)
-	ctd := framework.StartContainerd(b)
+	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportPythonRuntime(b)
 	client1 := framework.StartNetKubelet(b, u.Nodes[0], as, ctd, "rt-1")
 	framework.StartNetKubelet(b, u.Nodes[1], as, ctd, "rt-2")
@@ -110,7 +111,7 @@ func BenchmarkServiceRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	server := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}},
-		Spec: api.PodSpec{NodeName: "rt-2", Containers: []api.Container{{Name: "web", Image: framework.PythonRuntimeImage,
+		Spec: api.PodSpec{NodeName: "rt-2", Containers: []api.Container{{Name: "web", Image: containerdtest.PythonRuntimeImage,
 			Command: []string{"python3", "-c", `import http.server
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -135,7 +136,7 @@ http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()`},
 	rounds := max(b.N, 200)
 	clientPod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "client"},
 		Spec: api.PodSpec{NodeName: "rt-1", RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
-			Name: "client", Image: framework.PythonRuntimeImage, Command: []string{"python3", "-c", serviceClient},
+			Name: "client", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", serviceClient},
 			Env: []api.EnvVar{{Name: "POD_IP", Value: podIP}, {Name: "CLUSTER_IP", Value: svc.Spec.ClusterIP},
 				{Name: "NAME", Value: "web.default.svc.cluster.local."}, {Name: "ROUNDS", Value: strconv.Itoa(rounds)}},
 		}}}}

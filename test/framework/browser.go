@@ -48,7 +48,7 @@ func StartBrowser(t testing.TB, opts ...BrowserOption) *Browser {
 	t.Helper()
 	harness.HoldIfAborting()
 	if _, err := os.Stat(ChromiumBinary); err != nil {
-		NeedE2E(t, "no %s (Debian's chromium package: apt-get install chromium)", ChromiumBinary)
+		harness.NeedE2E(t, "no %s (Debian's chromium package: apt-get install chromium)", ChromiumBinary)
 	}
 	dir := t.TempDir()
 	all := append(chromedp.DefaultExecAllocatorOptions[:],

@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,98 +12,13 @@ import (
 	"minik8s/apiserver"
 	"minik8s/controller"
 	"minik8s/funcrunner"
-	"minik8s/images"
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 	"minik8s/scheduler"
 
+	"minik8s/test/containerdtest"
 	"minik8s/test/harness"
 )
-
-var builds struct {
-	mu   sync.Mutex
-	done map[string]*build
-}
-
-type build struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// FuncserverBinary builds cmd/funcserver statically, once per test process,
-// for the function runtime image.
-func FuncserverBinary(t testing.TB) string { return GoBinary(t, "funcserver") }
-
-// GoBinary builds cmd/NAME statically, once per test process.
-func GoBinary(t testing.TB, name string) string {
-	t.Helper()
-	return GoProgram(t, "./cmd/"+name)
-}
-
-// GoProgram builds the main package pkg (a path from the module's root,
-// "./test/incluster") statically, once per test process.
-func GoProgram(t testing.TB, pkg string) string {
-	t.Helper()
-	builds.mu.Lock()
-	if builds.done == nil {
-		builds.done = map[string]*build{}
-	}
-	b := builds.done[pkg]
-	if b == nil {
-		b = &build{}
-		builds.done[pkg] = b
-	}
-	builds.mu.Unlock()
-	b.once.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			b.err = err
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		name := filepath.Base(pkg)
-		dir, err := os.MkdirTemp("", name)
-		if err != nil {
-			b.err = err
-			return
-		}
-		path := filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-trimpath", "-o", path, pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = errors.New("go build " + pkg + ": " + err.Error() + "\n" + string(out))
-			return
-		}
-		b.path = path
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-// ImportFunctionRuntime makes sure the function runtime image (the Python
-// image with funcserver) is in this containerd, building it when needed.
-func (c *Containerd) ImportFunctionRuntime(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	if _, err := exec.LookPath("debootstrap"); err != nil {
-		if _, err := os.Stat(images.DefaultCacheDir); err != nil {
-			NeedE2E(t, "building %s needs debootstrap: %v", PythonRuntimeImage, err)
-		}
-	}
-	b := images.Builder{CacheDir: images.DefaultCacheDir}
-	path, err := b.Build(ctx, images.FunctionRuntime(FuncserverBinary(t)))
-	if err != nil {
-		t.Fatalf("building the function runtime: %v", err)
-	}
-	if _, err := images.ImportFile(ctx, c.Runtime, path); err != nil {
-		t.Fatalf("importing %s: %v", path, err)
-	}
-}
 
 // StartControllers runs the controller manager in the test process until
 // the test ends, as the admin (the local port) unless cfg names a client.
@@ -148,7 +58,7 @@ func runUntilCleanup(t testing.TB, name string, fn func(context.Context) error) 
 // kubelets sharing one private containerd, as end-to-end tests and
 // benchmarks of node failure run it.
 type Cluster struct {
-	Containerd *Containerd
+	Containerd *containerdtest.Containerd
 	APIServer  *APIServer
 	Kubelets   map[string]*Kubelet
 }
@@ -158,7 +68,7 @@ type Cluster struct {
 // Images are the caller's to import.
 func StartCluster(t testing.TB, cc controller.Config, prefix string, n, firstIP int) *Cluster {
 	t.Helper()
-	c := &Cluster{Containerd: StartContainerd(t), APIServer: StartAPIServer(t), Kubelets: map[string]*Kubelet{}}
+	c := &Cluster{Containerd: containerdtest.StartContainerd(t), APIServer: StartAPIServer(t), Kubelets: map[string]*Kubelet{}}
 	StartControllers(t, c.APIServer, cc)
 	StartScheduler(t, c.APIServer, scheduler.Config{})
 	for i := 1; i <= n; i++ {

@@ -14,6 +14,7 @@ import (
 
 	"minik8s/pkg/containerd"
 
+	"minik8s/test/containerdtest"
 	"minik8s/test/harness"
 )
 
@@ -37,11 +38,11 @@ func TestHarnessChild(t *testing.T) {
 		t.Skip("helper of TestHarnessEndsClean")
 	}
 	u := StartUnderlay(t, 2)
-	ctd := StartContainerd(t)
+	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	ctx := context.Background()
 	if err := ctd.Runtime.CreateContainer(ctx, containerd.ContainerSpec{
-		ID: "sleeper", Image: PythonRuntimeImage,
+		ID: "sleeper", Image: containerdtest.PythonRuntimeImage,
 		Command: []string{"python3", "-c", "import time; time.sleep(3600)"},
 	}); err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func TestHarnessChild(t *testing.T) {
 		t.Fatalf("container: %+v, %v", st, err)
 	}
 	info := childInfo{RunDir: harness.RunDir(), Dir: ctd.Dir, Address: ctd.Address,
-		DaemonPid: ctd.daemon.Pid(), DaemonStart: harness.ProcStart(ctd.daemon.Pid()),
+		DaemonPid: ctd.DaemonPid(), DaemonStart: harness.ProcStart(ctd.DaemonPid()),
 		ContainerPid: int(st.Pid), ContainerStart: harness.ProcStart(int(st.Pid)), Netns: u.Namespaces()}
 	data, _ := json.Marshal(info)
 	if err := os.WriteFile(ready+".tmp", data, 0o644); err != nil {
@@ -75,7 +76,7 @@ func TestHarnessChild(t *testing.T) {
 // network namespace or run dir.
 func TestHarnessEndsClean(t *testing.T) {
 	if os.Geteuid() != 0 {
-		NeedE2E(t, "containerd tests need root")
+		harness.NeedE2E(t, "containerd tests need root")
 	}
 	for _, tc := range []struct {
 		name    string

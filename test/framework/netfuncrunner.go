@@ -32,7 +32,7 @@ type NetFuncRunner struct {
 // It returns once the runner holds its Lease.
 func StartNetFuncRunner(t testing.TB, node *NetNode, s *APIServer) *NetFuncRunner {
 	t.Helper()
-	bin := GoBinary(t, "funcrunner")
+	bin := harness.GoBinary(t, "funcrunner")
 	// A port free in the node's namespace, for the calls handed over.
 	l, err := node.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -60,7 +60,7 @@ func StartNetFuncRunner(t testing.TB, node *NetNode, s *APIServer) *NetFuncRunne
 // defaults.
 func StartSecureNetFuncRunner(t testing.TB, node *NetNode, s *APIServer, server string) *NetFuncRunner {
 	t.Helper()
-	bin := GoBinary(t, "funcrunner")
+	bin := harness.GoBinary(t, "funcrunner")
 	l, err := node.Listen("tcp", net.JoinHostPort(node.IP, "0"))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,9 @@ import (
 	"minik8s/apiserver"
 	"minik8s/kubelet"
 	"minik8s/pkg/netns"
+
+	"minik8s/test/containerdtest"
+	"minik8s/test/harness"
 )
 
 // Forward serves target (an address of the machine's loopback, such as
@@ -129,7 +132,7 @@ type netProcess struct {
 // machine's loopback (forwarded into the node) and its service range, with
 // ctd's containerd. It returns once the node has registered and been given
 // its pod CIDR, so that pods bound to it are not taken for orphans.
-func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name string) *NetKubelet {
+func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *containerdtest.Containerd, name string) *NetKubelet {
 	t.Helper()
 	return startNetKubelet(t, node, s, ctd, name, "")
 }
@@ -139,7 +142,7 @@ func StartNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 // the node token, as `minik8s join` does: it gets a client certificate of
 // its own, whose kubeconfig is Kubeconfig(), and a serving certificate for
 // its address, and it is what the node authorizer and restriction judge.
-func StartJoinedNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name, server string) *NetKubelet {
+func StartJoinedNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *containerdtest.Containerd, name, server string) *NetKubelet {
 	t.Helper()
 	return startNetKubelet(t, node, s, ctd, name, server)
 }
@@ -149,9 +152,9 @@ func (k *NetKubelet) Kubeconfig() string { return filepath.Join(k.RootDir, kubel
 
 // startNetKubelet starts a kubelet on the plain port of s, or, when
 // server is set, joining the secure port there with the node token.
-func startNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd, name, server string) *NetKubelet {
+func startNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *containerdtest.Containerd, name, server string) *NetKubelet {
 	t.Helper()
-	bin := GoBinary(t, "kubelet")
+	bin := harness.GoBinary(t, "kubelet")
 	dir := t.TempDir()
 	k := &NetKubelet{Node: node, Name: name, RootDir: filepath.Join(dir, "root"),
 		netProcess: &netProcess{t: t, what: "kubelet " + name, LogPath: filepath.Join(dir, "kubelet.log")}}
@@ -175,7 +178,7 @@ func startNetKubelet(t testing.TB, node *NetNode, s *APIServer, ctd *Containerd,
 	k.args = []string{"--net=" + node.Path(), bin, "--resolv-conf", resolvConf,
 		"--apiserver", apiURL, "--service-cidr", s.ServiceCIDR,
 		"--node-name", name, "--node-ip", node.IP, "--port", "0",
-		"--containerd-address", ctd.Address, "--root-dir", k.RootDir, "--container-logger", GoBinary(t, kubelet.LoggerName),
+		"--containerd-address", ctd.Address, "--root-dir", k.RootDir, "--container-logger", harness.GoBinary(t, kubelet.LoggerName),
 		"--pod-network", "cni", "--heartbeat-period", "2s", "--restart-backoff", "1s", "--max-restart-backoff", "5s"}
 	k.Start()
 	t.Cleanup(func() {

@@ -127,10 +127,10 @@ func (u *Underlay) ControlPlane(t testing.TB) *NetNode {
 func StartUnderlay(t testing.TB, n int) *Underlay {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		NeedE2E(t, "network namespaces need root")
+		harness.NeedE2E(t, "network namespaces need root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		NeedE2E(t, "network namespaces need iproute2's ip (apt-get install iproute2)")
+		harness.NeedE2E(t, "network namespaces need iproute2's ip (apt-get install iproute2)")
 	}
 	if n < 1 || n > 200 {
 		t.Fatalf("an underlay of %d nodes", n)

@@ -2,7 +2,8 @@
 // tests included: Main (each package's TestMain) gives the binary a run
 // dir, runs the teardowns registered with Track however the binary ends
 // (signal, -timeout), and sweeps what dead binaries left (sweep.go, with
-// the /proc helpers of proc.go). It imports the standard library and pkg/
-// only, never a component, so that a library's tests may use it;
-// test/framework, which starts the components, builds on it.
+// the /proc helpers of proc.go); NeedE2E and GoBinary serve the tests
+// besides. It imports the standard library only, so that any test may use
+// it: test/containerdtest (a private containerd) and test/framework (the
+// components) build on it.
 package harness

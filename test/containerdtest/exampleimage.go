@@ -1,4 +1,4 @@
-package framework
+package containerdtest
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"minik8s/images"
+
+	"minik8s/test/harness"
 )
 
 // PerlExampleImage is the example function in another language.
@@ -34,5 +36,5 @@ func (c *Containerd) ImportInClusterClient(t testing.TB) {
 	defer cancel()
 	const path = "/usr/local/bin/incluster"
 	c.buildAndImport(ctx, t, InClusterClientImage, images.Spec{Name: InClusterClientImage, Rootfs: images.PythonRuntime().Rootfs,
-		Files: []images.File{{Source: GoProgram(t, "./test/incluster"), Path: path, Mode: 0o755}}, Entrypoint: []string{path}})
+		Files: []images.File{{Source: harness.GoProgram(t, "./test/incluster"), Path: path, Mode: 0o755}}, Entrypoint: []string{path}})
 }

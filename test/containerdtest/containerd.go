@@ -1,25 +1,23 @@
-package framework
+// Package containerdtest starts, for one test, a containerd private to it
+// (its run dir is the harness's) with the project's images. It imports
+// libraries only (pkg/, images/), so that a library's tests (pkg/containerd)
+// may use it.
+package containerdtest
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"minik8s/apiserver"
 	"minik8s/images"
-	"minik8s/kubelet"
-	"minik8s/pkg/client"
 	"minik8s/pkg/containerd"
-	"minik8s/pkg/rbac"
 
 	"minik8s/test/harness"
 )
@@ -41,16 +39,6 @@ type Containerd struct {
 	daemon *containerd.Daemon
 }
 
-// NeedE2E fails the test when MINIK8S_E2E=1 (the suite must run in full)
-// and skips it otherwise.
-func NeedE2E(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("MINIK8S_E2E") == "1" {
-		t.Fatalf("MINIK8S_E2E=1 but "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // ContainerdBinary is the Debian package's daemon.
 const ContainerdBinary = containerd.Binary
 
@@ -62,13 +50,13 @@ func StartContainerd(t testing.TB) *Containerd {
 	t.Helper()
 	harness.HoldIfAborting()
 	if os.Geteuid() != 0 {
-		NeedE2E(t, "containerd tests need root")
+		harness.NeedE2E(t, "containerd tests need root")
 	}
 	if _, err := os.Stat(ContainerdBinary); err != nil {
-		NeedE2E(t, "containerd is not installed (%s): %v", ContainerdBinary, err)
+		harness.NeedE2E(t, "containerd is not installed (%s): %v", ContainerdBinary, err)
 	}
 	if _, err := exec.LookPath("runc"); err != nil {
-		NeedE2E(t, "runc is not installed: %v", err)
+		harness.NeedE2E(t, "runc is not installed: %v", err)
 	}
 	// In the run dir, which a later binary sweeps if this one is killed;
 	// short, as unix socket paths are limited to 108 bytes.
@@ -118,6 +106,9 @@ func StartContainerd(t testing.TB) *Containerd {
 	}
 }
 
+// DaemonPid is the pid of the containerd daemon.
+func (c *Containerd) DaemonPid() int { return c.daemon.Pid() }
+
 // Log is the daemon's output so far.
 func (c *Containerd) Log() string {
 	data, _ := os.ReadFile(filepath.Join(c.Dir, "containerd.log"))
@@ -144,7 +135,7 @@ func (c *Containerd) buildAndImport(ctx context.Context, t testing.TB, name stri
 	b := images.Builder{CacheDir: images.DefaultCacheDir}
 	path, err := b.Build(ctx, spec)
 	if errors.Is(err, images.ErrNoDebootstrap) {
-		NeedE2E(t, "building %s: %v", name, err)
+		harness.NeedE2E(t, "building %s: %v", name, err)
 	}
 	if err != nil {
 		t.Fatalf("building %s: %v", name, err)
@@ -195,118 +186,6 @@ func (c *Containerd) stop(errorf func(string, ...any)) {
 			errorf("containerd cleanup: %s", l)
 		}
 	}
-}
-
-// Kubelet is a kubelet running in the test process.
-type Kubelet struct {
-	t      testing.TB
-	Config kubelet.Config
-	// mu keeps Start and Stop from racing an abnormal end's teardown.
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan error
-}
-
-// StartKubelet runs a kubelet for node name on ip (a loopback address such
-// as 127.0.0.11) against the apiserver at apiURL and the containerd ctd,
-// with short back-offs; it stops (leaving its containers) when the test
-// ends. Its root dir lives in a temp dir kept across Restart.
-func StartKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string) *Kubelet {
-	t.Helper()
-	return startKubelet(t, apiURL, ctd, name, ip)
-}
-
-// SecureKubelet is StartKubelet for a node of the secure port of s with
-// credentials issued from the cluster CA in s's data dir, as minik8s up
-// issues its own node's: user system:node:NAME in system:nodes, and a
-// serving certificate for ip. (A node joining with the node token is not
-// given one for a loopback address such as ip: see TestJoinRejoinRenew and
-// TestMinik8sUpBinaries for the join.)
-func SecureKubelet(t testing.TB, s *APIServer, ctd *Containerd, name, ip string) *Kubelet {
-	t.Helper()
-	cc, err := apiserver.ClientConfigFor(s.DataDir, s.SecureURL, rbac.NodeUserPrefix+name, rbac.NodesGroup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewForConfig(cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, ca, err := apiserver.KubeletServingFor(s.DataDir, name, net.ParseIP(ip))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startKubelet(t, s.SecureURL, ctd, name, ip, func(cfg *kubelet.Config) {
-		cfg.Client, cfg.ServingCert, cfg.ServingKey, cfg.ClientCA, cfg.CAData = c, cert, key, ca, ca
-	})
-}
-
-func startKubelet(t testing.TB, apiURL string, ctd *Containerd, name, ip string, configure ...func(*kubelet.Config)) *Kubelet {
-	t.Helper()
-	k := &Kubelet{t: t, Config: kubelet.Config{
-		APIServer:         apiURL,
-		NodeName:          name,
-		NodeIP:            ip,
-		ContainerdAddress: ctd.Address,
-		RootDir:           filepath.Join(t.TempDir(), "kubelet"),
-		HeartbeatPeriod:   2 * time.Second,
-		BackoffBase:       time.Second,
-		BackoffMax:        5 * time.Second,
-		PullTimeout:       20 * time.Second,
-		// In-process kubelets share the test's network: their pods run
-		// on it (StartNetKubelet gives pods their own).
-		PodNetwork:      kubelet.PodNetworkHost,
-		ContainerLogger: GoBinary(t, kubelet.LoggerName),
-		StatsPeriod:     time.Second,
-	}}
-	for _, c := range configure {
-		c(&k.Config)
-	}
-	k.Start()
-	harness.Track(t, "kubelet "+name, k.stop)
-	return k
-}
-
-// Start runs the kubelet (again).
-func (k *Kubelet) Start() {
-	harness.HoldIfAborting()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cancel != nil {
-		k.t.Fatalf("kubelet %s already running", k.Config.NodeName)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	k.cancel = cancel
-	k.done = make(chan error, 1)
-	cfg := k.Config
-	go func() { k.done <- kubelet.Run(ctx, cfg) }()
-}
-
-// Stop stops the kubelet as a kill would: its containers keep running.
-func (k *Kubelet) Stop() { k.stop(k.t.Errorf) }
-
-func (k *Kubelet) stop(errorf func(string, ...any)) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cancel == nil {
-		return
-	}
-	k.cancel()
-	select {
-	case err := <-k.done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			errorf("kubelet %s stopped with error: %v", k.Config.NodeName, err)
-		}
-	case <-time.After(60 * time.Second):
-		errorf("kubelet %s did not stop within 60s", k.Config.NodeName)
-	}
-	k.cancel = nil
-}
-
-// Restart stops and starts the kubelet on the same root dir.
-func (k *Kubelet) Restart() {
-	k.Stop()
-	k.Start()
 }
 
 // KillNode kills and removes every container of a node in this
