@@ -16,6 +16,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
+	"minik8s/pkg/wait"
 )
 
 // Range hands out the members of a range, each to one object, its
@@ -243,10 +244,8 @@ func (a *Range) RunRepair(ctx context.Context, interval time.Duration) {
 		if _, err := a.Repair(ctx); err != nil && ctx.Err() == nil {
 			log.WithError(err).Debugf("%s repair failed; trying again later", a.what)
 		}
-		select {
-		case <-ctx.Done():
+		if !wait.Sleep(ctx, interval) {
 			return
-		case <-time.After(interval):
 		}
 	}
 }
