@@ -6,7 +6,6 @@ package framework
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +63,7 @@ func StartAPIServer(t testing.TB) *APIServer {
 // service range too, unless configure sets one).
 func StartAPIServerWith(t testing.TB, configure func(*apiserver.Config)) *APIServer {
 	t.Helper()
-	addr := freeLoopbackAddr(t)
+	addr := FreeAddr(t)
 	var probe apiserver.Config
 	if configure != nil {
 		configure(&probe)
@@ -84,16 +83,6 @@ func StartAPIServerWith(t testing.TB, configure func(*apiserver.Config)) *APISer
 	return s
 }
 
-func freeLoopbackAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // StartSecureAPIServer is StartAPIServer with the secure port on as well,
 // on a free loopback port (SecureURL), authenticating the bearer tokens
 // of tokenFile (lines of a static token file: token,user,uid,"groups").
@@ -107,7 +96,7 @@ func StartSecureAPIServer(t testing.TB, tokenFile string) *APIServer {
 // to the server's configuration first.
 func StartSecureAPIServerWith(t testing.TB, tokenFile string, configure func(*apiserver.Config)) *APIServer {
 	t.Helper()
-	secure := freeLoopbackAddr(t)
+	secure := FreeAddr(t)
 	path := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(path, []byte(tokenFile), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,15 +11,42 @@ import (
 	"testing"
 )
 
-// FreePort is a TCP port free on 127.0.0.1 right now.
+// FreePort is a TCP port free on 127.0.0.1 right now, below the kernel's
+// ephemeral range and the default NodePort range (30000-32767): a port
+// from the ephemeral range (what listening on port 0 gives) may be taken
+// meanwhile as the local port of any outgoing connection of the tests
+// running beside, and the component started on it then fails with
+// "address already in use".
 func FreePort(t testing.TB) int {
 	t.Helper()
+	low := ephemeralLow()
+	for range 200 {
+		port := 10000 + mrand.IntN(min(low, 30000)-10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			l.Close()
+			return port
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				low = n
+			}
+		}
+	}
+	return low
 }
 
 // FreeAddr is 127.0.0.1:PORT with a port free right now.

@@ -79,7 +79,7 @@ func (u *Underlay) StartSecureAPIServer(t testing.TB, node *NetNode) *APIServer 
 // configuration first.
 func (u *Underlay) StartSecureAPIServerWith(t testing.TB, node *NetNode, tokenFile string, configure func(*apiserver.Config)) *APIServer {
 	t.Helper()
-	secure := freeLoopbackAddr(t)
+	secure := FreeAddr(t)
 	_, port, _ := net.SplitHostPort(secure)
 	var tokens string
 	if tokenFile != "" {
