@@ -51,13 +51,13 @@ func TestResolveAdvertiseAddress(t *testing.T) {
 // Service's address and names) and the advertised address are in the
 // serving certificate.
 func TestServingNamesForPods(t *testing.T) {
-	dns, ips := servingNames(&Config{ServiceCIDR: "10.43.0.0/16", AdvertiseAddress: "192.0.2.1"})
+	dns, ips := servingNames(&Config{ServiceCIDR: "127.43.0.0/16", AdvertiseAddress: "192.0.2.1"})
 	for _, name := range []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"} {
 		if !slices.Contains(dns, name) {
 			t.Errorf("names %v lack %s", dns, name)
 		}
 	}
-	for _, ip := range []string{"10.43.0.1", "192.0.2.1", "127.0.0.1"} {
+	for _, ip := range []string{"127.43.0.1", "192.0.2.1", "127.0.0.1"} {
 		if !slices.ContainsFunc(ips, net.ParseIP(ip).Equal) {
 			t.Errorf("addresses %v lack %s", ips, ip)
 		}

@@ -40,7 +40,7 @@ func TestSpecialAddress(t *testing.T) {
 		"169.254.169.254": "link-local", "fe80::1": "link-local", "224.0.0.1": "link-local", "ff02::1": "link-local",
 		"239.1.2.3": "multicast", "ff05::2": "multicast",
 		"255.255.255.255": "broadcast",
-		"10.98.0.2":       "", "192.168.1.5": "", "2001:db8::5": "",
+		"192.0.2.7":       "", "198.51.100.5": "", "2001:db8::5": "", // ordinary node addresses (documentation ranges)
 	} {
 		if got := specialAddress(net.ParseIP(addr)); got != want {
 			t.Errorf("specialAddress(%s) = %q, want %q", addr, got, want)
