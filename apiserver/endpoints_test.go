@@ -7,6 +7,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // TestLoopbackEndpoints: an Endpoints address on the loopback is refused
@@ -15,7 +16,7 @@ import (
 // refused is stored.
 func TestLoopbackEndpoints(t *testing.T) {
 	ctx := context.Background()
-	s := New(Config{}, testStore(t))
+	s := New(Config{}, etcdtest.Start(t))
 	if err := s.namespaces.bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}

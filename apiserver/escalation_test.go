@@ -9,6 +9,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 func subjects(user string) []api.Subject {
@@ -30,7 +31,7 @@ func clusterRoleBinding(name, kind, role, user string) *api.ClusterRoleBinding {
 // included), or have bind on it; a role that is not there is NotFound, as
 // Kubernetes answers, unless the writer may bind it.
 func TestBindingsNeedTheirRole(t *testing.T) {
-	s := New(Config{}, testStore(t))
+	s := New(Config{}, etcdtest.Start(t))
 	ctx := context.Background()
 	if _, err := s.registries[api.NamespacesResource.Name].create(ctx, "", &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "team"}}); err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestBindingsNeedTheirRole(t *testing.T) {
 // TestBootstrapBindingWithAnotherRole: a built-in binding found naming
 // another role (which no update may change) is made again at start.
 func TestBootstrapBindingWithAnotherRole(t *testing.T) {
-	s := New(Config{}, testStore(t))
+	s := New(Config{}, etcdtest.Start(t))
 	ctx := context.Background()
 	crbs := s.registries[api.ClusterRoleBindingsResource.Name]
 	bad := clusterRoleBinding(rbac.SystemNode, api.ClusterRoleKind, rbac.ClusterAdmin, "someone")

@@ -7,6 +7,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/storage"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // raceDelete is a store in which, just before the first delete, another
@@ -35,7 +36,7 @@ func (s *raceDelete) Delete(ctx context.Context, key string, out api.Object, rv 
 // object: the delete is judged again at the new version.
 func TestDeleteJudgesFinalizersAddedMeanwhile(t *testing.T) {
 	ctx := context.Background()
-	store := &raceDelete{Interface: testStore(t)}
+	store := &raceDelete{Interface: etcdtest.Start(t)}
 	reg := newTestServer(t, store, "").registries[api.ConfigMapsResource.Name]
 	cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "c", UID: "uid-c"}}
 	if err := store.Create(ctx, reg.key("default", "c"), cm, 0); err != nil {

@@ -9,13 +9,14 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // nodeRegistry is the Nodes registry of a server over a fresh store whose
 // pod range is cidr cut in /mask slices.
 func nodeRegistry(t *testing.T, cidr string, mask int) *registry {
 	t.Helper()
-	s := New(Config{ClusterCIDR: cidr, NodeCIDRMaskSize: mask}, testStore(t))
+	s := New(Config{ClusterCIDR: cidr, NodeCIDRMaskSize: mask}, etcdtest.Start(t))
 	return s.registries[api.NodesResource.Name]
 }
 

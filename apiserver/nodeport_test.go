@@ -8,13 +8,14 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // TestNodePorts: a NodePort Service gets a distinct node port per port
 // with its cluster IP, concurrently too; asked ports are kept or refused
 // by name; updates keep them; deletion frees them.
 func TestNodePorts(t *testing.T) {
-	store := testStore(t)
+	store := etcdtest.Start(t)
 	s := New(Config{ServiceCIDR: "127.1.6.0/24", ServiceNodePortRange: "30000-30005"}, store)
 	if err := s.namespaces.bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestNodePorts(t *testing.T) {
 // transaction holds is a 422 naming spec.ports, nothing stored (it was
 // etcd's 503); one of as many as it holds is made.
 func TestNodePortsTooMany(t *testing.T) {
-	store := testStore(t)
+	store := etcdtest.Start(t)
 	s := New(Config{ServiceCIDR: "127.1.7.0/24", ServiceNodePortRange: DefaultServiceNodePortRange}, store)
 	if err := s.namespaces.bootstrap(context.Background()); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/rbac"
 	"minik8s/pkg/storage"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // The helpers of the tests that drive the engine as a client would: a
@@ -124,7 +125,7 @@ const (
 
 func newEngineTest(t *testing.T) *engineTest {
 	t.Helper()
-	store := tracedStore{testStore(t)}
+	store := tracedStore{etcdtest.Start(t)}
 	s := New(Config{AuditLogPath: "-", DataDir: t.TempDir()}, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup

@@ -13,11 +13,12 @@ import (
 	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // TestVerifyServiceAccountToken: what a token must carry to authenticate.
 func TestVerifyServiceAccountToken(t *testing.T) {
-	s := New(Config{}, testStore(t))
+	s := New(Config{}, etcdtest.Start(t))
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

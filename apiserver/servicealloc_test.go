@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,26 +11,8 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
-	"minik8s/pkg/storage/etcd"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
-
-func testStore(t *testing.T) storage.Interface {
-	t.Helper()
-	e, err := etcd.StartEmbedded(context.Background(), filepath.Join(t.TempDir(), "etcd"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := etcd.NewClient(e.Endpoints)
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		e.Close()
-	})
-	return etcd.New(c)
-}
 
 func svc(name, ip string) *api.Service {
 	return &api.Service{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name, UID: "uid-" + name},
@@ -85,7 +66,7 @@ func inServiceRange(reg *registry, ip string) bool {
 }
 
 func TestAllocatorExhaustsAndReuses(t *testing.T) {
-	store := testStore(t)
+	store := etcdtest.Start(t)
 	reg := serviceRegistry(t, store, "127.1.2.0/29")
 	ctx := context.Background()
 	got := map[string]bool{}
@@ -124,7 +105,7 @@ func TestAllocatorExhaustsAndReuses(t *testing.T) {
 
 // Two servers on one etcd never give one address to two Services.
 func TestConcurrentAllocationsAreDistinct(t *testing.T) {
-	store := testStore(t)
+	store := etcdtest.Start(t)
 	regs := []*registry{serviceRegistry(t, store, "127.1.3.0/26"), serviceRegistry(t, store, "127.1.3.0/26")}
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -158,7 +139,7 @@ func TestConcurrentAllocationsAreDistinct(t *testing.T) {
 // delete and the release) goes back to the pool: at once when the range
 // is full, and in the periodic repair.
 func TestRepairReclaimsLeakedAddresses(t *testing.T) {
-	store := testStore(t)
+	store := etcdtest.Start(t)
 	reg := serviceRegistry(t, store, "127.1.4.0/30") // two addresses
 	ctx := context.Background()
 	leaked := reg.ips.Item("127.1.4.1", svc("ghost", ""))
@@ -197,7 +178,7 @@ func TestRepairReclaimsLeakedAddresses(t *testing.T) {
 
 // The registry hooks: allocate on create, keep on update, release on delete.
 func TestServiceRegistryClusterIPs(t *testing.T) {
-	s := newTestServer(t, testStore(t), "127.1.5.0/29")
+	s := newTestServer(t, etcdtest.Start(t), "127.1.5.0/29")
 	reg := s.registries[api.ServicesResource.Name]
 	ctx := context.Background()
 	create := func(name, ip string) (*api.Service, error) {

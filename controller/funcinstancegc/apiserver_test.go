@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,26 +15,14 @@ import (
 	"minik8s/apiserver"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
-	"minik8s/pkg/storage/etcd"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // startAPIServer runs a real apiserver on embedded etcd (test/framework
 // cannot be imported here: it imports the controller manager).
 func startAPIServer(t *testing.T) *client.Client {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "etcd")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	e, err := etcd.StartEmbedded(context.Background(), dir)
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
-	}
-	cli, err := etcd.NewClient(e.Endpoints)
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
+	store := etcdtest.Start(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,14 +30,12 @@ func startAPIServer(t *testing.T) *client.Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cfg := apiserver.Config{AuditLogPath: filepath.Join(t.TempDir(), "audit.log")}
-	go func() { done <- apiserver.New(cfg, etcd.New(cli)).Serve(ctx, l) }()
+	go func() { done <- apiserver.New(cfg, store).Serve(ctx, l) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("apiserver: %v", err)
 		}
-		cli.Close()
-		e.Close()
 	})
 	return client.New("http://" + l.Addr().String())
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -17,7 +16,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
-	"minik8s/pkg/storage/etcd"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -81,19 +80,7 @@ func TestDecayStep(t *testing.T) {
 // cannot be imported here: it imports this package).
 func startAPIServer(t *testing.T) *client.Client {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "etcd")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	e, err := etcd.StartEmbedded(context.Background(), dir)
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
-	}
-	cli, err := etcd.NewClient(e.Endpoints)
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
+	store := etcdtest.Start(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -102,14 +89,12 @@ func startAPIServer(t *testing.T) *client.Client {
 	done := make(chan error, 1)
 	// The audit log in the test's dir, not data/ beside the package.
 	cfg := apiserver.Config{AuditLogPath: filepath.Join(t.TempDir(), "audit.log")}
-	go func() { done <- apiserver.New(cfg, etcd.New(cli)).Serve(ctx, l) }()
+	go func() { done <- apiserver.New(cfg, store).Serve(ctx, l) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("apiserver: %v", err)
 		}
-		cli.Close()
-		e.Close()
 	})
 	return client.New("http://" + l.Addr().String())
 }

@@ -8,13 +8,14 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage/etcd"
+	"minik8s/pkg/storage/etcd/etcdtest"
 )
 
 // TestSizeLimits: a value is stored as sent whatever it contains, and what
 // etcd refuses for its size is ErrTooLarge (413), naming the size, whether
 // the server or the client's gRPC limit refuses it.
 func TestSizeLimits(t *testing.T) {
-	store := startEtcd(t)
+	store := etcdtest.Start(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string

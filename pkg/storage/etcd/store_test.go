@@ -3,9 +3,10 @@ package etcd_test
 import (
 	"testing"
 
+	"minik8s/pkg/storage/etcd/etcdtest"
 	"minik8s/pkg/storage/storagetest"
 )
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, startEtcd(t))
+	storagetest.Run(t, etcdtest.Start(t))
 }
