@@ -78,7 +78,7 @@ func (s *Server) restrictNode(ctx context.Context, a rbac.Attributes) error {
 			return fmt.Errorf("nodes %q is forbidden: node %q may only change its own Node: %w", a.Name, node, errdefs.ErrForbidden)
 		}
 	case api.PodsResource.Name:
-		obj, err := s.registries[api.PodsResource.Name].get(ctx, a.Namespace, a.Name)
+		obj, err := s.registries[api.PodsResource.Name].Get(ctx, a.Namespace, a.Name)
 		if err != nil {
 			return nil // the handler answers 404
 		}

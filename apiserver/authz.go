@@ -23,14 +23,14 @@ import (
 // so that deleting it cannot lock the cluster's own components out.
 // system:masters may do anything, as in Kubernetes.
 type authorizer struct {
-	mirrors []*mirror
+	mirrors []*Mirror
 	policy  atomic.Pointer[rbac.Static]
 }
 
 func newAuthorizer(s *Server) *authorizer {
 	a := &authorizer{}
 	for _, res := range []api.Resource{api.RolesResource, api.ClusterRolesResource, api.RoleBindingsResource, api.ClusterRoleBindingsResource} {
-		a.mirrors = append(a.mirrors, newMirror(s.registries[res.Name], a.rebuild))
+		a.mirrors = append(a.mirrors, NewMirror(s.registries[res.Name], a.rebuild))
 	}
 	a.rebuild()
 	return a
@@ -41,7 +41,7 @@ func (a *authorizer) rebuild() {
 	have := map[string]bool{}
 	var objs []api.Object
 	for _, m := range a.mirrors {
-		for _, o := range m.objects() {
+		for _, o := range m.Objects() {
 			have[o.GetTypeMeta().Kind+"/"+o.GetObjectMeta().Name] = true
 			objs = append(objs, o)
 		}
@@ -73,7 +73,7 @@ func bootstrapObjects() []api.Object {
 
 func (a *authorizer) run(ctx context.Context) {
 	for _, m := range a.mirrors {
-		go m.run(ctx)
+		go m.Run(ctx)
 	}
 	<-ctx.Done()
 }
@@ -105,29 +105,29 @@ func (s *Server) ensureBootstrapPolicy(ctx context.Context) error {
 			reg = s.registries[api.ClusterRoleBindingsResource.Name]
 		}
 		name := o.GetObjectMeta().Name
-		cur, err := reg.get(ctx, "", name)
+		cur, err := reg.Get(ctx, "", name)
 		switch {
 		case errdefs.IsNotFound(err):
-			if _, err := reg.create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
-				return fmt.Errorf("creating %s %s: %w", reg.res.Kind, name, err)
+			if _, err := reg.Create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s %s: %w", reg.Resource.Kind, name, err)
 			}
 		case err != nil:
 			return err
 		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !sameRoleRef(cur, o):
 			// A binding's role cannot change: it is made again, as
 			// Kubernetes' reconciliation does.
-			if _, err := reg.delete(ctx, "", name, deleteOptions{}); err != nil && !errdefs.IsNotFound(err) {
-				return fmt.Errorf("deleting %s %s: %w", reg.res.Kind, name, err)
+			if _, err := reg.Delete(ctx, "", name, DeleteOptions{}); err != nil && !errdefs.IsNotFound(err) {
+				return fmt.Errorf("deleting %s %s: %w", reg.Resource.Kind, name, err)
 			}
-			if _, err := reg.create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
-				return fmt.Errorf("creating %s %s: %w", reg.res.Kind, name, err)
+			if _, err := reg.Create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s %s: %w", reg.Resource.Kind, name, err)
 			}
 		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !samePolicy(cur, o):
 			o.GetObjectMeta().ResourceVersion = cur.GetObjectMeta().ResourceVersion
 			o.GetObjectMeta().UID = cur.GetObjectMeta().UID
 			o.GetObjectMeta().CreationTimestamp = cur.GetObjectMeta().CreationTimestamp
-			if _, err := reg.update(ctx, "", name, o); err != nil && !errdefs.IsConflict(err) {
-				return fmt.Errorf("updating %s %s: %w", reg.res.Kind, name, err)
+			if _, err := reg.Update(ctx, "", name, o); err != nil && !errdefs.IsConflict(err) {
+				return fmt.Errorf("updating %s %s: %w", reg.Resource.Kind, name, err)
 			}
 		}
 	}

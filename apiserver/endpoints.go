@@ -74,7 +74,7 @@ func (s *Server) isSelf(a api.EndpointAddress, ports []api.EndpointPort) bool {
 // nodeAddresses are the addresses the nodes report.
 func (s *Server) nodeAddresses(ctx context.Context) ([]string, error) {
 	reg := s.registries[api.NodesResource.Name]
-	objs, _, err := reg.store.List(ctx, reg.prefix(""), reg.res.New)
+	objs, _, err := reg.Storage.List(ctx, reg.Prefix(""), reg.Resource.New)
 	if err != nil {
 		return nil, err
 	}

@@ -17,12 +17,12 @@ import (
 func TestLoopbackEndpoints(t *testing.T) {
 	ctx := context.Background()
 	s := New(Config{}, etcdtest.Start(t))
-	if err := s.namespaces.bootstrap(ctx); err != nil {
+	if err := s.namespaces.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
 	node := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"},
 		Status: api.NodeStatus{Addresses: []api.NodeAddress{{Type: api.NodeInternalIP, Address: "127.0.0.7"}}}}
-	if _, err := s.registries[api.NodesResource.Name].create(ctx, "", node); err != nil {
+	if _, err := s.registries[api.NodesResource.Name].Create(ctx, "", node); err != nil {
 		t.Fatal(err)
 	}
 	s.selfEndpoint.Store(net.JoinHostPort("127.0.0.1", "6443"))
@@ -42,12 +42,12 @@ func TestLoopbackEndpoints(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ep := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: "e"}, Subsets: []api.EndpointSubset{{
 				Addresses: []api.EndpointAddress{{IP: tc.ip}}, Ports: []api.EndpointPort{{Port: tc.port}}}}}
-			_, err := eps.create(ctx, "default", ep)
+			_, err := eps.Create(ctx, "default", ep)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := eps.delete(ctx, "default", "e", deleteOptions{}); err != nil {
+				if _, err := eps.Delete(ctx, "default", "e", DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				return
@@ -55,7 +55,7 @@ func TestLoopbackEndpoints(t *testing.T) {
 			if !errdefs.IsInvalid(err) || errdefs.Field(err) != tc.field {
 				t.Fatalf("got %v, want 422 naming %s", err, tc.field)
 			}
-			if _, err := eps.get(ctx, "default", "e"); !errdefs.IsNotFound(err) {
+			if _, err := eps.Get(ctx, "default", "e"); !errdefs.IsNotFound(err) {
 				t.Fatalf("refused endpoints stored: %v", err)
 			}
 		})
@@ -63,11 +63,11 @@ func TestLoopbackEndpoints(t *testing.T) {
 	// An update to the loopback is refused the same way.
 	ep := &api.Endpoints{ObjectMeta: api.ObjectMeta{Name: "u"}, Subsets: []api.EndpointSubset{{
 		Addresses: []api.EndpointAddress{{IP: "192.0.2.10"}}, Ports: []api.EndpointPort{{Port: 80}}}}}
-	if _, err := eps.create(ctx, "default", ep); err != nil {
+	if _, err := eps.Create(ctx, "default", ep); err != nil {
 		t.Fatal(err)
 	}
 	ep.Subsets[0].NotReadyAddresses = []api.EndpointAddress{{IP: "127.0.0.1"}}
-	if _, err := eps.update(ctx, "default", "u", ep); !errdefs.IsInvalid(err) || errdefs.Field(err) != "subsets[0].notReadyAddresses[0].ip" {
+	if _, err := eps.Update(ctx, "default", "u", ep); !errdefs.IsInvalid(err) || errdefs.Field(err) != "subsets[0].notReadyAddresses[0].ip" {
 		t.Fatalf("update to the loopback: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func clusterRoleBinding(name, kind, role, user string) *api.ClusterRoleBinding {
 func TestBindingsNeedTheirRole(t *testing.T) {
 	s := New(Config{}, etcdtest.Start(t))
 	ctx := context.Background()
-	if _, err := s.registries[api.NamespacesResource.Name].create(ctx, "", &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "team"}}); err != nil {
+	if _, err := s.registries[api.NamespacesResource.Name].Create(ctx, "", &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "team"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range []api.Object{
@@ -50,7 +50,7 @@ func TestBindingsNeedTheirRole(t *testing.T) {
 		if _, ok := o.(*api.Role); ok {
 			res = api.RolesResource
 		}
-		if _, err := s.registries[res.Name].create(ctx, o.GetObjectMeta().Namespace, o); err != nil {
+		if _, err := s.registries[res.Name].Create(ctx, o.GetObjectMeta().Namespace, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,13 +123,13 @@ func TestBootstrapBindingWithAnotherRole(t *testing.T) {
 	crbs := s.registries[api.ClusterRoleBindingsResource.Name]
 	bad := clusterRoleBinding(rbac.SystemNode, api.ClusterRoleKind, rbac.ClusterAdmin, "someone")
 	bad.Annotations = map[string]string{rbac.AutoUpdateAnnotation: "true"}
-	if _, err := crbs.create(ctx, "", bad); err != nil {
+	if _, err := crbs.Create(ctx, "", bad); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ensureBootstrapPolicy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	obj, err := crbs.get(ctx, "", rbac.SystemNode)
+	obj, err := crbs.Get(ctx, "", rbac.SystemNode)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,36 +14,36 @@ import (
 	"minik8s/pkg/labels"
 )
 
-// filter selects objects by labelSelector and fieldSelector.
-type filter struct {
-	labels labels.Selector
-	fields []fieldRequirement
+// Filter selects objects by labelSelector and fieldSelector.
+type Filter struct {
+	Labels labels.Selector
+	Fields []FieldRequirement
 }
 
-type fieldRequirement struct {
-	path   []string
-	value  string
-	negate bool
+type FieldRequirement struct {
+	Path   []string
+	Value  string
+	Negate bool
 }
 
-// parseFilter reads a label and a field selector as a list's query
+// ParseFilter reads a label and a field selector as a list's query
 // carries them (filterOf).
-func parseFilter(labelSelector, fieldSelector string) (filter, error) {
+func ParseFilter(labelSelector, fieldSelector string) (Filter, error) {
 	var o metainternalversion.ListOptions
 	var err error
 	if o.LabelSelector, err = k8slabels.Parse(labelSelector); err != nil {
-		return filter{}, errdefs.BadRequest("labelSelector", "%v", err)
+		return Filter{}, errdefs.BadRequest("labelSelector", "%v", err)
 	}
 	if o.FieldSelector, err = fields.ParseSelector(fieldSelector); err != nil {
-		return filter{}, errdefs.BadRequest("fieldSelector", "%v", err)
+		return Filter{}, errdefs.BadRequest("fieldSelector", "%v", err)
 	}
-	return filterOf(&o)
+	return FilterOf(&o)
 }
 
-// filterOf is the filter of a list's or a watch's options, whose
+// FilterOf is the filter of a list's or a watch's options, whose
 // selectors apimachinery parsed (decodeQuery).
-func filterOf(o *metainternalversion.ListOptions) (filter, error) {
-	var f filter
+func FilterOf(o *metainternalversion.ListOptions) (Filter, error) {
+	var f Filter
 	if o == nil {
 		return f, nil
 	}
@@ -52,45 +52,45 @@ func filterOf(o *metainternalversion.ListOptions) (filter, error) {
 		if !selectable {
 			return f, errdefs.BadRequest("labelSelector", "%q selects nothing", o.LabelSelector.String())
 		}
-		f.labels = labels.Selector(reqs)
+		f.Labels = labels.Selector(reqs)
 	}
 	if o.FieldSelector != nil {
 		for _, r := range o.FieldSelector.Requirements() {
-			f.fields = append(f.fields, fieldRequirement{path: strings.Split(r.Field, "."), value: r.Value,
-				negate: r.Operator == selection.NotEquals})
+			f.Fields = append(f.Fields, FieldRequirement{Path: strings.Split(r.Field, "."), Value: r.Value,
+				Negate: r.Operator == selection.NotEquals})
 		}
 	}
 	return f, nil
 }
 
-func (f filter) empty() bool { return f.labels.Empty() && len(f.fields) == 0 }
+func (f Filter) Empty() bool { return f.Labels.Empty() && len(f.Fields) == 0 }
 
 // keep filters objs in place: the objects the filter matches.
-func (f filter) keep(objs []api.Object) []api.Object {
+func (f Filter) keep(objs []api.Object) []api.Object {
 	out := objs[:0]
 	for _, o := range objs {
-		if f.matches(o) {
+		if f.Matches(o) {
 			out = append(out, o)
 		}
 	}
 	return out
 }
 
-func (f filter) matches(obj api.Object) bool {
-	if !f.labels.Matches(obj.GetObjectMeta().Labels) {
+func (f Filter) Matches(obj api.Object) bool {
+	if !f.Labels.Matches(obj.GetObjectMeta().Labels) {
 		return false
 	}
 	var doc map[string]any
-	for _, r := range f.fields {
-		v, ok := knownField(obj, r.path)
+	for _, r := range f.Fields {
+		v, ok := knownField(obj, r.Path)
 		if !ok {
 			if doc == nil {
 				data, _ := json.Marshal(obj)
 				_ = json.Unmarshal(data, &doc)
 			}
-			v = fieldValue(doc, r.path)
+			v = fieldValue(doc, r.Path)
 		}
-		if (v == r.value) == r.negate {
+		if (v == r.Value) == r.Negate {
 			return false
 		}
 	}

@@ -53,11 +53,11 @@ func TestFilterMatches(t *testing.T) {
 		{"", "spec.arg=y", false},
 		{"a=c", "", false},
 	} {
-		f, err := parseFilter(tc.labels, tc.fields)
+		f, err := ParseFilter(tc.labels, tc.fields)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.matches(inst); got != tc.want {
+		if got := f.Matches(inst); got != tc.want {
 			t.Errorf("labels %q fields %q: matches %v, want %v", tc.labels, tc.fields, got, tc.want)
 		}
 	}

@@ -11,6 +11,13 @@ import (
 	"minik8s/pkg/errdefs"
 )
 
+// The propagation policies of a delete, as Kubernetes names them.
+const (
+	PropagationBackground = "Background"
+	PropagationOrphan     = "Orphan"
+	PropagationForeground = "Foreground"
+)
+
 // Finalizers, as Kubernetes has them: deleting an object that has some (or
 // deleting it in the foreground, which adds the garbage collector's) only
 // sets its deletionTimestamp; the update that removes the last one deletes
@@ -23,17 +30,17 @@ var errNoFinalizers = errors.New("no finalizers")
 // markDeleting keeps an object that has finalizers, or is deleted in the
 // foreground, setting its deletion timestamp; kept is false when it has
 // none, and may be deleted now, at version seen (the one read).
-func (r *registry) markDeleting(ctx context.Context, ns, name string, opts deleteOptions, rv, uid string) (obj api.Object, kept bool, seen string, err error) {
-	obj, err = r.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
+func (r *Store) markDeleting(ctx context.Context, ns, name string, opts DeleteOptions, rv, uid string) (obj api.Object, kept bool, seen string, err error) {
+	obj, err = r.Mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
 		meta := cur.GetObjectMeta()
 		seen = meta.ResourceVersion
 		if rv != "" && rv != meta.ResourceVersion {
-			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale: %w", r.res.Kind, name, rv, errdefs.ErrConflict)
+			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale: %w", r.Resource.Kind, name, rv, errdefs.ErrConflict)
 		}
 		if uid != "" && uid != meta.UID {
-			return nil, fmt.Errorf("%s %q: uid precondition %s does not match %s: %w", r.res.Kind, name, uid, meta.UID, errdefs.ErrConflict)
+			return nil, fmt.Errorf("%s %q: uid precondition %s does not match %s: %w", r.Resource.Kind, name, uid, meta.UID, errdefs.ErrConflict)
 		}
-		if opts.PropagationPolicy == propagationForeground && !slices.Contains(meta.Finalizers, api.FinalizerForeground) {
+		if opts.PropagationPolicy == PropagationForeground && !slices.Contains(meta.Finalizers, api.FinalizerForeground) {
 			meta.Finalizers = append(meta.Finalizers, api.FinalizerForeground)
 		}
 		if len(meta.Finalizers) == 0 {
@@ -58,9 +65,9 @@ func (r *registry) markDeleting(ctx context.Context, ns, name string, opts delet
 // finalized deletes obj, just written, when it is being deleted and has
 // no finalizer left (nor a graceful deletion under way); otherwise, or
 // when another write came first (which decides then), it returns obj.
-func (r *registry) finalized(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
+func (r *Store) finalized(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
 	meta := obj.GetObjectMeta()
-	if r.res.Kind == api.NamespacesResource.Kind || meta.DeletionTimestamp == nil || len(meta.Finalizers) > 0 ||
+	if r.Resource.Kind == api.NamespacesResource.Kind || meta.DeletionTimestamp == nil || len(meta.Finalizers) > 0 ||
 		(meta.DeletionGracePeriodSeconds != nil && *meta.DeletionGracePeriodSeconds > 0) {
 		return obj, nil
 	}

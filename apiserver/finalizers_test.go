@@ -39,10 +39,10 @@ func TestDeleteJudgesFinalizersAddedMeanwhile(t *testing.T) {
 	store := &raceDelete{Interface: etcdtest.Start(t)}
 	reg := newTestServer(t, store, "").registries[api.ConfigMapsResource.Name]
 	cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "c", UID: "uid-c"}}
-	if err := store.Create(ctx, reg.key("default", "c"), cm, 0); err != nil {
+	if err := store.Create(ctx, reg.Key("default", "c"), cm, 0); err != nil {
 		t.Fatal(err)
 	}
-	out, err := reg.delete(ctx, "default", "c", deleteOptions{})
+	out, err := reg.Delete(ctx, "default", "c", DeleteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestDeleteJudgesFinalizersAddedMeanwhile(t *testing.T) {
 		t.Fatalf("delete answered %+v, want the object kept with its finalizer and a deletion timestamp", m)
 	}
 	var got api.ConfigMap
-	if err := store.Get(ctx, reg.key("default", "c"), &got); err != nil {
+	if err := store.Get(ctx, reg.Key("default", "c"), &got); err != nil {
 		t.Fatalf("the object with a finalizer is gone: %v", err)
 	}
 	if got.DeletionTimestamp == nil {

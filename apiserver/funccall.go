@@ -35,7 +35,7 @@ type CallRunner interface {
 // call is handed to a live runner, which drives it in memory and answers
 // the instance; its record is stored after the caller has the answer.
 type calls struct {
-	funcs, instances *registry
+	funcs, instances *Store
 	runners          *runnerDirectory
 	local            CallRunner
 	retention        time.Duration
@@ -128,7 +128,7 @@ func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 	if !lookup {
 		return nil
 	}
-	if _, err := c.funcs.get(ctx, ns, fn); err != nil {
+	if _, err := c.funcs.Get(ctx, ns, fn); err != nil {
 		if errdefs.IsNotFound(err) {
 			return fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
 		}
@@ -158,7 +158,7 @@ func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL
 	if err != nil {
 		return nil, err
 	}
-	created, err := c.instances.create(ctx, ns, c.endSpan(newInstance(ctx, req, callbackURL), span))
+	created, err := c.instances.Create(ctx, ns, c.endSpan(newInstance(ctx, req, callbackURL), span))
 	if err != nil {
 		done(nil)
 		return nil, err
@@ -191,7 +191,7 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api
 			return nil, err
 		}
 		if !ok {
-			created, err := c.instances.create(ctx, ns, c.endSpan(newInstance(ctx, req, ""), span))
+			created, err := c.instances.Create(ctx, ns, c.endSpan(newInstance(ctx, req, ""), span))
 			if err != nil {
 				return nil, err
 			}
@@ -211,7 +211,7 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api
 	}
 	// The wait ran out first: the instance is stored, claimed by the
 	// runner, which goes on driving it as an asynchronous call.
-	created, err := c.instances.create(ctx, ns, inst)
+	created, err := c.instances.Create(ctx, ns, inst)
 	if err != nil {
 		return nil, fmt.Errorf("storing the call that outlived its wait: %w", err)
 	}
@@ -281,7 +281,7 @@ func (c *calls) get(ctx context.Context, ns, id string) (*api.FuncInstance, erro
 	if inst, ok := c.records.Get(ns, id); ok {
 		return inst, nil
 	}
-	obj, err := c.instances.get(ctx, ns, id)
+	obj, err := c.instances.Get(ctx, ns, id)
 	if err != nil {
 		if errdefs.IsNotFound(err) {
 			err = fmt.Errorf("function instance %q not found (unknown, or expired: call records are kept for %s): %w", id, c.retention, errdefs.ErrNotFound)
@@ -296,13 +296,13 @@ func (c *calls) get(ctx context.Context, ns, id string) (*api.FuncInstance, erro
 func (c *calls) waitEnded(ctx context.Context, inst *api.FuncInstance, wait time.Duration) (*api.FuncInstance, error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	key := c.instances.key(inst.Namespace, inst.Name)
+	key := c.instances.Key(inst.Namespace, inst.Name)
 	for !call.Terminal(inst) {
 		rev, err := parseRV(inst.ResourceVersion)
 		if err != nil {
 			return nil, err
 		}
-		events, err := c.instances.store.Watch(wctx, key, rev, c.instances.res.New)
+		events, err := c.instances.Storage.Watch(wctx, key, rev, c.instances.Resource.New)
 		if err != nil {
 			return inst, nil
 		}

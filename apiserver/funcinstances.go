@@ -27,11 +27,11 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
-	if err := matchNamespace(&next.ObjectMeta, h.ns(c)); err != nil {
+	if err := MatchNamespace(&next.ObjectMeta, h.ns(c)); err != nil {
 		fail(c, err)
 		return
 	}
-	if err := matchName(&next.ObjectMeta, name); err != nil {
+	if err := MatchName(&next.ObjectMeta, name); err != nil {
 		fail(c, err)
 		return
 	}
@@ -48,7 +48,7 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		if err := call.SetStatus(cur, next); err != nil {
 			return nil, err
 		}
-		if err := upstream.Invalid(h.reg.res, name, validation.Status(cur)); err != nil {
+		if err := upstream.Invalid(h.reg.Resource, name, validation.Status(cur)); err != nil {
 			return nil, err
 		}
 		return cur, nil
@@ -56,11 +56,11 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 	ctx, ns := c.Request.Context(), h.ns(c)
 	var out api.Object
 	var err error
-	if cur, ok := h.reg.cache.latestAt(ns, name, wantRV); ok {
+	if cur, ok := h.reg.Cache.LatestAt(ns, name, wantRV); ok {
 		// The runner wrote what the cache holds: no read before the write.
-		out, err = h.reg.mutateFrom(ctx, cur, update)
+		out, err = h.reg.MutateFrom(ctx, cur, update)
 	} else {
-		out, err = h.reg.mutate(ctx, ns, name, update)
+		out, err = h.reg.Mutate(ctx, ns, name, update)
 	}
 	if err != nil {
 		fail(c, err)

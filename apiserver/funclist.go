@@ -15,12 +15,12 @@ import (
 // that everything invocable is seen at once (seed 003).
 func (h *funcHandlers) listFuncs(c *gin.Context) {
 	ctx, ns := c.Request.Context(), funcNamespace(c)
-	funcs, _, err := h.srv.registries[api.FuncsResource.Name].list(ctx, ns, filter{})
+	funcs, _, err := h.srv.registries[api.FuncsResource.Name].List(ctx, ns, Filter{})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	triggers, _, err := h.srv.registries[api.TriggersResource.Name].list(ctx, ns, filter{})
+	triggers, _, err := h.srv.registries[api.TriggersResource.Name].List(ctx, ns, Filter{})
 	if err != nil {
 		fail(c, err)
 		return
@@ -44,7 +44,7 @@ func (h *funcHandlers) listFuncs(c *gin.Context) {
 			s.Triggers = []api.TriggerSummary{}
 		}
 		sort.Slice(s.Triggers, func(i, j int) bool { return s.Triggers[i].Name < s.Triggers[j].Name })
-		if ep, err := eps.get(ctx, f.Namespace, function.ObjectName(f.Name)); err == nil {
+		if ep, err := eps.Get(ctx, f.Namespace, function.ObjectName(f.Name)); err == nil {
 			for _, sub := range ep.(*api.Endpoints).Subsets {
 				s.ReadyPods += len(sub.Addresses)
 			}

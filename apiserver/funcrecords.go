@@ -13,13 +13,13 @@ import (
 // recordStore stores the records of synchronous calls (call.Records
 // batches them) straight into the registry: etcd commits a batch in one
 // transaction.
-type recordStore struct{ instances *registry }
+type recordStore struct{ instances *Store }
 
 // recordBatchBytes bounds a batch's data, roughly (etcd's default limit on
 // one request is 1.5 MiB).
 const recordBatchBytes = 1 << 20
 
-func newRecords(instances *registry) *call.Records {
+func newRecords(instances *Store) *call.Records {
 	return call.NewRecords(recordStore{instances}, call.RecordOptions{Workers: 2, BatchBytes: recordBatchBytes, Linger: 10 * time.Millisecond})
 }
 
@@ -28,7 +28,7 @@ func (s recordStore) CreateMany(ctx context.Context, batch []*api.FuncInstance) 
 	for i, inst := range batch {
 		objs[i] = writable(inst)
 	}
-	errs, err := s.instances.createMany(ctx, objs)
+	errs, err := s.instances.CreateMany(ctx, objs)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (s recordStore) CreateMany(ctx context.Context, batch []*api.FuncInstance) 
 }
 
 func (s recordStore) Create(ctx context.Context, inst *api.FuncInstance) error {
-	_, err := s.instances.create(ctx, inst.Namespace, writable(inst))
+	_, err := s.instances.Create(ctx, inst.Namespace, writable(inst))
 	return err
 }
 

@@ -28,7 +28,7 @@ func TestRunnerCannotWriteTemplatesThroughOddPaths(t *testing.T) {
 		}
 	}
 	for _, ns := range []string{"default", "team-a"} {
-		if _, err := et.s.registries[api.FuncsResource.Name].get(context.Background(), ns, "sneaky"); err == nil {
+		if _, err := et.s.registries[api.FuncsResource.Name].Get(context.Background(), ns, "sneaky"); err == nil {
 			t.Errorf("template sneaky was stored in %s", ns)
 		}
 	}
@@ -45,7 +45,7 @@ func TestTemplateNamespaceIsTheOneAuthorized(t *testing.T) {
 	et := newEngineTest(t)
 	funcs := et.s.registries[api.FuncsResource.Name]
 	stored := func(ns, name string) bool {
-		_, err := funcs.get(context.Background(), ns, name)
+		_, err := funcs.Get(context.Background(), ns, name)
 		return err == nil
 	}
 	for _, tc := range []struct {
@@ -83,7 +83,7 @@ func TestTemplateNamespaceIsTheOneAuthorized(t *testing.T) {
 			}
 		}
 		for _, w := range a.writes() {
-			if tc.storedIn == "" || !strings.HasPrefix(w, keyRoot+"funcs/"+tc.storedIn+"/") {
+			if tc.storedIn == "" || !strings.HasPrefix(w, KeyRoot+"funcs/"+tc.storedIn+"/") {
 				t.Errorf("%s: wrote %s", tc.what, w)
 			}
 		}

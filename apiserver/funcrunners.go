@@ -26,7 +26,7 @@ import (
 // runnerDirectory follows the function runners' Leases by watch, so that a
 // synchronous call is handed to a live runner without a store read.
 type runnerDirectory struct {
-	reg *registry
+	reg *Store
 
 	mu      sync.Mutex
 	leases  map[string]*api.Lease // name → lease
@@ -34,23 +34,23 @@ type runnerDirectory struct {
 	changed chan struct{} // closed and replaced on every change
 }
 
-func newRunnerDirectory(reg *registry) *runnerDirectory {
+func newRunnerDirectory(reg *Store) *runnerDirectory {
 	return &runnerDirectory{reg: reg, leases: map[string]*api.Lease{}, changed: make(chan struct{})}
 }
 
 // run follows the runners' Leases until ctx ends, relisting when the watch breaks.
 func (d *runnerDirectory) run(ctx context.Context) {
 	sel := labels.SelectorFromSet(map[string]string{function.LabelComponent: function.ComponentRunner})
-	f := filter{labels: sel}
+	f := Filter{Labels: sel}
 	for ctx.Err() == nil {
-		objs, rev, err := d.reg.list(ctx, function.RunnerNamespace, f)
+		objs, rev, err := d.reg.List(ctx, function.RunnerNamespace, f)
 		if err != nil {
 			log.WithError(err).Warn("runner directory: list failed")
 			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		d.replace(objs)
-		events, err := d.reg.store.Watch(ctx, d.reg.prefix(function.RunnerNamespace), rev, d.reg.res.New)
+		events, err := d.reg.Storage.Watch(ctx, d.reg.Prefix(function.RunnerNamespace), rev, d.reg.Resource.New)
 		if err != nil {
 			wait.Sleep(ctx, time.Second)
 			continue
@@ -59,7 +59,7 @@ func (d *runnerDirectory) run(ctx context.Context) {
 	}
 }
 
-func (d *runnerDirectory) follow(events <-chan storage.Event, f filter) {
+func (d *runnerDirectory) follow(events <-chan storage.Event, f Filter) {
 	for ev := range events {
 		if ev.Type == api.Error {
 			log.WithError(ev.Err).Debug("runner directory: watch ended, relisting")
@@ -67,7 +67,7 @@ func (d *runnerDirectory) follow(events <-chan storage.Event, f filter) {
 		}
 		l := ev.Object.(*api.Lease)
 		d.mu.Lock()
-		if ev.Type == api.Deleted || !f.matches(l) {
+		if ev.Type == api.Deleted || !f.Matches(l) {
 			delete(d.leases, l.Name)
 		} else {
 			d.leases[l.Name] = l

@@ -175,7 +175,7 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		return
 	}
 	if name != api.FuncReturn {
-		if _, err := h.reg.get(ctx, ns, name); err != nil {
+		if _, err := h.reg.Get(ctx, ns, name); err != nil {
 			fail(c, err)
 			return
 		}
@@ -194,7 +194,7 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		fail(c, fmt.Errorf("function instance %q has ended: a finished instance cannot be changed: %w", id, errdefs.ErrConflict))
 		return
 	}
-	obj, err := h.calls.instances.mutate(ctx, ns, id, func(o api.Object) (api.Object, error) {
+	obj, err := h.calls.instances.Mutate(ctx, ns, id, func(o api.Object) (api.Object, error) {
 		inst := o.(*api.FuncInstance)
 		if err := checkOwner(ctx, inst); err != nil {
 			return nil, err
@@ -234,7 +234,7 @@ func (h *funcHandlers) createTemplate(c *gin.Context) {
 	reg, err := h.registryFor(c)
 	var out api.Object
 	if err == nil {
-		out, err = reg.create(c.Request.Context(), funcNamespace(c), requestOf(c).fn.template)
+		out, err = reg.Create(c.Request.Context(), funcNamespace(c), requestOf(c).fn.template)
 	}
 	if err != nil {
 		fail(c, err)
@@ -253,13 +253,13 @@ func (h *funcHandlers) updateTemplate(c *gin.Context) {
 // a watch of the template the path names, if any.
 func (h *funcHandlers) watchTemplates(c *gin.Context) {
 	fr := requestOf(c).fn
-	f, err := filterOf(fr.query.list)
+	f, err := FilterOf(fr.query.list)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if fr.name != "" {
-		f.fields = append(f.fields, fieldRequirement{path: []string{"metadata", "name"}, value: fr.name})
+		f.Fields = append(f.Fields, FieldRequirement{Path: []string{"metadata", "name"}, Value: fr.name})
 	}
 	h.watch(c, fr.namespace, f)
 }

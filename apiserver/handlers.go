@@ -24,7 +24,7 @@ import (
 // handlers serves the REST paths of one resource.
 type handlers struct {
 	srv     *Server
-	reg     *registry
+	reg     *Store
 	maxBody int64
 	// view, when set, is the form the routes show objects in.
 	view objectView
@@ -116,7 +116,7 @@ func jsonError(err error) error {
 }
 
 func (h *handlers) ns(c *gin.Context) string {
-	if !h.reg.res.Namespaced {
+	if !h.reg.Resource.Namespaced {
 		return ""
 	}
 	return c.Param("ns")
@@ -127,14 +127,14 @@ func (h *handlers) list(c *gin.Context) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
-	f, err := filterOf(opts)
+	f, err := FilterOf(opts)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if owner := ownerFilter(c.Request.Context()); owner != "" {
 		// funcinstances/own: only the instances the user started.
-		f.fields = append(f.fields, fieldRequirement{path: []string{"spec", "user"}, value: owner})
+		f.Fields = append(f.Fields, FieldRequirement{Path: []string{"spec", "user"}, Value: owner})
 	}
 	if opts.Watch {
 		h.watch(c, h.ns(c), f)
@@ -161,7 +161,7 @@ type objectList struct {
 
 func (h *handlers) listBody(objs []api.Object, rev int64) objectList {
 	l := objectList{
-		TypeMeta: api.TypeMeta{APIVersion: h.groupVersion(), Kind: h.reg.res.Kind + "List"},
+		TypeMeta: api.TypeMeta{APIVersion: h.groupVersion(), Kind: h.reg.Resource.Kind + "List"},
 		ListMeta: api.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)},
 		Items:    make([]api.Object, 0, len(objs)),
 	}
@@ -172,7 +172,7 @@ func (h *handlers) listBody(objs []api.Object, rev int64) objectList {
 }
 
 func (h *handlers) create(c *gin.Context) {
-	obj := h.reg.res.New()
+	obj := h.reg.Resource.New()
 	if err := h.decodeBody(c, obj); err != nil {
 		fail(c, err)
 		return
@@ -183,8 +183,8 @@ func (h *handlers) create(c *gin.Context) {
 // createObject admits and creates obj in the request's namespace.
 func (h *handlers) createObject(c *gin.Context, obj api.Object) {
 	// A body of another namespace is refused first, as in Kubernetes.
-	err := h.reg.checkIdentity(obj, h.ns(c), "")
-	var reg *registry
+	err := h.reg.CheckIdentity(obj, h.ns(c), "")
+	var reg *Store
 	if err == nil {
 		reg, err = h.registryFor(c)
 	}
@@ -193,7 +193,7 @@ func (h *handlers) createObject(c *gin.Context, obj api.Object) {
 	}
 	var out api.Object
 	if err == nil {
-		out, err = reg.create(c.Request.Context(), h.ns(c), obj)
+		out, err = reg.Create(c.Request.Context(), h.ns(c), obj)
 	}
 	if err != nil {
 		fail(c, err)
@@ -207,7 +207,7 @@ func (h *handlers) get(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out, err := h.reg.get(c.Request.Context(), h.ns(c), c.Param("name"))
+	out, err := h.reg.Get(c.Request.Context(), h.ns(c), c.Param("name"))
 	if inst, ok := out.(*api.FuncInstance); ok && err == nil {
 		err = checkOwner(c.Request.Context(), inst)
 	}
@@ -223,7 +223,7 @@ func (h *handlers) get(c *gin.Context) {
 }
 
 func (h *handlers) update(c *gin.Context) {
-	obj := h.reg.res.New()
+	obj := h.reg.Resource.New()
 	if err := h.decodeBody(c, obj); err != nil {
 		fail(c, err)
 		return
@@ -234,8 +234,8 @@ func (h *handlers) update(c *gin.Context) {
 // updateObject admits obj and replaces the request's object with it.
 func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
 	// A body of another namespace or name is refused first, as in Kubernetes.
-	err := h.reg.checkIdentity(obj, h.ns(c), c.Param("name"))
-	var reg *registry
+	err := h.reg.CheckIdentity(obj, h.ns(c), c.Param("name"))
+	var reg *Store
 	if err == nil {
 		reg, err = h.registryFor(c)
 	}
@@ -244,7 +244,7 @@ func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
 	}
 	var out api.Object
 	if err == nil {
-		out, err = reg.update(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+		out, err = reg.Update(c.Request.Context(), h.ns(c), c.Param("name"), obj)
 	}
 	if err != nil {
 		fail(c, err)
@@ -254,7 +254,7 @@ func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
 }
 
 func (h *handlers) updateStatus(c *gin.Context) {
-	obj := h.reg.res.New()
+	obj := h.reg.Resource.New()
 	if err := h.decodeBody(c, obj); err != nil {
 		fail(c, err)
 		return
@@ -262,7 +262,7 @@ func (h *handlers) updateStatus(c *gin.Context) {
 	reg, err := h.registryFor(c)
 	var out api.Object
 	if err == nil {
-		out, err = reg.updateStatus(c.Request.Context(), h.ns(c), c.Param("name"), obj)
+		out, err = reg.UpdateStatus(c.Request.Context(), h.ns(c), c.Param("name"), obj)
 	}
 	if err != nil {
 		fail(c, err)
@@ -283,23 +283,23 @@ func (h *handlers) delete(c *gin.Context) {
 		return
 	}
 	switch opts.PropagationPolicy {
-	case propagationOrphan:
+	case PropagationOrphan:
 		err = h.orphanDependents(c.Request.Context(), reg, h.ns(c), c.Param("name"))
-	case propagationForeground:
+	case PropagationForeground:
 		opts.PropagationPolicy, err = h.foregroundPolicy(c.Request.Context(), reg, h.ns(c), c.Param("name"))
 	}
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	out, err := reg.delete(c.Request.Context(), h.ns(c), c.Param("name"), opts)
+	out, err := reg.Delete(c.Request.Context(), h.ns(c), c.Param("name"), opts)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if ns, ok := out.(*api.Namespace); ok && reg == h.reg {
 		// Refuse creates in it from now on, before the index's watch sees it.
-		h.srv.namespaces.observe(ns)
+		h.srv.namespaces.Observe(ns)
 	}
 	h.reply(c, http.StatusOK, out)
 }
@@ -311,7 +311,7 @@ func (h *handlers) bind(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
-	if err := matchNamespace(&b.ObjectMeta, h.ns(c)); err != nil {
+	if err := MatchNamespace(&b.ObjectMeta, h.ns(c)); err != nil {
 		fail(c, err)
 		return
 	}
@@ -323,7 +323,7 @@ func (h *handlers) bind(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	_, err := h.reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
+	_, err := h.reg.Mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
 		pod := cur.(*api.Pod)
 		if b.UID != "" && b.UID != pod.UID {
 			return nil, fmt.Errorf("pod %q: uid %s does not match %s: %w", name, b.UID, pod.UID, errdefs.ErrConflict)
@@ -393,7 +393,7 @@ func replicasOf(obj api.Object) **int32 {
 }
 
 func (h *handlers) getScale(c *gin.Context) {
-	obj, err := h.reg.get(c.Request.Context(), h.ns(c), c.Param("name"))
+	obj, err := h.reg.Get(c.Request.Context(), h.ns(c), c.Param("name"))
 	if err != nil {
 		fail(c, err)
 		return
@@ -417,11 +417,11 @@ func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 		return
 	}
 	name := c.Param("name")
-	if err := matchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
+	if err := MatchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
 		fail(c, err)
 		return
 	}
-	if err := matchName(&sc.ObjectMeta, name); err != nil {
+	if err := MatchName(&sc.ObjectMeta, name); err != nil {
 		fail(c, err)
 		return
 	}
@@ -430,10 +430,10 @@ func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 		fail(c, err)
 		return
 	}
-	obj, err := reg.mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
+	obj, err := reg.Mutate(c.Request.Context(), h.ns(c), name, func(cur api.Object) (api.Object, error) {
 		meta := cur.GetObjectMeta()
 		if sc.ResourceVersion != "" && sc.ResourceVersion != meta.ResourceVersion {
-			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale: %w", h.reg.res.Name, name, sc.ResourceVersion, errdefs.ErrConflict)
+			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale: %w", h.reg.Resource.Name, name, sc.ResourceVersion, errdefs.ErrConflict)
 		}
 		if replicas := replicasOf(cur); *replicas == nil || **replicas != sc.Spec.Replicas {
 			n := sc.Spec.Replicas

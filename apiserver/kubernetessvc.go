@@ -70,19 +70,19 @@ func (s *Server) advertiseIP(secure net.Addr) string {
 func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) error {
 	port := int32(secure.(*net.TCPAddr).Port)
 	svcs := s.registries[api.ServicesResource.Name]
-	if _, err := svcs.get(ctx, api.DefaultNamespace, kubernetesService); errdefs.IsNotFound(err) {
+	if _, err := svcs.Get(ctx, api.DefaultNamespace, kubernetesService); errdefs.IsNotFound(err) {
 		svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: kubernetesService, Namespace: api.DefaultNamespace,
 			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 			Spec: api.ServiceSpec{Ports: []api.ServicePort{{Name: "https", Protocol: "TCP", Port: 443, TargetPort: api.IntOrString(strconv.Itoa(int(port)))}}}}
 		if ip, err := kubernetesServiceIP(s.cfg.ServiceCIDR); err == nil {
 			svc.Spec.ClusterIP = ip.String()
 		}
-		_, err := svcs.create(ctx, api.DefaultNamespace, svc)
+		_, err := svcs.Create(ctx, api.DefaultNamespace, svc)
 		if err != nil && !errdefs.IsAlreadyExists(err) {
 			// The first address may be taken by a Service made before
 			// this one existed: any other will do.
 			svc.Spec.ClusterIP = ""
-			if _, err := svcs.create(ctx, api.DefaultNamespace, svc); err != nil && !errdefs.IsAlreadyExists(err) {
+			if _, err := svcs.Create(ctx, api.DefaultNamespace, svc); err != nil && !errdefs.IsAlreadyExists(err) {
 				return err
 			}
 		}
@@ -95,10 +95,10 @@ func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) e
 		Ports:     []api.EndpointPort{{Name: "https", Port: port, Protocol: "TCP"}},
 	}}
 	eps := s.registries[api.EndpointsResource.Name]
-	cur, err := eps.get(ctx, api.DefaultNamespace, kubernetesService)
+	cur, err := eps.Get(ctx, api.DefaultNamespace, kubernetesService)
 	switch {
 	case errdefs.IsNotFound(err):
-		_, err = eps.create(ctx, api.DefaultNamespace, &api.Endpoints{
+		_, err = eps.Create(ctx, api.DefaultNamespace, &api.Endpoints{
 			ObjectMeta: api.ObjectMeta{Name: kubernetesService, Namespace: api.DefaultNamespace}, Subsets: want})
 		if errdefs.IsAlreadyExists(err) {
 			err = nil
@@ -112,6 +112,6 @@ func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) e
 		return nil
 	}
 	ep.Subsets = want
-	_, err = eps.update(ctx, api.DefaultNamespace, kubernetesService, ep)
+	_, err = eps.Update(ctx, api.DefaultNamespace, kubernetesService, ep)
 	return err
 }

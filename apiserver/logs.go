@@ -56,7 +56,7 @@ type kubeletTarget struct {
 
 // podKubelet finds the kubelet of the node the pod ns/name is bound to.
 func (s *Server) podKubelet(ctx context.Context, ns, name string) (kubeletTarget, error) {
-	obj, err := s.registries[api.PodsResource.Name].get(ctx, ns, name)
+	obj, err := s.registries[api.PodsResource.Name].Get(ctx, ns, name)
 	if err != nil {
 		return kubeletTarget{}, err
 	}
@@ -64,7 +64,7 @@ func (s *Server) podKubelet(ctx context.Context, ns, name string) (kubeletTarget
 	if pod.Spec.NodeName == "" {
 		return kubeletTarget{}, errdefs.BadRequest("", "pod %s/%s is not scheduled to a node yet", ns, name)
 	}
-	nobj, err := s.registries[api.NodesResource.Name].get(ctx, "", pod.Spec.NodeName)
+	nobj, err := s.registries[api.NodesResource.Name].Get(ctx, "", pod.Spec.NodeName)
 	if err != nil {
 		return kubeletTarget{}, fmt.Errorf("node %s of pod %s/%s: %w", pod.Spec.NodeName, ns, name, err)
 	}

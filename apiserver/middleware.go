@@ -59,10 +59,10 @@ func errorMiddleware() gin.HandlerFunc {
 // does, `pods "web" not found`: storage keys are no business of clients.
 func keyless(msg string) string {
 	key, rest, ok := strings.Cut(msg, ": ")
-	if !ok || !strings.HasPrefix(key, keyRoot) {
+	if !ok || !strings.HasPrefix(key, KeyRoot) {
 		return msg
 	}
-	parts := strings.Split(strings.TrimPrefix(key, keyRoot), "/")
+	parts := strings.Split(strings.TrimPrefix(key, KeyRoot), "/")
 	return fmt.Sprintf("%s %q %s", parts[0], parts[len(parts)-1], rest)
 }
 

@@ -11,38 +11,38 @@ import (
 	"minik8s/pkg/wait"
 )
 
-// mirror keeps every object of one registry in memory, by list and watch,
+// Mirror keeps every object of one registry in memory, by list and watch,
 // for checks made on every request (the RBAC policy) without a store read.
 // changed runs after each change, outside the lock.
-type mirror struct {
-	reg     *registry
+type Mirror struct {
+	reg     *Store
 	changed func()
 
 	mu   sync.RWMutex
 	objs map[string]api.Object // namespace/name
 }
 
-func newMirror(reg *registry, changed func()) *mirror {
-	return &mirror{reg: reg, changed: changed, objs: map[string]api.Object{}}
+func NewMirror(reg *Store, changed func()) *Mirror {
+	return &Mirror{reg: reg, changed: changed, objs: map[string]api.Object{}}
 }
 
-// run follows the registry until ctx ends, relisting when the watch breaks.
-func (m *mirror) run(ctx context.Context) {
+// Run follows the registry until ctx ends, relisting when the watch breaks.
+func (m *Mirror) Run(ctx context.Context) {
 	for ctx.Err() == nil {
-		objs, rev, err := m.reg.list(ctx, "", filter{})
+		objs, rev, err := m.reg.List(ctx, "", Filter{})
 		if err != nil {
-			log.WithError(err).WithField("resource", m.reg.res.Name).Warn("mirror: list failed")
+			log.WithError(err).WithField("resource", m.reg.Resource.Name).Warn("mirror: list failed")
 			wait.Sleep(ctx, time.Second)
 			continue
 		}
 		m.mu.Lock()
 		clear(m.objs)
 		for _, o := range objs {
-			m.objs[mirrorKey(o)] = o
+			m.objs[MirrorKey(o)] = o
 		}
 		m.mu.Unlock()
 		m.changed()
-		events, err := m.reg.watch(ctx, "", rev)
+		events, err := m.reg.Watch(ctx, "", rev)
 		if err != nil {
 			wait.Sleep(ctx, time.Second)
 			continue
@@ -53,9 +53,9 @@ func (m *mirror) run(ctx context.Context) {
 			}
 			m.mu.Lock()
 			if ev.Type == api.Deleted {
-				delete(m.objs, mirrorKey(ev.Object))
+				delete(m.objs, MirrorKey(ev.Object))
 			} else {
-				m.objs[mirrorKey(ev.Object)] = ev.Object
+				m.objs[MirrorKey(ev.Object)] = ev.Object
 			}
 			m.mu.Unlock()
 			m.changed()
@@ -63,13 +63,13 @@ func (m *mirror) run(ctx context.Context) {
 	}
 }
 
-func mirrorKey(o api.Object) string {
+func MirrorKey(o api.Object) string {
 	meta := o.GetObjectMeta()
 	return meta.Namespace + "/" + meta.Name
 }
 
-// objects are the mirrored objects; callers only read them.
-func (m *mirror) objects() []api.Object {
+// Objects are the mirrored Objects; callers only read them.
+func (m *Mirror) Objects() []api.Object {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := make([]api.Object, 0, len(m.objs))
@@ -80,7 +80,7 @@ func (m *mirror) objects() []api.Object {
 }
 
 // get is the mirrored object of key (namespace/name).
-func (m *mirror) get(key string) (api.Object, bool) {
+func (m *Mirror) get(key string) (api.Object, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	o, ok := m.objs[key]

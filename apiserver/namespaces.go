@@ -3,13 +3,10 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/gin-gonic/gin"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -28,26 +25,26 @@ func undeletable(name string) bool {
 	return name == api.DefaultNamespace || name == api.NamespaceSystem || name == api.NamespacePublic
 }
 
-// namespaceIndex follows the namespaces (a mirror), so that a create needs
+// NamespaceIndex follows the namespaces (a mirror), so that a create needs
 // no store read to know its namespace is there. A namespace this server
 // just marked Terminating counts as such until the mirror catches up.
-type namespaceIndex struct {
-	reg    *registry
-	mirror *mirror
+type NamespaceIndex struct {
+	reg    *Store
+	mirror *Mirror
 
 	mu      sync.Mutex
 	written map[string]*api.Namespace // by name, until the mirror has its version
 }
 
-func newNamespaceIndex(reg *registry) *namespaceIndex {
-	return &namespaceIndex{reg: reg, mirror: newMirror(reg, func() {}), written: map[string]*api.Namespace{}}
+func NewNamespaceIndex(reg *Store) *NamespaceIndex {
+	return &NamespaceIndex{reg: reg, mirror: NewMirror(reg, func() {}), written: map[string]*api.Namespace{}}
 }
 
-// run follows the namespaces until ctx ends.
-func (n *namespaceIndex) run(ctx context.Context) { n.mirror.run(ctx) }
+// Run follows the namespaces until ctx ends.
+func (n *NamespaceIndex) Run(ctx context.Context) { n.mirror.Run(ctx) }
 
 // phase is a namespace's phase as this server knows it.
-func (n *namespaceIndex) phase(name string) (string, bool) {
+func (n *NamespaceIndex) phase(name string) (string, bool) {
 	cur, ok := n.mirror.get("/" + name)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -68,9 +65,9 @@ func resourceVersion(o api.Object) int64 {
 	return v
 }
 
-func (n *namespaceIndex) bootstrap(ctx context.Context) error {
+func (n *NamespaceIndex) Bootstrap(ctx context.Context) error {
 	for _, name := range builtinNamespaces {
-		_, err := n.reg.create(ctx, "", &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}})
+		_, err := n.reg.Create(ctx, "", &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}})
 		if err != nil && !errdefs.IsAlreadyExists(err) {
 			return err
 		}
@@ -79,18 +76,18 @@ func (n *namespaceIndex) bootstrap(ctx context.Context) error {
 }
 
 // admit says whether objects may be created in namespace ns.
-// observe records a namespace this server just wrote.
-func (n *namespaceIndex) observe(ns *api.Namespace) {
+// Observe records a namespace this server just wrote.
+func (n *NamespaceIndex) Observe(ns *api.Namespace) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.written[ns.Name] = ns
 }
 
-func (n *namespaceIndex) admit(ctx context.Context, ns string) error {
+func (n *NamespaceIndex) Admit(ctx context.Context, ns string) error {
 	phase, ok := n.phase(ns)
 	if !ok {
 		// The index may lag a namespace created a moment ago.
-		obj, err := n.reg.get(ctx, "", ns)
+		obj, err := n.reg.Get(ctx, "", ns)
 		if errdefs.IsNotFound(err) {
 			return fmt.Errorf("namespace %q not found: %w", ns, errdefs.ErrNotFound)
 		}
@@ -108,12 +105,12 @@ func (n *namespaceIndex) admit(ctx context.Context, ns string) error {
 // deleteNamespace marks a namespace Terminating; the namespace controller
 // empties it and finalizes it. One that is terminating with no finalizer
 // left is removed.
-func (r *registry) deleteNamespace(ctx context.Context, name string, rv string) (api.Object, error) {
+func (r *Store) deleteNamespace(ctx context.Context, name string, rv string) (api.Object, error) {
 	if undeletable(name) {
 		return nil, fmt.Errorf("namespace %q may not be deleted: %w", name, errdefs.ErrForbidden)
 	}
 	var gone bool
-	out, err := r.mutate(ctx, "", name, func(o api.Object) (api.Object, error) {
+	out, err := r.Mutate(ctx, "", name, func(o api.Object) (api.Object, error) {
 		ns := o.(*api.Namespace)
 		if rv != "" && rv != ns.ResourceVersion {
 			return nil, fmt.Errorf("namespace %q: resourceVersion %s is stale: %w", name, rv, errdefs.ErrConflict)
@@ -133,52 +130,17 @@ func (r *registry) deleteNamespace(ctx context.Context, name string, rv string) 
 		return ns, nil
 	})
 	if gone {
-		return r.removeFinalized(ctx, name)
+		return r.RemoveFinalized(ctx, name)
 	}
 	return out, err
 }
 
 var errFinalized = fmt.Errorf("finalized")
 
-func (r *registry) removeFinalized(ctx context.Context, name string) (api.Object, error) {
-	out := r.res.New()
-	if err := r.store.Delete(ctx, r.key("", name), out, ""); err != nil {
+func (r *Store) RemoveFinalized(ctx context.Context, name string) (api.Object, error) {
+	out := r.Resource.New()
+	if err := r.Storage.Delete(ctx, r.Key("", name), out, ""); err != nil {
 		return nil, r.notFound(err, "", name)
 	}
 	return out, nil
-}
-
-// finalizeNamespace serves PUT /api/v1/namespaces/NAME/finalize: the
-// namespace controller drops its finalizer once the namespace is empty,
-// and a terminating namespace without finalizers is removed.
-func (h *handlers) finalizeNamespace(c *gin.Context) {
-	next := &api.Namespace{}
-	if err := h.decodeBody(c, next); err != nil {
-		fail(c, err)
-		return
-	}
-	name := c.Param("name")
-	if err := matchName(next.GetObjectMeta(), name); err != nil {
-		fail(c, err)
-		return
-	}
-	ctx := c.Request.Context()
-	var done bool
-	out, err := h.reg.mutate(ctx, "", name, func(o api.Object) (api.Object, error) {
-		ns := o.(*api.Namespace)
-		if next.ResourceVersion != "" && next.ResourceVersion != ns.ResourceVersion {
-			return nil, fmt.Errorf("namespace %q: resourceVersion %s is stale: %w", name, next.ResourceVersion, errdefs.ErrConflict)
-		}
-		ns.Spec.Finalizers = next.Spec.Finalizers
-		done = ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) == 0
-		return ns, nil
-	})
-	if err == nil && done {
-		out, err = h.reg.removeFinalized(ctx, name)
-	}
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, out)
 }

@@ -73,7 +73,7 @@ func (s *Server) apiserverAddress(ctx context.Context, ip net.IP) bool {
 			return true
 		}
 	}
-	obj, err := s.registries[api.EndpointsResource.Name].get(ctx, api.DefaultNamespace, kubernetesService)
+	obj, err := s.registries[api.EndpointsResource.Name].Get(ctx, api.DefaultNamespace, kubernetesService)
 	if err != nil {
 		return false
 	}
@@ -90,7 +90,7 @@ func (s *Server) apiserverAddress(ctx context.Context, ip net.IP) bool {
 // addressHolder is the node that holds ip: whose Node reports it, or whose
 // name it is bound to; "" when none.
 func (s *Server) addressHolder(ctx context.Context, ip net.IP) (string, error) {
-	nodes, _, err := s.registries[api.NodesResource.Name].list(ctx, "", filter{})
+	nodes, _, err := s.registries[api.NodesResource.Name].List(ctx, "", Filter{})
 	if err != nil {
 		return "", err
 	}

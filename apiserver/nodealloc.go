@@ -24,26 +24,26 @@ const (
 // password record on delete.
 type nodeStrategy struct{ defaultStrategy }
 
-func (nodeStrategy) create(ctx context.Context, r *registry, key string, obj api.Object) error {
-	if r.podCIDRs == nil {
-		return r.store.Create(ctx, key, obj, r.ttl)
+func (nodeStrategy) create(ctx context.Context, r *Store, key string, obj api.Object) error {
+	if r.PodCIDRs == nil {
+		return r.Storage.Create(ctx, key, obj, r.TTL)
 	}
 	return r.createNode(ctx, key, obj.(*api.Node))
 }
 
-func (nodeStrategy) prepareForUpdate(r *registry, cur, next api.Object) error {
+func (nodeStrategy) prepareForUpdate(r *Store, cur, next api.Object) error {
 	return r.keepPodCIDR(cur, next)
 }
 
-func (nodeStrategy) afterDelete(ctx context.Context, r *registry, obj api.Object) {
+func (nodeStrategy) afterDelete(ctx context.Context, r *Store, obj api.Object) {
 	r.releasePodCIDR(ctx, obj)
-	auth.Release(ctx, r.store, obj.(*api.Node).Name)
+	auth.Release(ctx, r.Storage, obj.(*api.Node).Name)
 }
 
 // createNode stores a Node with its pod CIDR: the one it asks for if that
 // is a free slice of the range, else the next free one.
-func (r *registry) createNode(ctx context.Context, key string, node *api.Node) error {
-	a := r.podCIDRs
+func (r *Store) createNode(ctx context.Context, key string, node *api.Node) error {
+	a := r.PodCIDRs
 	asked := node.Spec.PodCIDR
 	if asked == "" && len(node.Spec.PodCIDRs) > 0 {
 		asked = node.Spec.PodCIDRs[0]
@@ -54,7 +54,7 @@ func (r *registry) createNode(ctx context.Context, key string, node *api.Node) e
 			return err
 		}
 	}
-	return a.Create(ctx, key, node, r.ttl, asked, "spec.podCIDR", func(cidr string) { setPodCIDR(node, cidr) })
+	return a.Create(ctx, key, node, r.TTL, asked, "spec.podCIDR", func(cidr string) { setPodCIDR(node, cidr) })
 }
 
 func setPodCIDR(node *api.Node, cidr string) {
@@ -66,7 +66,7 @@ func setPodCIDR(node *api.Node, cidr string) {
 
 // keepPodCIDR makes an update keep the Node's pod CIDR: an empty one keeps
 // it, any other change is refused, as Kubernetes refuses it.
-func (r *registry) keepPodCIDR(cur, next api.Object) error {
+func (r *Store) keepPodCIDR(cur, next api.Object) error {
 	c, ok := cur.(*api.Node)
 	if !ok {
 		return nil
@@ -82,20 +82,20 @@ func (r *registry) keepPodCIDR(cur, next api.Object) error {
 }
 
 // releasePodCIDR frees the slice of a deleted Node.
-func (r *registry) releasePodCIDR(ctx context.Context, obj api.Object) {
-	if node, ok := obj.(*api.Node); ok && r.podCIDRs != nil && node.Spec.PodCIDR != "" {
+func (r *Store) releasePodCIDR(ctx context.Context, obj api.Object) {
+	if node, ok := obj.(*api.Node); ok && r.PodCIDRs != nil && node.Spec.PodCIDR != "" {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		r.podCIDRs.Release(rctx, node.Spec.PodCIDR, node.UID)
+		r.PodCIDRs.Release(rctx, node.Spec.PodCIDR, node.UID)
 	}
 }
 
-// assignMissingPodCIDRs gives a slice to each Node that has none (one
+// AssignMissingPodCIDRs gives a slice to each Node that has none (one
 // registered before the cluster had a pod range): the slice's record
 // first, then the Node, the record taken back if the Node changed.
-func (r *registry) assignMissingPodCIDRs(ctx context.Context) error {
-	a := r.podCIDRs
-	objs, _, err := r.store.List(ctx, r.prefix(""), r.res.New)
+func (r *Store) AssignMissingPodCIDRs(ctx context.Context) error {
+	a := r.PodCIDRs
+	objs, _, err := r.Storage.List(ctx, r.Prefix(""), r.Resource.New)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (r *registry) assignMissingPodCIDRs(ctx context.Context) error {
 		if cidr == "" {
 			continue
 		}
-		_, err = r.mutate(ctx, "", node.Name, func(cur api.Object) (api.Object, error) {
+		_, err = r.Mutate(ctx, "", node.Name, func(cur api.Object) (api.Object, error) {
 			n := cur.(*api.Node)
 			if n.UID != node.UID || n.Spec.PodCIDR != "" {
 				return nil, errdefs.ErrConflict

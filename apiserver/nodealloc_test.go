@@ -14,14 +14,14 @@ import (
 
 // nodeRegistry is the Nodes registry of a server over a fresh store whose
 // pod range is cidr cut in /mask slices.
-func nodeRegistry(t *testing.T, cidr string, mask int) *registry {
+func nodeRegistry(t *testing.T, cidr string, mask int) *Store {
 	t.Helper()
 	s := New(Config{ClusterCIDR: cidr, NodeCIDRMaskSize: mask}, etcdtest.Start(t))
 	return s.registries[api.NodesResource.Name]
 }
 
-func createNode(ctx context.Context, reg *registry, name, podCIDR string) (*api.Node, error) {
-	obj, err := reg.create(ctx, "", &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"},
+func createNode(ctx context.Context, reg *Store, name, podCIDR string) (*api.Node, error) {
+	obj, err := reg.Create(ctx, "", &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: api.ObjectMeta{Name: name}, Spec: api.NodeSpec{PodCIDR: podCIDR}})
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 	}
 	// The stored nodes hold what the creates answered.
 	for i := 0; i < 5; i++ {
-		obj, err := reg.get(ctx, "", fmt.Sprintf("node-%d", i))
+		obj, err := reg.Get(ctx, "", fmt.Sprintf("node-%d", i))
 		if err != nil {
 			continue
 		}
@@ -73,12 +73,12 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 			t.Errorf("stored node-%d has no pod CIDR", i)
 		}
 	}
-	victim, err := reg.get(ctx, "", "node-0")
+	victim, err := reg.Get(ctx, "", "node-0")
 	if err != nil {
-		victim, _ = reg.get(ctx, "", "node-1")
+		victim, _ = reg.Get(ctx, "", "node-1")
 	}
 	freed := victim.(*api.Node).Spec.PodCIDR
-	if _, err := reg.delete(ctx, "", victim.GetObjectMeta().Name, deleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "", victim.GetObjectMeta().Name, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := createNode(ctx, reg, "node-late", "")
@@ -113,7 +113,7 @@ func TestNodeAsksForPodCIDR(t *testing.T) {
 			t.Errorf("asked for %s: %v (field %q)", tc.cidr, err, errdefs.Field(err))
 		}
 	}
-	if _, err := reg.get(ctx, "", "b"); !errdefs.IsNotFound(err) {
+	if _, err := reg.Get(ctx, "", "b"); !errdefs.IsNotFound(err) {
 		t.Errorf("a refused node was stored: %v", err)
 	}
 }
@@ -129,13 +129,13 @@ func TestNodeUpdateKeepsPodCIDR(t *testing.T) {
 	}
 	want := n.Spec.PodCIDR
 	n.Spec = api.NodeSpec{Unschedulable: true}
-	out, err := reg.update(ctx, "", "a", n)
+	out, err := reg.Update(ctx, "", "a", n)
 	if err != nil || out.(*api.Node).Spec.PodCIDR != want || !out.(*api.Node).Spec.Unschedulable {
 		t.Fatalf("update without a pod CIDR: %+v %v, want %s kept", out, err, want)
 	}
 	n = out.(*api.Node)
 	n.Spec.PodCIDR, n.Spec.PodCIDRs = "127.42.200.0/24", []string{"127.42.200.0/24"}
-	if _, err := reg.update(ctx, "", "a", n); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.podCIDR" {
+	if _, err := reg.Update(ctx, "", "a", n); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.podCIDR" {
 		t.Fatalf("changing the pod CIDR: %v, want refused on spec.podCIDR", err)
 	}
 }
@@ -145,24 +145,24 @@ func TestNodeUpdateKeepsPodCIDR(t *testing.T) {
 func TestPodCIDRRepairAndBackfill(t *testing.T) {
 	ctx := context.Background()
 	reg := nodeRegistry(t, "127.42.0.0/30", 30) // one slice
-	a := reg.podCIDRs
+	a := reg.PodCIDRs
 	ghost := &api.Node{ObjectMeta: api.ObjectMeta{Name: "ghost", UID: "uid-ghost"}}
 	leaked := a.Item("127.42.0.0/30", ghost)
-	if err := reg.store.Create(ctx, leaked.Key, leaked.Object, 0); err != nil {
+	if err := reg.Storage.Create(ctx, leaked.Key, leaked.Object, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Stored as a node registered before the cluster had a pod range.
 	old := &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: api.ObjectMeta{Name: "old", UID: "uid-old"}}
-	if err := reg.store.Create(ctx, reg.key("", "old"), old, 0); err != nil {
+	if err := reg.Storage.Create(ctx, reg.Key("", "old"), old, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := a.Repair(ctx); err != nil || n != 1 {
 		t.Fatalf("repair: %d %v, want the ghost's slice reclaimed", n, err)
 	}
-	if err := reg.assignMissingPodCIDRs(ctx); err != nil {
+	if err := reg.AssignMissingPodCIDRs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	obj, err := reg.get(ctx, "", "old")
+	obj, err := reg.Get(ctx, "", "old")
 	if err != nil || obj.(*api.Node).Spec.PodCIDR != "127.42.0.0/30" {
 		t.Fatalf("the old node: %+v %v, want 127.42.0.0/30", obj, err)
 	}

@@ -45,13 +45,13 @@ func (s *Server) nodeAuthorizes(r *http.Request, a rbac.Attributes) bool {
 // selectedName is the one object a list or watch selects by name
 // (fieldSelector metadata.name=NAME), or "".
 func selectedName(r *http.Request) string {
-	f, err := parseFilter("", r.URL.Query().Get("fieldSelector"))
+	f, err := ParseFilter("", r.URL.Query().Get("fieldSelector"))
 	if err != nil {
 		return ""
 	}
-	for _, req := range f.fields {
-		if !req.negate && slices.Equal(req.path, []string{"metadata", "name"}) && req.value != "" {
-			return req.value
+	for _, req := range f.Fields {
+		if !req.Negate && slices.Equal(req.Path, []string{"metadata", "name"}) && req.Value != "" {
+			return req.Value
 		}
 	}
 	return ""
@@ -61,11 +61,11 @@ func selectedName(r *http.Request) string {
 // or ConfigMap (resource) name. It reads the pods from the store, so a
 // pod bound a moment ago counts and a deleted one no longer does.
 func (s *Server) podsOfNodeUse(ctx context.Context, node, ns, resource, name string) bool {
-	f, err := parseFilter("", "spec.nodeName="+node)
+	f, err := ParseFilter("", "spec.nodeName="+node)
 	if err != nil {
 		return false
 	}
-	pods, _, err := s.registries[api.PodsResource.Name].list(ctx, ns, f)
+	pods, _, err := s.registries[api.PodsResource.Name].List(ctx, ns, f)
 	if err != nil {
 		return false
 	}

@@ -23,18 +23,18 @@ const DefaultServiceNodePortRange = "30000-32767"
 // serviceTypeNodePort is the Service type whose ports get node ports.
 const serviceTypeNodePort = "NodePort"
 
-// maxNodePorts is the most ports a NodePort Service has: it is stored with
+// MaxNodePorts is the most ports a NodePort Service has: it is stored with
 // its cluster IP and a record of each node port in one etcd transaction.
 // Kubernetes counts node ports in a bitmap and has no such bound; here
 // more are refused as too many rather than failing in etcd (503).
-const maxNodePorts = etcd.MaxTxnOps - 2
+const MaxNodePorts = etcd.MaxTxnOps - 2
 
 // checkNodePorts refuses node ports on a Service that gets none, asked
 // ones out of the range or twice in one Service, and more than a Service
 // can hold.
-func (r *registry) checkNodePorts(svc *api.Service) error {
-	if n := len(svc.Spec.Ports); svc.Spec.Type == serviceTypeNodePort && n > maxNodePorts {
-		return upstream.Invalid(r.res, svc.Name, field.ErrorList{field.TooMany(field.NewPath("spec", "ports"), n, maxNodePorts)})
+func (r *Store) checkNodePorts(svc *api.Service) error {
+	if n := len(svc.Spec.Ports); svc.Spec.Type == serviceTypeNodePort && n > MaxNodePorts {
+		return upstream.Invalid(r.Resource, svc.Name, field.ErrorList{field.TooMany(field.NewPath("spec", "ports"), n, MaxNodePorts)})
 	}
 	seen := map[int32]bool{}
 	for i, p := range svc.Spec.Ports {
@@ -45,7 +45,7 @@ func (r *registry) checkNodePorts(svc *api.Service) error {
 		if svc.Spec.Type != serviceTypeNodePort {
 			return errdefs.Invalid(field, "only a Service of type NodePort has node ports")
 		}
-		if a := r.nodePorts; a != nil {
+		if a := r.NodePorts; a != nil {
 			if first, last := a.Bounds(); p.NodePort < first || p.NodePort > last {
 				return errdefs.Invalid(field, "%d is not in the node port range %d-%d", p.NodePort, first, last)
 			}
@@ -62,11 +62,11 @@ func (r *registry) checkNodePorts(svc *api.Service) error {
 // and a node port for each of its ports in one transaction: the asked ones
 // if they are free, else free ones. A member taken between the search and
 // the transaction makes it fail whole, and it is tried again.
-func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, svc *api.Service) error {
+func (r *Store) createServiceWithNodePorts(ctx context.Context, key string, svc *api.Service) error {
 	askedIP := svc.Spec.ClusterIP
-	if askedIP != "" && askedIP != "None" && r.ips != nil {
+	if askedIP != "" && askedIP != "None" && r.IPs != nil {
 		var err error
-		if askedIP, err = r.ips.Canonical(askedIP); err != nil {
+		if askedIP, err = r.IPs.Canonical(askedIP); err != nil {
 			return err
 		}
 	}
@@ -75,7 +75,7 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 		asked[i] = p.NodePort
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		used, err := r.nodePorts.Used(ctx)
+		used, err := r.NodePorts.Used(ctx)
 		if err != nil {
 			return err
 		}
@@ -87,17 +87,17 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 		}
 		items := []storage.Item{{Key: key, Object: svc}}
 		picked := false
-		if askedIP != "None" && r.ips != nil {
+		if askedIP != "None" && r.IPs != nil {
 			ip := askedIP
 			if ip == "" {
-				free, err := r.ips.Free(ctx, 1, nil)
+				free, err := r.IPs.Free(ctx, 1, nil)
 				if err != nil {
 					return err
 				}
 				ip, picked = free[0], true
 			}
 			svc.Spec.ClusterIP = ip
-			items = append(items, r.ips.Item(ip, svc))
+			items = append(items, r.IPs.Item(ip, svc))
 		}
 		taken := map[string]bool{}
 		for _, p := range asked {
@@ -108,7 +108,7 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 		for i := range svc.Spec.Ports {
 			port := asked[i]
 			if port == 0 {
-				free, err := r.nodePorts.Free(ctx, 1, taken)
+				free, err := r.NodePorts.Free(ctx, 1, taken)
 				if err != nil {
 					return err
 				}
@@ -117,13 +117,13 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 				taken[free[0]] = true
 			}
 			svc.Spec.Ports[i].NodePort = port
-			items = append(items, r.nodePorts.Item(strconv.Itoa(int(port)), svc))
+			items = append(items, r.NodePorts.Item(strconv.Itoa(int(port)), svc))
 		}
-		err = r.store.CreateMany(ctx, items, r.ttl)
+		err = r.Storage.CreateMany(ctx, items, r.TTL)
 		if !errdefs.IsAlreadyExists(err) {
 			return err
 		}
-		if r.store.Get(ctx, key, &api.Service{}) == nil {
+		if r.Storage.Get(ctx, key, &api.Service{}) == nil {
 			return fmt.Errorf("Service %q already exists: %w", svc.Name, errdefs.ErrAlreadyExists)
 		}
 		if !picked {
@@ -137,7 +137,7 @@ func (r *registry) createServiceWithNodePorts(ctx context.Context, key string, s
 // keepNodePorts makes an update keep the node ports a Service holds: a
 // port updated without one keeps the one it had; changing one, or the
 // Service's type away from NodePort, is refused.
-func (r *registry) keepNodePorts(cur, next api.Object) error {
+func (r *Store) keepNodePorts(cur, next api.Object) error {
 	c, ok := cur.(*api.Service)
 	if !ok {
 		return nil
@@ -186,16 +186,16 @@ func servicePortKey(p api.ServicePort) string {
 }
 
 // releaseNodePorts frees the node ports of a deleted Service.
-func (r *registry) releaseNodePorts(ctx context.Context, obj api.Object) {
+func (r *Store) releaseNodePorts(ctx context.Context, obj api.Object) {
 	svc, ok := obj.(*api.Service)
-	if !ok || r.nodePorts == nil {
+	if !ok || r.NodePorts == nil {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, p := range svc.Spec.Ports {
 		if p.NodePort != 0 {
-			r.nodePorts.Release(rctx, strconv.Itoa(int(p.NodePort)), svc.UID)
+			r.NodePorts.Release(rctx, strconv.Itoa(int(p.NodePort)), svc.UID)
 		}
 	}
 }

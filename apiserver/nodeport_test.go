@@ -17,7 +17,7 @@ import (
 func TestNodePorts(t *testing.T) {
 	store := etcdtest.Start(t)
 	s := New(Config{ServiceCIDR: "127.1.6.0/24", ServiceNodePortRange: "30000-30005"}, store)
-	if err := s.namespaces.bootstrap(context.Background()); err != nil {
+	if err := s.namespaces.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	reg := s.registries[api.ServicesResource.Name]
@@ -27,7 +27,7 @@ func TestNodePorts(t *testing.T) {
 		for i, np := range nodePorts {
 			svc.Spec.Ports = append(svc.Spec.Ports, api.ServicePort{Name: string(rune('a' + i)), Port: 80 + int32(i), NodePort: np})
 		}
-		obj, err := reg.create(ctx, "default", svc)
+		obj, err := reg.Create(ctx, "default", svc)
 		if err != nil {
 			return nil, err
 		}
@@ -90,17 +90,17 @@ func TestNodePorts(t *testing.T) {
 	// An update without node ports keeps them; changing one is refused.
 	up := &api.Service{ObjectMeta: api.ObjectMeta{Name: "two"}, Spec: api.ServiceSpec{Type: "NodePort", ClusterIP: two.Spec.ClusterIP,
 		Ports: []api.ServicePort{{Name: "a", Port: 80}, {Name: "b", Port: 81}}}}
-	obj, err := reg.update(ctx, "default", "two", up)
+	obj, err := reg.Update(ctx, "default", "two", up)
 	if err != nil || obj.(*api.Service).Spec.Ports[1].NodePort != two.Spec.Ports[1].NodePort {
 		t.Fatalf("update without node ports: %+v, %v", obj, err)
 	}
 	up.Spec.Ports[0].NodePort = 30004
-	if _, err := reg.update(ctx, "default", "two", up); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.ports[0].nodePort" {
+	if _, err := reg.Update(ctx, "default", "two", up); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.ports[0].nodePort" {
 		t.Fatalf("update changing a node port: %v", err)
 	}
 
 	// Deleting a Service frees its ports.
-	if _, err := reg.delete(ctx, "default", "last", deleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "default", "last", DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := create("again", "NodePort", last.Spec.Ports[0].NodePort)
@@ -115,7 +115,7 @@ func TestNodePorts(t *testing.T) {
 func TestNodePortsTooMany(t *testing.T) {
 	store := etcdtest.Start(t)
 	s := New(Config{ServiceCIDR: "127.1.7.0/24", ServiceNodePortRange: DefaultServiceNodePortRange}, store)
-	if err := s.namespaces.bootstrap(context.Background()); err != nil {
+	if err := s.namespaces.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	reg := s.registries[api.ServicesResource.Name]
@@ -127,18 +127,18 @@ func TestNodePortsTooMany(t *testing.T) {
 		}
 		return svc
 	}
-	for _, n := range []int{2000, maxNodePorts + 1} {
-		_, err := reg.create(ctx, "default", service("many", n))
+	for _, n := range []int{2000, MaxNodePorts + 1} {
+		_, err := reg.Create(ctx, "default", service("many", n))
 		io, ok := errdefs.AsInvalidObject(err)
 		if !ok || len(io.Causes) != 1 || io.Causes[0].Field != "spec.ports" || io.Causes[0].Type != "FieldValueTooMany" {
 			t.Fatalf("%d node ports: %v, want 422 too many on spec.ports", n, err)
 		}
-		if _, err := reg.get(ctx, "default", "many"); !errdefs.IsNotFound(err) {
+		if _, err := reg.Get(ctx, "default", "many"); !errdefs.IsNotFound(err) {
 			t.Fatalf("a refused Service was stored: %v", err)
 		}
 	}
-	svc, err := reg.create(ctx, "default", service("most", maxNodePorts))
-	if err != nil || svc.(*api.Service).Spec.Ports[maxNodePorts-1].NodePort == 0 {
-		t.Fatalf("%d node ports: %v", maxNodePorts, err)
+	svc, err := reg.Create(ctx, "default", service("most", MaxNodePorts))
+	if err != nil || svc.(*api.Service).Spec.Ports[MaxNodePorts-1].NodePort == 0 {
+		t.Fatalf("%d node ports: %v", MaxNodePorts, err)
 	}
 }

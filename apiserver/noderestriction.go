@@ -42,7 +42,7 @@ func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
 		return fmt.Errorf("pods %q is forbidden: node %q can not create pods that reference %s: %w", o.Name, node, what, errdefs.ErrForbidden)
 	case *api.Node:
 		var old map[string]string
-		if cur, err := s.registries[api.NodesResource.Name].get(ctx, "", o.Name); err == nil {
+		if cur, err := s.registries[api.NodesResource.Name].Get(ctx, "", o.Name); err == nil {
 			old = cur.GetObjectMeta().Labels
 		}
 		if bad := admission.ForbiddenNodeLabels(old, o.Labels); len(bad) > 0 {

@@ -83,12 +83,12 @@ func patchInto(ctype string, cur any, patch []byte, gvk schema.GroupVersionKind,
 }
 
 func (h *handlers) gvk() schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: h.reg.res.Group, Version: h.reg.res.Version, Kind: h.reg.res.Kind}
+	return schema.GroupVersionKind{Group: h.reg.Resource.Group, Version: h.reg.Resource.Version, Kind: h.reg.Resource.Kind}
 }
 
 // writeFunc writes a patched object through a registry: the object or its
 // status ((*registry).update, (*registry).updateStatus).
-type writeFunc func(r *registry, ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
+type writeFunc func(r *Store, ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
 
 // patch answers PATCH of an object (write: update) or of its status
 // (write: updateStatus): the patch is applied to the object as stored and
@@ -141,13 +141,13 @@ func (h *handlers) readPatch(c *gin.Context) (string, []byte, error) {
 
 // patchOnce reads, patches and writes once; pinned says the patch chose
 // the version it applies to.
-func (h *handlers) patchOnce(ctx context.Context, reg *registry, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
-	cur, err := h.reg.get(ctx, ns, name)
+func (h *handlers) patchOnce(ctx context.Context, reg *Store, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
+	cur, err := h.reg.Get(ctx, ns, name)
 	if err != nil {
 		return nil, false, err
 	}
 	// The patch applies to the object as the route shows it.
-	obj := h.reg.res.New()
+	obj := h.reg.Resource.New()
 	if err := patchInto(ctype, h.show(cur), patch, h.gvk(), obj); err != nil {
 		return nil, false, err
 	}
@@ -173,7 +173,7 @@ func (h *handlers) patchScale(c *gin.Context) {
 		return
 	}
 	ctx, ns, name := c.Request.Context(), h.ns(c), c.Param("name")
-	cur, err := h.reg.get(ctx, ns, name)
+	cur, err := h.reg.Get(ctx, ns, name)
 	if err != nil {
 		fail(c, err)
 		return

@@ -19,7 +19,7 @@ import (
 // follows the instances by list and watch (every apiserver sees every
 // call this way) and keeps only a size per instance.
 type pendingBytes struct {
-	reg *registry
+	reg *Store
 	max int64 // <= 0: no bound
 
 	mu sync.Mutex
@@ -32,7 +32,7 @@ type pendingBytes struct {
 	reserved int64
 }
 
-func newPendingBytes(reg *registry, max int64) *pendingBytes {
+func newPendingBytes(reg *Store, max int64) *pendingBytes {
 	return &pendingBytes{reg: reg, max: max, held: map[string]int64{}}
 }
 
@@ -96,8 +96,8 @@ func (p *pendingBytes) reserve(n int64) (done func(created api.Object), err erro
 		p.reserved -= n
 		if created != nil {
 			// Counted now, not when the watch brings it.
-			if _, seen := p.held[mirrorKey(created)]; !seen {
-				p.set(mirrorKey(created), argBytes(created))
+			if _, seen := p.held[MirrorKey(created)]; !seen {
+				p.set(MirrorKey(created), argBytes(created))
 			}
 		}
 	}, nil
@@ -125,7 +125,7 @@ func (p *pendingBytes) run(ctx context.Context) {
 		p.mu.Lock()
 		p.held, p.total = held, total
 		p.mu.Unlock()
-		events, err := p.reg.watch(ctx, "", rev)
+		events, err := p.reg.Watch(ctx, "", rev)
 		if err != nil {
 			wait.Sleep(ctx, time.Second)
 			continue
@@ -136,9 +136,9 @@ func (p *pendingBytes) run(ctx context.Context) {
 			}
 			p.mu.Lock()
 			if ev.Type == api.Deleted {
-				p.remove(mirrorKey(ev.Object))
+				p.remove(MirrorKey(ev.Object))
 			} else {
-				p.set(mirrorKey(ev.Object), argBytes(ev.Object))
+				p.set(MirrorKey(ev.Object), argBytes(ev.Object))
 			}
 			p.mu.Unlock()
 		}
@@ -151,14 +151,14 @@ func (p *pendingBytes) list(ctx context.Context) (held map[string]int64, total, 
 	held = map[string]int64{}
 	after := ""
 	for {
-		page, err := p.reg.store.ListPage(ctx, p.reg.prefix(""), rev, after, 256, func() api.Object { return &pendingView{} })
+		page, err := p.reg.Storage.ListPage(ctx, p.reg.Prefix(""), rev, after, 256, func() api.Object { return &pendingView{} })
 		if err != nil {
 			return nil, 0, 0, err
 		}
 		rev = page.Revision
 		for _, o := range page.Objects {
 			n := argBytes(o)
-			held[mirrorKey(o)] = n
+			held[MirrorKey(o)] = n
 			total += n
 		}
 		if page.Next == "" {

@@ -18,13 +18,6 @@ import (
 	"minik8s/pkg/errdefs"
 )
 
-// The propagation policies of a delete, as Kubernetes names them.
-const (
-	propagationBackground = "Background"
-	propagationOrphan     = "Orphan"
-	propagationForeground = "Foreground"
-)
-
 // deleteOptions reads a delete's options as Kubernetes does: from the
 // body when there is one (a DeleteOptions, JSON, YAML or protobuf), else
 // from the query, validated by apimachinery (422). Background (the default
@@ -32,26 +25,26 @@ const (
 // keeps them, without the reference to the owner; Foreground keeps the
 // owner (its foregroundDeletion finalizer) until the garbage collector has
 // deleted them. A negative grace period is one second, as in Kubernetes.
-func (h *handlers) deleteOptions(c *gin.Context) (deleteOptions, error) {
+func (h *handlers) deleteOptions(c *gin.Context) (DeleteOptions, error) {
 	opts := requestOf(c).query.delete
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
 	data, err := readBody(c, h.maxBody)
 	if err != nil {
-		return deleteOptions{}, err
+		return DeleteOptions{}, err
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		if opts, err = decodeDeleteOptions(c, data); err != nil {
-			return deleteOptions{}, err
+			return DeleteOptions{}, err
 		}
 	}
 	// Deleting an object the store cannot read is not served.
 	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
 	if err := invalidOptions("DeleteOptions", metav1validation.ValidateDeleteOptions(opts)); err != nil {
-		return deleteOptions{}, err
+		return DeleteOptions{}, err
 	}
-	out := deleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds, DryRun: opts.DryRun}
+	out := DeleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds, DryRun: opts.DryRun}
 	if g := out.GracePeriodSeconds; g != nil && *g < 0 {
 		one := int64(1)
 		out.GracePeriodSeconds = &one
@@ -60,7 +53,7 @@ func (h *handlers) deleteOptions(c *gin.Context) (deleteOptions, error) {
 		out.PropagationPolicy = string(*p)
 	}
 	if o := opts.OrphanDependents; o != nil && *o { //nolint:staticcheck // still served, as Kubernetes does
-		out.PropagationPolicy = propagationOrphan
+		out.PropagationPolicy = PropagationOrphan
 	}
 	if p := opts.Preconditions; p != nil {
 		out.Preconditions = &struct {
@@ -109,20 +102,20 @@ func decodeDeleteOptions(c *gin.Context, data []byte) (*metav1.DeleteOptions, er
 // orphanDependents removes the references to the object at ns/name from
 // the objects of its namespace that it owns, so that the garbage collector
 // leaves them when it goes.
-func (h *handlers) orphanDependents(ctx context.Context, reg *registry, ns, name string) error {
-	owner, err := reg.get(ctx, ns, name)
+func (h *handlers) orphanDependents(ctx context.Context, reg *Store, ns, name string) error {
+	owner, err := reg.Get(ctx, ns, name)
 	if err != nil {
 		return err
 	}
 	uid := owner.GetObjectMeta().UID
-	return h.eachDependent(ctx, reg, ns, uid, func(dep *registry, o api.Object) error {
-		_, err := dep.mutate(ctx, ns, o.GetObjectMeta().Name, func(cur api.Object) (api.Object, error) {
+	return h.eachDependent(ctx, reg, ns, uid, func(dep *Store, o api.Object) error {
+		_, err := dep.Mutate(ctx, ns, o.GetObjectMeta().Name, func(cur api.Object) (api.Object, error) {
 			meta := cur.GetObjectMeta()
 			meta.OwnerReferences = slices.DeleteFunc(meta.OwnerReferences, func(r api.OwnerReference) bool { return r.UID == uid })
 			return cur, nil
 		})
 		if err != nil && !errdefs.IsNotFound(err) {
-			return fmt.Errorf("orphaning %s %s: %w", dep.res.Kind, o.GetObjectMeta().Name, err)
+			return fmt.Errorf("orphaning %s %s: %w", dep.Resource.Kind, o.GetObjectMeta().Name, err)
 		}
 		return nil
 	})
@@ -131,26 +124,26 @@ func (h *handlers) orphanDependents(ctx context.Context, reg *registry, ns, name
 // foregroundPolicy is the policy a Foreground delete of ns/name comes to:
 // Foreground when the object owns something the garbage collector is to
 // delete first, Background (nothing to wait for) otherwise.
-func (h *handlers) foregroundPolicy(ctx context.Context, reg *registry, ns, name string) (string, error) {
-	owner, err := reg.get(ctx, ns, name)
+func (h *handlers) foregroundPolicy(ctx context.Context, reg *Store, ns, name string) (string, error) {
+	owner, err := reg.Get(ctx, ns, name)
 	if err != nil {
 		return "", err
 	}
 	errFound := errors.New("found")
-	err = h.eachDependent(ctx, reg, ns, owner.GetObjectMeta().UID, func(*registry, api.Object) error { return errFound })
+	err = h.eachDependent(ctx, reg, ns, owner.GetObjectMeta().UID, func(*Store, api.Object) error { return errFound })
 	switch {
 	case errors.Is(err, errFound):
-		return propagationForeground, nil
+		return PropagationForeground, nil
 	case err != nil:
 		return "", err
 	}
-	return propagationBackground, nil
+	return PropagationBackground, nil
 }
 
 // eachDependent calls fn for each object of namespace ns owned by uid (a
 // cluster-scoped owner has none here), through the registries reg's dry
 // run or not.
-func (h *handlers) eachDependent(ctx context.Context, reg *registry, ns, uid string, fn func(dep *registry, o api.Object) error) error {
+func (h *handlers) eachDependent(ctx context.Context, reg *Store, ns, uid string, fn func(dep *Store, o api.Object) error) error {
 	dry := reg != h.reg
 	for _, res := range api.Resources {
 		if !res.Namespaced || ns == "" {
@@ -158,9 +151,9 @@ func (h *handlers) eachDependent(ctx context.Context, reg *registry, ns, uid str
 		}
 		dep := h.srv.registries[res.Name]
 		if dry {
-			dep = dep.dryRun()
+			dep = dep.DryRun()
 		}
-		objs, _, err := dep.list(ctx, ns, filter{})
+		objs, _, err := dep.List(ctx, ns, Filter{})
 		if err != nil {
 			return err
 		}

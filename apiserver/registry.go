@@ -18,109 +18,109 @@ import (
 	"minik8s/pkg/storage"
 )
 
-// registry is the storage logic of one resource, independent of HTTP:
+// Store is the storage logic of one resource, independent of HTTP:
 // defaulting, validation, server-set fields, subresources.
-type registry struct {
-	res   api.Resource
-	store storage.Interface
-	// ttl > 0 makes created objects expire (function instances).
-	ttl time.Duration
-	// ips allocates cluster IPs (services only), podCIDRs pod CIDRs
+type Store struct {
+	Resource   api.Resource
+	Storage storage.Interface
+	// TTL > 0 makes created objects expire (function instances).
+	TTL time.Duration
+	// IPs allocates cluster IPs (services only), podCIDRs pod CIDRs
 	// (nodes only).
-	ips      *alloc.ClusterIPs
-	podCIDRs *alloc.PodCIDRs
-	// nodePorts allocates the node ports of NodePort Services.
-	nodePorts *alloc.NodePorts
-	// cache serves the watches.
-	cache *watchCache
-	// namespaces admits creates of namespaced kinds.
-	namespaces *namespaceIndex
-	// admitSpecs admits the pod specs a created or updated object
+	IPs      *alloc.ClusterIPs
+	PodCIDRs *alloc.PodCIDRs
+	// NodePorts allocates the node ports of NodePort Services.
+	NodePorts *alloc.NodePorts
+	// Cache serves the watches.
+	Cache *WatchCache
+	// Namespaces admits creates of namespaced kinds.
+	Namespaces *NamespaceIndex
+	// AdmitSpecs admits the pod specs a created or updated object
 	// carries against the request's user (Server.admitPodSpecs): here,
 	// so that no route writing the kind can miss it. old is nil on create.
-	admitSpecs func(ctx context.Context, res api.Resource, old, obj api.Object) error
-	// admitState judges what a created or updated object says against
+	AdmitSpecs func(ctx context.Context, res api.Resource, old, obj api.Object) error
+	// AdmitState judges what a created or updated object says against
 	// the cluster's state (Server.admitEndpoints), when set.
-	admitState func(ctx context.Context, obj api.Object) error
+	AdmitState func(ctx context.Context, obj api.Object) error
 }
 
 // hooks is the strategy of the registry's kind.
-func (r *registry) hooks() strategy { return strategyFor(r.res) }
+func (r *Store) hooks() strategy { return strategyFor(r.Resource) }
 
 // admit runs admitSpecs and admitState, when set.
-func (r *registry) admit(ctx context.Context, old, obj api.Object) error {
-	if r.admitSpecs != nil {
-		if err := r.admitSpecs(ctx, r.res, old, obj); err != nil {
+func (r *Store) admit(ctx context.Context, old, obj api.Object) error {
+	if r.AdmitSpecs != nil {
+		if err := r.AdmitSpecs(ctx, r.Resource, old, obj); err != nil {
 			return err
 		}
 	}
-	if r.admitState != nil {
-		return r.admitState(ctx, obj)
+	if r.AdmitState != nil {
+		return r.AdmitState(ctx, obj)
 	}
 	return nil
 }
 
-const keyRoot = storage.KeyRoot
+const KeyRoot = storage.KeyRoot
 
-func (r *registry) key(ns, name string) string {
-	if r.res.Namespaced {
-		return keyRoot + r.res.Name + "/" + ns + "/" + name
+func (r *Store) Key(ns, name string) string {
+	if r.Resource.Namespaced {
+		return KeyRoot + r.Resource.Name + "/" + ns + "/" + name
 	}
-	return keyRoot + r.res.Name + "/" + name
+	return KeyRoot + r.Resource.Name + "/" + name
 }
 
 // prefix is the key prefix of a collection; ns == "" lists all namespaces.
-// watch streams the changes in namespace ns ("" for all) after revision from.
-func (r *registry) watch(ctx context.Context, ns string, from int64) (<-chan storage.Event, error) {
-	if r.cache == nil {
-		return r.store.Watch(ctx, r.prefix(ns), from, r.res.New)
+// Watch streams the changes in namespace ns ("" for all) after revision from.
+func (r *Store) Watch(ctx context.Context, ns string, from int64) (<-chan storage.Event, error) {
+	if r.Cache == nil {
+		return r.Storage.Watch(ctx, r.Prefix(ns), from, r.Resource.New)
 	}
-	return r.cache.watch(ctx, ns, from, r.prefix(ns))
+	return r.Cache.watch(ctx, ns, from, r.Prefix(ns))
 }
 
-func (r *registry) prefix(ns string) string {
-	if r.res.Namespaced && ns != "" {
-		return keyRoot + r.res.Name + "/" + ns + "/"
+func (r *Store) Prefix(ns string) string {
+	if r.Resource.Namespaced && ns != "" {
+		return KeyRoot + r.Resource.Name + "/" + ns + "/"
 	}
-	return keyRoot + r.res.Name + "/"
+	return KeyRoot + r.Resource.Name + "/"
 }
 
 // checkTypeMeta refuses a body whose kind or apiVersion belongs elsewhere.
-func (r *registry) checkTypeMeta(obj api.Object) error {
+func (r *Store) checkTypeMeta(obj api.Object) error {
 	tm := obj.GetTypeMeta()
-	if tm.Kind != "" && tm.Kind != r.res.Kind {
-		return errdefs.BadRequest("kind", "%q does not belong at %s (want %q)", tm.Kind, r.res.Path("", ""), r.res.Kind)
+	if tm.Kind != "" && tm.Kind != r.Resource.Kind {
+		return errdefs.BadRequest("kind", "%q does not belong at %s (want %q)", tm.Kind, r.Resource.Path("", ""), r.Resource.Kind)
 	}
 	if tm.APIVersion == "" || r.hooks().anyAPIVersion() {
 		return nil
 	}
-	if tm.APIVersion != r.res.GroupVersion() {
-		return errdefs.BadRequest("apiVersion", "%q is not the version of %s (want %q)", tm.APIVersion, r.res.Kind, r.res.GroupVersion())
+	if tm.APIVersion != r.Resource.GroupVersion() {
+		return errdefs.BadRequest("apiVersion", "%q is not the version of %s (want %q)", tm.APIVersion, r.Resource.Kind, r.Resource.GroupVersion())
 	}
 	return nil
 }
 
-// checkIdentity reconciles the namespace and name of the URL with the
+// CheckIdentity reconciles the namespace and name of the URL with the
 // body's, as Kubernetes does (EnsureObjectNamespaceMatchesRequestNamespace,
 // checkName): a body's namespace or name that is not the request's is 400.
-func (r *registry) checkIdentity(obj api.Object, ns, name string) error {
+func (r *Store) CheckIdentity(obj api.Object, ns, name string) error {
 	meta := obj.GetObjectMeta()
-	if r.res.Namespaced {
-		if err := matchNamespace(meta, ns); err != nil {
+	if r.Resource.Namespaced {
+		if err := MatchNamespace(meta, ns); err != nil {
 			return err
 		}
 	} else {
 		meta.Namespace = ""
 	}
 	if name != "" {
-		return matchName(meta, name)
+		return MatchName(meta, name)
 	}
 	return nil
 }
 
-// matchNamespace sets an object's namespace to the request's, refusing
+// MatchNamespace sets an object's namespace to the request's, refusing
 // another.
-func matchNamespace(meta *api.ObjectMeta, ns string) error {
+func MatchNamespace(meta *api.ObjectMeta, ns string) error {
 	if meta.Namespace == "" {
 		meta.Namespace = ns
 	} else if meta.Namespace != ns {
@@ -129,8 +129,8 @@ func matchNamespace(meta *api.ObjectMeta, ns string) error {
 	return nil
 }
 
-// matchName sets an object's name to the request's, refusing another.
-func matchName(meta *api.ObjectMeta, name string) error {
+// MatchName sets an object's name to the request's, refusing another.
+func MatchName(meta *api.ObjectMeta, name string) error {
 	if meta.Name == "" {
 		meta.Name = name
 	} else if meta.Name != name {
@@ -139,32 +139,32 @@ func matchName(meta *api.ObjectMeta, name string) error {
 	return nil
 }
 
-func (r *registry) create(ctx context.Context, ns string, obj api.Object) (api.Object, error) {
-	if err := r.prepareCreate(ns, obj); err != nil {
+func (r *Store) Create(ctx context.Context, ns string, obj api.Object) (api.Object, error) {
+	if err := r.PrepareCreate(ns, obj); err != nil {
 		return nil, err
 	}
 	if err := r.admit(ctx, nil, obj); err != nil {
 		return nil, err
 	}
 	meta := obj.GetObjectMeta()
-	if r.res.Namespaced && r.namespaces != nil {
-		if err := r.namespaces.admit(ctx, meta.Namespace); err != nil {
+	if r.Resource.Namespaced && r.Namespaces != nil {
+		if err := r.Namespaces.Admit(ctx, meta.Namespace); err != nil {
 			return nil, err
 		}
 	}
-	if err := r.hooks().create(ctx, r, r.key(meta.Namespace, meta.Name), obj); err != nil {
+	if err := r.hooks().create(ctx, r, r.Key(meta.Namespace, meta.Name), obj); err != nil {
 		return nil, err
 	}
 	return obj, nil
 }
 
-// prepareCreate checks a new object, sets the metadata the server owns,
+// PrepareCreate checks a new object, sets the metadata the server owns,
 // defaults and validates it.
-func (r *registry) prepareCreate(ns string, obj api.Object) error {
+func (r *Store) PrepareCreate(ns string, obj api.Object) error {
 	if err := r.checkTypeMeta(obj); err != nil {
 		return err
 	}
-	if err := r.checkIdentity(obj, ns, ""); err != nil {
+	if err := r.CheckIdentity(obj, ns, ""); err != nil {
 		return err
 	}
 	meta := obj.GetObjectMeta()
@@ -176,62 +176,62 @@ func (r *registry) prepareCreate(ns string, obj api.Object) error {
 	meta.DeletionGracePeriodSeconds = nil
 	meta.Generation = 1
 	r.hooks().prepareForCreate(obj)
-	validation.Default(r.res, obj)
-	return validateCreate(r.res, obj)
+	validation.Default(r.Resource, obj)
+	return ValidateCreate(r.Resource, obj)
 }
 
-// createMany creates objects of a kind without cluster IPs in one store
+// CreateMany creates objects of a kind without cluster IPs in one store
 // write: all or none. An object that does not pass the checks is left
 // out, its error at its index in errs.
-func (r *registry) createMany(ctx context.Context, objs []api.Object) (errs []error, err error) {
+func (r *Store) CreateMany(ctx context.Context, objs []api.Object) (errs []error, err error) {
 	errs = make([]error, len(objs))
 	items := make([]storage.Item, 0, len(objs))
 	for i, obj := range objs {
-		if errs[i] = r.prepareCreate(obj.GetObjectMeta().Namespace, obj); errs[i] != nil {
+		if errs[i] = r.PrepareCreate(obj.GetObjectMeta().Namespace, obj); errs[i] != nil {
 			continue
 		}
 		if errs[i] = r.admit(ctx, nil, obj); errs[i] != nil {
 			continue
 		}
 		meta := obj.GetObjectMeta()
-		items = append(items, storage.Item{Key: r.key(meta.Namespace, meta.Name), Object: obj})
+		items = append(items, storage.Item{Key: r.Key(meta.Namespace, meta.Name), Object: obj})
 	}
-	return errs, r.store.CreateMany(ctx, items, r.ttl)
+	return errs, r.Storage.CreateMany(ctx, items, r.TTL)
 }
 
-func (r *registry) get(ctx context.Context, ns, name string) (api.Object, error) {
-	obj := r.res.New()
-	if err := r.store.Get(ctx, r.key(ns, name), obj); err != nil {
+func (r *Store) Get(ctx context.Context, ns, name string) (api.Object, error) {
+	obj := r.Resource.New()
+	if err := r.Storage.Get(ctx, r.Key(ns, name), obj); err != nil {
 		return nil, r.notFound(err, ns, name)
 	}
 	return obj, nil
 }
 
-func (r *registry) notFound(err error, ns, name string) error {
+func (r *Store) notFound(err error, ns, name string) error {
 	if !errdefs.IsNotFound(err) {
 		return err
 	}
-	if r.res.Namespaced {
-		return fmt.Errorf("%s %q not found in namespace %q: %w", r.res.Kind, name, ns, errdefs.ErrNotFound)
+	if r.Resource.Namespaced {
+		return fmt.Errorf("%s %q not found in namespace %q: %w", r.Resource.Kind, name, ns, errdefs.ErrNotFound)
 	}
-	return fmt.Errorf("%s %q not found: %w", r.res.Kind, name, errdefs.ErrNotFound)
+	return fmt.Errorf("%s %q not found: %w", r.Resource.Kind, name, errdefs.ErrNotFound)
 }
 
-func (r *registry) list(ctx context.Context, ns string, f filter) ([]api.Object, int64, error) {
-	objs, rev, err := r.store.List(ctx, r.prefix(ns), r.res.New)
+func (r *Store) List(ctx context.Context, ns string, f Filter) ([]api.Object, int64, error) {
+	objs, rev, err := r.Storage.List(ctx, r.Prefix(ns), r.Resource.New)
 	if err != nil {
 		return nil, 0, err
 	}
 	return f.keep(objs), rev, nil
 }
 
-// update replaces the spec (and metadata) of an object; for kinds with a
+// Update replaces the spec (and metadata) of an object; for kinds with a
 // status subresource the stored status is kept.
-func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
+func (r *Store) Update(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
 	if err := r.checkTypeMeta(obj); err != nil {
 		return nil, err
 	}
-	if err := r.checkIdentity(obj, ns, name); err != nil {
+	if err := r.CheckIdentity(obj, ns, name); err != nil {
 		return nil, err
 	}
 	wantRV := obj.GetObjectMeta().ResourceVersion
@@ -240,14 +240,14 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 			return nil, errdefs.BadRequest("metadata.resourceVersion", "%q is not a resource version", wantRV)
 		}
 	}
-	validation.Default(r.res, obj)
-	updated, err := r.store.GuaranteedUpdate(ctx, r.key(ns, name), r.res.New, func(cur api.Object) (api.Object, error) {
+	validation.Default(r.Resource, obj)
+	updated, err := r.Storage.GuaranteedUpdate(ctx, r.Key(ns, name), r.Resource.New, func(cur api.Object) (api.Object, error) {
 		curMeta := cur.GetObjectMeta()
 		if wantRV != "" && wantRV != curMeta.ResourceVersion {
 			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale (now %s): the object has been modified; read it again and retry: %w",
-				r.res.Kind, name, wantRV, curMeta.ResourceVersion, errdefs.ErrConflict)
+				r.Resource.Kind, name, wantRV, curMeta.ResourceVersion, errdefs.ErrConflict)
 		}
-		next := copyObject(r.res, obj)
+		next := CopyObject(r.Resource, obj)
 		meta := next.GetObjectMeta()
 		meta.UID = curMeta.UID
 		meta.CreationTimestamp = curMeta.CreationTimestamp
@@ -257,7 +257,7 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		if err := checkNewFinalizers(curMeta, meta); err != nil {
 			return nil, err
 		}
-		if r.res.HasStatus {
+		if r.Resource.HasStatus {
 			setStatus(next, statusOf(cur))
 		}
 		if err := r.hooks().prepareForUpdate(r, cur, next); err != nil {
@@ -266,7 +266,7 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 		if !sameSpec(next, cur) {
 			meta.Generation++
 		}
-		if err := validateUpdate(r.res, next, cur); err != nil {
+		if err := validateUpdate(r.Resource, next, cur); err != nil {
 			return nil, err
 		}
 		if err := checkImmutable(cur, next); err != nil {
@@ -283,20 +283,20 @@ func (r *registry) update(ctx context.Context, ns, name string, obj api.Object) 
 	return r.finalized(ctx, ns, name, updated)
 }
 
-// updateStatus replaces only the status of an object.
-func (r *registry) updateStatus(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
-	if err := r.checkIdentity(obj, ns, name); err != nil {
+// UpdateStatus replaces only the status of an object.
+func (r *Store) UpdateStatus(ctx context.Context, ns, name string, obj api.Object) (api.Object, error) {
+	if err := r.CheckIdentity(obj, ns, name); err != nil {
 		return nil, err
 	}
 	wantRV := obj.GetObjectMeta().ResourceVersion
-	updated, err := r.store.GuaranteedUpdate(ctx, r.key(ns, name), r.res.New, func(cur api.Object) (api.Object, error) {
+	updated, err := r.Storage.GuaranteedUpdate(ctx, r.Key(ns, name), r.Resource.New, func(cur api.Object) (api.Object, error) {
 		if wantRV != "" && wantRV != cur.GetObjectMeta().ResourceVersion {
 			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale (now %s): %w",
-				r.res.Kind, name, wantRV, cur.GetObjectMeta().ResourceVersion, errdefs.ErrConflict)
+				r.Resource.Kind, name, wantRV, cur.GetObjectMeta().ResourceVersion, errdefs.ErrConflict)
 		}
-		old := copyObject(r.res, cur)
+		old := CopyObject(r.Resource, cur)
 		setStatus(cur, statusOf(obj))
-		if err := validateStatus(r.res, cur, old); err != nil {
+		if err := validateStatus(r.Resource, cur, old); err != nil {
 			return nil, err
 		}
 		return cur, nil
@@ -307,28 +307,28 @@ func (r *registry) updateStatus(ctx context.Context, ns, name string, obj api.Ob
 	return updated, nil
 }
 
-// mutate applies fn to the stored object under compare-and-swap.
-func (r *registry) mutate(ctx context.Context, ns, name string, fn storage.UpdateFunc) (api.Object, error) {
-	obj, err := r.store.GuaranteedUpdate(ctx, r.key(ns, name), r.res.New, fn)
+// Mutate applies fn to the stored object under compare-and-swap.
+func (r *Store) Mutate(ctx context.Context, ns, name string, fn storage.UpdateFunc) (api.Object, error) {
+	obj, err := r.Storage.GuaranteedUpdate(ctx, r.Key(ns, name), r.Resource.New, fn)
 	if err != nil {
 		return nil, r.notFound(err, ns, name)
 	}
 	return obj, nil
 }
 
-// mutateFrom is mutate starting from an object the caller believes
+// MutateFrom is mutate starting from an object the caller believes
 // current, saving the read: the write is conditional on its version, and a
 // conflict falls back to reading the stored object.
-func (r *registry) mutateFrom(ctx context.Context, cur api.Object, fn storage.UpdateFunc) (api.Object, error) {
+func (r *Store) MutateFrom(ctx context.Context, cur api.Object, fn storage.UpdateFunc) (api.Object, error) {
 	meta := cur.GetObjectMeta()
-	next, err := fn(copyObject(r.res, cur))
+	next, err := fn(CopyObject(r.Resource, cur))
 	if err != nil {
 		return nil, err
 	}
 	next.GetObjectMeta().ResourceVersion = meta.ResourceVersion
-	err = r.store.Update(ctx, r.key(meta.Namespace, meta.Name), next)
+	err = r.Storage.Update(ctx, r.Key(meta.Namespace, meta.Name), next)
 	if errdefs.IsConflict(err) {
-		return r.mutate(ctx, meta.Namespace, meta.Name, fn)
+		return r.Mutate(ctx, meta.Namespace, meta.Name, fn)
 	}
 	if err != nil {
 		return nil, r.notFound(err, meta.Namespace, meta.Name)
@@ -336,8 +336,8 @@ func (r *registry) mutateFrom(ctx context.Context, cur api.Object, fn storage.Up
 	return next, nil
 }
 
-// deleteOptions are the parts of Kubernetes' DeleteOptions minik8s honours.
-type deleteOptions struct {
+// DeleteOptions are the parts of Kubernetes' DeleteOptions minik8s honours.
+type DeleteOptions struct {
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 	// DryRun: kubectl delete --dry-run=server says it here.
 	DryRun []string `json:"dryRun,omitempty"`
@@ -349,10 +349,10 @@ type deleteOptions struct {
 	} `json:"preconditions,omitempty"`
 }
 
-// delete removes an object, after its kind's own deletion
+// Delete removes an object, after its kind's own deletion
 // (strategy.beginDelete: a bound pod is deleted gracefully, a namespace
 // emptied first), which may answer instead.
-func (r *registry) delete(ctx context.Context, ns, name string, opts deleteOptions) (api.Object, error) {
+func (r *Store) Delete(ctx context.Context, ns, name string, opts DeleteOptions) (api.Object, error) {
 	var rv, uid string
 	if p := opts.Preconditions; p != nil {
 		rv, uid = p.ResourceVersion, p.UID
@@ -382,17 +382,17 @@ const deleteAttempts = 5
 
 // remove deletes the object from the store (at version rv, if given) and
 // frees what was allocated for it.
-func (r *registry) remove(ctx context.Context, ns, name, rv string) (api.Object, error) {
-	out := r.res.New()
-	if err := r.store.Delete(ctx, r.key(ns, name), out, rv); err != nil {
+func (r *Store) remove(ctx context.Context, ns, name, rv string) (api.Object, error) {
+	out := r.Resource.New()
+	if err := r.Storage.Delete(ctx, r.Key(ns, name), out, rv); err != nil {
 		return nil, r.notFound(err, ns, name)
 	}
 	r.hooks().afterDelete(ctx, r, out)
 	return out, nil
 }
 
-// copyObject deep-copies an object through JSON (objects are small).
-func copyObject(res api.Resource, obj api.Object) api.Object {
+// CopyObject deep-copies an object through JSON (objects are small).
+func CopyObject(res api.Resource, obj api.Object) api.Object {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		panic(fmt.Sprintf("marshal %T: %v", obj, err))
@@ -431,4 +431,34 @@ func specBytes(obj api.Object) []byte {
 	delete(m, "kind")
 	out, _ := json.Marshal(m)
 	return out
+}
+
+// ListAt lists namespace ns as it was at revision rev.
+func (r *Store) ListAt(ctx context.Context, ns string, f Filter, rev int64) ([]api.Object, int64, error) {
+	at, ok := r.Storage.(storage.RevisionLister)
+	if !ok {
+		return nil, 0, fmt.Errorf("lists at a resourceVersion (resourceVersionMatch=Exact) are not served by this store: %w", errdefs.ErrBadRequest)
+	}
+	objs, err := at.ListAt(ctx, r.Prefix(ns), rev, r.Resource.New)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f.keep(objs), rev, nil
+}
+
+// DryRun is the registry with every write checked and not made: its store
+// and its allocators' stores are dry runs.
+func (r *Store) DryRun() *Store {
+	c := *r
+	c.Storage = storage.DryRun{Interface: r.Storage}
+	if r.IPs != nil {
+		c.IPs = r.IPs.DryRun()
+	}
+	if r.NodePorts != nil {
+		c.NodePorts = r.NodePorts.DryRun()
+	}
+	if r.PodCIDRs != nil {
+		c.PodCIDRs = r.PodCIDRs.DryRun()
+	}
+	return &c
 }

@@ -50,7 +50,7 @@ func (s *Server) metricsRoutes(r *router) {
 // controller found lost (Ready Unknown) is not asked: its kubelet stopped
 // answering, and every request would wait summaryTimeout for it.
 func (s *Server) summaries(ctx context.Context, want func(*api.Node) bool) ([]api.Summary, error) {
-	objs, _, err := s.registries[api.NodesResource.Name].list(ctx, "", filter{})
+	objs, _, err := s.registries[api.NodesResource.Name].List(ctx, "", Filter{})
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +157,13 @@ func (s *Server) nodeMetrics(c *gin.Context) {
 func (s *Server) podMetrics(c *gin.Context) {
 	ctx := c.Request.Context()
 	ns, name := c.Param("ns"), c.Param("name")
-	f, err := filterOf(requestOf(c).query.list)
+	f, err := FilterOf(requestOf(c).query.list)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	// The pods the request selects, as the registry has them now.
-	pods, _, err := s.registries[api.PodsResource.Name].list(ctx, ns, f)
+	pods, _, err := s.registries[api.PodsResource.Name].List(ctx, ns, f)
 	if err != nil {
 		fail(c, err)
 		return

@@ -11,7 +11,6 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
-	"minik8s/pkg/storage"
 	"minik8s/pkg/wait"
 )
 
@@ -78,7 +77,7 @@ func (s *Server) waitRevision(ctx context.Context, rv int64) error {
 // Exact). Lists are answered whole: limit is honoured by sending
 // everything (Kubernetes lets a server), so no continue token is ever
 // given, and one sent is not valid.
-func (h *handlers) listObjects(ctx context.Context, ns string, f filter, opts *metainternalversion.ListOptions) ([]api.Object, int64, error) {
+func (h *handlers) listObjects(ctx context.Context, ns string, f Filter, opts *metainternalversion.ListOptions) ([]api.Object, int64, error) {
 	if opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return nil, 0, errdefs.BadRequest("continue", "specifying resource version is not allowed when using continue")
@@ -95,22 +94,9 @@ func (h *handlers) listObjects(ctx context.Context, ns string, f filter, opts *m
 		}
 	}
 	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && rv > 0 {
-		return h.reg.listAt(ctx, ns, f, rv)
+		return h.reg.ListAt(ctx, ns, f, rv)
 	}
-	return h.reg.list(ctx, ns, f)
-}
-
-// listAt lists namespace ns as it was at revision rev.
-func (r *registry) listAt(ctx context.Context, ns string, f filter, rev int64) ([]api.Object, int64, error) {
-	at, ok := r.store.(storage.RevisionLister)
-	if !ok {
-		return nil, 0, fmt.Errorf("lists at a resourceVersion (resourceVersionMatch=Exact) are not served by this store: %w", errdefs.ErrBadRequest)
-	}
-	objs, err := at.ListAt(ctx, r.prefix(ns), rev, r.res.New)
-	if err != nil {
-		return nil, 0, err
-	}
-	return f.keep(objs), rev, nil
+	return h.reg.List(ctx, ns, f)
 }
 
 // checkGetVersion checks a get's resourceVersion: a version the store has not

@@ -274,7 +274,7 @@ func agrees(a rbac.Attributes, t touch) error {
 // splitKey reads a store key (or prefix) as the resource, namespace and
 // name it holds.
 func splitKey(key string) (res, ns, name string, namespaced bool) {
-	parts := strings.Split(strings.TrimPrefix(key, keyRoot), "/")
+	parts := strings.Split(strings.TrimPrefix(key, KeyRoot), "/")
 	res = parts[0]
 	r, ok := api.LookupResource(res)
 	namespaced = ok && r.Namespaced

@@ -130,10 +130,10 @@ func newEngineTest(t *testing.T) *engineTest {
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
 	t.Cleanup(func() { cancel(); bg.Wait() })
-	if err := s.namespaces.bootstrap(ctx); err != nil {
+	if err := s.namespaces.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, fn := range []func(context.Context){s.namespaces.run, s.authz.run, s.calls.run} {
+	for _, fn := range []func(context.Context){s.namespaces.Run, s.authz.run, s.calls.run} {
 		bg.Add(1)
 		go func() { defer bg.Done(); fn(ctx) }()
 	}

@@ -24,7 +24,7 @@ func (h *handlers) serviceAccountToken(c *gin.Context) {
 		return
 	}
 	ns, name := h.ns(c), c.Param("name")
-	if err := matchNamespace(&req.ObjectMeta, ns); err != nil {
+	if err := MatchNamespace(&req.ObjectMeta, ns); err != nil {
 		fail(c, err)
 		return
 	}
@@ -37,7 +37,7 @@ func (h *handlers) serviceAccountToken(c *gin.Context) {
 		fail(c, fmt.Errorf("this apiserver serves no secure port, where tokens are used: %w", errdefs.ErrNotFound))
 		return
 	}
-	obj, err := h.reg.get(ctx, ns, name)
+	obj, err := h.reg.Get(ctx, ns, name)
 	if err != nil {
 		fail(c, err)
 		return
@@ -94,7 +94,7 @@ func (s *Server) bindToken(ctx context.Context, ns, sa string, ref *api.BoundObj
 	var uid string
 	switch {
 	case gvk.Group == "" && gvk.Kind == api.PodsResource.Kind:
-		obj, err := s.registries[api.PodsResource.Name].get(ctx, ns, ref.Name)
+		obj, err := s.registries[api.PodsResource.Name].Get(ctx, ns, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func (s *Server) bindToken(ctx context.Context, ns, sa string, ref *api.BoundObj
 		uid, k.Pod = pod.UID, &auth.ObjectRef{Name: pod.Name, UID: pod.UID}
 		if node := pod.Spec.NodeName; node != "" {
 			k.Node = &auth.ObjectRef{Name: node}
-			obj, err := s.registries[api.NodesResource.Name].get(ctx, "", node)
+			obj, err := s.registries[api.NodesResource.Name].Get(ctx, "", node)
 			switch {
 			case err == nil:
 				k.Node.UID = obj.GetObjectMeta().UID
@@ -114,13 +114,13 @@ func (s *Server) bindToken(ctx context.Context, ns, sa string, ref *api.BoundObj
 			}
 		}
 	case gvk.Group == "" && gvk.Kind == api.SecretsResource.Kind:
-		obj, err := s.registries[api.SecretsResource.Name].get(ctx, ns, ref.Name)
+		obj, err := s.registries[api.SecretsResource.Name].Get(ctx, ns, ref.Name)
 		if err != nil {
 			return err
 		}
 		uid, k.Secret = obj.GetObjectMeta().UID, &auth.ObjectRef{Name: ref.Name, UID: obj.GetObjectMeta().UID}
 	case gvk.Group == "" && gvk.Kind == api.NodesResource.Kind:
-		obj, err := s.registries[api.NodesResource.Name].get(ctx, "", ref.Name)
+		obj, err := s.registries[api.NodesResource.Name].Get(ctx, "", ref.Name)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Server) nodeMayAskToken(ctx context.Context, ns, sa string, req *api.To
 	if b == nil || b.Kind != api.PodsResource.Kind {
 		return fmt.Errorf("serviceaccounts %q is forbidden: node %q may ask only for tokens bound to a pod: %w", sa, node, errdefs.ErrForbidden)
 	}
-	obj, err := s.registries[api.PodsResource.Name].get(ctx, ns, b.Name)
+	obj, err := s.registries[api.PodsResource.Name].Get(ctx, ns, b.Name)
 	if err != nil {
 		return err
 	}
@@ -169,8 +169,8 @@ func (s *Server) verifyServiceAccountToken(ctx context.Context, token string) (r
 }
 
 // registryObjects reads objects through the registries (auth.Objects).
-type registryObjects map[string]*registry
+type registryObjects map[string]*Store
 
 func (m registryObjects) Get(ctx context.Context, res api.Resource, ns, name string) (api.Object, error) {
-	return m[res.Name].get(ctx, ns, name)
+	return m[res.Name].Get(ctx, ns, name)
 }

@@ -27,7 +27,7 @@ func TestVerifyServiceAccountToken(t *testing.T) {
 	ctx := context.Background()
 	create := func(res api.Resource, ns string, obj api.Object) *api.ObjectMeta {
 		t.Helper()
-		out, err := s.registries[res.Name].create(ctx, ns, obj)
+		out, err := s.registries[res.Name].Create(ctx, ns, obj)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestVerifyServiceAccountToken(t *testing.T) {
 	gone := create(api.PodsResource, "default", &api.Pod{ObjectMeta: api.ObjectMeta{Name: "gone"},
 		Spec: api.PodSpec{ServiceAccountName: "robot", Containers: []api.Container{{Name: "c", Image: "i"}}}})
 	long := time.Now().Add(-2 * auth.Leeway)
-	if _, err := s.registries[api.PodsResource.Name].mutate(ctx, "default", "gone", func(o api.Object) (api.Object, error) {
+	if _, err := s.registries[api.PodsResource.Name].Mutate(ctx, "default", "gone", func(o api.Object) (api.Object, error) {
 		o.GetObjectMeta().DeletionTimestamp = &long
 		return o, nil
 	}); err != nil {

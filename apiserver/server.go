@@ -214,12 +214,12 @@ func (c *Config) setDefaults() {
 type Server struct {
 	cfg        Config
 	store      storage.Interface
-	registries map[string]*registry
+	registries map[string]*Store
 	engine     *gin.Engine
 	metrics    *prometheus.Registry
 	calls      *calls
 	watches    *watchLimiter
-	namespaces *namespaceIndex
+	namespaces *NamespaceIndex
 	authz      *authorizer
 	// nodePasswords binds node names to the passwords they joined with.
 	nodePasswords *auth.NodePasswords
@@ -242,19 +242,19 @@ type Server struct {
 // New builds a server over store; Run is the usual entry point.
 func New(cfg Config, store storage.Interface) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, store: store, registries: map[string]*registry{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
+	s := &Server{cfg: cfg, store: store, registries: map[string]*Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
 	for _, res := range api.Resources {
-		reg := &registry{res: res, store: store}
-		reg.admitSpecs = s.admitPodSpecs
+		reg := &Store{Resource: res, Storage: store}
+		reg.AdmitSpecs = s.admitPodSpecs
 		if res.Kind == api.EndpointsResource.Kind {
-			reg.admitState = s.admitEndpoints
+			reg.AdmitState = s.admitEndpoints
 		}
-		reg.cache = newWatchCache(store, reg.prefix(""), res.New)
+		reg.Cache = NewWatchCache(store, reg.Prefix(""), res.New)
 		if res.Kind == api.FuncInstancesResource.Kind {
-			reg.ttl = cfg.FuncInstanceTTL
+			reg.TTL = cfg.FuncInstanceTTL
 		}
 		if res.Kind == api.EventsResource.Kind {
-			reg.ttl = EventTTL
+			reg.TTL = EventTTL
 		}
 		if res.Kind == api.ServicesResource.Kind {
 			ips, err := alloc.NewClusterIPs(store, cfg.ServiceCIDR)
@@ -262,8 +262,8 @@ func New(cfg Config, store storage.Interface) *Server {
 				// Run checks the range first; New keeps serving without.
 				log.WithError(err).Error("service range unusable: services get no cluster IP")
 			}
-			reg.ips = ips
-			if reg.nodePorts, err = alloc.NewNodePorts(store, cfg.ServiceNodePortRange); err != nil {
+			reg.IPs = ips
+			if reg.NodePorts, err = alloc.NewNodePorts(store, cfg.ServiceNodePortRange); err != nil {
 				log.WithError(err).Error("node port range unusable: NodePort services get no node ports")
 			}
 		}
@@ -272,15 +272,15 @@ func New(cfg Config, store storage.Interface) *Server {
 			if err != nil {
 				log.WithError(err).Error("cluster range unusable: nodes get no pod CIDR")
 			}
-			reg.podCIDRs = cidrs
+			reg.PodCIDRs = cidrs
 		}
 		s.registries[res.Name] = reg
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.namespaces = newNamespaceIndex(s.registries[api.NamespacesResource.Name])
+	s.namespaces = NewNamespaceIndex(s.registries[api.NamespacesResource.Name])
 	for _, reg := range s.registries {
-		if reg.res.Namespaced {
-			reg.namespaces = s.namespaces
+		if reg.Resource.Namespaced {
+			reg.Namespaces = s.namespaces
 		}
 	}
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
@@ -420,7 +420,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 
 // ServeListeners serves ls until ctx ends, then shuts down gracefully.
 func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
-	if err := retryUntil(ctx, s.namespaces.bootstrap); err != nil {
+	if err := retryUntil(ctx, s.namespaces.Bootstrap); err != nil {
 		return fmt.Errorf("apiserver: the built-in namespaces: %w", err)
 	}
 	if err := retryUntil(ctx, s.ensureBootstrapPolicy); err != nil {
@@ -438,21 +438,21 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 		return err
 	}
 	s.calls.exporter = exporter
-	background := []func(context.Context){s.namespaces.run, s.calls.run, s.authz.run, exporter.Run}
+	background := []func(context.Context){s.namespaces.Run, s.calls.run, s.authz.run, exporter.Run}
 	for _, reg := range s.registries {
-		background = append(background, reg.cache.run)
-		if reg.ips != nil {
-			background = append(background, func(ctx context.Context) { reg.ips.RunRepair(ctx, time.Minute) })
+		background = append(background, reg.Cache.Run)
+		if reg.IPs != nil {
+			background = append(background, func(ctx context.Context) { reg.IPs.RunRepair(ctx, time.Minute) })
 		}
-		if reg.nodePorts != nil {
-			background = append(background, func(ctx context.Context) { reg.nodePorts.RunRepair(ctx, time.Minute) })
+		if reg.NodePorts != nil {
+			background = append(background, func(ctx context.Context) { reg.NodePorts.RunRepair(ctx, time.Minute) })
 		}
-		if reg.podCIDRs != nil {
+		if reg.PodCIDRs != nil {
 			background = append(background, func(ctx context.Context) {
-				if err := reg.assignMissingPodCIDRs(ctx); err != nil && ctx.Err() == nil {
+				if err := reg.AssignMissingPodCIDRs(ctx); err != nil && ctx.Err() == nil {
 					log.WithError(err).Warn("giving registered nodes their pod CIDRs")
 				}
-				reg.podCIDRs.RunRepair(ctx, time.Minute)
+				reg.PodCIDRs.RunRepair(ctx, time.Minute)
 			})
 		}
 	}
@@ -619,7 +619,7 @@ func (s *Server) routes(observe ...gin.HandlerFunc) *gin.Engine {
 // resourceRoutes serves the REST paths of h's resource under base
 // ("/api/v1", "/apis/apps/v1"), of API group group.
 func (s *Server) resourceRoutes(r *router, base, group string, h *handlers) {
-	res := h.reg.res
+	res := h.reg.Resource
 	coll := routeInfo{resource: true, group: group, res: res.Name}
 	if res.Namespaced {
 		// All namespaces, as kubectl get -A.
@@ -652,13 +652,13 @@ func (s *Server) resourceRoutes(r *router, base, group string, h *handlers) {
 	r.handle(http.MethodPut, one, item, name, update)
 	r.handle(http.MethodDelete, one, item, name, h.delete)
 	if res.Name != api.FuncInstancesResource.Name {
-		r.handle(http.MethodPatch, one, item, name, h.patch((*registry).update, true))
+		r.handle(http.MethodPatch, one, item, name, h.patch((*Store).Update, true))
 	}
 	if res.HasStatus {
 		r.handle(http.MethodGet, one+"/status", sub("status", ""), name, h.get)
 		r.handle(http.MethodPut, one+"/status", sub("status", ""), name, updateStatus)
 		if res.Name != api.FuncInstancesResource.Name {
-			r.handle(http.MethodPatch, one+"/status", sub("status", ""), name, h.patch((*registry).updateStatus, false))
+			r.handle(http.MethodPatch, one+"/status", sub("status", ""), name, h.patch((*Store).UpdateStatus, false))
 		}
 	}
 	switch res.Name {

@@ -21,18 +21,18 @@ const (
 // create, keeps them on update and frees them on delete.
 type serviceStrategy struct{ defaultStrategy }
 
-func (serviceStrategy) create(ctx context.Context, r *registry, key string, obj api.Object) error {
+func (serviceStrategy) create(ctx context.Context, r *Store, key string, obj api.Object) error {
 	return r.createService(ctx, key, obj.(*api.Service))
 }
 
-func (serviceStrategy) prepareForUpdate(r *registry, cur, next api.Object) error {
+func (serviceStrategy) prepareForUpdate(r *Store, cur, next api.Object) error {
 	if err := r.keepClusterIP(cur, next); err != nil {
 		return err
 	}
 	return r.keepNodePorts(cur, next)
 }
 
-func (serviceStrategy) afterDelete(ctx context.Context, r *registry, obj api.Object) {
+func (serviceStrategy) afterDelete(ctx context.Context, r *Store, obj api.Object) {
 	r.releaseClusterIP(ctx, obj)
 	r.releaseNodePorts(ctx, obj)
 }
@@ -42,16 +42,16 @@ func (serviceStrategy) afterDelete(ctx context.Context, r *registry, obj api.Obj
 // taken) or a crash in between leaves no address allocated without its
 // Service. The address is the one asked for if it is free and in range,
 // else the next free one ("None" asks for none).
-func (r *registry) createService(ctx context.Context, key string, svc *api.Service) error {
+func (r *Store) createService(ctx context.Context, key string, svc *api.Service) error {
 	if err := r.checkNodePorts(svc); err != nil {
 		return err
 	}
-	if svc.Spec.Type == serviceTypeNodePort && r.nodePorts != nil {
+	if svc.Spec.Type == serviceTypeNodePort && r.NodePorts != nil {
 		return r.createServiceWithNodePorts(ctx, key, svc)
 	}
-	a := r.ips
+	a := r.IPs
 	if a == nil || svc.Spec.ClusterIP == "None" {
-		return r.store.Create(ctx, key, svc, r.ttl)
+		return r.Storage.Create(ctx, key, svc, r.TTL)
 	}
 	asked := svc.Spec.ClusterIP
 	if asked != "" {
@@ -60,12 +60,12 @@ func (r *registry) createService(ctx context.Context, key string, svc *api.Servi
 			return err
 		}
 	}
-	return a.Create(ctx, key, svc, r.ttl, asked, "spec.clusterIP", func(ip string) { svc.Spec.ClusterIP = ip })
+	return a.Create(ctx, key, svc, r.TTL, asked, "spec.clusterIP", func(ip string) { svc.Spec.ClusterIP = ip })
 }
 
 // keepClusterIP makes an update keep the Service's cluster IP: an empty
 // one keeps the allocated address, any other change is refused.
-func (r *registry) keepClusterIP(cur, next api.Object) error {
+func (r *Store) keepClusterIP(cur, next api.Object) error {
 	c, ok := cur.(*api.Service)
 	if !ok {
 		return nil
@@ -81,11 +81,11 @@ func (r *registry) keepClusterIP(cur, next api.Object) error {
 }
 
 // releaseClusterIP frees the address of a deleted Service.
-func (r *registry) releaseClusterIP(ctx context.Context, obj api.Object) {
-	if svc, ok := obj.(*api.Service); ok && r.ips != nil && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
+func (r *Store) releaseClusterIP(ctx context.Context, obj api.Object) {
+	if svc, ok := obj.(*api.Service); ok && r.IPs != nil && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
 		// The Service is gone whatever becomes of the request.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		r.ips.Release(rctx, svc.Spec.ClusterIP, svc.UID)
+		r.IPs.Release(rctx, svc.Spec.ClusterIP, svc.UID)
 	}
 }

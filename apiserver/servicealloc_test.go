@@ -20,7 +20,7 @@ func svc(name, ip string) *api.Service {
 }
 
 // serviceRegistry is the Services registry of a server over store.
-func serviceRegistry(t *testing.T, store storage.Interface, cidr string) *registry {
+func serviceRegistry(t *testing.T, store storage.Interface, cidr string) *Store {
 	t.Helper()
 	return newTestServer(t, store, cidr).registries[api.ServicesResource.Name]
 }
@@ -30,14 +30,14 @@ func serviceRegistry(t *testing.T, store storage.Interface, cidr string) *regist
 func newTestServer(t *testing.T, store storage.Interface, cidr string) *Server {
 	t.Helper()
 	s := New(Config{ServiceCIDR: cidr}, store)
-	if err := s.namespaces.bootstrap(context.Background()); err != nil {
+	if err := s.namespaces.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func createSvc(ctx context.Context, reg *registry, name, ip string) (string, error) {
-	obj, err := reg.create(ctx, "default", &api.Service{ObjectMeta: api.ObjectMeta{Name: name},
+func createSvc(ctx context.Context, reg *Store, name, ip string) (string, error) {
+	obj, err := reg.Create(ctx, "default", &api.Service{ObjectMeta: api.ObjectMeta{Name: name},
 		Spec: api.ServiceSpec{ClusterIP: ip, Ports: []api.ServicePort{{Port: 80}}}})
 	if err != nil {
 		return "", err
@@ -60,8 +60,8 @@ func allocations(t *testing.T, store storage.Interface) map[string]string {
 }
 
 // inServiceRange says whether ip is a usable address of reg's range.
-func inServiceRange(reg *registry, ip string) bool {
-	_, err := reg.ips.Canonical(ip)
+func inServiceRange(reg *Store, ip string) bool {
+	_, err := reg.IPs.Canonical(ip)
 	return err == nil
 }
 
@@ -90,11 +90,11 @@ func TestAllocatorExhaustsAndReuses(t *testing.T) {
 			victim = ip
 		}
 	}
-	reg.ips.Release(ctx, victim, "uid-someone-else")
+	reg.IPs.Release(ctx, victim, "uid-someone-else")
 	if _, err := createSvc(ctx, reg, "s6", ""); err == nil {
 		t.Fatal("an address was freed by a release of another service")
 	}
-	if _, err := reg.delete(ctx, "default", "s2", deleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "default", "s2", DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ip, err := createSvc(ctx, reg, "s6", "")
@@ -106,7 +106,7 @@ func TestAllocatorExhaustsAndReuses(t *testing.T) {
 // Two servers on one etcd never give one address to two Services.
 func TestConcurrentAllocationsAreDistinct(t *testing.T) {
 	store := etcdtest.Start(t)
-	regs := []*registry{serviceRegistry(t, store, "127.1.3.0/26"), serviceRegistry(t, store, "127.1.3.0/26")}
+	regs := []*Store{serviceRegistry(t, store, "127.1.3.0/26"), serviceRegistry(t, store, "127.1.3.0/26")}
 	ctx := context.Background()
 	var mu sync.Mutex
 	got := map[string]string{}
@@ -142,7 +142,7 @@ func TestRepairReclaimsLeakedAddresses(t *testing.T) {
 	store := etcdtest.Start(t)
 	reg := serviceRegistry(t, store, "127.1.4.0/30") // two addresses
 	ctx := context.Background()
-	leaked := reg.ips.Item("127.1.4.1", svc("ghost", ""))
+	leaked := reg.IPs.Item("127.1.4.1", svc("ghost", ""))
 	if err := store.Create(ctx, leaked.Key, leaked.Object, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -155,13 +155,13 @@ func TestRepairReclaimsLeakedAddresses(t *testing.T) {
 	}
 
 	// The periodic repair, without waiting for the range to fill.
-	leaked = reg.ips.Item("127.1.4.9", svc("ghost2", ""))
+	leaked = reg.IPs.Item("127.1.4.9", svc("ghost2", ""))
 	if err := store.Create(ctx, leaked.Key, leaked.Object, 0); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); reg.ips.RunRepair(rctx, time.Hour) }()
+	go func() { defer close(done); reg.IPs.RunRepair(rctx, time.Hour) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for allocations(t, store)["127.1.4.9"] != "" {
 		if time.Now().After(deadline) {
@@ -182,7 +182,7 @@ func TestServiceRegistryClusterIPs(t *testing.T) {
 	reg := s.registries[api.ServicesResource.Name]
 	ctx := context.Background()
 	create := func(name, ip string) (*api.Service, error) {
-		obj, err := reg.create(ctx, "default", &api.Service{ObjectMeta: api.ObjectMeta{Name: name},
+		obj, err := reg.Create(ctx, "default", &api.Service{ObjectMeta: api.ObjectMeta{Name: name},
 			Spec: api.ServiceSpec{ClusterIP: ip, Ports: []api.ServicePort{{Port: 80}}}})
 		if err != nil {
 			return nil, err
@@ -209,14 +209,14 @@ func TestServiceRegistryClusterIPs(t *testing.T) {
 		t.Fatalf("headless: %+v, %v", h, err)
 	}
 	// A refused create (the name is taken) writes nothing.
-	before := allocations(t, reg.store)
+	before := allocations(t, reg.Storage)
 	if _, err := create("a", "127.1.5.6"); !errdefs.IsAlreadyExists(err) {
 		t.Fatalf("duplicate name: %v", err)
 	}
 	if _, err := create("a", ""); !errdefs.IsAlreadyExists(err) {
 		t.Fatalf("duplicate name, no IP asked: %v", err)
 	}
-	if after := allocations(t, reg.store); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := allocations(t, reg.Storage); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("refused creates changed the allocations: %v, then %v", before, after)
 	}
 	if c, err := create("c", "127.1.5.6"); err != nil || c.Spec.ClusterIP != "127.1.5.6" {
@@ -224,16 +224,16 @@ func TestServiceRegistryClusterIPs(t *testing.T) {
 	}
 
 	up := &api.Service{ObjectMeta: api.ObjectMeta{Name: "a"}, Spec: api.ServiceSpec{Ports: []api.ServicePort{{Port: 81}}}}
-	obj, err := reg.update(ctx, "default", "a", up)
+	obj, err := reg.Update(ctx, "default", "a", up)
 	if err != nil || obj.(*api.Service).Spec.ClusterIP != a.Spec.ClusterIP {
 		t.Fatalf("update leaving clusterIP empty: %+v, %v", obj, err)
 	}
 	up.Spec.ClusterIP = "127.1.5.5"
-	if _, err := reg.update(ctx, "default", "a", up); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.clusterIP" {
+	if _, err := reg.Update(ctx, "default", "a", up); !errdefs.IsInvalid(err) || errdefs.Field(err) != "spec.clusterIP" {
 		t.Fatalf("changing clusterIP: %v", err)
 	}
 
-	if _, err := reg.delete(ctx, "default", "b", deleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "default", "b", DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if d, err := create("d", "127.1.5.4"); err != nil || d.Spec.ClusterIP != "127.1.5.4" {

@@ -21,15 +21,15 @@ type strategy interface {
 	// prepareForCreate clears what a new object may not say (its status).
 	prepareForCreate(obj api.Object)
 	// create stores obj under key, with what it is allocated.
-	create(ctx context.Context, r *registry, key string, obj api.Object) error
+	create(ctx context.Context, r *Store, key string, obj api.Object) error
 	// prepareForUpdate carries what the server gave cur over to next, or
 	// refuses next changing it.
-	prepareForUpdate(r *registry, cur, next api.Object) error
+	prepareForUpdate(r *Store, cur, next api.Object) error
 	// beginDelete does a kind's own deletion: done when it answered the
 	// request (out, err) and the object is not to be removed now.
-	beginDelete(ctx context.Context, r *registry, ns, name string, opts deleteOptions, rv, uid string) (out api.Object, done bool, err error)
+	beginDelete(ctx context.Context, r *Store, ns, name string, opts DeleteOptions, rv, uid string) (out api.Object, done bool, err error)
 	// afterDelete frees what was allocated for a removed object.
-	afterDelete(ctx context.Context, r *registry, obj api.Object)
+	afterDelete(ctx context.Context, r *Store, obj api.Object)
 }
 
 // strategies are the kinds with hooks of their own, by resource name.
@@ -59,17 +59,17 @@ func (defaultStrategy) anyAPIVersion() bool { return false }
 
 func (defaultStrategy) prepareForCreate(api.Object) {}
 
-func (defaultStrategy) create(ctx context.Context, r *registry, key string, obj api.Object) error {
-	return r.store.Create(ctx, key, obj, r.ttl)
+func (defaultStrategy) create(ctx context.Context, r *Store, key string, obj api.Object) error {
+	return r.Storage.Create(ctx, key, obj, r.TTL)
 }
 
-func (defaultStrategy) prepareForUpdate(*registry, api.Object, api.Object) error { return nil }
+func (defaultStrategy) prepareForUpdate(*Store, api.Object, api.Object) error { return nil }
 
-func (defaultStrategy) beginDelete(context.Context, *registry, string, string, deleteOptions, string, string) (api.Object, bool, error) {
+func (defaultStrategy) beginDelete(context.Context, *Store, string, string, DeleteOptions, string, string) (api.Object, bool, error) {
 	return nil, false, nil
 }
 
-func (defaultStrategy) afterDelete(context.Context, *registry, api.Object) {}
+func (defaultStrategy) afterDelete(context.Context, *Store, api.Object) {}
 
 // The status of a created object is the controllers' and kubelets' to set.
 type (
@@ -104,7 +104,7 @@ func (funcStrategy) prepareForCreate(obj api.Object) {
 // beginDelete deletes a pod bound to a node gracefully, unless asked for
 // a grace period of 0: it is marked with a deletion timestamp and its
 // kubelet stops its containers and then removes it.
-func (podStrategy) beginDelete(ctx context.Context, r *registry, ns, name string, opts deleteOptions, rv, uid string) (api.Object, bool, error) {
+func (podStrategy) beginDelete(ctx context.Context, r *Store, ns, name string, opts DeleteOptions, rv, uid string) (api.Object, bool, error) {
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds <= 0 {
 		return nil, false, nil
 	}
@@ -113,8 +113,8 @@ func (podStrategy) beginDelete(ctx context.Context, r *registry, ns, name string
 
 // markPodDeleted sets the deletion timestamp of a bound pod. done is false
 // when the pod is not bound (or has not started), so it can go at once.
-func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *int64, rv, uid string) (api.Object, bool, error) {
-	obj, err := r.mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
+func (r *Store) markPodDeleted(ctx context.Context, ns, name string, grace *int64, rv, uid string) (api.Object, bool, error) {
+	obj, err := r.Mutate(ctx, ns, name, func(cur api.Object) (api.Object, error) {
 		pod := cur.(*api.Pod)
 		if rv != "" && rv != pod.ResourceVersion {
 			return nil, fmt.Errorf("pod %q: resourceVersion %s is stale: %w", name, rv, errdefs.ErrConflict)
@@ -144,7 +144,7 @@ func (r *registry) markPodDeleted(ctx context.Context, ns, name string, grace *i
 	case err == errNotGraceful:
 		return nil, false, nil
 	case err == errAlreadyMarked:
-		cur, err := r.get(ctx, ns, name)
+		cur, err := r.Get(ctx, ns, name)
 		return cur, true, err
 	case err != nil:
 		return nil, false, err
@@ -160,7 +160,7 @@ var (
 // jobStrategy keeps the selector the server gave a Job.
 type jobStrategy struct{ defaultStrategy }
 
-func (jobStrategy) prepareForUpdate(_ *registry, cur, next api.Object) error {
+func (jobStrategy) prepareForUpdate(_ *Store, cur, next api.Object) error {
 	keepJobSelector(cur, next)
 	return nil
 }
@@ -169,7 +169,7 @@ func (jobStrategy) prepareForUpdate(_ *registry, cur, next api.Object) error {
 // Terminating, and emptied by the namespace controller.
 type namespaceStrategy struct{ defaultStrategy }
 
-func (namespaceStrategy) beginDelete(ctx context.Context, r *registry, _, name string, _ deleteOptions, rv, _ string) (api.Object, bool, error) {
+func (namespaceStrategy) beginDelete(ctx context.Context, r *Store, _, name string, _ DeleteOptions, rv, _ string) (api.Object, bool, error) {
 	out, err := r.deleteNamespace(ctx, name, rv)
 	return out, true, err
 }

@@ -27,7 +27,7 @@ func wantsTable(r *http.Request) bool {
 // (pkg/printers); withColumns false leaves out the column definitions (a
 // watch sends them with its first event only).
 func (h *handlers) table(ctx context.Context, objs []api.Object, rv string, withColumns bool) *api.Table {
-	cols := printers.For(h.reg.res.Name)
+	cols := printers.For(h.reg.Resource.Name)
 	t := &api.Table{TypeMeta: api.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: api.ListMeta{ResourceVersion: rv},
 		Rows: []api.TableRow{}}
 	if withColumns {
@@ -64,7 +64,7 @@ func (h *handlers) rowObject(ctx context.Context, o api.Object) api.Object {
 	}
 	return printers.PoolRow(f, func(ns, name string) *api.ReplicaSet {
 		if rs := h.srv.registries[api.ReplicaSetsResource.Name]; rs != nil {
-			if pool, err := rs.get(ctx, ns, name); err == nil {
+			if pool, err := rs.Get(ctx, ns, name); err == nil {
 				return pool.(*api.ReplicaSet)
 			}
 		}

@@ -22,14 +22,14 @@ import (
 // function exists, and its gateway path (one gateway serves every
 // namespace) is no other trigger's. Both are 422 naming the field.
 func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) error {
-	if _, err := s.registries[api.FuncsResource.Name].get(ctx, ns, t.Spec.Function); err != nil {
+	if _, err := s.registries[api.FuncsResource.Name].Get(ctx, ns, t.Spec.Function); err != nil {
 		if errdefs.IsNotFound(err) {
 			return errdefs.Invalid("spec.function", "function %q does not exist in namespace %q", t.Spec.Function, ns)
 		}
 		return err
 	}
 	if t.Spec.App != "" {
-		if _, err := s.registries[api.AppsResource.Name].get(ctx, ns, t.Spec.App); err != nil {
+		if _, err := s.registries[api.AppsResource.Name].Get(ctx, ns, t.Spec.App); err != nil {
 			if errdefs.IsNotFound(err) {
 				return errdefs.Invalid("spec.app", "app %q does not exist in namespace %q", t.Spec.App, ns)
 			}
@@ -39,7 +39,7 @@ func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) er
 	if t.Spec.HTTP == nil {
 		return nil
 	}
-	objs, _, err := s.registries[api.TriggersResource.Name].list(ctx, "", filter{})
+	objs, _, err := s.registries[api.TriggersResource.Name].List(ctx, "", Filter{})
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		err = h.take(inst)
 	}
 	if err == nil {
-		err = h.reg.checkIdentity(inst, h.ns(c), "")
+		err = h.reg.CheckIdentity(inst, h.ns(c), "")
 	}
 	if err != nil {
 		fail(c, err)
@@ -100,7 +100,7 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		refuseInstanceWrite(c)
 		return
 	}
-	out, err := h.reg.create(c.Request.Context(), h.ns(c), inst)
+	out, err := h.reg.Create(c.Request.Context(), h.ns(c), inst)
 	if err != nil {
 		fail(c, err)
 		return
@@ -174,15 +174,15 @@ func itemCauses(i int, io *errdefs.InvalidObject) error {
 // namespace through admission, so that a list is taken whole or refused
 // naming the item, and never half-stored after the 202.
 func (h *handlers) checkRecords(ctx context.Context, ns string, items []api.FuncInstance) error {
-	if h.reg.namespaces != nil {
-		if err := h.reg.namespaces.admit(ctx, ns); err != nil {
+	if h.reg.Namespaces != nil {
+		if err := h.reg.Namespaces.Admit(ctx, ns); err != nil {
 			return err
 		}
 	}
 	for i := range items {
-		probe := copyObject(h.reg.res, &items[i])
+		probe := CopyObject(h.reg.Resource, &items[i])
 		probe.GetObjectMeta().Namespace = ns
-		if err := h.reg.prepareCreate(ns, probe); err != nil {
+		if err := h.reg.PrepareCreate(ns, probe); err != nil {
 			if io, ok := errdefs.AsInvalidObject(err); ok {
 				return itemCauses(i, io)
 			}

@@ -13,8 +13,8 @@ import (
 // Kubernetes or the kind is its own (package validation); every cause
 // comes in one 422, worded as Kubernetes words it.
 
-// validateCreate judges obj, a new object of res, defaulted.
-func validateCreate(res api.Resource, obj api.Object) error {
+// ValidateCreate judges obj, a new object of res, defaulted.
+func ValidateCreate(res api.Resource, obj api.Object) error {
 	errs := validation.Object(res, obj)
 	errs = append(errs, validation.Status(obj)...)
 	if upstream.Known(res) {

@@ -97,7 +97,7 @@ func TestValidObjectsOfEveryKind(t *testing.T) {
 			t.Errorf("no valid %s in validObjects", res.Kind)
 			continue
 		}
-		if err := validateCreate(res, decodeValid(t, res, nil)); err != nil {
+		if err := ValidateCreate(res, decodeValid(t, res, nil)); err != nil {
 			t.Errorf("valid %s: %v", res.Kind, err)
 		}
 	}
@@ -201,7 +201,7 @@ func TestValidationOfEveryKind(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.res.Kind+"/"+tc.name, func(t *testing.T) {
-			err := validateCreate(tc.res, decodeValid(t, tc.res, tc.edit))
+			err := ValidateCreate(tc.res, decodeValid(t, tc.res, tc.edit))
 			io, ok := errdefs.AsInvalidObject(err)
 			if !ok {
 				t.Fatalf("got %v, want a 422 naming %s", err, tc.field)
@@ -235,7 +235,7 @@ func BenchmarkCreateValidation(b *testing.B) {
 	b.Run("pod", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := validateCreate(api.PodsResource, pod); err != nil {
+			if err := ValidateCreate(api.PodsResource, pod); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -251,7 +251,7 @@ func BenchmarkCreateValidation(b *testing.B) {
 	b.Run("funcinstance", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := validateCreate(api.FuncInstancesResource, inst); err != nil {
+			if err := ValidateCreate(api.FuncInstancesResource, inst); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -80,7 +80,7 @@ func (h *handlers) take(obj api.Object) error {
 // groupVersion is the apiVersion of the objects and lists h's routes serve.
 func (h *handlers) groupVersion() string {
 	if h.view == nil {
-		return h.reg.res.GroupVersion()
+		return h.reg.Resource.GroupVersion()
 	}
 	return h.view.groupVersion()
 }

@@ -26,7 +26,7 @@ type watchEvent struct {
 // (or "0") it first sends the current objects as ADDED, as Kubernetes does;
 // with one it sends exactly the changes after it, so a client that
 // reconnects with the last version it saw misses nothing.
-func (h *handlers) watch(c *gin.Context, ns string, f filter) {
+func (h *handlers) watch(c *gin.Context, ns string, f Filter) {
 	ctx := c.Request.Context()
 	opts := requestOf(c).query.list
 	if opts == nil {
@@ -64,7 +64,7 @@ func (h *handlers) watch(c *gin.Context, ns string, f filter) {
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	events, err := h.reg.watch(wctx, ns, from)
+	events, err := h.reg.Watch(wctx, ns, from)
 	if err != nil {
 		fail(c, err)
 		return
@@ -136,13 +136,13 @@ func (w *watchWriter) write(ev watchEvent, more bool, held int) bool {
 	data, err := json.Marshal(ev)
 	w.budget.give(int64(held))
 	if err != nil {
-		log.WithError(err).WithField("resource", w.h.reg.res.Name).Warn("apiserver: watch event not encodable")
+		log.WithError(err).WithField("resource", w.h.reg.Resource.Name).Warn("apiserver: watch event not encodable")
 		return false
 	}
 	data = append(data, '\n')
 	n := int64(len(data))
 	if !w.budget.take(n) {
-		log.WithField("resource", w.h.reg.res.Name).Debug("apiserver: watch cut off: its client's watches hold too much")
+		log.WithField("resource", w.h.reg.Resource.Name).Debug("apiserver: watch cut off: its client's watches hold too much")
 		return false
 	}
 	err = w.out.write(data)
@@ -158,14 +158,14 @@ func (w *watchWriter) write(ev watchEvent, more bool, held int) bool {
 
 // change sends a change of the store as the watch's filter sees it; false
 // ends the watch.
-func (w *watchWriter) change(ev storage.Event, f filter, more bool) bool {
+func (w *watchWriter) change(ev storage.Event, f Filter, more bool) bool {
 	if ev.Type == api.Error && !errdefs.IsGone(ev.Err) {
 		// The store's watch broke (etcd, or this server, going away):
 		// the stream just ends, as Kubernetes ends it, and the client
 		// resumes from the last version it saw. An ERROR event would
 		// make client-go's reflectors list again and miss the changes
 		// between.
-		log.WithError(ev.Err).WithField("resource", w.h.reg.res.Name).Debug("apiserver: watch ended")
+		log.WithError(ev.Err).WithField("resource", w.h.reg.Resource.Name).Debug("apiserver: watch ended")
 		return false
 	}
 	if ev.Type == api.Error {
@@ -188,14 +188,14 @@ func (w *watchWriter) change(ev storage.Event, f filter, more bool) bool {
 
 // initial sends the objects a watch starts with, page by page; false ends
 // the watch. withBookmark: a BOOKMARK follows them.
-func (w *watchWriter) initial(l *initialList, f filter, withBookmark bool) bool {
+func (w *watchWriter) initial(l *initialList, f Filter, withBookmark bool) bool {
 	for {
 		for l.i < len(l.page.Objects) {
 			o, size := l.page.Objects[l.i], l.page.Sizes[l.i]
 			l.page.Objects[l.i] = nil // sent, it is the encoding's to hold
 			l.i++
 			more := withBookmark || l.i < len(l.page.Objects) || l.page.Next != ""
-			if !f.matches(o) {
+			if !f.Matches(o) {
 				w.budget.give(int64(size))
 				continue
 			}
@@ -207,7 +207,7 @@ func (w *watchWriter) initial(l *initialList, f filter, withBookmark bool) bool 
 			return w.out.flush() == nil
 		}
 		if err := l.read(w.ctx, l.page.Next); err != nil {
-			log.WithError(err).WithField("resource", w.h.reg.res.Name).Debug("apiserver: watch ended in its initial list")
+			log.WithError(err).WithField("resource", w.h.reg.Resource.Name).Debug("apiserver: watch ended in its initial list")
 			return false
 		}
 	}
@@ -220,7 +220,7 @@ func (w *watchWriter) initial(l *initialList, f filter, withBookmark bool) bool 
 // them); else that version, if the store still has the changes after it
 // (410 Gone otherwise). A version the store has not reached is waited for,
 // then refused (tooLargeResourceVersion).
-func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents *bool, ns string, f filter, budget *watchBudget) (*initialList, int64, error) {
+func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents *bool, ns string, f Filter, budget *watchBudget) (*initialList, int64, error) {
 	n, err := parseResourceVersion(rv)
 	if err != nil {
 		return nil, 0, err
@@ -255,8 +255,8 @@ func (h *handlers) initialList(ctx context.Context, ns string, budget *watchBudg
 // bookmark is a BOOKMARK event's object: an empty object of the kind at
 // revision rev; initialEnd marks the end of the initial events.
 func (h *handlers) bookmark(rev int64, initialEnd bool) api.Object {
-	o := h.reg.res.New()
-	*o.GetTypeMeta() = api.TypeMeta{Kind: h.reg.res.Kind, APIVersion: h.groupVersion()}
+	o := h.reg.Resource.New()
+	*o.GetTypeMeta() = api.TypeMeta{Kind: h.reg.Resource.Kind, APIVersion: h.groupVersion()}
 	meta := o.GetObjectMeta()
 	meta.ResourceVersion = strconv.FormatInt(rev, 10)
 	if initialEnd {
@@ -267,15 +267,15 @@ func (h *handlers) bookmark(rev int64, initialEnd bool) api.Object {
 
 // filtered says how a change looks through a filter: an object that starts
 // matching is ADDED, one that stops matching is DELETED.
-func filtered(typ api.EventType, obj, prev api.Object, f filter) (api.EventType, bool) {
-	if f.empty() {
+func filtered(typ api.EventType, obj, prev api.Object, f Filter) (api.EventType, bool) {
+	if f.Empty() {
 		return typ, true
 	}
-	now := f.matches(obj)
+	now := f.Matches(obj)
 	if typ != api.Modified || prev == nil {
 		return typ, now
 	}
-	before := f.matches(prev)
+	before := f.Matches(prev)
 	switch {
 	case now && before:
 		return api.Modified, true

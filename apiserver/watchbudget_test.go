@@ -178,7 +178,7 @@ func TestInitialListPages(t *testing.T) {
 	for range 12 {
 		store.sizes = append(store.sizes, large)
 	}
-	reg := &registry{res: api.ConfigMapsResource, store: store}
+	reg := &Store{Resource: api.ConfigMapsResource, Storage: store}
 	l := newWatchLimiter(0, 4<<20, 4<<20)
 	b, _ := l.acquire("a")
 	defer b.release()
@@ -214,7 +214,7 @@ func TestInitialListPages(t *testing.T) {
 	holder, _ := full.acquire("a")
 	holder.take(400 << 10)
 	second, _ := full.acquire("a")
-	refused := &initialList{reg: &registry{res: api.ConfigMapsResource, store: &pagedStore{sizes: []int{large}}}, budget: second, limit: 1}
+	refused := &initialList{reg: &Store{Resource: api.ConfigMapsResource, Storage: &pagedStore{sizes: []int{large}}}, budget: second, limit: 1}
 	if err := refused.read(context.Background(), ""); !errdefs.IsTooManyRequests(err) {
 		t.Fatalf("a first page past the client's bound: %v, want 429", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"minik8s/pkg/wait"
 )
 
-// watchCache follows one resource in the store with a single watch and
+// WatchCache follows one resource in the store with a single watch and
 // fans its events out to the apiserver's watchers, as kube-apiserver's
 // cacher does: each change is decoded once whatever the number of
 // watchers, a watcher that resumes from a recent version is served from
@@ -22,7 +22,7 @@ import (
 // the last version it got) instead of growing the server's memory. The
 // last events are kept within a count and a byte budget; a watch from an
 // older version goes to the store itself.
-type watchCache struct {
+type WatchCache struct {
 	store  storage.Interface
 	prefix string
 	newObj storage.NewFunc
@@ -45,16 +45,16 @@ const (
 	// watchCacheEvents and watchCacheBytes bound the events kept per resource.
 	watchCacheEvents = 4096
 	watchCacheBytes  = 32 << 20
-	// watcherBuffer is how many events a watcher may be behind before it
+	// WatcherBuffer is how many events a watcher may be behind before it
 	// is cut off.
-	watcherBuffer = 1024
+	WatcherBuffer = 1024
 	// cacheStartWait is how long a watch waits for a cache that is not
 	// live before the store serves it.
 	cacheStartWait = 2 * time.Second
 )
 
-func newWatchCache(store storage.Interface, prefix string, newObj storage.NewFunc) *watchCache {
-	return &watchCache{store: store, prefix: prefix, newObj: newObj,
+func NewWatchCache(store storage.Interface, prefix string, newObj storage.NewFunc) *WatchCache {
+	return &WatchCache{store: store, prefix: prefix, newObj: newObj,
 		latest: map[string]storage.Event{}, subs: map[*cacheWatcher]struct{}{}}
 }
 
@@ -65,9 +65,9 @@ type cacheWatcher struct {
 	ch   chan storage.Event
 }
 
-// run follows the store until ctx ends, starting again from the store's
+// Run follows the store until ctx ends, starting again from the store's
 // revision whenever its watch breaks.
-func (w *watchCache) run(ctx context.Context) {
+func (w *WatchCache) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		rev, err := w.store.Revision(ctx)
 		if err != nil {
@@ -95,7 +95,7 @@ func (w *watchCache) run(ctx context.Context) {
 	w.stop(fmt.Errorf("the apiserver is stopping: %w", errdefs.ErrUnavailable))
 }
 
-func (w *watchCache) start(rev int64) {
+func (w *WatchCache) start(rev int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.live, w.floor, w.rev = true, rev, rev
@@ -104,7 +104,7 @@ func (w *watchCache) start(rev int64) {
 }
 
 // stop ends every watcher with err: they resume from their last version.
-func (w *watchCache) stop(err error) {
+func (w *WatchCache) stop(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.live = false
@@ -113,7 +113,7 @@ func (w *watchCache) stop(err error) {
 	}
 }
 
-func (w *watchCache) endLocked(s *cacheWatcher, err error) {
+func (w *WatchCache) endLocked(s *cacheWatcher, err error) {
 	delete(w.subs, s)
 	if err != nil {
 		select {
@@ -129,7 +129,7 @@ func eventKey(ev storage.Event) string {
 	return m.Namespace + "/" + m.Name
 }
 
-func (w *watchCache) add(ev storage.Event) {
+func (w *WatchCache) add(ev storage.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ring = append(w.ring, ev)
@@ -162,7 +162,7 @@ func (w *watchCache) add(ev storage.Event) {
 
 // watch streams the changes of namespace ns ("" for all) after revision
 // from, from memory when the cache has them all, else from the store.
-func (w *watchCache) watch(ctx context.Context, ns string, from int64, storePrefix string) (<-chan storage.Event, error) {
+func (w *WatchCache) watch(ctx context.Context, ns string, from int64, storePrefix string) (<-chan storage.Event, error) {
 	w.mu.Lock()
 	// A cache that is starting, or following the store again, is live in
 	// a moment: the watch waits for it rather than taking a store watch of
@@ -178,7 +178,7 @@ func (w *watchCache) watch(ctx context.Context, ns string, from int64, storePref
 		w.mu.Unlock()
 		return w.store.Watch(ctx, storePrefix, from, w.newObj)
 	}
-	s := &cacheWatcher{ns: ns, from: from, ch: make(chan storage.Event, watcherBuffer)}
+	s := &cacheWatcher{ns: ns, from: from, ch: make(chan storage.Event, WatcherBuffer)}
 	for _, ev := range w.ring {
 		if ev.Revision <= from || (ns != "" && ev.Object.GetObjectMeta().Namespace != ns) {
 			continue
@@ -203,12 +203,12 @@ func (w *watchCache) watch(ctx context.Context, ns string, from int64, storePref
 	return s.ch, nil
 }
 
-// latestAt returns the object at key as of revision rv when that is the
+// LatestAt returns the object at key as of revision rv when that is the
 // newest change of it the cache holds: an update that starts from the
 // object a client read then needs no read from the store (its write is
 // still conditional on rv, so a change the cache has not seen yet makes it
 // fail as it should).
-func (w *watchCache) latestAt(ns, name, rv string) (api.Object, bool) {
+func (w *WatchCache) LatestAt(ns, name, rv string) (api.Object, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ev, ok := w.latest[ns+"/"+name]

@@ -76,20 +76,20 @@ func cmEvent(typ api.EventType, ns, name string, rev int64) storage.Event {
 }
 
 // startCache runs a cache of configmaps over a fake store at revision 10.
-func startCache(t *testing.T) (*watchCache, *fakeStore) {
+func startCache(t *testing.T) (*WatchCache, *fakeStore) {
 	t.Helper()
 	store := newFakeStore(10)
-	w := newWatchCache(store, "/registry/configmaps/", func() api.Object { return &api.ConfigMap{} })
+	w := NewWatchCache(store, "/registry/configmaps/", func() api.Object { return &api.ConfigMap{} })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); w.run(ctx) }()
+	go func() { defer close(done); w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	<-store.started
 	return w, store
 }
 
 // push feeds events to the cache and waits until it has them.
-func push(t *testing.T, w *watchCache, store *fakeStore, evs ...storage.Event) {
+func push(t *testing.T, w *WatchCache, store *fakeStore, evs ...storage.Event) {
 	t.Helper()
 	for _, ev := range evs {
 		store.feed() <- ev
@@ -171,15 +171,15 @@ func TestWatchCacheCutsOffSlowWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := int64(0); i <= watcherBuffer; i++ {
+	for i := int64(0); i <= WatcherBuffer; i++ {
 		push(t, w, store, cmEvent(api.Added, "a", "n"+strconv.FormatInt(i, 10), 11+i))
 	}
 	n := 0
 	for range slow {
 		n++
 	}
-	if n != watcherBuffer {
-		t.Fatalf("the slow watcher got %d events before it was cut off, want its buffer (%d)", n, watcherBuffer)
+	if n != WatcherBuffer {
+		t.Fatalf("the slow watcher got %d events before it was cut off, want its buffer (%d)", n, WatcherBuffer)
 	}
 	w.mu.Lock()
 	subs := len(w.subs)
@@ -192,15 +192,15 @@ func TestWatchCacheCutsOffSlowWatcher(t *testing.T) {
 func TestWatchCacheLatestAt(t *testing.T) {
 	w, store := startCache(t)
 	push(t, w, store, cmEvent(api.Added, "a", "x", 11))
-	if obj, ok := w.latestAt("a", "x", "11"); !ok || obj.GetObjectMeta().Name != "x" {
+	if obj, ok := w.LatestAt("a", "x", "11"); !ok || obj.GetObjectMeta().Name != "x" {
 		t.Fatalf("latestAt(x, 11) = %v, %v", obj, ok)
 	}
 	push(t, w, store, cmEvent(api.Modified, "a", "x", 12))
-	if _, ok := w.latestAt("a", "x", "11"); ok {
+	if _, ok := w.LatestAt("a", "x", "11"); ok {
 		t.Fatal("latestAt answered for a version that is no longer the newest")
 	}
 	push(t, w, store, cmEvent(api.Deleted, "a", "x", 13))
-	if _, ok := w.latestAt("a", "x", "13"); ok {
+	if _, ok := w.LatestAt("a", "x", "13"); ok {
 		t.Fatal("latestAt answered for a deleted object")
 	}
 }

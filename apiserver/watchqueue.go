@@ -18,7 +18,7 @@ import (
 // client resumes from the last version it got. The events taken from the
 // channel stay counted until the writer gives them back.
 func boundedEvents(ctx context.Context, stop func(), in <-chan storage.Event, b *watchBudget) <-chan storage.Event {
-	out := make(chan storage.Event, watcherBuffer)
+	out := make(chan storage.Event, WatcherBuffer)
 	go func() {
 		defer close(out)
 		defer stop()
@@ -57,7 +57,7 @@ func boundedEvents(ctx context.Context, stop func(), in <-chan storage.Event, b 
 // against the watch's budget from its read until each object is sent, so
 // a client that reads nothing holds one page, not the whole list.
 type initialList struct {
-	reg    *registry
+	reg    *Store
 	ns     string
 	budget *watchBudget
 	page   storage.Page
@@ -81,7 +81,7 @@ func (l *initialList) read(ctx context.Context, after string) error {
 	var page storage.Page
 	var err error
 	l.budget.readPage(func() {
-		page, err = l.reg.store.ListPage(ctx, l.reg.prefix(l.ns), l.page.Revision, after, l.limit, l.reg.res.New)
+		page, err = l.reg.Storage.ListPage(ctx, l.reg.Prefix(l.ns), l.page.Revision, after, l.limit, l.reg.Resource.New)
 		if err != nil {
 			return
 		}
