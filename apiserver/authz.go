@@ -12,6 +12,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver/auth"
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -23,14 +24,14 @@ import (
 // so that deleting it cannot lock the cluster's own components out.
 // system:masters may do anything, as in Kubernetes.
 type authorizer struct {
-	mirrors []*Mirror
+	mirrors []*registry.Mirror
 	policy  atomic.Pointer[rbac.Static]
 }
 
 func newAuthorizer(s *Server) *authorizer {
 	a := &authorizer{}
 	for _, res := range []api.Resource{api.RolesResource, api.ClusterRolesResource, api.RoleBindingsResource, api.ClusterRoleBindingsResource} {
-		a.mirrors = append(a.mirrors, NewMirror(s.registries[res.Name], a.rebuild))
+		a.mirrors = append(a.mirrors, registry.NewMirror(s.registries[res.Name], a.rebuild))
 	}
 	a.rebuild()
 	return a
@@ -116,7 +117,7 @@ func (s *Server) ensureBootstrapPolicy(ctx context.Context) error {
 		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !sameRoleRef(cur, o):
 			// A binding's role cannot change: it is made again, as
 			// Kubernetes' reconciliation does.
-			if _, err := reg.Delete(ctx, "", name, DeleteOptions{}); err != nil && !errdefs.IsNotFound(err) {
+			if _, err := reg.Delete(ctx, "", name, registry.DeleteOptions{}); err != nil && !errdefs.IsNotFound(err) {
 				return fmt.Errorf("deleting %s %s: %w", reg.Resource.Kind, name, err)
 			}
 			if _, err := reg.Create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"minik8s/apiserver/registry"
+
 	"github.com/gin-gonic/gin"
 )
 
@@ -14,7 +16,7 @@ func dryRun(c *gin.Context, fromBody []string) bool {
 
 // registryFor is the registry a request writes through: h.reg, or its dry
 // run (asked in the query, or in a delete's options: fromBody).
-func (h *handlers) registryFor(c *gin.Context, fromBody ...string) (*Store, error) {
+func (h *handlers) registryFor(c *gin.Context, fromBody ...string) (*registry.Store, error) {
 	if !dryRun(c, fromBody) {
 		return h.reg, nil
 	}

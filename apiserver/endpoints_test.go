@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage/etcd/etcdtest"
@@ -47,7 +48,7 @@ func TestLoopbackEndpoints(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := eps.Delete(ctx, "default", "e", DeleteOptions{}); err != nil {
+				if _, err := eps.Delete(ctx, "default", "e", registry.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				return

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/storage"
 	"minik8s/pkg/storage/etcd/etcdtest"
@@ -42,7 +43,7 @@ func TestDeleteJudgesFinalizersAddedMeanwhile(t *testing.T) {
 	if err := store.Create(ctx, reg.Key("default", "c"), cm, 0); err != nil {
 		t.Fatal(err)
 	}
-	out, err := reg.Delete(ctx, "default", "c", DeleteOptions{})
+	out, err := reg.Delete(ctx, "default", "c", registry.DeleteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

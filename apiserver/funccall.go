@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/egress"
 	"minik8s/pkg/errdefs"
@@ -35,7 +36,7 @@ type CallRunner interface {
 // call is handed to a live runner, which drives it in memory and answers
 // the instance; its record is stored after the caller has the answer.
 type calls struct {
-	funcs, instances *Store
+	funcs, instances *registry.Store
 	runners          *runnerDirectory
 	local            CallRunner
 	retention        time.Duration

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/api/validation/upstream"
@@ -27,11 +28,11 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
-	if err := MatchNamespace(&next.ObjectMeta, h.ns(c)); err != nil {
+	if err := registry.MatchNamespace(&next.ObjectMeta, h.ns(c)); err != nil {
 		fail(c, err)
 		return
 	}
-	if err := MatchName(&next.ObjectMeta, name); err != nil {
+	if err := registry.MatchName(&next.ObjectMeta, name); err != nil {
 		fail(c, err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 )
@@ -15,12 +16,12 @@ import (
 // that everything invocable is seen at once (seed 003).
 func (h *funcHandlers) listFuncs(c *gin.Context) {
 	ctx, ns := c.Request.Context(), funcNamespace(c)
-	funcs, _, err := h.srv.registries[api.FuncsResource.Name].List(ctx, ns, Filter{})
+	funcs, _, err := h.srv.registries[api.FuncsResource.Name].List(ctx, ns, registry.Filter{})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	triggers, _, err := h.srv.registries[api.TriggersResource.Name].List(ctx, ns, Filter{})
+	triggers, _, err := h.srv.registries[api.TriggersResource.Name].List(ctx, ns, registry.Filter{})
 	if err != nil {
 		fail(c, err)
 		return

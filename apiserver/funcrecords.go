@@ -6,6 +6,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/function/call"
 )
@@ -13,13 +14,13 @@ import (
 // recordStore stores the records of synchronous calls (call.Records
 // batches them) straight into the registry: etcd commits a batch in one
 // transaction.
-type recordStore struct{ instances *Store }
+type recordStore struct{ instances *registry.Store }
 
 // recordBatchBytes bounds a batch's data, roughly (etcd's default limit on
 // one request is 1.5 MiB).
 const recordBatchBytes = 1 << 20
 
-func newRecords(instances *Store) *call.Records {
+func newRecords(instances *registry.Store) *call.Records {
 	return call.NewRecords(recordStore{instances}, call.RecordOptions{Workers: 2, BatchBytes: recordBatchBytes, Linger: 10 * time.Millisecond})
 }
 

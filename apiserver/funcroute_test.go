@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/storage"
 )
 
 // Issue 25, hole 4: a caller with the runner's role (funcinstances
@@ -83,7 +84,7 @@ func TestTemplateNamespaceIsTheOneAuthorized(t *testing.T) {
 			}
 		}
 		for _, w := range a.writes() {
-			if tc.storedIn == "" || !strings.HasPrefix(w, KeyRoot+"funcs/"+tc.storedIn+"/") {
+			if tc.storedIn == "" || !strings.HasPrefix(w, storage.KeyRoot+"funcs/"+tc.storedIn+"/") {
 				t.Errorf("%s: wrote %s", tc.what, w)
 			}
 		}

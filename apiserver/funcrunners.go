@@ -15,6 +15,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
@@ -26,7 +27,7 @@ import (
 // runnerDirectory follows the function runners' Leases by watch, so that a
 // synchronous call is handed to a live runner without a store read.
 type runnerDirectory struct {
-	reg *Store
+	reg *registry.Store
 
 	mu      sync.Mutex
 	leases  map[string]*api.Lease // name → lease
@@ -34,14 +35,14 @@ type runnerDirectory struct {
 	changed chan struct{} // closed and replaced on every change
 }
 
-func newRunnerDirectory(reg *Store) *runnerDirectory {
+func newRunnerDirectory(reg *registry.Store) *runnerDirectory {
 	return &runnerDirectory{reg: reg, leases: map[string]*api.Lease{}, changed: make(chan struct{})}
 }
 
 // run follows the runners' Leases until ctx ends, relisting when the watch breaks.
 func (d *runnerDirectory) run(ctx context.Context) {
 	sel := labels.SelectorFromSet(map[string]string{function.LabelComponent: function.ComponentRunner})
-	f := Filter{Labels: sel}
+	f := registry.Filter{Labels: sel}
 	for ctx.Err() == nil {
 		objs, rev, err := d.reg.List(ctx, function.RunnerNamespace, f)
 		if err != nil {
@@ -59,7 +60,7 @@ func (d *runnerDirectory) run(ctx context.Context) {
 	}
 }
 
-func (d *runnerDirectory) follow(events <-chan storage.Event, f Filter) {
+func (d *runnerDirectory) follow(events <-chan storage.Event, f registry.Filter) {
 	for ev := range events {
 		if ev.Type == api.Error {
 			log.WithError(ev.Err).Debug("runner directory: watch ended, relisting")

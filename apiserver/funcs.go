@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
@@ -253,13 +254,13 @@ func (h *funcHandlers) updateTemplate(c *gin.Context) {
 // a watch of the template the path names, if any.
 func (h *funcHandlers) watchTemplates(c *gin.Context) {
 	fr := requestOf(c).fn
-	f, err := FilterOf(fr.query.list)
+	f, err := registry.FilterOf(fr.query.list)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if fr.name != "" {
-		f.Fields = append(f.Fields, FieldRequirement{Path: []string{"metadata", "name"}, Value: fr.name})
+		f.Fields = append(f.Fields, registry.FieldRequirement{Path: []string{"metadata", "name"}, Value: fr.name})
 	}
 	h.watch(c, fr.namespace, f)
 }

@@ -15,6 +15,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"sigs.k8s.io/yaml"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation/upstream"
 	"minik8s/pkg/errdefs"
@@ -24,7 +25,7 @@ import (
 // handlers serves the REST paths of one resource.
 type handlers struct {
 	srv     *Server
-	reg     *Store
+	reg     *registry.Store
 	maxBody int64
 	// view, when set, is the form the routes show objects in.
 	view objectView
@@ -127,14 +128,14 @@ func (h *handlers) list(c *gin.Context) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
-	f, err := FilterOf(opts)
+	f, err := registry.FilterOf(opts)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if owner := ownerFilter(c.Request.Context()); owner != "" {
 		// funcinstances/own: only the instances the user started.
-		f.Fields = append(f.Fields, FieldRequirement{Path: []string{"spec", "user"}, Value: owner})
+		f.Fields = append(f.Fields, registry.FieldRequirement{Path: []string{"spec", "user"}, Value: owner})
 	}
 	if opts.Watch {
 		h.watch(c, h.ns(c), f)
@@ -184,7 +185,7 @@ func (h *handlers) create(c *gin.Context) {
 func (h *handlers) createObject(c *gin.Context, obj api.Object) {
 	// A body of another namespace is refused first, as in Kubernetes.
 	err := h.reg.CheckIdentity(obj, h.ns(c), "")
-	var reg *Store
+	var reg *registry.Store
 	if err == nil {
 		reg, err = h.registryFor(c)
 	}
@@ -235,7 +236,7 @@ func (h *handlers) update(c *gin.Context) {
 func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
 	// A body of another namespace or name is refused first, as in Kubernetes.
 	err := h.reg.CheckIdentity(obj, h.ns(c), c.Param("name"))
-	var reg *Store
+	var reg *registry.Store
 	if err == nil {
 		reg, err = h.registryFor(c)
 	}
@@ -283,9 +284,9 @@ func (h *handlers) delete(c *gin.Context) {
 		return
 	}
 	switch opts.PropagationPolicy {
-	case PropagationOrphan:
+	case registry.PropagationOrphan:
 		err = h.orphanDependents(c.Request.Context(), reg, h.ns(c), c.Param("name"))
-	case PropagationForeground:
+	case registry.PropagationForeground:
 		opts.PropagationPolicy, err = h.foregroundPolicy(c.Request.Context(), reg, h.ns(c), c.Param("name"))
 	}
 	if err != nil {
@@ -311,7 +312,7 @@ func (h *handlers) bind(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
-	if err := MatchNamespace(&b.ObjectMeta, h.ns(c)); err != nil {
+	if err := registry.MatchNamespace(&b.ObjectMeta, h.ns(c)); err != nil {
 		fail(c, err)
 		return
 	}
@@ -417,11 +418,11 @@ func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 		return
 	}
 	name := c.Param("name")
-	if err := MatchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
+	if err := registry.MatchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
 		fail(c, err)
 		return
 	}
-	if err := MatchName(&sc.ObjectMeta, name); err != nil {
+	if err := registry.MatchName(&sc.ObjectMeta, name); err != nil {
 		fail(c, err)
 		return
 	}

@@ -19,6 +19,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
+	"minik8s/pkg/storage"
 	"minik8s/pkg/storage/etcd"
 )
 
@@ -59,10 +60,10 @@ func errorMiddleware() gin.HandlerFunc {
 // does, `pods "web" not found`: storage keys are no business of clients.
 func keyless(msg string) string {
 	key, rest, ok := strings.Cut(msg, ": ")
-	if !ok || !strings.HasPrefix(key, KeyRoot) {
+	if !ok || !strings.HasPrefix(key, storage.KeyRoot) {
 		return msg
 	}
-	parts := strings.Split(strings.TrimPrefix(key, KeyRoot), "/")
+	parts := strings.Split(strings.TrimPrefix(key, storage.KeyRoot), "/")
 	return fmt.Sprintf("%s %q %s", parts[0], parts[len(parts)-1], rest)
 }
 

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"net/http"
@@ -19,7 +20,7 @@ func (h *handlers) finalizeNamespace(c *gin.Context) {
 		return
 	}
 	name := c.Param("name")
-	if err := MatchName(next.GetObjectMeta(), name); err != nil {
+	if err := registry.MatchName(next.GetObjectMeta(), name); err != nil {
 		fail(c, err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -90,7 +91,7 @@ func (s *Server) apiserverAddress(ctx context.Context, ip net.IP) bool {
 // addressHolder is the node that holds ip: whose Node reports it, or whose
 // name it is bound to; "" when none.
 func (s *Server) addressHolder(ctx context.Context, ip net.IP) (string, error) {
-	nodes, _, err := s.registries[api.NodesResource.Name].List(ctx, "", Filter{})
+	nodes, _, err := s.registries[api.NodesResource.Name].List(ctx, "", registry.Filter{})
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage/etcd/etcdtest"
@@ -14,13 +15,13 @@ import (
 
 // nodeRegistry is the Nodes registry of a server over a fresh store whose
 // pod range is cidr cut in /mask slices.
-func nodeRegistry(t *testing.T, cidr string, mask int) *Store {
+func nodeRegistry(t *testing.T, cidr string, mask int) *registry.Store {
 	t.Helper()
 	s := New(Config{ClusterCIDR: cidr, NodeCIDRMaskSize: mask}, etcdtest.Start(t))
 	return s.registries[api.NodesResource.Name]
 }
 
-func createNode(ctx context.Context, reg *Store, name, podCIDR string) (*api.Node, error) {
+func createNode(ctx context.Context, reg *registry.Store, name, podCIDR string) (*api.Node, error) {
 	obj, err := reg.Create(ctx, "", &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: api.ObjectMeta{Name: name}, Spec: api.NodeSpec{PodCIDR: podCIDR}})
 	if err != nil {
@@ -78,7 +79,7 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 		victim, _ = reg.Get(ctx, "", "node-1")
 	}
 	freed := victim.(*api.Node).Spec.PodCIDR
-	if _, err := reg.Delete(ctx, "", victim.GetObjectMeta().Name, DeleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "", victim.GetObjectMeta().Name, registry.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := createNode(ctx, reg, "node-late", "")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/rbac"
 )
@@ -45,7 +46,7 @@ func (s *Server) nodeAuthorizes(r *http.Request, a rbac.Attributes) bool {
 // selectedName is the one object a list or watch selects by name
 // (fieldSelector metadata.name=NAME), or "".
 func selectedName(r *http.Request) string {
-	f, err := ParseFilter("", r.URL.Query().Get("fieldSelector"))
+	f, err := registry.ParseFilter("", r.URL.Query().Get("fieldSelector"))
 	if err != nil {
 		return ""
 	}
@@ -61,7 +62,7 @@ func selectedName(r *http.Request) string {
 // or ConfigMap (resource) name. It reads the pods from the store, so a
 // pod bound a moment ago counts and a deleted one no longer does.
 func (s *Server) podsOfNodeUse(ctx context.Context, node, ns, resource, name string) bool {
-	f, err := ParseFilter("", "spec.nodeName="+node)
+	f, err := registry.ParseFilter("", "spec.nodeName="+node)
 	if err != nil {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage/etcd/etcdtest"
@@ -100,7 +101,7 @@ func TestNodePorts(t *testing.T) {
 	}
 
 	// Deleting a Service frees its ports.
-	if _, err := reg.Delete(ctx, "default", "last", DeleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "default", "last", registry.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := create("again", "NodePort", last.Spec.Ports[0].NodePort)
@@ -127,7 +128,7 @@ func TestNodePortsTooMany(t *testing.T) {
 		}
 		return svc
 	}
-	for _, n := range []int{2000, MaxNodePorts + 1} {
+	for _, n := range []int{2000, registry.MaxNodePorts + 1} {
 		_, err := reg.Create(ctx, "default", service("many", n))
 		io, ok := errdefs.AsInvalidObject(err)
 		if !ok || len(io.Causes) != 1 || io.Causes[0].Field != "spec.ports" || io.Causes[0].Type != "FieldValueTooMany" {
@@ -137,8 +138,8 @@ func TestNodePortsTooMany(t *testing.T) {
 			t.Fatalf("a refused Service was stored: %v", err)
 		}
 	}
-	svc, err := reg.Create(ctx, "default", service("most", MaxNodePorts))
-	if err != nil || svc.(*api.Service).Spec.Ports[MaxNodePorts-1].NodePort == 0 {
-		t.Fatalf("%d node ports: %v", MaxNodePorts, err)
+	svc, err := reg.Create(ctx, "default", service("most", registry.MaxNodePorts))
+	if err != nil || svc.(*api.Service).Spec.Ports[registry.MaxNodePorts-1].NodePort == 0 {
+		t.Fatalf("%d node ports: %v", registry.MaxNodePorts, err)
 	}
 }

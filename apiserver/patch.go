@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -88,7 +89,7 @@ func (h *handlers) gvk() schema.GroupVersionKind {
 
 // writeFunc writes a patched object through a registry: the object or its
 // status ((*registry).update, (*registry).updateStatus).
-type writeFunc func(r *Store, ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
+type writeFunc func(r *registry.Store, ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
 
 // patch answers PATCH of an object (write: update) or of its status
 // (write: updateStatus): the patch is applied to the object as stored and
@@ -141,7 +142,7 @@ func (h *handlers) readPatch(c *gin.Context) (string, []byte, error) {
 
 // patchOnce reads, patches and writes once; pinned says the patch chose
 // the version it applies to.
-func (h *handlers) patchOnce(ctx context.Context, reg *Store, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
+func (h *handlers) patchOnce(ctx context.Context, reg *registry.Store, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
 	cur, err := h.reg.Get(ctx, ns, name)
 	if err != nil {
 		return nil, false, err

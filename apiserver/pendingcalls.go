@@ -8,6 +8,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/wait"
@@ -19,7 +20,7 @@ import (
 // follows the instances by list and watch (every apiserver sees every
 // call this way) and keeps only a size per instance.
 type pendingBytes struct {
-	reg *Store
+	reg *registry.Store
 	max int64 // <= 0: no bound
 
 	mu sync.Mutex
@@ -32,7 +33,7 @@ type pendingBytes struct {
 	reserved int64
 }
 
-func newPendingBytes(reg *Store, max int64) *pendingBytes {
+func newPendingBytes(reg *registry.Store, max int64) *pendingBytes {
 	return &pendingBytes{reg: reg, max: max, held: map[string]int64{}}
 }
 
@@ -96,8 +97,8 @@ func (p *pendingBytes) reserve(n int64) (done func(created api.Object), err erro
 		p.reserved -= n
 		if created != nil {
 			// Counted now, not when the watch brings it.
-			if _, seen := p.held[MirrorKey(created)]; !seen {
-				p.set(MirrorKey(created), argBytes(created))
+			if _, seen := p.held[registry.MirrorKey(created)]; !seen {
+				p.set(registry.MirrorKey(created), argBytes(created))
 			}
 		}
 	}, nil
@@ -136,9 +137,9 @@ func (p *pendingBytes) run(ctx context.Context) {
 			}
 			p.mu.Lock()
 			if ev.Type == api.Deleted {
-				p.remove(MirrorKey(ev.Object))
+				p.remove(registry.MirrorKey(ev.Object))
 			} else {
-				p.set(MirrorKey(ev.Object), argBytes(ev.Object))
+				p.set(registry.MirrorKey(ev.Object), argBytes(ev.Object))
 			}
 			p.mu.Unlock()
 		}
@@ -158,7 +159,7 @@ func (p *pendingBytes) list(ctx context.Context) (held map[string]int64, total, 
 		rev = page.Revision
 		for _, o := range page.Objects {
 			n := argBytes(o)
-			held[MirrorKey(o)] = n
+			held[registry.MirrorKey(o)] = n
 			total += n
 		}
 		if page.Next == "" {

@@ -14,6 +14,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"sigs.k8s.io/yaml"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -25,26 +26,26 @@ import (
 // keeps them, without the reference to the owner; Foreground keeps the
 // owner (its foregroundDeletion finalizer) until the garbage collector has
 // deleted them. A negative grace period is one second, as in Kubernetes.
-func (h *handlers) deleteOptions(c *gin.Context) (DeleteOptions, error) {
+func (h *handlers) deleteOptions(c *gin.Context) (registry.DeleteOptions, error) {
 	opts := requestOf(c).query.delete
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
 	data, err := readBody(c, h.maxBody)
 	if err != nil {
-		return DeleteOptions{}, err
+		return registry.DeleteOptions{}, err
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		if opts, err = decodeDeleteOptions(c, data); err != nil {
-			return DeleteOptions{}, err
+			return registry.DeleteOptions{}, err
 		}
 	}
 	// Deleting an object the store cannot read is not served.
 	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
 	if err := invalidOptions("DeleteOptions", metav1validation.ValidateDeleteOptions(opts)); err != nil {
-		return DeleteOptions{}, err
+		return registry.DeleteOptions{}, err
 	}
-	out := DeleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds, DryRun: opts.DryRun}
+	out := registry.DeleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds, DryRun: opts.DryRun}
 	if g := out.GracePeriodSeconds; g != nil && *g < 0 {
 		one := int64(1)
 		out.GracePeriodSeconds = &one
@@ -53,7 +54,7 @@ func (h *handlers) deleteOptions(c *gin.Context) (DeleteOptions, error) {
 		out.PropagationPolicy = string(*p)
 	}
 	if o := opts.OrphanDependents; o != nil && *o { //nolint:staticcheck // still served, as Kubernetes does
-		out.PropagationPolicy = PropagationOrphan
+		out.PropagationPolicy = registry.PropagationOrphan
 	}
 	if p := opts.Preconditions; p != nil {
 		out.Preconditions = &struct {
@@ -102,13 +103,13 @@ func decodeDeleteOptions(c *gin.Context, data []byte) (*metav1.DeleteOptions, er
 // orphanDependents removes the references to the object at ns/name from
 // the objects of its namespace that it owns, so that the garbage collector
 // leaves them when it goes.
-func (h *handlers) orphanDependents(ctx context.Context, reg *Store, ns, name string) error {
+func (h *handlers) orphanDependents(ctx context.Context, reg *registry.Store, ns, name string) error {
 	owner, err := reg.Get(ctx, ns, name)
 	if err != nil {
 		return err
 	}
 	uid := owner.GetObjectMeta().UID
-	return h.eachDependent(ctx, reg, ns, uid, func(dep *Store, o api.Object) error {
+	return h.eachDependent(ctx, reg, ns, uid, func(dep *registry.Store, o api.Object) error {
 		_, err := dep.Mutate(ctx, ns, o.GetObjectMeta().Name, func(cur api.Object) (api.Object, error) {
 			meta := cur.GetObjectMeta()
 			meta.OwnerReferences = slices.DeleteFunc(meta.OwnerReferences, func(r api.OwnerReference) bool { return r.UID == uid })
@@ -124,26 +125,26 @@ func (h *handlers) orphanDependents(ctx context.Context, reg *Store, ns, name st
 // foregroundPolicy is the policy a Foreground delete of ns/name comes to:
 // Foreground when the object owns something the garbage collector is to
 // delete first, Background (nothing to wait for) otherwise.
-func (h *handlers) foregroundPolicy(ctx context.Context, reg *Store, ns, name string) (string, error) {
+func (h *handlers) foregroundPolicy(ctx context.Context, reg *registry.Store, ns, name string) (string, error) {
 	owner, err := reg.Get(ctx, ns, name)
 	if err != nil {
 		return "", err
 	}
 	errFound := errors.New("found")
-	err = h.eachDependent(ctx, reg, ns, owner.GetObjectMeta().UID, func(*Store, api.Object) error { return errFound })
+	err = h.eachDependent(ctx, reg, ns, owner.GetObjectMeta().UID, func(*registry.Store, api.Object) error { return errFound })
 	switch {
 	case errors.Is(err, errFound):
-		return PropagationForeground, nil
+		return registry.PropagationForeground, nil
 	case err != nil:
 		return "", err
 	}
-	return PropagationBackground, nil
+	return registry.PropagationBackground, nil
 }
 
 // eachDependent calls fn for each object of namespace ns owned by uid (a
 // cluster-scoped owner has none here), through the registries reg's dry
 // run or not.
-func (h *handlers) eachDependent(ctx context.Context, reg *Store, ns, uid string, fn func(dep *Store, o api.Object) error) error {
+func (h *handlers) eachDependent(ctx context.Context, reg *registry.Store, ns, uid string, fn func(dep *registry.Store, o api.Object) error) error {
 	dry := reg != h.reg
 	for _, res := range api.Resources {
 		if !res.Namespaced || ns == "" {
@@ -153,7 +154,7 @@ func (h *handlers) eachDependent(ctx context.Context, reg *Store, ns, uid string
 		if dry {
 			dep = dep.DryRun()
 		}
-		objs, _, err := dep.List(ctx, ns, Filter{})
+		objs, _, err := dep.List(ctx, ns, registry.Filter{})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/nodecondition"
@@ -50,7 +51,7 @@ func (s *Server) metricsRoutes(r *router) {
 // controller found lost (Ready Unknown) is not asked: its kubelet stopped
 // answering, and every request would wait summaryTimeout for it.
 func (s *Server) summaries(ctx context.Context, want func(*api.Node) bool) ([]api.Summary, error) {
-	objs, _, err := s.registries[api.NodesResource.Name].List(ctx, "", Filter{})
+	objs, _, err := s.registries[api.NodesResource.Name].List(ctx, "", registry.Filter{})
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func (s *Server) nodeMetrics(c *gin.Context) {
 func (s *Server) podMetrics(c *gin.Context) {
 	ctx := c.Request.Context()
 	ns, name := c.Param("ns"), c.Param("name")
-	f, err := FilterOf(requestOf(c).query.list)
+	f, err := registry.FilterOf(requestOf(c).query.list)
 	if err != nil {
 		fail(c, err)
 		return

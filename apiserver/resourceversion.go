@@ -9,6 +9,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/wait"
@@ -77,7 +78,7 @@ func (s *Server) waitRevision(ctx context.Context, rv int64) error {
 // Exact). Lists are answered whole: limit is honoured by sending
 // everything (Kubernetes lets a server), so no continue token is ever
 // given, and one sent is not valid.
-func (h *handlers) listObjects(ctx context.Context, ns string, f Filter, opts *metainternalversion.ListOptions) ([]api.Object, int64, error) {
+func (h *handlers) listObjects(ctx context.Context, ns string, f registry.Filter, opts *metainternalversion.ListOptions) ([]api.Object, int64, error) {
 	if opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return nil, 0, errdefs.BadRequest("continue", "specifying resource version is not allowed when using continue")

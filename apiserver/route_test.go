@@ -10,6 +10,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/rbac"
+	"minik8s/pkg/storage"
 )
 
 // What authorization judges is what the route gin matched says, read once.
@@ -274,7 +275,7 @@ func agrees(a rbac.Attributes, t touch) error {
 // splitKey reads a store key (or prefix) as the resource, namespace and
 // name it holds.
 func splitKey(key string) (res, ns, name string, namespaced bool) {
-	parts := strings.Split(strings.TrimPrefix(key, KeyRoot), "/")
+	parts := strings.Split(strings.TrimPrefix(key, storage.KeyRoot), "/")
 	res = parts[0]
 	r, ok := api.LookupResource(res)
 	namespaced = ok && r.Namespaced

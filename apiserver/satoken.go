@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s/apiserver/auth"
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -24,7 +25,7 @@ func (h *handlers) serviceAccountToken(c *gin.Context) {
 		return
 	}
 	ns, name := h.ns(c), c.Param("name")
-	if err := MatchNamespace(&req.ObjectMeta, ns); err != nil {
+	if err := registry.MatchNamespace(&req.ObjectMeta, ns); err != nil {
 		fail(c, err)
 		return
 	}
@@ -169,7 +170,7 @@ func (s *Server) verifyServiceAccountToken(ctx context.Context, token string) (r
 }
 
 // registryObjects reads objects through the registries (auth.Objects).
-type registryObjects map[string]*Store
+type registryObjects map[string]*registry.Store
 
 func (m registryObjects) Get(ctx context.Context, res api.Resource, ns, name string) (api.Object, error) {
 	return m[res.Name].Get(ctx, ns, name)

@@ -28,6 +28,7 @@ import (
 	"minik8s/apiserver/alloc"
 	"minik8s/apiserver/audit"
 	"minik8s/apiserver/auth"
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -214,12 +215,12 @@ func (c *Config) setDefaults() {
 type Server struct {
 	cfg        Config
 	store      storage.Interface
-	registries map[string]*Store
+	registries map[string]*registry.Store
 	engine     *gin.Engine
 	metrics    *prometheus.Registry
 	calls      *calls
 	watches    *watchLimiter
-	namespaces *NamespaceIndex
+	namespaces *registry.NamespaceIndex
 	authz      *authorizer
 	// nodePasswords binds node names to the passwords they joined with.
 	nodePasswords *auth.NodePasswords
@@ -242,14 +243,14 @@ type Server struct {
 // New builds a server over store; Run is the usual entry point.
 func New(cfg Config, store storage.Interface) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, store: store, registries: map[string]*Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
+	s := &Server{cfg: cfg, store: store, registries: map[string]*registry.Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
 	for _, res := range api.Resources {
-		reg := &Store{Resource: res, Storage: store}
+		reg := &registry.Store{Resource: res, Storage: store}
 		reg.AdmitSpecs = s.admitPodSpecs
 		if res.Kind == api.EndpointsResource.Kind {
 			reg.AdmitState = s.admitEndpoints
 		}
-		reg.Cache = NewWatchCache(store, reg.Prefix(""), res.New)
+		reg.Cache = registry.NewWatchCache(store, reg.Prefix(""), res.New)
 		if res.Kind == api.FuncInstancesResource.Kind {
 			reg.TTL = cfg.FuncInstanceTTL
 		}
@@ -277,7 +278,7 @@ func New(cfg Config, store storage.Interface) *Server {
 		s.registries[res.Name] = reg
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.namespaces = NewNamespaceIndex(s.registries[api.NamespacesResource.Name])
+	s.namespaces = registry.NewNamespaceIndex(s.registries[api.NamespacesResource.Name])
 	for _, reg := range s.registries {
 		if reg.Resource.Namespaced {
 			reg.Namespaces = s.namespaces
@@ -652,13 +653,13 @@ func (s *Server) resourceRoutes(r *router, base, group string, h *handlers) {
 	r.handle(http.MethodPut, one, item, name, update)
 	r.handle(http.MethodDelete, one, item, name, h.delete)
 	if res.Name != api.FuncInstancesResource.Name {
-		r.handle(http.MethodPatch, one, item, name, h.patch((*Store).Update, true))
+		r.handle(http.MethodPatch, one, item, name, h.patch((*registry.Store).Update, true))
 	}
 	if res.HasStatus {
 		r.handle(http.MethodGet, one+"/status", sub("status", ""), name, h.get)
 		r.handle(http.MethodPut, one+"/status", sub("status", ""), name, updateStatus)
 		if res.Name != api.FuncInstancesResource.Name {
-			r.handle(http.MethodPatch, one+"/status", sub("status", ""), name, h.patch((*Store).UpdateStatus, false))
+			r.handle(http.MethodPatch, one+"/status", sub("status", ""), name, h.patch((*registry.Store).UpdateStatus, false))
 		}
 	}
 	switch res.Name {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"minik8s/apiserver/alloc"
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
@@ -20,7 +21,7 @@ func svc(name, ip string) *api.Service {
 }
 
 // serviceRegistry is the Services registry of a server over store.
-func serviceRegistry(t *testing.T, store storage.Interface, cidr string) *Store {
+func serviceRegistry(t *testing.T, store storage.Interface, cidr string) *registry.Store {
 	t.Helper()
 	return newTestServer(t, store, cidr).registries[api.ServicesResource.Name]
 }
@@ -36,7 +37,7 @@ func newTestServer(t *testing.T, store storage.Interface, cidr string) *Server {
 	return s
 }
 
-func createSvc(ctx context.Context, reg *Store, name, ip string) (string, error) {
+func createSvc(ctx context.Context, reg *registry.Store, name, ip string) (string, error) {
 	obj, err := reg.Create(ctx, "default", &api.Service{ObjectMeta: api.ObjectMeta{Name: name},
 		Spec: api.ServiceSpec{ClusterIP: ip, Ports: []api.ServicePort{{Port: 80}}}})
 	if err != nil {
@@ -60,7 +61,7 @@ func allocations(t *testing.T, store storage.Interface) map[string]string {
 }
 
 // inServiceRange says whether ip is a usable address of reg's range.
-func inServiceRange(reg *Store, ip string) bool {
+func inServiceRange(reg *registry.Store, ip string) bool {
 	_, err := reg.IPs.Canonical(ip)
 	return err == nil
 }
@@ -94,7 +95,7 @@ func TestAllocatorExhaustsAndReuses(t *testing.T) {
 	if _, err := createSvc(ctx, reg, "s6", ""); err == nil {
 		t.Fatal("an address was freed by a release of another service")
 	}
-	if _, err := reg.Delete(ctx, "default", "s2", DeleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "default", "s2", registry.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ip, err := createSvc(ctx, reg, "s6", "")
@@ -106,7 +107,7 @@ func TestAllocatorExhaustsAndReuses(t *testing.T) {
 // Two servers on one etcd never give one address to two Services.
 func TestConcurrentAllocationsAreDistinct(t *testing.T) {
 	store := etcdtest.Start(t)
-	regs := []*Store{serviceRegistry(t, store, "127.1.3.0/26"), serviceRegistry(t, store, "127.1.3.0/26")}
+	regs := []*registry.Store{serviceRegistry(t, store, "127.1.3.0/26"), serviceRegistry(t, store, "127.1.3.0/26")}
 	ctx := context.Background()
 	var mu sync.Mutex
 	got := map[string]string{}
@@ -233,7 +234,7 @@ func TestServiceRegistryClusterIPs(t *testing.T) {
 		t.Fatalf("changing clusterIP: %v", err)
 	}
 
-	if _, err := reg.Delete(ctx, "default", "b", DeleteOptions{}); err != nil {
+	if _, err := reg.Delete(ctx, "default", "b", registry.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if d, err := create("d", "127.1.5.4"); err != nil || d.Spec.ClusterIP != "127.1.5.4" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function/call"
@@ -39,7 +40,7 @@ func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) er
 	if t.Spec.HTTP == nil {
 		return nil
 	}
-	objs, _, err := s.registries[api.TriggersResource.Name].List(ctx, "", Filter{})
+	objs, _, err := s.registries[api.TriggersResource.Name].List(ctx, "", registry.Filter{})
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (h *handlers) checkRecords(ctx context.Context, ns string, items []api.Func
 		}
 	}
 	for i := range items {
-		probe := CopyObject(h.reg.Resource, &items[i])
+		probe := registry.CopyObject(h.reg.Resource, &items[i])
 		probe.GetObjectMeta().Namespace = ns
 		if err := h.reg.PrepareCreate(ns, probe); err != nil {
 			if io, ok := errdefs.AsInvalidObject(err); ok {

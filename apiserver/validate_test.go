@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
@@ -97,7 +98,7 @@ func TestValidObjectsOfEveryKind(t *testing.T) {
 			t.Errorf("no valid %s in validObjects", res.Kind)
 			continue
 		}
-		if err := ValidateCreate(res, decodeValid(t, res, nil)); err != nil {
+		if err := registry.ValidateCreate(res, decodeValid(t, res, nil)); err != nil {
 			t.Errorf("valid %s: %v", res.Kind, err)
 		}
 	}
@@ -201,7 +202,7 @@ func TestValidationOfEveryKind(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.res.Kind+"/"+tc.name, func(t *testing.T) {
-			err := ValidateCreate(tc.res, decodeValid(t, tc.res, tc.edit))
+			err := registry.ValidateCreate(tc.res, decodeValid(t, tc.res, tc.edit))
 			io, ok := errdefs.AsInvalidObject(err)
 			if !ok {
 				t.Fatalf("got %v, want a 422 naming %s", err, tc.field)
@@ -235,7 +236,7 @@ func BenchmarkCreateValidation(b *testing.B) {
 	b.Run("pod", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := ValidateCreate(api.PodsResource, pod); err != nil {
+			if err := registry.ValidateCreate(api.PodsResource, pod); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -251,7 +252,7 @@ func BenchmarkCreateValidation(b *testing.B) {
 	b.Run("funcinstance", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := ValidateCreate(api.FuncInstancesResource, inst); err != nil {
+			if err := registry.ValidateCreate(api.FuncInstancesResource, inst); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	log "github.com/sirupsen/logrus"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -26,7 +27,7 @@ type watchEvent struct {
 // (or "0") it first sends the current objects as ADDED, as Kubernetes does;
 // with one it sends exactly the changes after it, so a client that
 // reconnects with the last version it saw misses nothing.
-func (h *handlers) watch(c *gin.Context, ns string, f Filter) {
+func (h *handlers) watch(c *gin.Context, ns string, f registry.Filter) {
 	ctx := c.Request.Context()
 	opts := requestOf(c).query.list
 	if opts == nil {
@@ -158,7 +159,7 @@ func (w *watchWriter) write(ev watchEvent, more bool, held int) bool {
 
 // change sends a change of the store as the watch's filter sees it; false
 // ends the watch.
-func (w *watchWriter) change(ev storage.Event, f Filter, more bool) bool {
+func (w *watchWriter) change(ev storage.Event, f registry.Filter, more bool) bool {
 	if ev.Type == api.Error && !errdefs.IsGone(ev.Err) {
 		// The store's watch broke (etcd, or this server, going away):
 		// the stream just ends, as Kubernetes ends it, and the client
@@ -188,7 +189,7 @@ func (w *watchWriter) change(ev storage.Event, f Filter, more bool) bool {
 
 // initial sends the objects a watch starts with, page by page; false ends
 // the watch. withBookmark: a BOOKMARK follows them.
-func (w *watchWriter) initial(l *initialList, f Filter, withBookmark bool) bool {
+func (w *watchWriter) initial(l *initialList, f registry.Filter, withBookmark bool) bool {
 	for {
 		for l.i < len(l.page.Objects) {
 			o, size := l.page.Objects[l.i], l.page.Sizes[l.i]
@@ -220,7 +221,7 @@ func (w *watchWriter) initial(l *initialList, f Filter, withBookmark bool) bool 
 // them); else that version, if the store still has the changes after it
 // (410 Gone otherwise). A version the store has not reached is waited for,
 // then refused (tooLargeResourceVersion).
-func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents *bool, ns string, f Filter, budget *watchBudget) (*initialList, int64, error) {
+func (h *handlers) watchStart(ctx context.Context, rv string, sendInitialEvents *bool, ns string, f registry.Filter, budget *watchBudget) (*initialList, int64, error) {
 	n, err := parseResourceVersion(rv)
 	if err != nil {
 		return nil, 0, err
@@ -267,7 +268,7 @@ func (h *handlers) bookmark(rev int64, initialEnd bool) api.Object {
 
 // filtered says how a change looks through a filter: an object that starts
 // matching is ADDED, one that stops matching is DELETED.
-func filtered(typ api.EventType, obj, prev api.Object, f Filter) (api.EventType, bool) {
+func filtered(typ api.EventType, obj, prev api.Object, f registry.Filter) (api.EventType, bool) {
 	if f.Empty() {
 		return typ, true
 	}

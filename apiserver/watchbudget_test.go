@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
@@ -178,7 +179,7 @@ func TestInitialListPages(t *testing.T) {
 	for range 12 {
 		store.sizes = append(store.sizes, large)
 	}
-	reg := &Store{Resource: api.ConfigMapsResource, Storage: store}
+	reg := &registry.Store{Resource: api.ConfigMapsResource, Storage: store}
 	l := newWatchLimiter(0, 4<<20, 4<<20)
 	b, _ := l.acquire("a")
 	defer b.release()
@@ -214,7 +215,7 @@ func TestInitialListPages(t *testing.T) {
 	holder, _ := full.acquire("a")
 	holder.take(400 << 10)
 	second, _ := full.acquire("a")
-	refused := &initialList{reg: &Store{Resource: api.ConfigMapsResource, Storage: &pagedStore{sizes: []int{large}}}, budget: second, limit: 1}
+	refused := &initialList{reg: &registry.Store{Resource: api.ConfigMapsResource, Storage: &pagedStore{sizes: []int{large}}}, budget: second, limit: 1}
 	if err := refused.read(context.Background(), ""); !errdefs.IsTooManyRequests(err) {
 		t.Fatalf("a first page past the client's bound: %v, want 429", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/storage"
@@ -18,7 +19,7 @@ import (
 // client resumes from the last version it got. The events taken from the
 // channel stay counted until the writer gives them back.
 func boundedEvents(ctx context.Context, stop func(), in <-chan storage.Event, b *watchBudget) <-chan storage.Event {
-	out := make(chan storage.Event, WatcherBuffer)
+	out := make(chan storage.Event, registry.WatcherBuffer)
 	go func() {
 		defer close(out)
 		defer stop()
@@ -57,7 +58,7 @@ func boundedEvents(ctx context.Context, stop func(), in <-chan storage.Event, b 
 // against the watch's budget from its read until each object is sent, so
 // a client that reads nothing holds one page, not the whole list.
 type initialList struct {
-	reg    *Store
+	reg    *registry.Store
 	ns     string
 	budget *watchBudget
 	page   storage.Page

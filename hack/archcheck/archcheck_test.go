@@ -100,7 +100,7 @@ import _ "minik8s/test/framework"
 `,
 	}},
 	{"status written outside its owner", map[string]string{
-		"apiserver/status.go": `package apiserver
+		"apiserver/registry/status.go": `package registry
 
 import (
 	a "minik8s/pkg/api"
@@ -114,7 +114,7 @@ var global a.FuncInstanceStatus
 func writes(x *inst, m *mine, f *a.Func, list []a.FuncInstance, st *a.FuncInstanceStatus, n int) {
 	x.Status.Phase = "Running"                     // want status-owner
 	x.Status.Phase, n = "Running", 1               // want status-owner
-	x.Status = a.FuncInstanceStatus{}              // the apiserver may reset a status
+	x.Status = a.FuncInstanceStatus{}              // the apiserver's registry may reset a status
 	x.Status = a.FuncInstanceStatus{Phase: "x"}    // want status-owner
 	x.Status.Trace = append(x.Status.Trace, a.FuncSpan{}) // want status-owner
 	x.Status.Trace[0] = a.FuncSpan{}               // want status-owner
@@ -164,7 +164,7 @@ import "minik8s/pkg/api"
 
 func steal(inst *api.FuncInstance) { inst.Status.Phase = "" } // want status-owner
 
-// Only the apiserver resets a status.
+// Only the apiserver's registry resets a status.
 func wipe(inst *api.FuncInstance) { inst.Status = api.FuncInstanceStatus{} } // want status-owner
 `,
 		// A library other than the owner neither (defaults, validation).

@@ -70,10 +70,10 @@ var statusOwners = map[string][]string{
 }
 
 // statusResetters may reset a whole owned status to its zero value
-// (`x.Status = T{}`), and write nothing else of it: the apiserver, whose
+// (`x.Status = T{}`), and write nothing else of it: the apiserver's registry, whose
 // strategies drop the status a create carries (a status is written
 // through /status only, as in Kubernetes' PrepareForCreate).
-var statusResetters = []string{"minik8s/apiserver"}
+var statusResetters = []string{"minik8s/apiserver/registry"}
 
 // Rule names, as the report prints them.
 const (

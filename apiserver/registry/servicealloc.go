@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"context"
@@ -6,15 +6,6 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
-)
-
-// DefaultServiceCIDR is the range cluster IPs come from: the nodes' kernel
-// rules serve them. A cluster whose pods share their nodes' network takes
-// HostNetworkServiceCIDR instead, inside loopback, where every node's
-// proxy listens on them without touching the network.
-const (
-	DefaultServiceCIDR     = api.DefaultServiceCIDR
-	HostNetworkServiceCIDR = api.HostNetworkServiceCIDR
 )
 
 // serviceStrategy allocates a Service its cluster IP and node ports on

@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"

@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"bytes"
@@ -21,11 +21,11 @@ import (
 // Store is the storage logic of one resource, independent of HTTP:
 // defaulting, validation, server-set fields, subresources.
 type Store struct {
-	Resource   api.Resource
-	Storage storage.Interface
+	Resource api.Resource
+	Storage  storage.Interface
 	// TTL > 0 makes created objects expire (function instances).
 	TTL time.Duration
-	// IPs allocates cluster IPs (services only), podCIDRs pod CIDRs
+	// IPs allocates cluster IPs (services only), PodCIDRs pod CIDRs
 	// (nodes only).
 	IPs      *alloc.ClusterIPs
 	PodCIDRs *alloc.PodCIDRs
@@ -60,13 +60,13 @@ func (r *Store) admit(ctx context.Context, old, obj api.Object) error {
 	return nil
 }
 
-const KeyRoot = storage.KeyRoot
+const keyRoot = storage.KeyRoot
 
 func (r *Store) Key(ns, name string) string {
 	if r.Resource.Namespaced {
-		return KeyRoot + r.Resource.Name + "/" + ns + "/" + name
+		return keyRoot + r.Resource.Name + "/" + ns + "/" + name
 	}
-	return KeyRoot + r.Resource.Name + "/" + name
+	return keyRoot + r.Resource.Name + "/" + name
 }
 
 // prefix is the key prefix of a collection; ns == "" lists all namespaces.
@@ -80,9 +80,9 @@ func (r *Store) Watch(ctx context.Context, ns string, from int64) (<-chan storag
 
 func (r *Store) Prefix(ns string) string {
 	if r.Resource.Namespaced && ns != "" {
-		return KeyRoot + r.Resource.Name + "/" + ns + "/"
+		return keyRoot + r.Resource.Name + "/" + ns + "/"
 	}
-	return KeyRoot + r.Resource.Name + "/"
+	return keyRoot + r.Resource.Name + "/"
 }
 
 // checkTypeMeta refuses a body whose kind or apiVersion belongs elsewhere.

@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"context"
@@ -9,14 +9,6 @@ import (
 	"minik8s/apiserver/auth"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
-)
-
-// DefaultClusterCIDR is the range pod addresses come from, as k3s has it;
-// each node gets a slice of DefaultNodeCIDRMaskSize bits (256 nodes of
-// 254 pods).
-const (
-	DefaultClusterCIDR      = api.DefaultClusterCIDR
-	DefaultNodeCIDRMaskSize = 24
 )
 
 // nodeStrategy allocates a Node its pod CIDR on create (when the cluster

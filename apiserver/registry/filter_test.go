@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"encoding/json"

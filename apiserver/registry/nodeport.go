@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	"context"
@@ -15,10 +15,6 @@ import (
 	"minik8s/pkg/storage"
 	"minik8s/pkg/storage/etcd"
 )
-
-// DefaultServiceNodePortRange is where node ports come from, as in
-// Kubernetes.
-const DefaultServiceNodePortRange = "30000-32767"
 
 // serviceTypeNodePort is the Service type whose ports get node ports.
 const serviceTypeNodePort = "NodePort"
