@@ -28,14 +28,14 @@ func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
 	}
 	switch o := obj.(type) {
 	case *api.Pod:
-		if node, ok := nodeName(userOf(ctx)); ok && o.Spec.NodeName != node {
+		if node, ok := nodeName(rbac.UserOf(ctx)); ok && o.Spec.NodeName != node {
 			return fmt.Errorf("pods %q is forbidden: node %q may only make pods bound to itself: %w", o.Name, node, errdefs.ErrForbidden)
 		}
 		return nil
 	case *api.Trigger:
 		return s.admitTrigger(ctx, ns, o)
 	case *api.Node:
-		if node, ok := nodeName(userOf(ctx)); ok && o.Name != node {
+		if node, ok := nodeName(rbac.UserOf(ctx)); ok && o.Name != node {
 			return fmt.Errorf("nodes %q is forbidden: node %q may only register and change its own Node: %w", o.Name, node, errdefs.ErrForbidden)
 		}
 		return nil
@@ -48,7 +48,7 @@ func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
 // update, after defaults and validation, dry runs included; the status and
 // scale subresources cannot change a spec.
 func (s *Server) admitPodSpecs(ctx context.Context, res api.Resource, old, obj api.Object) error {
-	return admission.PodSpecs(res, userOf(ctx), s.authz.allows, old, obj)
+	return admission.PodSpecs(res, rbac.UserOf(ctx), s.authz.allows, old, obj)
 }
 
 // nodeName is the node a kubelet's user stands for.

@@ -88,7 +88,7 @@ func TestAdmitPodSpecs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _ := api.LookupResource(reflect.TypeOf(tc.obj).Elem().Name())
-			err := s.admitPodSpecs(withUser(context.Background(), tc.user), res, tc.old, tc.obj)
+			err := s.admitPodSpecs(rbac.WithUser(context.Background(), tc.user), res, tc.old, tc.obj)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

@@ -21,31 +21,14 @@ import (
 // token, or the node join token (which may only fetch a node's
 // credentials). On the local port: the admin, as kubectl proxy acts.
 
-type userKey struct{}
-
 // localPortKey marks a connection accepted on the local port.
 type localPortKey struct{}
 
 // The identity of requests on the local port.
 var localAdmin = rbac.User{Name: "system:admin", Groups: []string{rbac.Masters, rbac.AllAuthenticated}}
 
-// Users the join token and anonymous requests stand for.
-var (
-	bootstrapUser = rbac.User{Name: "system:bootstrap:node", Groups: []string{rbac.BootstrappersGroup, rbac.AllAuthenticated}}
-	anonymousUser = rbac.User{Name: rbac.Anonymous, Groups: []string{rbac.AllUnauthenticated}}
-)
-
-func withUser(ctx context.Context, u rbac.User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// userOf is who sent the request (anonymous if nobody said).
-func userOf(ctx context.Context) rbac.User {
-	if u, ok := ctx.Value(userKey{}).(rbac.User); ok {
-		return u
-	}
-	return anonymousUser
-}
+// The user the join token stands for.
+var bootstrapUser = rbac.User{Name: "system:bootstrap:node", Groups: []string{rbac.BootstrappersGroup, rbac.AllAuthenticated}}
 
 // authenticate says who sent r; an error (401) for credentials that do
 // not hold. A request without any is anonymous: authorization decides.
@@ -65,7 +48,7 @@ func (s *Server) authenticate(r *http.Request) (rbac.User, error) {
 	if auth == "" {
 		token, found := websocketBearerToken(r)
 		if !found {
-			return anonymousUser, nil
+			return rbac.AnonymousUser, nil
 		}
 		auth = "Bearer " + token
 	}
@@ -104,7 +87,7 @@ func (s *Server) authn() gin.HandlerFunc {
 			return
 		}
 		u, err := s.authenticate(c.Request)
-		if err == nil && u.Name == anonymousUser.Name && !anonymousPath(c.Request.URL.Path) {
+		if err == nil && u.Name == rbac.AnonymousUser.Name && !anonymousPath(c.Request.URL.Path) {
 			err = fmt.Errorf("no credentials: send a bearer token or a client certificate of the cluster CA "+
 				"(the admin's are in DATA/%s): %w", AdminKubeconfig, errdefs.ErrUnauthorized)
 		}
@@ -116,7 +99,7 @@ func (s *Server) authn() gin.HandlerFunc {
 		// The token has done its work: nothing after this (a proxied
 		// exec's kubelet) gets it, as Kubernetes strips it too.
 		dropWebsocketToken(c.Request.Header)
-		c.Request = c.Request.WithContext(withUser(c.Request.Context(), u))
+		c.Request = c.Request.WithContext(rbac.WithUser(c.Request.Context(), u))
 		c.Next()
 	}
 }

@@ -92,7 +92,7 @@ func (a *authorizer) allows(attrs rbac.Attributes) bool {
 // (auth.RBAC.NoEscalation), as this authorizer judges it.
 func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) error {
 	p := auth.RBAC{Policy: s.authz.policy.Load, Allows: s.authz.allows, Roles: registryObjects(s.registries)}
-	return p.NoEscalation(ctx, userOf(ctx), ns, obj)
+	return p.NoEscalation(ctx, rbac.UserOf(ctx), ns, obj)
 }
 
 // ensureBootstrapPolicy writes the built-in ClusterRoles and
@@ -162,7 +162,7 @@ type ownOnlyKey struct{}
 // ownerFilter is the user whose instances alone the request may see, or "".
 func ownerFilter(ctx context.Context) string {
 	if v, _ := ctx.Value(ownOnlyKey{}).(bool); v {
-		return userOf(ctx).Name
+		return rbac.UserOf(ctx).Name
 	}
 	return ""
 }
@@ -193,7 +193,7 @@ func (s *Server) authorize() gin.HandlerFunc {
 		}
 		ctx := c.Request.Context()
 		attrs := req.attrs
-		attrs.User = userOf(ctx)
+		attrs.User = rbac.UserOf(ctx)
 		if s.authz.allows(attrs) || s.nodeAuthorizes(c.Request, attrs) {
 			if err := s.restrictNode(ctx, attrs); err != nil {
 				fail(c, err)
@@ -248,7 +248,7 @@ func forbidden(a rbac.Attributes) error {
 // notOwner refuses a function instance another user started.
 func notOwner(ctx context.Context, id string) error {
 	return fmt.Errorf("funcinstances %q is forbidden: User %q may read and step only the function instances it started: %w",
-		id, userOf(ctx).Name, errdefs.ErrForbidden)
+		id, rbac.UserOf(ctx).Name, errdefs.ErrForbidden)
 }
 
 // checkOwner refuses inst unless the request may see it.
@@ -274,7 +274,7 @@ func (s *Server) accessReview(self bool) gin.HandlerFunc {
 		u := rbac.User{Name: req.Spec.User, Groups: req.Spec.Groups}
 		switch {
 		case self:
-			u = userOf(c.Request.Context())
+			u = rbac.UserOf(c.Request.Context())
 		case u.Name == "" && len(u.Groups) == 0:
 			fail(c, errdefs.Invalid("spec.user", "at least one of user or groups must be specified"))
 			return

@@ -101,7 +101,7 @@ func TestBindingsNeedTheirRole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := tc.obj.GetObjectMeta().Namespace
-			err := s.noEscalation(withUser(ctx, tc.user), ns, tc.obj)
+			err := s.noEscalation(rbac.WithUser(ctx, tc.user), ns, tc.obj)
 			if tc.status == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -1,16 +1,15 @@
 package apiserver
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"minik8s/apiserver/funcapi"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
-	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
 	"minik8s/pkg/tracing"
@@ -21,7 +20,7 @@ import (
 // position with function names and instance ids.
 type funcHandlers struct {
 	handlers
-	calls *calls
+	calls *funcapi.Calls
 }
 
 // funcNamespace is the namespace a function API request acts in, as
@@ -91,11 +90,11 @@ func (h *funcHandlers) call(c *gin.Context, name string) {
 	callback := c.GetHeader(callbackHeader)
 	var inst *api.FuncInstance
 	if wait > 0 && callback == "" {
-		inst, err = h.calls.runSync(ctx, req, span)
+		inst, err = h.calls.RunSync(ctx, req, span)
 	} else {
-		inst, err = h.calls.start(ctx, req, callback, span)
+		inst, err = h.calls.Start(ctx, req, callback, span)
 		if err == nil && wait > 0 {
-			inst, err = h.calls.waitEnded(ctx, inst, wait)
+			inst, err = h.calls.WaitEnded(ctx, inst, wait)
 		}
 	}
 	if err != nil {
@@ -138,7 +137,7 @@ func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
 		return
 	}
 	if call.Terminal(inst) {
-		c.JSON(http.StatusOK, view(inst))
+		c.JSON(http.StatusOK, funcapi.View(inst))
 		return
 	}
 	c.JSON(http.StatusAccepted, gin.H{"instanceId": inst.Name, "status": inst.Status.Phase})
@@ -147,7 +146,7 @@ func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
 // instance serves GET /api/funcs/:id.
 func (h *funcHandlers) instance(c *gin.Context, id string) {
 	ctx := c.Request.Context()
-	inst, err := h.calls.get(ctx, funcNamespace(c), id)
+	inst, err := h.calls.Get(ctx, funcNamespace(c), id)
 	if err == nil {
 		err = checkOwner(ctx, inst)
 	}
@@ -155,7 +154,7 @@ func (h *funcHandlers) instance(c *gin.Context, id string) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, view(inst))
+	c.JSON(http.StatusOK, funcapi.View(inst))
 }
 
 // runStep serves PUT /api/funcs/:name/:id, the reference design's internal
@@ -170,51 +169,18 @@ func (h *funcHandlers) runStep(c *gin.Context, name, id string) {
 		fail(c, err)
 		return
 	}
-	ctx, ns := c.Request.Context(), funcNamespace(c)
-	if err := call.CheckArg(len(arg)); err != nil {
-		fail(c, err)
-		return
-	}
-	if name != api.FuncReturn {
-		if _, err := h.reg.Get(ctx, ns, name); err != nil {
-			fail(c, err)
-			return
-		}
-	}
+	ctx := c.Request.Context()
+	var owns func(*api.FuncInstance) error
 	if ownerFilter(ctx) != "" {
-		inst, err := h.calls.get(ctx, ns, id)
-		if err == nil {
-			err = checkOwner(ctx, inst)
-		}
-		if err != nil {
-			fail(c, err)
-			return
-		}
+		owns = func(inst *api.FuncInstance) error { return checkOwner(ctx, inst) }
 	}
-	if _, pending := h.calls.records.Get(ns, id); pending {
-		fail(c, fmt.Errorf("function instance %q has ended: a finished instance cannot be changed: %w", id, errdefs.ErrConflict))
-		return
-	}
-	obj, err := h.calls.instances.Mutate(ctx, ns, id, func(o api.Object) (api.Object, error) {
-		inst := o.(*api.FuncInstance)
-		if err := checkOwner(ctx, inst); err != nil {
-			return nil, err
-		}
-		if err := call.Goto(inst, name, string(arg)); err != nil {
-			return nil, err
-		}
-		return inst, nil
-	})
+	inst, err := h.calls.Step(ctx, funcNamespace(c), id, name, arg, owns)
 	if err != nil {
-		if errdefs.IsNotFound(err) {
-			err = fmt.Errorf("function instance %q not found: %w", id, errdefs.ErrNotFound)
-		}
 		fail(c, err)
 		return
 	}
-	inst := obj.(*api.FuncInstance)
 	if wait > 0 {
-		if inst, err = h.calls.waitEnded(ctx, inst, wait); err != nil {
+		if inst, err = h.calls.WaitEnded(ctx, inst, wait); err != nil {
 			fail(c, err)
 			return
 		}

@@ -112,7 +112,7 @@ func (s *Server) requestTimeout() gin.HandlerFunc {
 // clientOf names who a request comes from, for per-client limits: the
 // user on the secure port, the address on the local port.
 func clientOf(c *gin.Context) string {
-	if u, ok := c.Request.Context().Value(userKey{}).(rbac.User); ok && u.Name != localAdmin.Name {
+	if u, ok := rbac.UserFrom(c.Request.Context()); ok && u.Name != localAdmin.Name {
 		return "user " + u.Name
 	}
 	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)

@@ -232,7 +232,7 @@ func (s *Server) auditMiddleware() gin.HandlerFunc {
 		ev := &audit.Event{Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: "Metadata", AuditID: uuid.NewString(),
 			Stage: "ResponseComplete", RequestURI: c.Request.URL.RequestURI(), Verb: attrs.Verb,
 			UserAgent: c.Request.UserAgent(), RequestReceivedTimestamp: received, StageTimestamp: time.Now().UTC()}
-		if u, ok := c.Request.Context().Value(userKey{}).(rbac.User); ok {
+		if u, ok := rbac.UserFrom(c.Request.Context()); ok {
 			ev.User = audit.User{Username: u.Name, Groups: u.Groups}
 		}
 		if host, _, err := net.SplitHostPort(c.Request.RemoteAddr); err == nil {

@@ -40,7 +40,7 @@ func (s *Server) nodeCredentials(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	node, self := nodeName(userOf(ctx))
+	node, self := nodeName(rbac.UserOf(ctx))
 	if self && node != req.NodeName {
 		fail(c, fmt.Errorf("node %q may renew only its own credentials, not %q's: %w", node, req.NodeName, errdefs.ErrForbidden))
 		return

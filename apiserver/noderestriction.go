@@ -8,6 +8,7 @@ import (
 	"minik8s/apiserver/admission"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/rbac"
 )
 
 // admitNodeObject is the part of Kubernetes' NodeRestriction that reads
@@ -21,7 +22,7 @@ import (
 //     than a kubelet's own, are not its to set or change: a node could
 //     otherwise draw pods meant for other nodes.
 func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
-	node, ok := nodeName(userOf(ctx))
+	node, ok := nodeName(rbac.UserOf(ctx))
 	if !ok {
 		return nil
 	}

@@ -133,7 +133,7 @@ func newEngineTest(t *testing.T) *engineTest {
 	if err := s.namespaces.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, fn := range []func(context.Context){s.namespaces.Run, s.authz.run, s.calls.run} {
+	for _, fn := range []func(context.Context){s.namespaces.Run, s.authz.run, s.calls.Run} {
 		bg.Add(1)
 		go func() { defer bg.Done(); fn(ctx) }()
 	}
@@ -147,7 +147,7 @@ func newEngineTest(t *testing.T) *engineTest {
 	et.engine = s.routes(func(c *gin.Context) {
 		if slot, ok := c.Request.Context().Value(observedKey{}).(*rbac.Attributes); ok {
 			*slot = requestAttributes(c)
-			slot.User = userOf(c.Request.Context())
+			slot.User = rbac.UserOf(c.Request.Context())
 		}
 	})
 	for _, ns := range []string{"team-a", "team-b"} {

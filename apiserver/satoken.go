@@ -139,7 +139,7 @@ func (s *Server) bindToken(ctx context.Context, ns, sa string, ref *api.BoundObj
 // nodeMayAskToken keeps a kubelet to the tokens of the pods bound to it:
 // the request must name such a pod, running as that service account.
 func (s *Server) nodeMayAskToken(ctx context.Context, ns, sa string, req *api.TokenRequest) error {
-	node, ok := nodeName(userOf(ctx))
+	node, ok := nodeName(rbac.UserOf(ctx))
 	if !ok {
 		return nil
 	}

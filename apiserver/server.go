@@ -28,6 +28,7 @@ import (
 	"minik8s/apiserver/alloc"
 	"minik8s/apiserver/audit"
 	"minik8s/apiserver/auth"
+	"minik8s/apiserver/funcapi"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -109,7 +110,7 @@ type Config struct {
 	// LocalRunner, when set, is a function runner in this process: the
 	// synchronous calls this apiserver accepts go to it without an HTTP
 	// hop while it serves (as cluster/ wires minik8s up).
-	LocalRunner CallRunner
+	LocalRunner funcapi.CallRunner
 	// ServiceCIDR is the range cluster IPs are allocated from
 	// (DefaultServiceCIDR).
 	ServiceCIDR string
@@ -218,7 +219,7 @@ type Server struct {
 	registries map[string]*registry.Store
 	engine     *gin.Engine
 	metrics    *prometheus.Registry
-	calls      *calls
+	calls      *funcapi.Calls
 	watches    *watchLimiter
 	namespaces *registry.NamespaceIndex
 	authz      *authorizer
@@ -285,7 +286,26 @@ func New(cfg Config, store storage.Interface) *Server {
 		}
 	}
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
-	s.calls = newCalls(s)
+	s.calls = funcapi.NewCalls(funcapi.Config{
+		Funcs:           s.registries[api.FuncsResource.Name],
+		Instances:       s.registries[api.FuncInstancesResource.Name],
+		Leases:          s.registries[api.LeasesResource.Name],
+		Retention:       s.cfg.FuncInstanceTTL,
+		MaxPending:      s.cfg.MaxPendingCalls,
+		MaxPendingBytes: s.cfg.MaxPendingCallBytes,
+		Local:           s.cfg.LocalRunner,
+		// The credentials are loaded after the registries: read when a
+		// runner is first reached over TLS.
+		ClientCert: func() *tls.Certificate {
+			if s.creds == nil {
+				return nil
+			}
+			return &s.creds.kubeletClient
+		},
+		ClusterCIDR:      s.cfg.ClusterCIDR,
+		ServiceCIDR:      s.cfg.ServiceCIDR,
+		EgressAllowCIDRs: s.cfg.EgressAllowCIDRs,
+	})
 	s.authz = newAuthorizer(s)
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient, cfg.MaxWatchBytes, cfg.MaxWatchBytesPerClient)
 	s.metrics.MustRegister(s.watches.cutOff)
@@ -438,8 +458,8 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	if err != nil {
 		return err
 	}
-	s.calls.exporter = exporter
-	background := []func(context.Context){s.namespaces.Run, s.calls.run, s.authz.run, exporter.Run}
+	s.calls.Exporter = exporter
+	background := []func(context.Context){s.namespaces.Run, s.calls.Run, s.authz.run, exporter.Run}
 	for _, reg := range s.registries {
 		background = append(background, reg.Cache.Run)
 		if reg.IPs != nil {

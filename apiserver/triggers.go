@@ -3,11 +3,9 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -62,7 +60,7 @@ func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) er
 // (the gateway's calls do not pass through the apiserver). Anything else
 // would claim a call that never ran: 405, as before.
 func (h *handlers) createTriggerRecord(c *gin.Context) {
-	u := userOf(c.Request.Context())
+	u := rbac.UserOf(c.Request.Context())
 	if !slices.Contains(u.Groups, rbac.FuncRunnersGroup) && !slices.Contains(u.Groups, rbac.Masters) {
 		refuseInstanceWrite(c)
 		return
@@ -143,56 +141,9 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 			return
 		}
 	}
-	ctx := c.Request.Context()
-	if err := h.checkRecords(ctx, ns, list.Items); err != nil {
+	if err := h.srv.calls.AcceptRecords(c.Request.Context(), ns, list.Items); err != nil {
 		fail(c, err)
 		return
 	}
-	for i := range list.Items {
-		inst := &list.Items[i]
-		inst.Namespace = ns
-		h.srv.calls.records.Add(ctx, inst)
-	}
 	c.JSON(http.StatusAccepted, gin.H{"accepted": len(list.Items)})
-}
-
-// itemCauses names item i of a list in each cause of its refusal.
-func itemCauses(i int, io *errdefs.InvalidObject) error {
-	out := *io
-	out.Causes = make([]errdefs.Cause, len(io.Causes))
-	prefix := fmt.Sprintf("items[%d]", i)
-	for j, c := range io.Causes {
-		c.Message = strings.Replace(c.Message, c.Field, prefix+"."+c.Field, 1)
-		c.Field = prefix + "." + c.Field
-		out.Causes[j] = c
-	}
-	out.Message = prefix + ": " + io.Message
-	return &out
-}
-
-// checkRecords passes each record through the checks a single create
-// makes (on a copy: the store prepares the record itself), and the
-// namespace through admission, so that a list is taken whole or refused
-// naming the item, and never half-stored after the 202.
-func (h *handlers) checkRecords(ctx context.Context, ns string, items []api.FuncInstance) error {
-	if h.reg.Namespaces != nil {
-		if err := h.reg.Namespaces.Admit(ctx, ns); err != nil {
-			return err
-		}
-	}
-	for i := range items {
-		probe := registry.CopyObject(h.reg.Resource, &items[i])
-		probe.GetObjectMeta().Namespace = ns
-		if err := h.reg.PrepareCreate(ns, probe); err != nil {
-			if io, ok := errdefs.AsInvalidObject(err); ok {
-				return itemCauses(i, io)
-			}
-			var fe *errdefs.FieldError
-			if errors.As(err, &fe) && fe.Field != "" {
-				return &errdefs.FieldError{Class: fe.Class, Field: fmt.Sprintf("items[%d].%s", i, fe.Field), Reason: fe.Reason}
-			}
-			return fmt.Errorf("items[%d]: %w", i, err)
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"mime"
+	"minik8s/pkg/rbac"
 	"net/http"
 	"path"
 	"strings"
@@ -99,9 +100,9 @@ type uiSession struct {
 }
 
 func (s *Server) uiSession(c *gin.Context) {
-	u := userOf(c.Request.Context())
+	u := rbac.UserOf(c.Request.Context())
 	c.Header("Cache-Control", "no-store")
-	if u.Name == anonymousUser.Name {
+	if u.Name == rbac.AnonymousUser.Name {
 		c.JSON(http.StatusOK, uiSession{SignIn: true})
 		return
 	}

@@ -68,7 +68,7 @@ func MirrorKey(o api.Object) string {
 	return meta.Namespace + "/" + meta.Name
 }
 
-// Objects are the mirrored Objects; callers only read them.
+// Objects are the mirrored objects; callers only read them.
 func (m *Mirror) Objects() []api.Object {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"minik8s/apiserver"
+	"minik8s/apiserver/funcapi"
 	"minik8s/controller"
 	"minik8s/funcrunner"
 	"minik8s/pkg/api"
@@ -147,7 +147,7 @@ type localRunner struct {
 	p atomic.Pointer[funcrunner.Runner]
 }
 
-var _ apiserver.CallRunner = (*localRunner)(nil)
+var _ funcapi.CallRunner = (*localRunner)(nil)
 
 func (l *localRunner) set(r *funcrunner.Runner) { l.p.Store(r) }
 

@@ -1,14 +1,16 @@
-package apiserver
+package funcapi
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
+	"minik8s/pkg/rbac"
 	"minik8s/pkg/tracing"
 )
 
@@ -30,12 +33,12 @@ type CallRunner interface {
 	Call(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error)
 }
 
-// calls is the apiserver's side of the function API: it stores calls and
+// Calls is the apiserver's side of the function API: it stores calls and
 // hands them over; function runners drive them. An asynchronous call is a
 // FuncInstance stored before the 202, which a runner claims. A synchronous
 // call is handed to a live runner, which drives it in memory and answers
 // the instance; its record is stored after the caller has the answer.
-type calls struct {
+type Calls struct {
 	funcs, instances *registry.Store
 	runners          *runnerDirectory
 	local            CallRunner
@@ -44,12 +47,14 @@ type calls struct {
 	pending          *pendingBytes
 	records          *call.Records
 	http             *http.Client
-	// creds are the server's (nil without a secure port), for runners
-	// that serve TLS; pinned holds a client per runner certificate.
-	creds  func() *credentials
-	pinned sync.Map // certificate hash → *http.Client
-	// exporter sends the apiserver's spans (nil: kept with the instance).
-	exporter *tracing.Exporter
+	// clientCert is the server's (nil without a secure port), for
+	// runners that serve TLS; pinned holds a client per runner
+	// certificate.
+	clientCert func() *tls.Certificate
+	pinned     sync.Map // certificate hash → *http.Client
+	// Exporter sends the apiserver's spans (nil: kept with the
+	// instance); set before Run.
+	Exporter *tracing.Exporter
 	// egress judges callback URLs (the runners' guard has the last word).
 	egress *egress.Guard
 }
@@ -63,7 +68,30 @@ const (
 	handoffMargin = 30 * time.Second
 )
 
-func newCalls(s *Server) *calls {
+// Config is what the function API's calls are made of.
+type Config struct {
+	// Funcs, Instances and Leases are the registries of the function
+	// templates, the call records and the runners' Leases.
+	Funcs, Instances, Leases *registry.Store
+	// Retention is how long an ended call's record is kept.
+	Retention time.Duration
+	// MaxPending bounds the asynchronous calls not ended yet;
+	// MaxPendingBytes what their arguments hold.
+	MaxPending      int
+	MaxPendingBytes int64
+	// Local runs synchronous calls in this process, when set.
+	Local CallRunner
+	// ClientCert is the apiserver's client certificate towards runners
+	// that serve TLS (nil: none, without a secure port).
+	ClientCert func() *tls.Certificate
+	// ClusterCIDR, ServiceCIDR and EgressAllowCIDRs judge callback URLs
+	// (callbackGuard).
+	ClusterCIDR, ServiceCIDR string
+	EgressAllowCIDRs         []netip.Prefix
+}
+
+// NewCalls is the function API's calls over cfg's registries.
+func NewCalls(cfg Config) *Calls {
 	transport := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -71,18 +99,18 @@ func newCalls(s *Server) *calls {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     60 * time.Second,
 	}
-	return &calls{
-		funcs:      s.registries[api.FuncsResource.Name],
-		instances:  s.registries[api.FuncInstancesResource.Name],
-		runners:    newRunnerDirectory(s.registries[api.LeasesResource.Name]),
-		retention:  s.cfg.FuncInstanceTTL,
-		maxPending: s.cfg.MaxPendingCalls,
-		pending:    newPendingBytes(s.registries[api.FuncInstancesResource.Name], s.cfg.MaxPendingCallBytes),
-		local:      s.cfg.LocalRunner,
-		records:    newRecords(s.registries[api.FuncInstancesResource.Name]),
+	return &Calls{
+		funcs:      cfg.Funcs,
+		instances:  cfg.Instances,
+		runners:    newRunnerDirectory(cfg.Leases),
+		retention:  cfg.Retention,
+		maxPending: cfg.MaxPending,
+		pending:    newPendingBytes(cfg.Instances, cfg.MaxPendingBytes),
+		local:      cfg.Local,
+		records:    newRecords(cfg.Instances),
 		http:       &http.Client{Transport: transport},
-		creds:      func() *credentials { return s.creds },
-		egress:     callbackGuard(s.cfg),
+		clientCert: cfg.ClientCert,
+		egress:     callbackGuard(cfg),
 	}
 }
 
@@ -100,8 +128,8 @@ func callbackGuard(cfg Config) *egress.Guard {
 	return egress.New(egress.Config{Allow: cfg.EgressAllowCIDRs, Deny: deny, Sources: []egress.Source{egress.OwnAddresses}})
 }
 
-// run follows the runners and stores records until ctx ends.
-func (c *calls) run(ctx context.Context) {
+// Run follows the runners and stores records until ctx ends.
+func (c *Calls) Run(ctx context.Context) {
 	var bg sync.WaitGroup
 	bg.Go(func() { c.runners.run(ctx) })
 	if c.pending.max > 0 {
@@ -114,7 +142,7 @@ func (c *calls) run(ctx context.Context) {
 // checkCall checks what every call must satisfy before it is accepted.
 // With lookup, the function must exist (a runner the call is handed to
 // checks that itself, from its cache).
-func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callbackURL string, lookup bool) error {
+func (c *Calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callbackURL string, lookup bool) error {
 	if err := call.CheckArg(len(arg)); err != nil {
 		return err
 	}
@@ -141,11 +169,11 @@ func (c *calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 // newInstance is an asynchronous call of fn that ctx's user made, not
 // yet claimed by any runner.
 func newInstance(ctx context.Context, req function.CallRequest, callbackURL string) *api.FuncInstance {
-	return call.New(req, call.Origin{User: userOf(ctx).Name, CallbackURL: callbackURL})
+	return call.New(req, call.Origin{User: rbac.UserOf(ctx).Name, CallbackURL: callbackURL})
 }
 
-// start stores an asynchronous call for a runner to claim.
-func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL string, span *api.FuncSpan) (*api.FuncInstance, error) {
+// Start stores an asynchronous call for a runner to claim.
+func (c *Calls) Start(ctx context.Context, req function.CallRequest, callbackURL string, span *api.FuncSpan) (*api.FuncInstance, error) {
 	ns, fn, arg := req.Namespace, req.Function, req.Arg
 	if err := c.checkCall(ctx, ns, fn, arg, callbackURL, true); err != nil {
 		return nil, err
@@ -170,20 +198,20 @@ func (c *calls) start(ctx context.Context, req function.CallRequest, callbackURL
 
 // endSpan ends the apiserver's span of a call (taking it to the answer)
 // and keeps it with the instance; nil span: none.
-func (c *calls) endSpan(inst *api.FuncInstance, span *api.FuncSpan) *api.FuncInstance {
+func (c *Calls) endSpan(inst *api.FuncInstance, span *api.FuncSpan) *api.FuncInstance {
 	if span == nil {
 		return inst
 	}
 	span.EndNs = time.Now().UnixNano()
 	call.AddSpans(inst, *span)
-	c.exporter.Add(*span)
+	c.Exporter.Add(*span)
 	return inst
 }
 
-// runSync runs a call within wait: handed to a live runner, or, with none
+// RunSync runs a call within wait: handed to a live runner, or, with none
 // running, stored like an asynchronous call and waited for. The instance
 // returned has ended unless wait ran out first.
-func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api.FuncSpan) (*api.FuncInstance, error) {
+func (c *Calls) RunSync(ctx context.Context, req function.CallRequest, span *api.FuncSpan) (*api.FuncInstance, error) {
 	ns, fn, id, arg, wait := req.Namespace, req.Function, req.ID, req.Arg, req.Wait
 	inst, err := c.handOffLocal(ctx, req)
 	if errors.Is(err, function.ErrNotServing) {
@@ -196,7 +224,7 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api
 			if err != nil {
 				return nil, err
 			}
-			return c.waitEnded(ctx, created.(*api.FuncInstance), wait)
+			return c.WaitEnded(ctx, created.(*api.FuncInstance), wait)
 		}
 		inst, err = c.handOff(ctx, r, req)
 	}
@@ -204,7 +232,7 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api
 		return nil, err
 	}
 	inst.Namespace, inst.Name = ns, id
-	inst.Spec.User = userOf(ctx).Name
+	inst.Spec.User = rbac.UserOf(ctx).Name
 	c.endSpan(inst, span)
 	if call.Terminal(inst) {
 		c.records.Add(ctx, inst)
@@ -221,7 +249,7 @@ func (c *calls) runSync(ctx context.Context, req function.CallRequest, span *api
 
 // handOffLocal runs a synchronous call on the runner in this process;
 // function.ErrNotServing when there is none serving.
-func (c *calls) handOffLocal(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
+func (c *Calls) handOffLocal(ctx context.Context, req function.CallRequest) (*api.FuncInstance, error) {
 	if c.local == nil {
 		return nil, function.ErrNotServing
 	}
@@ -233,7 +261,7 @@ func (c *calls) handOffLocal(ctx context.Context, req function.CallRequest) (*ap
 }
 
 // handOff sends a synchronous call to a runner and reads back the instance.
-func (c *calls) handOff(ctx context.Context, r runner, cr function.CallRequest) (*api.FuncInstance, error) {
+func (c *Calls) handOff(ctx context.Context, r runner, cr function.CallRequest) (*api.FuncInstance, error) {
 	rctx, cancel := context.WithTimeout(ctx, cr.Wait+handoffMargin)
 	defer cancel()
 	q := url.Values{"id": {cr.ID}, "wait": {cr.Wait.String()}}
@@ -277,8 +305,8 @@ func (c *calls) handOff(ctx context.Context, r runner, cr function.CallRequest) 
 	return inst, nil
 }
 
-// get reads an instance: a record still being stored, else the store.
-func (c *calls) get(ctx context.Context, ns, id string) (*api.FuncInstance, error) {
+// Get reads an instance: a record still being stored, else the store.
+func (c *Calls) Get(ctx context.Context, ns, id string) (*api.FuncInstance, error) {
 	if inst, ok := c.records.Get(ns, id); ok {
 		return inst, nil
 	}
@@ -292,9 +320,9 @@ func (c *calls) get(ctx context.Context, ns, id string) (*api.FuncInstance, erro
 	return obj.(*api.FuncInstance), nil
 }
 
-// waitEnded follows a stored instance by watch until it ends or wait runs
+// WaitEnded follows a stored instance by watch until it ends or wait runs
 // out, and returns it as last seen.
-func (c *calls) waitEnded(ctx context.Context, inst *api.FuncInstance, wait time.Duration) (*api.FuncInstance, error) {
+func (c *Calls) WaitEnded(ctx context.Context, inst *api.FuncInstance, wait time.Duration) (*api.FuncInstance, error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	key := c.instances.Key(inst.Namespace, inst.Name)
@@ -323,7 +351,7 @@ func (c *calls) waitEnded(ctx context.Context, inst *api.FuncInstance, wait time
 			return inst, nil
 		}
 		// The watch broke (compaction): read again and follow from there.
-		cur, err := c.get(context.WithoutCancel(ctx), inst.Namespace, inst.Name)
+		cur, err := c.Get(context.WithoutCancel(ctx), inst.Namespace, inst.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -342,8 +370,8 @@ func parseRV(rv string) (int64, error) {
 	return n, nil
 }
 
-// view is the flat form of GET /api/funcs/:id.
-func view(inst *api.FuncInstance) api.FuncInstanceView {
+// View is the flat form of GET /api/funcs/:id.
+func View(inst *api.FuncInstance) api.FuncInstanceView {
 	steps := inst.Status.Steps
 	if steps == nil {
 		steps = []api.FuncStepRecord{}

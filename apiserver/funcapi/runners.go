@@ -1,4 +1,4 @@
-package apiserver
+package funcapi
 
 import (
 	"context"
@@ -149,12 +149,15 @@ func (d *runnerDirectory) live(now time.Time) []runner {
 // clientFor is the HTTP client that reaches runner r: for an https runner,
 // TLS with the apiserver's client certificate, trusting only the
 // certificate r published on its Lease.
-func (c *calls) clientFor(r runner) (*http.Client, error) {
+func (c *Calls) clientFor(r runner) (*http.Client, error) {
 	if !strings.HasPrefix(r.url, "https://") {
 		return c.http, nil
 	}
-	creds := c.creds()
-	if creds == nil || r.certSum == "" {
+	var cert *tls.Certificate
+	if c.clientCert != nil {
+		cert = c.clientCert()
+	}
+	if cert == nil || r.certSum == "" {
 		return nil, fmt.Errorf("function runner %s serves TLS and this apiserver cannot reach it (no credentials, or no certificate on its Lease): %w",
 			r.identity, errdefs.ErrUnavailable)
 	}
@@ -163,7 +166,7 @@ func (c *calls) clientFor(r runner) (*http.Client, error) {
 	}
 	want := r.certSum
 	t := c.http.Transport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{creds.kubeletClient},
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert},
 		// The runner's certificate is its own, made at its start: it is
 		// checked against the hash on its Lease instead of a CA.
 		InsecureSkipVerify: true,
