@@ -3,10 +3,9 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"minik8s/apiserver/admission"
+	"minik8s/apiserver/authz"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -28,14 +27,14 @@ func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
 	}
 	switch o := obj.(type) {
 	case *api.Pod:
-		if node, ok := nodeName(rbac.UserOf(ctx)); ok && o.Spec.NodeName != node {
+		if node, ok := authz.NodeName(rbac.UserOf(ctx)); ok && o.Spec.NodeName != node {
 			return fmt.Errorf("pods %q is forbidden: node %q may only make pods bound to itself: %w", o.Name, node, errdefs.ErrForbidden)
 		}
 		return nil
 	case *api.Trigger:
 		return s.admitTrigger(ctx, ns, o)
 	case *api.Node:
-		if node, ok := nodeName(rbac.UserOf(ctx)); ok && o.Name != node {
+		if node, ok := authz.NodeName(rbac.UserOf(ctx)); ok && o.Name != node {
 			return fmt.Errorf("nodes %q is forbidden: node %q may only register and change its own Node: %w", o.Name, node, errdefs.ErrForbidden)
 		}
 		return nil
@@ -48,22 +47,13 @@ func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
 // update, after defaults and validation, dry runs included; the status and
 // scale subresources cannot change a spec.
 func (s *Server) admitPodSpecs(ctx context.Context, res api.Resource, old, obj api.Object) error {
-	return admission.PodSpecs(res, rbac.UserOf(ctx), s.authz.allows, old, obj)
-}
-
-// nodeName is the node a kubelet's user stands for.
-func nodeName(u rbac.User) (string, bool) {
-	name, ok := strings.CutPrefix(u.Name, rbac.NodeUserPrefix)
-	if !ok || name == "" || !slices.Contains(u.Groups, rbac.NodesGroup) {
-		return "", false
-	}
-	return name, true
+	return admission.PodSpecs(res, rbac.UserOf(ctx), s.authz.Allows, old, obj)
 }
 
 // restrictNode refuses a kubelet's write of another node's Node or of a
 // pod not bound to it.
 func (s *Server) restrictNode(ctx context.Context, a rbac.Attributes) error {
-	node, ok := nodeName(a.User)
+	node, ok := authz.NodeName(a.User)
 	if !ok || a.Name == "" {
 		return nil
 	}

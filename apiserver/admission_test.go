@@ -6,20 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"minik8s/apiserver/authz"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
 )
 
 // testAuthorizer is the built-in policy plus objs.
-func testAuthorizer(t *testing.T, objs ...api.Object) *authorizer {
+func testAuthorizer(t *testing.T, objs ...api.Object) *authz.Authorizer {
 	t.Helper()
-	p, err := rbac.NewStatic(append(bootstrapObjects(), objs...)...)
+	a, err := authz.Fixed(objs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &authorizer{}
-	a.policy.Store(p)
 	return a
 }
 

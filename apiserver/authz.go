@@ -4,155 +4,22 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
-	"sync/atomic"
 
 	"github.com/gin-gonic/gin"
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/apiserver/auth"
-	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
 )
 
-// authorizer judges requests by the RBAC objects in the store, mirrored in
-// memory. The built-in policy (rbac.BootstrapPolicy) is written to the
-// store at start; a built-in object missing from the store still applies,
-// so that deleting it cannot lock the cluster's own components out.
-// system:masters may do anything, as in Kubernetes.
-type authorizer struct {
-	mirrors []*registry.Mirror
-	policy  atomic.Pointer[rbac.Static]
-}
-
-func newAuthorizer(s *Server) *authorizer {
-	a := &authorizer{}
-	for _, res := range []api.Resource{api.RolesResource, api.ClusterRolesResource, api.RoleBindingsResource, api.ClusterRoleBindingsResource} {
-		a.mirrors = append(a.mirrors, registry.NewMirror(s.registries[res.Name], a.rebuild))
-	}
-	a.rebuild()
-	return a
-}
-
-// rebuild makes the policy from the mirrors and the built-in objects.
-func (a *authorizer) rebuild() {
-	have := map[string]bool{}
-	var objs []api.Object
-	for _, m := range a.mirrors {
-		for _, o := range m.Objects() {
-			have[o.GetTypeMeta().Kind+"/"+o.GetObjectMeta().Name] = true
-			objs = append(objs, o)
-		}
-	}
-	for _, o := range bootstrapObjects() {
-		if o.GetObjectMeta().Namespace == "" && !have[o.GetTypeMeta().Kind+"/"+o.GetObjectMeta().Name] {
-			objs = append(objs, o)
-		}
-	}
-	p, err := rbac.NewStatic(objs...)
-	if err != nil {
-		log.WithError(err).Error("rbac policy")
-		return
-	}
-	a.policy.Store(p)
-}
-
-func bootstrapObjects() []api.Object {
-	roles, bindings := rbac.BootstrapPolicy()
-	var out []api.Object
-	for _, r := range roles {
-		out = append(out, r)
-	}
-	for _, b := range bindings {
-		out = append(out, b)
-	}
-	return out
-}
-
-func (a *authorizer) run(ctx context.Context) {
-	for _, m := range a.mirrors {
-		go m.Run(ctx)
-	}
-	<-ctx.Done()
-}
-
-// allows tells whether the policy lets a.User make request a.
-func (a *authorizer) allows(attrs rbac.Attributes) bool {
-	if slices.Contains(attrs.User.Groups, rbac.Masters) {
-		return true
-	}
-	ok, _ := rbac.Authorize(a.policy.Load(), attrs)
-	return ok
-}
-
 // noEscalation keeps RBAC from being a way up for the request's user
 // (auth.RBAC.NoEscalation), as this authorizer judges it.
 func (s *Server) noEscalation(ctx context.Context, ns string, obj api.Object) error {
-	p := auth.RBAC{Policy: s.authz.policy.Load, Allows: s.authz.allows, Roles: registryObjects(s.registries)}
+	p := auth.RBAC{Policy: s.authz.Policy, Allows: s.authz.Allows, Roles: registryObjects(s.registries)}
 	return p.NoEscalation(ctx, rbac.UserOf(ctx), ns, obj)
-}
-
-// ensureBootstrapPolicy writes the built-in ClusterRoles and
-// ClusterRoleBindings: created when missing, brought back to their
-// built-in content when they carry the autoupdate annotation "true" (an
-// administrator who set it to "false" keeps their changes).
-func (s *Server) ensureBootstrapPolicy(ctx context.Context) error {
-	for _, o := range bootstrapObjects() {
-		reg := s.registries[api.ClusterRolesResource.Name]
-		if _, ok := o.(*api.ClusterRoleBinding); ok {
-			reg = s.registries[api.ClusterRoleBindingsResource.Name]
-		}
-		name := o.GetObjectMeta().Name
-		cur, err := reg.Get(ctx, "", name)
-		switch {
-		case errdefs.IsNotFound(err):
-			if _, err := reg.Create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
-				return fmt.Errorf("creating %s %s: %w", reg.Resource.Kind, name, err)
-			}
-		case err != nil:
-			return err
-		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !sameRoleRef(cur, o):
-			// A binding's role cannot change: it is made again, as
-			// Kubernetes' reconciliation does.
-			if _, err := reg.Delete(ctx, "", name, registry.DeleteOptions{}); err != nil && !errdefs.IsNotFound(err) {
-				return fmt.Errorf("deleting %s %s: %w", reg.Resource.Kind, name, err)
-			}
-			if _, err := reg.Create(ctx, "", o); err != nil && !errdefs.IsAlreadyExists(err) {
-				return fmt.Errorf("creating %s %s: %w", reg.Resource.Kind, name, err)
-			}
-		case cur.GetObjectMeta().Annotations[rbac.AutoUpdateAnnotation] == "true" && !samePolicy(cur, o):
-			o.GetObjectMeta().ResourceVersion = cur.GetObjectMeta().ResourceVersion
-			o.GetObjectMeta().UID = cur.GetObjectMeta().UID
-			o.GetObjectMeta().CreationTimestamp = cur.GetObjectMeta().CreationTimestamp
-			if _, err := reg.Update(ctx, "", name, o); err != nil && !errdefs.IsConflict(err) {
-				return fmt.Errorf("updating %s %s: %w", reg.Resource.Kind, name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// sameRoleRef is false for two ClusterRoleBindings naming different roles.
-func sameRoleRef(a, b api.Object) bool {
-	x, ok1 := a.(*api.ClusterRoleBinding)
-	y, ok2 := b.(*api.ClusterRoleBinding)
-	return !ok1 || !ok2 || x.RoleRef == y.RoleRef
-}
-
-// samePolicy tells whether two built-in objects grant the same.
-func samePolicy(a, b api.Object) bool {
-	switch a := a.(type) {
-	case *api.ClusterRole:
-		b, ok := b.(*api.ClusterRole)
-		return ok && reflect.DeepEqual(a.Rules, b.Rules)
-	case *api.ClusterRoleBinding:
-		b, ok := b.(*api.ClusterRoleBinding)
-		return ok && reflect.DeepEqual(a.Subjects, b.Subjects) && a.RoleRef == b.RoleRef
-	}
-	return false
 }
 
 // ownOnlyKey marks a request allowed only on the function instances its
@@ -194,7 +61,7 @@ func (s *Server) authorize() gin.HandlerFunc {
 		ctx := c.Request.Context()
 		attrs := req.attrs
 		attrs.User = rbac.UserOf(ctx)
-		if s.authz.allows(attrs) || s.nodeAuthorizes(c.Request, attrs) {
+		if s.authz.Allows(attrs) || s.nodeAuthz.Authorizes(c.Request, attrs) {
 			if err := s.restrictNode(ctx, attrs); err != nil {
 				fail(c, err)
 				return
@@ -205,7 +72,7 @@ func (s *Server) authorize() gin.HandlerFunc {
 		if attrs.ResourceRequest && attrs.Resource == api.FuncInstancesResource.Name && attrs.Subresource == "" {
 			own := attrs
 			own.Subresource = instanceOwn
-			if s.authz.allows(own) {
+			if s.authz.Allows(own) {
 				c.Request = c.Request.WithContext(context.WithValue(ctx, ownOnlyKey{}, true))
 				allowed(c, req)
 				return
@@ -301,6 +168,6 @@ func (s *Server) review(attrs rbac.Attributes) api.SubjectAccessReviewStatus {
 	if slices.Contains(attrs.User.Groups, rbac.Masters) {
 		return api.SubjectAccessReviewStatus{Allowed: true, Reason: "member of " + rbac.Masters}
 	}
-	ok, reason := rbac.Authorize(s.authz.policy.Load(), attrs)
+	ok, reason := rbac.Authorize(s.authz.Policy(), attrs)
 	return api.SubjectAccessReviewStatus{Allowed: ok, Reason: reason}
 }

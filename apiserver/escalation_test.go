@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"minik8s/apiserver/authz"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -126,7 +127,7 @@ func TestBootstrapBindingWithAnotherRole(t *testing.T) {
 	if _, err := crbs.Create(ctx, "", bad); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ensureBootstrapPolicy(ctx); err != nil {
+	if err := authz.EnsureBootstrapPolicy(ctx, s.registries); err != nil {
 		t.Fatal(err)
 	}
 	obj, err := crbs.Get(ctx, "", rbac.SystemNode)

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"minik8s/apiserver/auth"
+	"minik8s/apiserver/authz"
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
@@ -40,7 +41,7 @@ func (s *Server) nodeCredentials(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	node, self := nodeName(rbac.UserOf(ctx))
+	node, self := authz.NodeName(rbac.UserOf(ctx))
 	if self && node != req.NodeName {
 		fail(c, fmt.Errorf("node %q may renew only its own credentials, not %q's: %w", node, req.NodeName, errdefs.ErrForbidden))
 		return

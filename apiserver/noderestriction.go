@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"minik8s/apiserver/admission"
+	"minik8s/apiserver/authz"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
@@ -22,13 +23,13 @@ import (
 //     than a kubelet's own, are not its to set or change: a node could
 //     otherwise draw pods meant for other nodes.
 func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
-	node, ok := nodeName(rbac.UserOf(ctx))
+	node, ok := authz.NodeName(rbac.UserOf(ctx))
 	if !ok {
 		return nil
 	}
 	switch o := obj.(type) {
 	case *api.Pod:
-		secrets, configMaps := podReferences(&o.Spec)
+		secrets, configMaps := authz.PodReferences(&o.Spec)
 		what := ""
 		switch {
 		case o.Spec.ServiceAccountName != "":

@@ -2,36 +2,8 @@ package apiserver
 
 import (
 	"net"
-	"reflect"
 	"testing"
-
-	"minik8s/pkg/api"
 )
-
-func TestPodReferences(t *testing.T) {
-	ref := func(name string) *api.KeySelector { return &api.KeySelector{Name: name, Key: "k"} }
-	spec := &api.PodSpec{
-		Volumes: []api.Volume{
-			{Name: "a", Secret: &api.SecretVolumeSource{SecretName: "vol-secret"}},
-			{Name: "b", ConfigMap: &api.ConfigMapVolumeSource{Name: "vol-cm"}},
-			{Name: "c", EmptyDir: &api.EmptyDirVolumeSource{}},
-		},
-		Containers: []api.Container{
-			{Name: "one", Env: []api.EnvVar{{Name: "A", Value: "plain"}, {Name: "B", ValueFrom: &api.EnvVarSource{SecretKeyRef: ref("env-secret")}}}},
-			{Name: "two", Env: []api.EnvVar{{Name: "C", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: ref("env-cm")}}}},
-		},
-	}
-	secrets, cms := podReferences(spec)
-	if want := []string{"vol-secret", "env-secret"}; !reflect.DeepEqual(secrets, want) {
-		t.Errorf("secrets %v, want %v", secrets, want)
-	}
-	if want := []string{"vol-cm", "env-cm"}; !reflect.DeepEqual(cms, want) {
-		t.Errorf("configmaps %v, want %v", cms, want)
-	}
-	if s, c := podReferences(&api.PodSpec{}); s != nil || c != nil {
-		t.Errorf("an empty spec references %v %v", s, c)
-	}
-}
 
 func TestSpecialAddress(t *testing.T) {
 	for addr, want := range map[string]string{

@@ -133,7 +133,7 @@ func newEngineTest(t *testing.T) *engineTest {
 	if err := s.namespaces.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, fn := range []func(context.Context){s.namespaces.Run, s.authz.run, s.calls.Run} {
+	for _, fn := range []func(context.Context){s.namespaces.Run, s.authz.Run, s.calls.Run} {
 		bg.Add(1)
 		go func() { defer bg.Done(); fn(ctx) }()
 	}
@@ -168,7 +168,7 @@ func (et *engineTest) bind(user, ns string) {
 	want := rbac.Attributes{User: rbac.User{Name: user, Groups: []string{rbac.AllAuthenticated}}, Verb: "create",
 		Resource: api.ConfigMapsResource.Name, Namespace: ns, ResourceRequest: true}
 	deadline := time.Now().Add(30 * time.Second)
-	for !et.s.authz.allows(want) {
+	for !et.s.authz.Allows(want) {
 		if time.Now().After(deadline) {
 			et.t.Fatalf("the authorizer never saw %s's binding in %s", user, ns)
 		}

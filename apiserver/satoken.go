@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s/apiserver/auth"
+	"minik8s/apiserver/authz"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -139,7 +140,7 @@ func (s *Server) bindToken(ctx context.Context, ns, sa string, ref *api.BoundObj
 // nodeMayAskToken keeps a kubelet to the tokens of the pods bound to it:
 // the request must name such a pod, running as that service account.
 func (s *Server) nodeMayAskToken(ctx context.Context, ns, sa string, req *api.TokenRequest) error {
-	node, ok := nodeName(rbac.UserOf(ctx))
+	node, ok := authz.NodeName(rbac.UserOf(ctx))
 	if !ok {
 		return nil
 	}

@@ -28,6 +28,7 @@ import (
 	"minik8s/apiserver/alloc"
 	"minik8s/apiserver/audit"
 	"minik8s/apiserver/auth"
+	"minik8s/apiserver/authz"
 	"minik8s/apiserver/funcapi"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
@@ -222,7 +223,8 @@ type Server struct {
 	calls      *funcapi.Calls
 	watches    *watchLimiter
 	namespaces *registry.NamespaceIndex
-	authz      *authorizer
+	authz      *authz.Authorizer
+	nodeAuthz  authz.NodeAuthorizer
 	// nodePasswords binds node names to the passwords they joined with.
 	nodePasswords *auth.NodePasswords
 	audit         *audit.Log
@@ -306,7 +308,8 @@ func New(cfg Config, store storage.Interface) *Server {
 		ServiceCIDR:      s.cfg.ServiceCIDR,
 		EgressAllowCIDRs: s.cfg.EgressAllowCIDRs,
 	})
-	s.authz = newAuthorizer(s)
+	s.authz = authz.NewAuthorizer(s.registries)
+	s.nodeAuthz = authz.NodeAuthorizer{Pods: s.registries[api.PodsResource.Name]}
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient, cfg.MaxWatchBytes, cfg.MaxWatchBytesPerClient)
 	s.metrics.MustRegister(s.watches.cutOff)
 	s.engine = s.routes()
@@ -444,7 +447,8 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	if err := retryUntil(ctx, s.namespaces.Bootstrap); err != nil {
 		return fmt.Errorf("apiserver: the built-in namespaces: %w", err)
 	}
-	if err := retryUntil(ctx, s.ensureBootstrapPolicy); err != nil {
+	ensurePolicy := func(ctx context.Context) error { return authz.EnsureBootstrapPolicy(ctx, s.registries) }
+	if err := retryUntil(ctx, ensurePolicy); err != nil {
 		return fmt.Errorf("apiserver: the built-in RBAC policy: %w", err)
 	}
 	auditLog, err := audit.Open(s.cfg.AuditLogPath)
@@ -459,7 +463,7 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 		return err
 	}
 	s.calls.Exporter = exporter
-	background := []func(context.Context){s.namespaces.Run, s.calls.Run, s.authz.run, exporter.Run}
+	background := []func(context.Context){s.namespaces.Run, s.calls.Run, s.authz.Run, exporter.Run}
 	for _, reg := range s.registries {
 		background = append(background, reg.Cache.Run)
 		if reg.IPs != nil {

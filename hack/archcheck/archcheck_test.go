@@ -52,6 +52,55 @@ import "minik8s/kubelet/runtime" // want component-imports
 var _ runtime.Runtime
 `,
 	}},
+	{"room imports its parent or a room it does not stand on", map[string]string{
+		// The parent's code in a room: the floors would be upside down.
+		"apiserver/audit/up.go": `package audit
+
+import "minik8s/apiserver" // want room-imports
+
+var _ = apiserver.Serve
+`,
+		// A room beside it, not below it.
+		"apiserver/funcapi/side.go": `package funcapi
+
+import (
+	"minik8s/apiserver/auth"     // want room-imports
+	"minik8s/apiserver/registry" // below funcapi: allowed
+)
+
+var _ = auth.Allowed
+var _ = registry.Get
+`,
+		"apiserver/registry/registry.go": `package registry
+
+import (
+	"minik8s/apiserver/auth" // below the registry: allowed
+	"minik8s/pkg/lib"
+)
+
+var _ = auth.Allowed
+var _ = lib.Phase
+
+func Get() {}
+`,
+		// A room's own subpackage, and a room's test importing the parent.
+		"funcrunner/trigger/queue/q.go": `package queue
+
+var Q int
+`,
+		"funcrunner/trigger/t.go": `package trigger
+
+import "minik8s/funcrunner/trigger/queue"
+
+var _ = queue.Q
+`,
+		"apiserver/audit/up_test.go": `package audit
+
+import "minik8s/apiserver"
+
+var _ = apiserver.Serve
+`,
+	}},
 	{"library imports a component or a test package", map[string]string{
 		"images/import.go": `package images
 

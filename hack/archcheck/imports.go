@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -142,6 +143,7 @@ func checkImports(files []goFile, modPath string) []violation {
 			}
 			continue
 		}
+		room := roomOf(f.pkg, modPath)
 		for _, im := range f.imports {
 			to := layerOf(im.path)
 			pos := fmt.Sprintf("%s:%d", f.rel, im.line)
@@ -150,6 +152,9 @@ func checkImports(files []goFile, modPath string) []violation {
 			case from == component && !f.test && to != library && top(im.path, modPath) != t:
 				out = append(out, violation{pos: pos, rule: ruleComponent, msg: what,
 					fix: "components import pkg/ only: move what both need into a pkg/ package, or define a small interface here and let cluster/ or cmd/ wire the other component in"})
+			case room != "" && !f.test && top(im.path, modPath) == t && !roomMay(room, im.path, modPath):
+				out = append(out, violation{pos: pos, rule: ruleRoom, msg: fmt.Sprintf("room %s imports %s", room, strings.TrimPrefix(im.path, modPath+"/")),
+					fix: "a room imports libraries and the rooms below it (roomImports in hack/archcheck/rules.go), never its component's parent package or another room: move what both need down, or take it as a small interface the parent fills"})
 			case from == library && !f.test && to != library:
 				out = append(out, violation{pos: pos, rule: ruleLibrary, msg: what,
 					fix: "libraries (pkg/, images/) import no component, cluster/, cmd/ or test/: move the code it needs into pkg/, or take it as an interface the component implements"})
@@ -160,4 +165,23 @@ func checkImports(files []goFile, modPath string) []violation {
 		}
 	}
 	return out
+}
+
+// roomOf is the room (a key of roomImports) package importPath is in, or
+// "".
+func roomOf(importPath, modPath string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(importPath, modPath), "/")
+	for room := range roomImports {
+		if rel == room || strings.HasPrefix(rel, room+"/") {
+			return room
+		}
+	}
+	return ""
+}
+
+// roomMay tells whether room may import importPath, a package of its own
+// component: its own packages, and the rooms roomImports lists.
+func roomMay(room, importPath, modPath string) bool {
+	to := roomOf(importPath, modPath)
+	return to == room || (to != "" && slices.Contains(roomImports[room], to))
 }

@@ -25,7 +25,7 @@ func (v violation) String() string {
 
 func main() {
 	dir := flag.String("C", ".", "the module's root `directory`")
-	skip := flag.String("skip", "", "comma-separated `rules` not to check (imports: layout, component-imports, library-imports, library-test-imports; status: status-owner)")
+	skip := flag.String("skip", "", "comma-separated `rules` not to check (imports: layout, component-imports, room-imports, library-imports, library-test-imports; status: status-owner)")
 	flag.Parse()
 	vs, err := check(*dir, strings.Split(*skip, ","))
 	if err != nil {

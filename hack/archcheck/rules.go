@@ -75,11 +75,29 @@ var statusOwners = map[string][]string{
 // through /status only, as in Kubernetes' PrepareForCreate).
 var statusResetters = []string{"minik8s/apiserver/registry"}
 
+// roomImports names, for each room of a component (a subpackage whose
+// place docs/design.md states), the other packages of the same component
+// its non-test code may import: the rooms below it. Anything else of the
+// component (its parent package, another room) is a violation, so that
+// the floors stay in order: the parent stands on the rooms, and a room on
+// the ones listed here.
+var roomImports = map[string][]string{
+	"apiserver/registry":  {"apiserver/alloc", "apiserver/auth"},
+	"apiserver/funcapi":   {"apiserver/registry"},
+	"apiserver/authz":     {"apiserver/registry"},
+	"apiserver/auth":      nil,
+	"apiserver/admission": nil,
+	"apiserver/alloc":     nil,
+	"apiserver/audit":     nil,
+	"funcrunner/trigger":  nil,
+}
+
 // Rule names, as the report prints them.
 const (
 	ruleLayout       = "layout"
 	ruleComponent    = "component-imports"
 	ruleLibrary      = "library-imports"
 	ruleLibraryTests = "library-test-imports"
+	ruleRoom         = "room-imports"
 	ruleStatusOwner  = "status-owner"
 )

@@ -1,16 +1,16 @@
-package apiserver
+package authz
 
 import (
 	"context"
-	"net/http"
-	"slices"
-
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/rbac"
+	"net/http"
+	"slices"
+	"strings"
 )
 
-// nodeAuthorizes is Kubernetes' node authorizer for what a kubelet reads
+// NodeAuthorizer is Kubernetes' node authorizer for what a kubelet reads
 // of other objects: a node gets a Secret or a ConfigMap only when a pod
 // bound to it uses it (a volume, an env var), and lists or watches one
 // only when the request names it (fieldSelector metadata.name=NAME) and
@@ -18,9 +18,12 @@ import (
 // node reads nothing else of them; what else a node may do is the role's
 // (and the node restriction's: restrictNode, admitNodeObject, and
 // nodeMayAskToken for service account tokens). It only ever allows, as
-// Kubernetes' runs before RBAC.
-func (s *Server) nodeAuthorizes(r *http.Request, a rbac.Attributes) bool {
-	node, ok := nodeName(a.User)
+// Kubernetes' runs before RBAC. Pods is the pods' registry.
+type NodeAuthorizer struct{ Pods *registry.Store }
+
+// Authorizes tells whether the node authorizer allows request a (r).
+func (n NodeAuthorizer) Authorizes(r *http.Request, a rbac.Attributes) bool {
+	node, ok := NodeName(a.User)
 	if !ok || !a.ResourceRequest || a.APIGroup != "" || a.Subresource != "" || a.Namespace == "" {
 		return false
 	}
@@ -40,7 +43,7 @@ func (s *Server) nodeAuthorizes(r *http.Request, a rbac.Attributes) bool {
 	if name == "" {
 		return false
 	}
-	return s.podsOfNodeUse(r.Context(), node, a.Namespace, a.Resource, name)
+	return n.podsOfNodeUse(r.Context(), node, a.Namespace, a.Resource, name)
 }
 
 // selectedName is the one object a list or watch selects by name
@@ -61,17 +64,17 @@ func selectedName(r *http.Request) string {
 // podsOfNodeUse tells whether a pod bound to node, in ns, uses the Secret
 // or ConfigMap (resource) name. It reads the pods from the store, so a
 // pod bound a moment ago counts and a deleted one no longer does.
-func (s *Server) podsOfNodeUse(ctx context.Context, node, ns, resource, name string) bool {
+func (n NodeAuthorizer) podsOfNodeUse(ctx context.Context, node, ns, resource, name string) bool {
 	f, err := registry.ParseFilter("", "spec.nodeName="+node)
 	if err != nil {
 		return false
 	}
-	pods, _, err := s.registries[api.PodsResource.Name].List(ctx, ns, f)
+	pods, _, err := n.Pods.List(ctx, ns, f)
 	if err != nil {
 		return false
 	}
 	for _, o := range pods {
-		secrets, configMaps := podReferences(&o.(*api.Pod).Spec)
+		secrets, configMaps := PodReferences(&o.(*api.Pod).Spec)
 		refs := secrets
 		if resource == api.ConfigMapsResource.Name {
 			refs = configMaps
@@ -83,9 +86,9 @@ func (s *Server) podsOfNodeUse(ctx context.Context, node, ns, resource, name str
 	return false
 }
 
-// podReferences are the Secrets and ConfigMaps a pod spec uses, as
+// PodReferences are the Secrets and ConfigMaps a pod spec uses, as
 // Kubernetes' VisitPodSecretNames and VisitPodConfigmapNames find them.
-func podReferences(spec *api.PodSpec) (secrets, configMaps []string) {
+func PodReferences(spec *api.PodSpec) (secrets, configMaps []string) {
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName != "" {
 			secrets = append(secrets, v.Secret.SecretName)
@@ -108,4 +111,13 @@ func podReferences(spec *api.PodSpec) (secrets, configMaps []string) {
 		}
 	}
 	return secrets, configMaps
+}
+
+// NodeName is the node a kubelet's user stands for.
+func NodeName(u rbac.User) (string, bool) {
+	name, ok := strings.CutPrefix(u.Name, rbac.NodeUserPrefix)
+	if !ok || name == "" || !slices.Contains(u.Groups, rbac.NodesGroup) {
+		return "", false
+	}
+	return name, true
 }
