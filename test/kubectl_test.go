@@ -337,3 +337,33 @@ func TestKubectlDeleteForeground(t *testing.T) {
 		t.Errorf("pods left: %d (%v)", len(pods), err)
 	}
 }
+
+// TestKubectlGenerateName: kubectl create of a manifest with
+// metadata.generateName (as Jobs in tutorials and Helm hooks have it)
+// makes a new object each time, named from the prefix; a prefix that
+// cannot start a name is refused naming the field.
+func TestKubectlGenerateName(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	manifest := func(prefix string) string {
+		f := filepath.Join(t.TempDir(), "cm.yaml")
+		body := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: " + prefix + "\ndata:\n  k: v\n"
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f := manifest("report-")
+	first := mustKubectl(t, s, "created", "create", "-f", f)
+	second := mustKubectl(t, s, "created", "create", "-f", f)
+	if first == second || !strings.HasPrefix(first, "configmap/report-") || !strings.HasPrefix(second, "configmap/report-") {
+		t.Errorf("two creates printed %q and %q, want two configmap/report-XXXXX", first, second)
+	}
+	out := mustKubectl(t, s, "report-", "get", "configmaps", "-o", "name")
+	if n := strings.Count(out, "configmap/report-"); n != 2 {
+		t.Errorf("%d ConfigMaps named report-*, want 2:\n%s", n, out)
+	}
+	_, errOut, err := kubectl(t, s, "create", "-f", manifest("Bad_Prefix-"))
+	if err == nil || !strings.Contains(errOut, "metadata.generateName") {
+		t.Errorf("an invalid prefix: %v, want an error naming metadata.generateName:\n%s", err, errOut)
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apiserver/pkg/storage/names"
 
 	"minik8s/apiserver/alloc"
 	"minik8s/pkg/api"
@@ -152,11 +154,29 @@ func (r *Store) Create(ctx context.Context, ns string, obj api.Object) (api.Obje
 			return nil, err
 		}
 	}
-	if err := r.hooks().create(ctx, r, r.Key(meta.Namespace, meta.Name), obj); err != nil {
-		return nil, err
+	// A generated name that is taken is generated again, as Kubernetes
+	// does (RetryGenerateName): the caller asked for any name.
+	generated := meta.GenerateName != "" && strings.HasPrefix(meta.Name, meta.GenerateName)
+	for attempt := 1; ; attempt++ {
+		err := r.hooks().create(ctx, r, r.Key(meta.Namespace, meta.Name), obj)
+		if generated && errdefs.IsAlreadyExists(err) && attempt < generateNameAttempts {
+			meta.Name = nameGenerator.GenerateName(meta.GenerateName)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return obj, nil
 	}
-	return obj, nil
 }
+
+// nameGenerator makes names from metadata.generateName (a test's may
+// repeat itself).
+var nameGenerator = names.SimpleNameGenerator
+
+// generateNameAttempts bounds the names tried for a create with
+// metadata.generateName, as Kubernetes' RetryGenerateName (8 in all).
+const generateNameAttempts = 8
 
 // PrepareCreate checks a new object, sets the metadata the server owns,
 // defaults and validates it.
@@ -176,6 +196,9 @@ func (r *Store) PrepareCreate(ns string, obj api.Object) error {
 	meta.DeletionGracePeriodSeconds = nil
 	meta.Generation = 1
 	r.hooks().prepareForCreate(obj)
+	if meta.Name == "" && meta.GenerateName != "" {
+		meta.Name = nameGenerator.GenerateName(meta.GenerateName)
+	}
 	validation.Default(r.Resource, obj)
 	return ValidateCreate(r.Resource, obj)
 }

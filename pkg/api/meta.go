@@ -12,7 +12,11 @@ type TypeMeta struct {
 
 // ObjectMeta is the metadata every stored object carries.
 type ObjectMeta struct {
-	Name              string     `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// GenerateName, on a create without a name, is the prefix of the
+	// name the server makes (five random characters added), as
+	// Kubernetes does.
+	GenerateName      string     `json:"generateName,omitempty"`
 	Namespace         string     `json:"namespace,omitempty"`
 	UID               string     `json:"uid,omitempty"`
 	ResourceVersion   string     `json:"resourceVersion,omitempty"`
