@@ -39,7 +39,12 @@ func TestPodSpecsOfFunc(t *testing.T) {
 func TestPrivilegesCoverThePodSpec(t *testing.T) {
 	judged := map[reflect.Type][]string{
 		reflect.TypeOf(api.PodSpec{}): {"Containers", "Volumes", "RestartPolicy", "NodeName", "NodeSelector",
-			"TerminationGracePeriodSeconds", "SchedulerName", "HostNetwork", "ServiceAccountName", "AutomountServiceAccountToken"},
+			"TerminationGracePeriodSeconds", "SchedulerName", "HostNetwork", "ServiceAccountName", "AutomountServiceAccountToken",
+			// The pod's own resolv.conf, written by the kubelet at a fixed
+			// path in the pod's directory: validated as Kubernetes does
+			// (nameservers are IPs, searches DNS names); Default copies the
+			// node's resolver, which Kubernetes mounts into any pod too.
+			"DNSPolicy", "DNSConfig"},
 		reflect.TypeOf(api.Container{}): {"Name", "Image", "Command", "Args", "WorkingDir", "Env", "Ports", "Resources",
 			"VolumeMounts", "ReadinessProbe", "LivenessProbe", "ImagePullPolicy"},
 		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret"},

@@ -388,7 +388,7 @@ func envName(s string) string {
 
 // resolvConf is the pod's own resolv.conf, or "" for the node's.
 func (w *Worker) resolvConf(p *api.Pod) string {
-	if !w.ownNetwork(p) || w.cfg.DNS.Server == "" {
+	if !hasOwnResolvConf(p, w.cfg.DNS, w.ownNetwork(p)) {
 		return ""
 	}
 	return resolvConfPath(w.dir)

@@ -103,8 +103,11 @@ func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
 		}
 		w.netnsPath, w.podIP = path, ip
 	}
-	if w.ownNetwork(p) && w.cfg.DNS.Server != "" {
-		if err := writeResolvConf(w.dir, p.Namespace, w.cfg.DNS); err != nil {
+	if r, own, err := podResolver(p, w.cfg.DNS, w.ownNetwork(p), readResolver); err != nil {
+		w.setAllWaiting("ContainerCreating", "reading the node's resolv.conf for the pod's dnsConfig: "+err.Error())
+		return
+	} else if own {
+		if err := writeResolvConf(w.dir, r); err != nil {
 			w.setAllWaiting("ContainerCreating", "writing the pod's resolv.conf: "+err.Error())
 			return
 		}

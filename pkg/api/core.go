@@ -128,6 +128,36 @@ type PodSpec struct {
 	// AutomountServiceAccountToken: false keeps the service account's
 	// token out of the pod.
 	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
+	// DNSPolicy is how the pod resolves names, as in Kubernetes:
+	// ClusterFirst (the default: the cluster DNS, or the node's resolver
+	// for a pod on the node's network), ClusterFirstWithHostNet (the
+	// cluster DNS on the node's network too), Default (the node's
+	// resolver) or None (DNSConfig alone).
+	DNSPolicy string `json:"dnsPolicy,omitempty"`
+	// DNSConfig adds nameservers, search domains and options to what the
+	// policy gives.
+	DNSConfig *PodDNSConfig `json:"dnsConfig,omitempty"`
+}
+
+// The DNS policies of a pod, as Kubernetes names them.
+const (
+	DNSClusterFirst            = "ClusterFirst"
+	DNSClusterFirstWithHostNet = "ClusterFirstWithHostNet"
+	DNSDefault                 = "Default"
+	DNSNone                    = "None"
+)
+
+// PodDNSConfig is what a pod adds to its resolver configuration.
+type PodDNSConfig struct {
+	Nameservers []string             `json:"nameservers,omitempty"`
+	Searches    []string             `json:"searches,omitempty"`
+	Options     []PodDNSConfigOption `json:"options,omitempty"`
+}
+
+// PodDNSConfigOption is a resolver option (ndots, timeout, edns0...).
+type PodDNSConfigOption struct {
+	Name  string  `json:"name,omitempty"`
+	Value *string `json:"value,omitempty"`
 }
 
 const (

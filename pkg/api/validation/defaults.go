@@ -92,10 +92,14 @@ func Default(res api.Resource, obj api.Object) {
 // DefaultTerminationGracePeriod is Kubernetes' default, in seconds.
 const DefaultTerminationGracePeriod = 30
 
-// DefaultPodSpec fills restart policy, grace period and port protocols.
+// DefaultPodSpec fills restart policy, grace period, DNS policy, pull
+// policies and port protocols, as Kubernetes defaults them.
 func DefaultPodSpec(s *api.PodSpec) {
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = api.RestartPolicyAlways
+	}
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = api.DNSClusterFirst
 	}
 	if s.TerminationGracePeriodSeconds == nil {
 		g := int64(DefaultTerminationGracePeriod)
