@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -114,6 +115,20 @@ func TestKubectlExec(t *testing.T) {
 	}
 }
 
+// openReader reads r, then blocks until done instead of ending.
+type openReader struct {
+	r    io.Reader
+	done <-chan struct{}
+}
+
+func (o *openReader) Read(p []byte) (int, error) {
+	n, err := o.r.Read(p)
+	if err == io.EOF {
+		<-o.done
+	}
+	return n, err
+}
+
 // sizes hands out one terminal size, then says resizing is over.
 type sizes struct {
 	ch chan *remotecommand.TerminalSize
@@ -137,7 +152,11 @@ func execTTY(t *testing.T, as *framework.APIServer, pod string, width, height ui
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(in), Stdout: &out, Tty: true, TerminalSizeQueue: queue})
+	// Stdin stays open until the command has ended, as a person's
+	// terminal does: its end would hang the terminal up (SIGHUP) before a
+	// command that reads later, on a busy machine, gets to it.
+	stdin := &openReader{r: strings.NewReader(in), done: ctx.Done()}
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &out, Tty: true, TerminalSizeQueue: queue})
 	if err != nil {
 		t.Fatalf("exec -it %v: %v (shown %q)", cmd, err, out.String())
 	}

@@ -15,7 +15,8 @@ import (
 // dnsPolicy: ClusterFirst), starts a pod on real containerd; a pod's
 // dnsPolicy and dnsConfig make its /etc/resolv.conf as Kubernetes'
 // kubelet makes it: None is dnsConfig alone, and ClusterFirst on the
-// node's network (this kubelet's pods share it) is the node's resolver.
+// node's network (this kubelet's pods share it) is the node's resolver;
+// spec.hostname names the pod's host, and hostAliases add to its hosts.
 func TestKubectlRunAndPodDNS(t *testing.T) {
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
@@ -28,7 +29,8 @@ func TestKubectlRunAndPodDNS(t *testing.T) {
 	run("pod/hp created", append([]string{"run", "hp", "--image", containerdtest.PythonRuntimeImage,
 		"--overrides", `{"spec":{"nodeName":"node-x"}}`}, sleep...)...)
 	run("pod/dns created", append([]string{"run", "dns", "--image", containerdtest.PythonRuntimeImage,
-		"--overrides", `{"spec":{"nodeName":"node-x","dnsPolicy":"None","dnsConfig":{"nameservers":["192.0.2.7"],"searches":["a.example"],"options":[{"name":"ndots","value":"2"}]}}}`}, sleep...)...)
+		"--overrides", `{"spec":{"nodeName":"node-x","dnsPolicy":"None","dnsConfig":{"nameservers":["192.0.2.7"],"searches":["a.example"],"options":[{"name":"ndots","value":"2"}]},`+
+			`"hostname":"custom-host","hostAliases":[{"ip":"192.0.2.10","hostnames":["foo.local","bar.local"]}]}}`}, sleep...)...)
 	for _, name := range []string{"hp", "dns"} {
 		waitPod(t, as.Client, name, 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
 	}
@@ -43,6 +45,19 @@ func TestKubectlRunAndPodDNS(t *testing.T) {
 	}
 	if got := run("", "exec", "hp", "--", "cat", "/etc/resolv.conf"); got != string(node) {
 		t.Errorf("ClusterFirst on the node's network: resolv.conf\n%s\nwant the node's\n%s", got, node)
+	}
+	// The pod's host name, and hostAliases added to the node's hosts file
+	// (these pods share the node's network).
+	if got := run("", "exec", "dns", "--", "python3", "-c", "import socket; print(socket.gethostname())"); got != "custom-host\n" {
+		t.Errorf("spec.hostname: the pod's host name is %q, want custom-host", got)
+	}
+	hosts, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run("", "exec", "dns", "--", "cat", "/etc/hosts"); !strings.HasPrefix(got, string(hosts)) ||
+		!strings.HasSuffix(got, "# Entries added by HostAliases.\n192.0.2.10\tfoo.local\tbar.local\n") {
+		t.Errorf("hostAliases: /etc/hosts\n%s\nwant the node's with the aliases added", got)
 	}
 	// A policy Kubernetes does not know is refused naming the field.
 	_, errOut, err := kubectl(t, as, "run", "bad", "--image", containerdtest.PythonRuntimeImage, "--overrides", `{"spec":{"dnsPolicy":"Sometimes"}}`)

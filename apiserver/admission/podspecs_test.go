@@ -44,7 +44,10 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			// path in the pod's directory: validated as Kubernetes does
 			// (nameservers are IPs, searches DNS names); Default copies the
 			// node's resolver, which Kubernetes mounts into any pod too.
-			"DNSPolicy", "DNSConfig"},
+			"DNSPolicy", "DNSConfig",
+			// The pod's own host name (its UTS namespace) and /etc/hosts,
+			// written like its resolv.conf: names only the pod resolves.
+			"Hostname", "Subdomain", "HostAliases"},
 		reflect.TypeOf(api.Container{}): {"Name", "Image", "Command", "Args", "WorkingDir", "Env", "Ports", "Resources",
 			"VolumeMounts", "ReadinessProbe", "LivenessProbe", "ImagePullPolicy"},
 		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret"},

@@ -367,13 +367,14 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 		Args:        c.Args,
 		Env:         env,
 		WorkingDir:  c.WorkingDir,
-		Hostname:    p.Name,
+		Hostname:    podHostname(p),
 		Mounts:      mounts,
 		MemoryLimit: memory,
 		MilliCPU:    milliCPU,
 		LogPath:     logs.Path(w.dir, c.Name),
 		NetNSPath:   w.netnsPath,
 		ResolvConf:  w.resolvConf(p),
+		HostsFile:   w.hostsFile(p),
 	}, nil
 }
 
@@ -384,6 +385,14 @@ func envName(s string) string {
 		}
 		return '_'
 	}, s))
+}
+
+// hostsFile is the pod's own /etc/hosts, or "" for the node's.
+func (w *Worker) hostsFile(p *api.Pod) string {
+	if !hasOwnHosts(p, w.podIP, w.ownNetwork(p)) {
+		return ""
+	}
+	return hostsPath(w.dir)
 }
 
 // resolvConf is the pod's own resolv.conf, or "" for the node's.

@@ -112,6 +112,15 @@ func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
 			return
 		}
 	}
+	if hosts, own, err := podHosts(p, w.podIP, w.cfg.DNS.Domain, w.ownNetwork(p), readNodeHosts); err != nil {
+		w.setAllWaiting("ContainerCreating", "reading the node's /etc/hosts for the pod's hostAliases: "+err.Error())
+		return
+	} else if own {
+		if err := writeHosts(w.dir, hosts); err != nil {
+			w.setAllWaiting("ContainerCreating", "writing the pod's /etc/hosts: "+err.Error())
+			return
+		}
+	}
 	if w.assigned == nil {
 		a, err := assignPorts(p, w.dir, w.ports, w.ownNetwork(p))
 		if err != nil {

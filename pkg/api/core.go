@@ -137,6 +137,19 @@ type PodSpec struct {
 	// DNSConfig adds nameservers, search domains and options to what the
 	// policy gives.
 	DNSConfig *PodDNSConfig `json:"dnsConfig,omitempty"`
+	// Hostname is the pod's host name (its name when empty); with
+	// Subdomain, its fully qualified name is
+	// HOSTNAME.SUBDOMAIN.NAMESPACE.svc.CLUSTER-DOMAIN in its /etc/hosts.
+	Hostname  string `json:"hostname,omitempty"`
+	Subdomain string `json:"subdomain,omitempty"`
+	// HostAliases are lines added to the pod's /etc/hosts.
+	HostAliases []HostAlias `json:"hostAliases,omitempty"`
+}
+
+// HostAlias maps host names to an address in a pod's /etc/hosts.
+type HostAlias struct {
+	IP        string   `json:"ip"`
+	Hostnames []string `json:"hostnames,omitempty"`
 }
 
 // The DNS policies of a pod, as Kubernetes names them.

@@ -161,6 +161,8 @@ type ContainerSpec struct {
 	// ResolvConf is the file mounted at /etc/resolv.conf; "" mounts the
 	// node's.
 	ResolvConf string
+	// HostsFile is the file mounted at /etc/hosts; "" mounts the node's.
+	HostsFile string
 }
 
 // resolvConf mounts path at /etc/resolv.conf, or the node's when path is "".
@@ -169,6 +171,14 @@ func resolvConf(path string) oci.SpecOpts {
 		return oci.WithHostResolvconf
 	}
 	return oci.WithMounts([]specs.Mount{{Destination: "/etc/resolv.conf", Type: "bind", Source: path, Options: []string{"rbind", "ro"}}})
+}
+
+// hostsFile mounts path at /etc/hosts, or the node's when path is "".
+func hostsFile(path string) oci.SpecOpts {
+	if path == "" {
+		return oci.WithHostHostsFile
+	}
+	return oci.WithMounts([]specs.Mount{{Destination: "/etc/hosts", Type: "bind", Source: path, Options: []string{"rbind", "ro"}}})
 }
 
 // CreateContainer creates the container and its root filesystem snapshot.
@@ -191,7 +201,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) error {
 	opts := []oci.SpecOpts{
 		oci.WithImageConfig(img),
 		network,
-		oci.WithHostHostsFile,
+		hostsFile(s.HostsFile),
 		resolvConf(s.ResolvConf),
 	}
 	switch {
