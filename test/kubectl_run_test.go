@@ -29,7 +29,7 @@ func TestKubectlRunAndPodDNS(t *testing.T) {
 	run("pod/hp created", append([]string{"run", "hp", "--image", containerdtest.PythonRuntimeImage,
 		"--overrides", `{"spec":{"nodeName":"node-x"}}`}, sleep...)...)
 	run("pod/dns created", append([]string{"run", "dns", "--image", containerdtest.PythonRuntimeImage,
-		"--overrides", `{"spec":{"nodeName":"node-x","dnsPolicy":"None","dnsConfig":{"nameservers":["192.0.2.7"],"searches":["a.example"],"options":[{"name":"ndots","value":"2"}]},`+
+		"--overrides", `{"spec":{"nodeName":"node-x","dnsPolicy":"None","dnsConfig":{"nameservers":["192.0.2.7"],"searches":["a.example"],"options":[{"name":"ndots","value":"2"}]},` +
 			`"hostname":"custom-host","hostAliases":[{"ip":"192.0.2.10","hostnames":["foo.local","bar.local"]}]}}`}, sleep...)...)
 	for _, name := range []string{"hp", "dns"} {
 		waitPod(t, as.Client, name, 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
