@@ -3,6 +3,7 @@ package pod
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,11 +158,35 @@ func parseResolver(data []byte) resolver {
 	return r
 }
 
-// writeResolvConf writes the pod's resolv.conf (in place: a container may
-// already have it mounted).
-func writeResolvConf(podDir string, r resolver) error {
-	if err := os.MkdirAll(podDir, 0o755); err != nil {
+// writeNameFiles writes the pod's own resolv.conf and /etc/hosts, those
+// it has (podResolver, podHosts).
+func (w *Worker) writeNameFiles(p *api.Pod) error {
+	r, own, err := podResolver(p, w.cfg.DNS, w.ownNetwork(p), readResolver)
+	if err != nil {
+		return fmt.Errorf("reading the node's resolv.conf for the pod's dnsConfig: %w", err)
+	}
+	if own {
+		if err := writePodFile(resolvConfPath(w.dir), r.String()); err != nil {
+			return fmt.Errorf("writing the pod's resolv.conf: %w", err)
+		}
+	}
+	hosts, own, err := podHosts(p, w.podIP, w.cfg.DNS.Domain, w.ownNetwork(p), readNodeHosts)
+	if err != nil {
+		return fmt.Errorf("reading the node's /etc/hosts for the pod's hostAliases: %w", err)
+	}
+	if own {
+		if err := writePodFile(hostsPath(w.dir), hosts); err != nil {
+			return fmt.Errorf("writing the pod's /etc/hosts: %w", err)
+		}
+	}
+	return nil
+}
+
+// writePodFile writes one of the pod's files in its directory (in place:
+// a container may already have it mounted).
+func writePodFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(resolvConfPath(podDir), []byte(r.String()), 0o644)
+	return os.WriteFile(path, []byte(content), 0o644)
 }

@@ -80,12 +80,3 @@ func hasOwnHosts(p *api.Pod, podIP string, ownNetwork bool) bool {
 }
 
 func readNodeHosts() ([]byte, error) { return os.ReadFile(nodeHosts) }
-
-// writeHosts writes the pod's hosts file (in place: a container may
-// already have it mounted).
-func writeHosts(podDir, content string) error {
-	if err := os.MkdirAll(podDir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(hostsPath(podDir), []byte(content), 0o644)
-}

@@ -103,23 +103,9 @@ func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
 		}
 		w.netnsPath, w.podIP = path, ip
 	}
-	if r, own, err := podResolver(p, w.cfg.DNS, w.ownNetwork(p), readResolver); err != nil {
-		w.setAllWaiting("ContainerCreating", "reading the node's resolv.conf for the pod's dnsConfig: "+err.Error())
+	if err := w.writeNameFiles(p); err != nil {
+		w.setAllWaiting("ContainerCreating", err.Error())
 		return
-	} else if own {
-		if err := writeResolvConf(w.dir, r); err != nil {
-			w.setAllWaiting("ContainerCreating", "writing the pod's resolv.conf: "+err.Error())
-			return
-		}
-	}
-	if hosts, own, err := podHosts(p, w.podIP, w.cfg.DNS.Domain, w.ownNetwork(p), readNodeHosts); err != nil {
-		w.setAllWaiting("ContainerCreating", "reading the node's /etc/hosts for the pod's hostAliases: "+err.Error())
-		return
-	} else if own {
-		if err := writeHosts(w.dir, hosts); err != nil {
-			w.setAllWaiting("ContainerCreating", "writing the pod's /etc/hosts: "+err.Error())
-			return
-		}
 	}
 	if w.assigned == nil {
 		a, err := assignPorts(p, w.dir, w.ports, w.ownNetwork(p))
