@@ -22,7 +22,7 @@ var validObjects = map[string]string{
 	"jobs":                     `{"metadata":{"name":"j","namespace":"default","uid":"6c8f1ad6-0000-4000-8000-000000000001"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`,
 	"cronjobs":                 `{"metadata":{"name":"cj","namespace":"default"},"spec":{"schedule":"*/5 * * * *","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"OnFailure","containers":[{"name":"c","image":"busybox"}]}}}}}}`,
 	"services":                 `{"metadata":{"name":"s","namespace":"default"},"spec":{"selector":{"app":"a"},"ports":[{"name":"http","port":80,"targetPort":"http"}]}}`,
-	"endpoints":                `{"metadata":{"name":"s","namespace":"default"},"subsets":[{"addresses":[{"ip":"10.42.0.5"}],"ports":[{"name":"http","port":8080}]}]}`,
+	"endpoints":                `{"metadata":{"name":"s","namespace":"default"},"subsets":[{"addresses":[{"ip":"192.0.2.5"}],"ports":[{"name":"http","port":8080}]}]}`,
 	"configmaps":               `{"metadata":{"name":"cm","namespace":"default"},"data":{"a.txt":"hello"}}`,
 	"events":                   `{"metadata":{"name":"e","namespace":"default"},"involvedObject":{"kind":"Pod","name":"web","namespace":"default"},"reason":"Started","type":"Normal"}`,
 	"funcs":                    `{"apiVersion":"v2","metadata":{"name":"append_world","namespace":"default"},"spec":{"name":"append_world","function":"ZGVmIHJ1bihhcmcpOgogICAgcmV0dXJuIGFyZwo="}}`,
@@ -183,7 +183,7 @@ func TestValidationOfEveryKind(t *testing.T) {
 		{api.EventsResource, "other namespace", at("involvedObject.namespace", "other"), "involvedObject.namespace"},
 		{api.LeasesResource, "duration", at("spec.leaseDurationSeconds", 0), "spec.leaseDurationSeconds"},
 		{api.NodesResource, "capacity", at("status.capacity.memory", "lots"), "status.capacity[memory]"},
-		{api.NodesResource, "pod CIDR", at("spec.podCIDR", "10.0.0.1/24"), "spec.podCIDRs[0]"},
+		{api.NodesResource, "pod CIDR", at("spec.podCIDR", "192.0.2.1/24"), "spec.podCIDRs[0]"},
 
 		// RBAC.
 		{api.RolesResource, "no verbs", at("rules.0.verbs", []any{}), "rules[0].verbs"},

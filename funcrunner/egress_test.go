@@ -68,7 +68,7 @@ func TestCallbackRefused(t *testing.T) {
 // what the operator listed; and it follows the caches as they change.
 func TestRunnerEgressGuard(t *testing.T) {
 	node := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"},
-		Spec:   api.NodeSpec{PodCIDR: "10.99.1.0/24", PodCIDRs: []string{"10.99.1.0/24", "fd99:1::/64"}},
+		Spec:   api.NodeSpec{PodCIDR: "198.51.100.0/28", PodCIDRs: []string{"198.51.100.0/28", "2001:db8:1::/64"}},
 		Status: api.NodeStatus{Addresses: []api.NodeAddress{{Type: "InternalIP", Address: "192.0.2.10"}, {Type: "Hostname", Address: "n1"}}}}
 	svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: "db", Namespace: "shop"}, Spec: api.ServiceSpec{ClusterIP: "198.18.5.5"}}
 	headless := &api.Service{ObjectMeta: api.ObjectMeta{Name: "h", Namespace: "shop"}, Spec: api.ServiceSpec{ClusterIP: "None"}}
@@ -90,7 +90,7 @@ func TestRunnerEgressGuard(t *testing.T) {
 	if !cache.WaitForSync(ctx, nodeInf, svcInf, epInf, leaseInf) {
 		t.Fatal("caches did not sync")
 	}
-	cfg := Config{NATSURL: "nats://192.0.2.30:4222", EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
+	cfg := Config{ClusterCIDR: "203.0.113.0/25", ServiceCIDR: "203.0.113.128/25", NATSURL: "nats://192.0.2.30:4222", EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
 	cfg.setDefaults()
 	g, err := newEgressGuard(cfg, "https://192.0.2.1:6443", clusterAddresses{nodes: nodeInf.Lister(),
 		services: svcInf.Lister(), eps: epInf.Lister(), leases: leaseInf.Lister()})
@@ -102,18 +102,18 @@ func TestRunnerEgressGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for addr, want := range map[string]string{
-		"192.0.2.10":  "node n1's address",
-		"10.99.1.7":   "node n1's pod range",
-		"fd99:1::7":   "node n1's pod range",
-		"198.18.5.5":  "Service shop/db's cluster IP",
-		"192.0.2.1":   "the apiserver's address",
-		"192.0.2.20":  "function runner",
-		"192.0.2.30":  "NATS",
-		"10.42.200.1": "the cluster's pod range (--cluster-cidr)",
-		"10.43.7.7":   "the cluster's service range (--service-cidr)",
-		own.String():  "loopback",
-		"127.0.0.2":   "",
-		"192.0.2.99":  "",
+		"192.0.2.10":    "node n1's address",
+		"198.51.100.7":  "node n1's pod range",
+		"2001:db8:1::7": "node n1's pod range",
+		"198.18.5.5":    "Service shop/db's cluster IP",
+		"192.0.2.1":     "the apiserver's address",
+		"192.0.2.20":    "function runner",
+		"192.0.2.30":    "NATS",
+		"203.0.113.5":   "the cluster's pod range (--cluster-cidr)",
+		"203.0.113.200": "the cluster's service range (--service-cidr)",
+		own.String():    "loopback",
+		"127.0.0.2":     "",
+		"192.0.2.99":    "",
 	} {
 		err := g.Check(netip.MustParseAddr(addr))
 		if want == "" {
@@ -137,7 +137,7 @@ func TestRunnerEgressGuard(t *testing.T) {
 		t.Errorf("192.0.2.99 after node n2 joined with it: %v, want refused", err)
 	}
 
-	if _, err := newEgressGuard(Config{ClusterCIDR: "10.42.0.0/16", ServiceCIDR: "nope"}, "", clusterAddresses{}); err == nil ||
+	if _, err := newEgressGuard(Config{ClusterCIDR: "203.0.113.0/25", ServiceCIDR: "nope"}, "", clusterAddresses{}); err == nil ||
 		!strings.Contains(err.Error(), "service-cidr") {
 		t.Errorf("a bad --service-cidr: %v, want an error naming it", err)
 	}

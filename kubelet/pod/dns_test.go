@@ -8,11 +8,11 @@ import (
 )
 
 func TestPodResolver(t *testing.T) {
-	cluster := DNSConfig{Server: "10.42.0.1", Domain: "cluster.local"}
+	cluster := DNSConfig{Server: "198.51.100.1", Domain: "cluster.local"}
 	nodeConf := parseResolver([]byte("# the node's\ndomain example.org\nsearch corp.example lab.example\nnameserver 192.0.2.53\nnameserver 192.0.2.54 ; second\noptions edns0 ndots:1\n"))
 	node := func() (resolver, error) { return nodeConf, nil }
 	two := "2"
-	clusterConf := "search web.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.42.0.1\noptions ndots:5\n"
+	clusterConf := "search web.svc.cluster.local svc.cluster.local cluster.local\nnameserver 198.51.100.1\noptions ndots:5\n"
 	for _, tc := range []struct {
 		name       string
 		policy     string
@@ -36,7 +36,7 @@ func TestPodResolver(t *testing.T) {
 			want:      "search a.example\nnameserver 192.0.2.7\n"},
 		{name: "ClusterFirst with dnsConfig, nameservers cut at three", policy: api.DNSClusterFirst, cluster: cluster, ownNetwork: true,
 			dnsConfig: &api.PodDNSConfig{Nameservers: []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"}, Options: []api.PodDNSConfigOption{{Name: "ndots", Value: &two}}},
-			want:      "search web.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.42.0.1\nnameserver 192.0.2.1\nnameserver 192.0.2.2\noptions ndots:2\n"},
+			want:      "search web.svc.cluster.local svc.cluster.local cluster.local\nnameserver 198.51.100.1\nnameserver 192.0.2.1\nnameserver 192.0.2.2\noptions ndots:2\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "web", Name: "p"}, Spec: api.PodSpec{DNSPolicy: tc.policy, DNSConfig: tc.dnsConfig}}

@@ -20,12 +20,12 @@ func TestPodHosts(t *testing.T) {
 		ownNetwork bool
 		want       string // "": the node's file as it is
 	}{
-		{name: "own network", ownNetwork: true, want: managed + "10.42.0.5\tweb\n"},
+		{name: "own network", ownNetwork: true, want: managed + "198.51.100.5\tweb\n"},
 		{name: "own network, hostname and subdomain", ownNetwork: true, spec: api.PodSpec{Hostname: "db-0", Subdomain: "db"},
-			want: managed + "10.42.0.5\tdb-0.db.shop.svc.cluster.local\tdb-0\n"},
+			want: managed + "198.51.100.5\tdb-0.db.shop.svc.cluster.local\tdb-0\n"},
 		{name: "own network, aliases", ownNetwork: true, spec: api.PodSpec{HostAliases: aliases},
-			want: managed + "10.42.0.5\tweb\n\n# Entries added by HostAliases.\n192.0.2.10\tfoo.local\tbar.local\n"},
-		{name: "a long name is cut to a label", podName: long, ownNetwork: true, want: managed + "10.42.0.5\t" + strings.Repeat("a", 62) + "\n"},
+			want: managed + "198.51.100.5\tweb\n\n# Entries added by HostAliases.\n192.0.2.10\tfoo.local\tbar.local\n"},
+		{name: "a long name is cut to a label", podName: long, ownNetwork: true, want: managed + "198.51.100.5\t" + strings.Repeat("a", 62) + "\n"},
 		{name: "node network", want: ""},
 		{name: "node network, aliases added to the node's", spec: api.PodSpec{HostAliases: aliases},
 			want: "127.0.0.1 localhost\n192.0.2.1 node-a\n\n# Entries added by HostAliases.\n192.0.2.10\tfoo.local\tbar.local\n"},
@@ -38,7 +38,7 @@ func TestPodHosts(t *testing.T) {
 			p := &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "shop", Name: name}, Spec: tc.spec}
 			podIP := ""
 			if tc.ownNetwork {
-				podIP = "10.42.0.5"
+				podIP = "198.51.100.5"
 			}
 			got, own, err := podHosts(p, podIP, "cluster.local", tc.ownNetwork, node)
 			if err != nil {
