@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,7 +141,8 @@ func MatchName(meta *api.ObjectMeta, name string) error {
 }
 
 func (r *Store) Create(ctx context.Context, ns string, obj api.Object) (api.Object, error) {
-	if err := r.PrepareCreate(ns, obj); err != nil {
+	generated, err := r.prepareCreate(ns, obj)
+	if err != nil {
 		return nil, err
 	}
 	if err := r.admit(ctx, nil, obj); err != nil {
@@ -155,8 +155,8 @@ func (r *Store) Create(ctx context.Context, ns string, obj api.Object) (api.Obje
 		}
 	}
 	// A generated name that is taken is generated again, as Kubernetes
-	// does (RetryGenerateName): the caller asked for any name.
-	generated := meta.GenerateName != "" && strings.HasPrefix(meta.Name, meta.GenerateName)
+	// does (RetryGenerateName): the caller asked for any name. A name the
+	// caller gave is its own, taken or not.
 	for attempt := 1; ; attempt++ {
 		err := r.hooks().create(ctx, r, r.Key(meta.Namespace, meta.Name), obj)
 		if generated && errdefs.IsAlreadyExists(err) && attempt < generateNameAttempts {
@@ -181,11 +181,18 @@ const generateNameAttempts = 8
 // PrepareCreate checks a new object, sets the metadata the server owns,
 // defaults and validates it.
 func (r *Store) PrepareCreate(ns string, obj api.Object) error {
+	_, err := r.prepareCreate(ns, obj)
+	return err
+}
+
+// prepareCreate is PrepareCreate, saying whether it generated the
+// object's name (metadata.generateName).
+func (r *Store) prepareCreate(ns string, obj api.Object) (generated bool, err error) {
 	if err := r.checkTypeMeta(obj); err != nil {
-		return err
+		return false, err
 	}
 	if err := r.CheckIdentity(obj, ns, ""); err != nil {
-		return err
+		return false, err
 	}
 	meta := obj.GetObjectMeta()
 	now := time.Now().UTC().Truncate(time.Second)
@@ -198,9 +205,10 @@ func (r *Store) PrepareCreate(ns string, obj api.Object) error {
 	r.hooks().prepareForCreate(obj)
 	if meta.Name == "" && meta.GenerateName != "" {
 		meta.Name = nameGenerator.GenerateName(meta.GenerateName)
+		generated = true
 	}
 	validation.Default(r.Resource, obj)
-	return ValidateCreate(r.Resource, obj)
+	return generated, ValidateCreate(r.Resource, obj)
 }
 
 // CreateMany creates objects of a kind without cluster IPs in one store

@@ -66,6 +66,13 @@ func TestGenerateName(t *testing.T) {
 			t.Errorf("got %q, %v; want job-fresh", got, err)
 		}
 	})
+	t.Run("a name given that is taken is a conflict, even with the prefix", func(t *testing.T) {
+		defer func(g names.NameGenerator) { nameGenerator = g }(nameGenerator)
+		nameGenerator = &repeating{t: t} // no name may be generated
+		if _, err := create(cm("job-taken", "job-")); !errdefs.IsAlreadyExists(err) {
+			t.Errorf("got %v, want AlreadyExists", err)
+		}
+	})
 	t.Run("a name taken eight times is a conflict", func(t *testing.T) {
 		defer func(g names.NameGenerator) { nameGenerator = g }(nameGenerator)
 		taken := make([]string, generateNameAttempts)
