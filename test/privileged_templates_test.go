@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -21,12 +23,29 @@ import (
 const templateTokens = secureTokens + `cm-token,system:kube-controller-manager,u9
 `
 
-// Pod specs: plain, and the three ways a pod reaches into its node.
+// Pod specs: plain, and the ways a pod reaches into its node: the three
+// of the host, and what Pod Security's baseline forbids in a security
+// context (a privileged container, a capability beyond the default set,
+// no seccomp filter).
 var (
-	plainSpec   = api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}
-	privileged  = map[string]api.PodSpec{"hostPath": withHostPath(plainSpec), "hostNetwork": withHostNetwork(plainSpec), "hostPort": withHostPort(plainSpec)}
-	privilegeRe = []string{`"hostPath"`, `"hostNetwork"`, `"hostPort"`}
+	plainSpec  = api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}
+	privileged = map[string]api.PodSpec{"hostPath": withHostPath(plainSpec), "hostNetwork": withHostNetwork(plainSpec), "hostPort": withHostPort(plainSpec),
+		"privileged":   withContainerSecurity(plainSpec, &corev1.SecurityContext{Privileged: ptrTo(true)}),
+		"capabilities": withContainerSecurity(plainSpec, &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}),
+		"seccomp":      withPodSecurity(plainSpec, &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}),
+	}
+	privilegeRe = []string{`"hostPath"`, `"hostNetwork"`, `"hostPort"`, `"privileged"`, `"SYS_ADMIN"`, `"Unconfined"`}
 )
+
+func withContainerSecurity(s api.PodSpec, sc *corev1.SecurityContext) api.PodSpec {
+	s.Containers = []api.Container{{Name: "c", Image: "i", SecurityContext: sc}}
+	return s
+}
+
+func withPodSecurity(s api.PodSpec, sc *corev1.PodSecurityContext) api.PodSpec {
+	s.SecurityContext = sc
+	return s
+}
 
 func withHostPath(s api.PodSpec) api.PodSpec {
 	s.Volumes = []api.Volume{{Name: "root", HostPath: &api.HostPathVolumeSource{Path: "/"}}}

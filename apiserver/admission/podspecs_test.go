@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
@@ -47,9 +49,16 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			"DNSPolicy", "DNSConfig",
 			// The pod's own host name (its UTS namespace) and /etc/hosts,
 			// written like its resolv.conf: names only the pod resolves.
-			"Hostname", "Subdomain", "HostAliases"},
+			"Hostname", "Subdomain", "HostAliases",
+			// Pod Security's baseline judges the security context (seccomp
+			// Unconfined, unsafe sysctls); validation refuses the host
+			// namespaces and what the kubelet does not do.
+			"SecurityContext", "HostPID", "HostIPC", "ShareProcessNamespace"},
 		reflect.TypeOf(api.Container{}): {"Name", "Image", "Command", "Args", "WorkingDir", "Env", "Ports", "Resources",
-			"VolumeMounts", "ReadinessProbe", "LivenessProbe", "ImagePullPolicy"},
+			"VolumeMounts", "ReadinessProbe", "LivenessProbe", "ImagePullPolicy",
+			// privileged, added capabilities beyond the default set,
+			// seccomp Unconfined: Pod Security's baseline.
+			"SecurityContext"},
 		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret"},
 		reflect.TypeOf(api.ContainerPort{}): {"Name", "ContainerPort", "HostPort", "Protocol", "HostIP"},
 	}
@@ -71,6 +80,21 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 		{"host path", api.PodSpec{Volumes: []api.Volume{{Name: "v", HostPath: &api.HostPathVolumeSource{Path: "/"}}}}, `hostPath volume "v" (/)`},
 		{"host port", api.PodSpec{Containers: []api.Container{{Name: "c", Ports: []api.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}}},
 			`host port 8080 of container "c"`},
+		{"restricted", api.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []api.Container{{Name: "c", SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false),
+				ReadOnlyRootFilesystem: ptr(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE", "CHOWN"}}}}}}, ""},
+		{"privileged container", api.PodSpec{Containers: []api.Container{{Name: "c", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}},
+			`privileged (container "c" must not set securityContext.privileged=true)`},
+		{"added capability", api.PodSpec{Containers: []api.Container{{Name: "c", SecurityContext: &corev1.SecurityContext{
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}}}},
+			`non-default capabilities (container "c" must not include "SYS_ADMIN" in securityContext.capabilities.add)`},
+		{"unconfined seccomp", api.PodSpec{SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}},
+			Containers: []api.Container{{Name: "c"}}},
+			`seccompProfile (pod must not set securityContext.seccompProfile.type to "Unconfined")`},
+		{"unsafe sysctl", api.PodSpec{SecurityContext: &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}},
+			Containers: []api.Container{{Name: "c"}}},
+			`forbidden sysctls (kernel.msgmax)`},
 	} {
 		if got := strings.Join(privileges(&tc.spec), ", "); got != tc.want {
 			t.Errorf("%s: privileges %q, want %q", tc.name, got, tc.want)
@@ -170,3 +194,4 @@ func TestEveryPodTemplateIsAdmitted(t *testing.T) {
 		}
 	}
 }
+func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -12,8 +18,11 @@ import (
 )
 
 // A pod that reaches into its node (hostPath, host ports, the host
-// network) is admitted only for users allowed to create privileged pods,
-// whatever object carries it (a Pod, any template).
+// network, and whatever else Kubernetes' Pod Security "baseline" level
+// forbids: privileged containers, capabilities beyond the default set,
+// seccomp Unconfined, unsafe sysctls) is admitted only for users allowed
+// to create privileged pods, whatever object carries it (a Pod, any
+// template).
 
 // privilegedAttrs is the permission privileged pods need: create on
 // pods/privileged (cluster-admin has it; the controller manager too, as
@@ -40,7 +49,58 @@ func privileges(spec *api.PodSpec) []string {
 			}
 		}
 	}
+	return append(out, beyondBaseline(spec)...)
+}
+
+// ownChecks are the baseline checks privileges words itself (hostPID and
+// hostIPC, the rest of hostNamespaces, are refused by validation).
+var ownChecks = map[policy.CheckID]bool{"hostNamespaces": true, "hostPathVolumes": true, "hostPorts": true}
+
+// baseline evaluates Kubernetes' Pod Security "baseline" checks but ours.
+var baseline = sync.OnceValues(func() (policy.Evaluator, error) {
+	var checks []policy.Check
+	for _, c := range policy.DefaultChecks() {
+		if c.Level == psapi.LevelBaseline && !ownChecks[c.ID] {
+			checks = append(checks, c)
+		}
+	}
+	return policy.NewEvaluator(checks, nil)
+})
+
+// beyondBaseline lists what spec asks that the baseline level forbids,
+// as Pod Security admission words it ("privileged (container "c" must
+// not set securityContext.privileged=true)").
+func beyondBaseline(spec *api.PodSpec) []string {
+	ev, err := baseline()
+	var ps corev1.PodSpec
+	if err == nil {
+		err = convertSpec(spec, &ps)
+	}
+	if err != nil {
+		// Unjudgeable is privileged: the check must not open by failing.
+		return []string{"a pod spec Pod Security cannot read: " + err.Error()}
+	}
+	var out []string
+	for _, r := range ev.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelBaseline, Version: psapi.LatestVersion()}, &metav1.ObjectMeta{}, &ps) {
+		if r.Allowed {
+			continue
+		}
+		if r.ForbiddenDetail != "" {
+			out = append(out, r.ForbiddenReason+" ("+r.ForbiddenDetail+")")
+		} else {
+			out = append(out, r.ForbiddenReason)
+		}
+	}
 	return out
+}
+
+// convertSpec reads our pod spec as Kubernetes' (their JSON is the same).
+func convertSpec(spec *api.PodSpec, out *corev1.PodSpec) error {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
 }
 
 // PodSpecs admits every pod spec obj, of resource res, carries

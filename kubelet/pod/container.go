@@ -220,9 +220,16 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 		return
 	}
 	if err := w.rt.CreateContainer(ctx, cs); err != nil {
-		c.state = waiting("CreateContainerError", err.Error())
+		// What the spec asks and the image cannot give (runAsNonRoot of a
+		// root image) is the config's error, as Kubernetes says it.
+		reason := "CreateContainerError"
+		if errdefs.IsInvalid(err) {
+			reason = "CreateContainerConfigError"
+		}
+		c.state = waiting(reason, err.Error())
 		c.retryAt = time.Now().Add(w.backoff(1))
 		w.log.WithError(err).WithField("container", c.name).Warn("creating container")
+		events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "Failed", "Error: %v", err)
 		return
 	}
 	events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Created", "Created container %s", c.name)
@@ -375,6 +382,7 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 		NetNSPath:   w.netnsPath,
 		ResolvConf:  w.resolvConf(p),
 		HostsFile:   w.hostsFile(p),
+		Security:    security(p, &c),
 	}, nil
 }
 

@@ -89,8 +89,40 @@ func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter) (map[
 		default:
 			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap or secret)", v.Name)
 		}
+		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil && v.HostPath == nil {
+			if err := SetGroup(out[v.Name].HostPath, *sc.FSGroup, out[v.Name].ReadOnly); err != nil {
+				return nil, fmt.Errorf("%s: giving the volume to fsGroup %d: %w", field, *sc.FSGroup, err)
+			}
+		}
 	}
 	return out, nil
+}
+
+// SetGroup gives the volume at dir to group gid, as Kubernetes does for a
+// pod's fsGroup: every file's group is gid and the group may read it
+// (and write it, unless readOnly); directories are set-group-ID so that
+// what the containers make there belongs to the group too.
+func SetGroup(dir string, gid int64, readOnly bool) error {
+	mask := os.FileMode(0o660)
+	if readOnly {
+		mask = 0o440
+	}
+	return filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, int(gid)); err != nil {
+			return err
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			return nil
+		}
+		m := mask
+		if info.IsDir() {
+			m |= os.ModeSetgid | 0o110
+		}
+		return os.Chmod(path, info.Mode()|m)
+	})
 }
 
 // configMapFiles are the files of a ConfigMap volume: one per key.

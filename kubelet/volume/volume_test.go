@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -98,5 +101,48 @@ func TestPrepareErrors(t *testing.T) {
 				t.Errorf("err = %v", err)
 			}
 		})
+	}
+}
+
+// TestFSGroup: with a pod's fsGroup, its volumes but hostPaths belong to
+// the group, which may write where the volume is writable, and what is
+// made in their directories later belongs to the group too.
+func TestFSGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing a file's group to any group needs root")
+	}
+	podDir := t.TempDir()
+	host := t.TempDir()
+	cms := fakeConfigMaps{"ns/code": {Data: map[string]string{"main.py": "print(1)"}}}
+	gid := int64(4321)
+	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: api.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{FSGroup: &gid},
+		Volumes: []api.Volume{
+			{Name: "scratch", EmptyDir: &api.EmptyDirVolumeSource{}},
+			{Name: "host", HostPath: &api.HostPathVolumeSource{Path: host}},
+			{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: "code"}},
+		}}}
+	vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path     string
+		gid      int
+		setgid   bool
+		modeBits os.FileMode
+	}{
+		{vols["scratch"].HostPath, int(gid), true, 0o770},
+		{filepath.Join(vols["code"].HostPath, "main.py"), int(gid), false, 0o440},
+		{host, 0, false, 0},
+	} {
+		st, err := os.Stat(tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if int(sys.Gid) != tc.gid || (st.Mode()&os.ModeSetgid != 0) != tc.setgid || st.Mode().Perm()&tc.modeBits != tc.modeBits {
+			t.Errorf("%s: group %d, mode %v; want group %d, setgid %v, bits %o", tc.path, sys.Gid, st.Mode(), tc.gid, tc.setgid, tc.modeBits)
+		}
 	}
 }

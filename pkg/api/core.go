@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // ResourceList maps a resource name ("cpu", "memory") to a quantity
 // ("500m", "64Mi"), as Kubernetes writes them.
@@ -144,6 +148,17 @@ type PodSpec struct {
 	Subdomain string `json:"subdomain,omitempty"`
 	// HostAliases are lines added to the pod's /etc/hosts.
 	HostAliases []HostAlias `json:"hostAliases,omitempty"`
+	// SecurityContext is who the pod's processes are and what owns its
+	// volumes (runAsUser, fsGroup, sysctls, seccomp, ...): Kubernetes'
+	// own type, its whole schema, as the API types will all be
+	// (docs/design.md, "The API types").
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	// HostPID, HostIPC and ShareProcessNamespace are accepted so that
+	// manifests read, and refused when set: minik8s runs each container
+	// in its own PID and IPC namespaces.
+	HostPID               bool  `json:"hostPID,omitempty"`
+	HostIPC               bool  `json:"hostIPC,omitempty"`
+	ShareProcessNamespace *bool `json:"shareProcessNamespace,omitempty"`
 }
 
 // HostAlias maps host names to an address in a pod's /etc/hosts.
@@ -192,6 +207,10 @@ type Container struct {
 	ReadinessProbe  *Probe               `json:"readinessProbe,omitempty"`
 	LivenessProbe   *Probe               `json:"livenessProbe,omitempty"`
 	ImagePullPolicy string               `json:"imagePullPolicy,omitempty"`
+	// SecurityContext overrides the pod's for this container and adds
+	// what only a container has: capabilities, privileged,
+	// readOnlyRootFilesystem, allowPrivilegeEscalation.
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
 }
 
 type EnvVar struct {

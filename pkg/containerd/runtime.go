@@ -163,6 +163,10 @@ type ContainerSpec struct {
 	ResolvConf string
 	// HostsFile is the file mounted at /etc/hosts; "" mounts the node's.
 	HostsFile string
+	// Security confines the container; its zero value is the runtime's
+	// default (the image's user, the default capabilities, seccomp's
+	// default profile).
+	Security Security
 }
 
 // resolvConf mounts path at /etc/resolv.conf, or the node's when path is "".
@@ -193,6 +197,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) error {
 	img, err := r.client.GetImage(ctx, ref)
 	if err != nil {
 		return wrap(err, "image %s", ref)
+	}
+	imgSpec, err := img.Spec(ctx)
+	if err != nil {
+		return wrap(err, "image %s config", ref)
+	}
+	if err := s.Security.checkNonRoot(imgSpec.Config.User); err != nil {
+		return err
 	}
 	network := oci.WithHostNamespace(specs.NetworkNamespace)
 	if s.NetNSPath != "" {
@@ -242,6 +253,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) error {
 		}
 		opts = append(opts, oci.WithCPUCFS(quota, period))
 	}
+	opts = append(opts, s.Security.opts(imgSpec.Config.User)...)
 	_, err = r.client.NewContainer(ctx, s.ID,
 		containerd.WithImage(img),
 		containerd.WithNewSnapshot(s.ID, img),

@@ -36,7 +36,7 @@ func templateSpec(path *field.Path, s *api.PodSpec) field.ErrorList {
 }
 
 func podSpecOf(path *field.Path, s *api.PodSpec, template bool) field.ErrorList {
-	var errs field.ErrorList
+	errs := podSecurity(path, s)
 	for i, v := range s.Volumes {
 		if v.HostPath != nil && v.HostPath.Path != "" && !strings.HasPrefix(v.HostPath.Path, "/") {
 			errs = append(errs, field.Invalid(path.Child("volumes").Index(i).Child("hostPath", "path"), v.HostPath.Path, "must be an absolute path"))
@@ -60,6 +60,7 @@ func container(path *field.Path, c *api.Container, template bool) field.ErrorLis
 			errs = append(errs, field.Invalid(path.Child("image"), c.Image, fmt.Sprintf("is not an image reference containerd can pull: %v", err)))
 		}
 	}
+	errs = append(errs, containerSecurity(path, c.SecurityContext)...)
 	for j, p := range c.Ports {
 		pp := path.Child("ports").Index(j)
 		if p.Protocol != "" && p.Protocol != "TCP" {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
@@ -178,6 +179,36 @@ func TestPod(t *testing.T) {
 		{"cpu overflow request", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "10Ei"} }, "spec.containers[0].resources.requests[cpu]"},
 		{"memory overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"memory": "20Ei"} }, "spec.containers[0].resources.limits[memory]"},
 		{"memory overflow decimal", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "1e19"} }, "spec.containers[0].resources.requests[memory]"},
+		// Confinement and sharing minik8s does not do are refused, not ignored.
+		{"host PID", func(p *api.Pod) { p.Spec.HostPID = true }, "spec.hostPID"},
+		{"host IPC", func(p *api.Pod) { p.Spec.HostIPC = true }, "spec.hostIPC"},
+		{"shared PID namespace", func(p *api.Pod) { p.Spec.ShareProcessNamespace = ptr(true) }, "spec.shareProcessNamespace"},
+		{"own PID namespace said", func(p *api.Pod) { p.Spec.ShareProcessNamespace = ptr(false) }, ""},
+		{"localhost seccomp", func(p *api.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
+		}, "spec.securityContext.seccompProfile.type"},
+		{"runtime default seccomp, users, groups, sysctls", func(p *api.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				RunAsUser: ptr(int64(1000)), RunAsGroup: ptr(int64(1000)), FSGroup: ptr(int64(2000)), SupplementalGroups: []int64{3000},
+				Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}}
+		}, ""},
+		{"SELinux label", func(p *api.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c1"}}
+		}, "spec.containers[0].securityContext.seLinuxOptions"},
+		{"AppArmor profile", func(p *api.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
+		}, "spec.containers[0].securityContext.appArmorProfile.type"},
+		{"unmasked proc", func(p *api.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}
+		}, "spec.containers[0].securityContext.procMount"},
+		{"Windows host process", func(p *api.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: ptr(true)}}
+		}, "spec.securityContext.windowsOptions.hostProcess"},
+		{"container confinement minik8s does", func(p *api.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr(true), AllowPrivilegeEscalation: ptr(false),
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}},
+				ProcMount:    ptr(corev1.DefaultProcMount), AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
+		}, ""},
 		{"second container", func(p *api.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "d", Image: "img",
 				Resources: api.ResourceRequirements{Limits: api.ResourceList{"cpu": "1e19"}}})

@@ -36,6 +36,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/apis/core"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+	"k8s.io/kubernetes/pkg/capabilities"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
@@ -43,6 +44,11 @@ import (
 )
 
 // Known says whether Kubernetes defines res's kind, and so whether Create,
+// Privileged containers are valid (kube-apiserver --allow-privileged, as
+// k3s and kubeadm start it): whether a user may make one is admission's
+// question (pods/privileged), not validation's.
+func init() { capabilities.Setup(true, 0) }
+
 // Update and UpdateStatus judge it.
 func Known(res api.Resource) bool {
 	_, ok := kinds[res.Kind]
