@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
@@ -126,7 +128,8 @@ func fillPodSpecs(v reflect.Value, name string, spec api.PodSpec, inJob, run boo
 }
 
 // editorTemplates: the edit user of a writes a pod that reaches into the
-// node (a hostPath, the host network, a host port) through every kind that
+// node (a hostPath, the host network, a host port, a privileged
+// container) through every kind that
 // carries a pod spec, on create (dry run too), PUT and each patch type of
 // an object it made: every write is refused, and what it made still runs
 // nothing privileged. The same object with a plain spec is taken (the
@@ -134,7 +137,13 @@ func fillPodSpecs(v reflect.Value, name string, spec api.PodSpec, inJob, run boo
 func (c *attackCluster) editorTemplates(t *testing.T) {
 	ed := newAttacker(t, c.s, attackEditor, "editor-token")
 	plain := api.PodSpec{Containers: []api.Container{{Name: "c", Image: containerdtest.PythonRuntimeImage, Command: []string{"sleep", "3600"}}}}
-	privileges := map[string]func(api.PodSpec) api.PodSpec{"hostpath": withHostPath, "hostnetwork": withHostNetwork, "hostport": withHostPort}
+	privileges := map[string]func(api.PodSpec) api.PodSpec{"hostpath": withHostPath, "hostnetwork": withHostNetwork, "hostport": withHostPort,
+		// A privileged container escapes as surely as a hostPath of "/".
+		"privileged": func(s api.PodSpec) api.PodSpec {
+			s.Containers = []api.Container{s.Containers[0]}
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptrTo(true)}
+			return s
+		}}
 	kinds := podBearingKinds()
 	var names []string
 	for _, res := range kinds {

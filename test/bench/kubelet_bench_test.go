@@ -80,6 +80,14 @@ func startProbedPod(ctx context.Context, b *testing.B, pods *client.ResourceClie
 			}},
 		},
 	}
+	return startPod(ctx, b, pods, events, p)
+}
+
+// startPod creates p and returns how long after the create its status
+// said Running and Ready, as events (a watch of the pods) tell.
+func startPod(ctx context.Context, b *testing.B, pods *client.ResourceClient[api.Pod, *api.Pod], events <-chan client.Event[*api.Pod], p *api.Pod) (running, ready time.Duration) {
+	b.Helper()
+	name := p.Name
 	t0 := time.Now()
 	if _, err := pods.Create(ctx, p); err != nil {
 		b.Fatal(err)
