@@ -178,8 +178,8 @@ func (k *Kubelet) podContainer(r *http.Request) (*pod.Worker, string, error) {
 	if container == "" {
 		container = r.URL.Query().Get("container")
 	}
-	names := make([]string, 0, len(p.Spec.Containers))
-	for _, c := range p.Spec.Containers {
+	names := make([]string, 0, len(p.Spec.InitContainers)+len(p.Spec.Containers))
+	for _, c := range append(append([]api.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
 		names = append(names, c.Name)
 	}
 	if container == "" {

@@ -16,6 +16,11 @@ func (r *resources) add(o resources) {
 	r.memory += o.memory
 }
 
+// atLeast is r raised to o where o is more.
+func (r resources) atLeast(o resources) resources {
+	return resources{milliCPU: max(r.milliCPU, o.milliCPU), memory: max(r.memory, o.memory)}
+}
+
 func (r *resources) sub(o resources) {
 	r.milliCPU -= o.milliCPU
 	r.memory -= o.memory
@@ -50,16 +55,21 @@ type podInfo struct {
 func newPodInfo(pod *api.Pod) *podInfo {
 	pi := &podInfo{pod: pod}
 	for _, c := range pod.Spec.Containers {
-		cpu := request(c.Resources, api.ResourceCPU, quantity.MilliCPU)
-		mem := request(c.Resources, api.ResourceMemory, quantity.Bytes)
-		pi.req.add(resources{milliCPU: cpu, memory: mem})
-		if cpu == 0 {
-			cpu = defaultMilliCPURequest
+		req, nonZero := containerRequests(c)
+		pi.req.add(req)
+		pi.nonZero.add(nonZero)
+		for _, p := range c.Ports {
+			if hp, ok := portOnHost(p, pod.Spec.HostNetwork); ok {
+				pi.ports = append(pi.ports, hp)
+			}
 		}
-		if mem == 0 {
-			mem = defaultMemoryRequest
-		}
-		pi.nonZero.add(resources{milliCPU: cpu, memory: mem})
+	}
+	// Init containers run one at a time before the others: the pod needs
+	// the most any one of them asks, if that is more (Kubernetes' rule).
+	for _, c := range pod.Spec.InitContainers {
+		req, nonZero := containerRequests(c)
+		pi.req = pi.req.atLeast(req)
+		pi.nonZero = pi.nonZero.atLeast(nonZero)
 		for _, p := range c.Ports {
 			if hp, ok := portOnHost(p, pod.Spec.HostNetwork); ok {
 				pi.ports = append(pi.ports, hp)
@@ -67,6 +77,21 @@ func newPodInfo(pod *api.Pod) *podInfo {
 		}
 	}
 	return pi
+}
+
+// containerRequests are c's requests, and with the defaults for what it
+// does not request.
+func containerRequests(c api.Container) (req, nonZero resources) {
+	cpu := request(c.Resources, api.ResourceCPU, quantity.MilliCPU)
+	mem := request(c.Resources, api.ResourceMemory, quantity.Bytes)
+	req = resources{milliCPU: cpu, memory: mem}
+	if cpu == 0 {
+		cpu = defaultMilliCPURequest
+	}
+	if mem == 0 {
+		mem = defaultMemoryRequest
+	}
+	return req, resources{milliCPU: cpu, memory: mem}
 }
 
 // portOnHost is the node port a container port takes. Where pods share

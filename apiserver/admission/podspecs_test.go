@@ -40,7 +40,7 @@ func TestPodSpecsOfFunc(t *testing.T) {
 // privileges() reports or one known not to reach into the node.
 func TestPrivilegesCoverThePodSpec(t *testing.T) {
 	judged := map[reflect.Type][]string{
-		reflect.TypeOf(api.PodSpec{}): {"Containers", "Volumes", "RestartPolicy", "NodeName", "NodeSelector",
+		reflect.TypeOf(api.PodSpec{}): {"InitContainers", "Containers", "Volumes", "RestartPolicy", "NodeName", "NodeSelector",
 			"TerminationGracePeriodSeconds", "SchedulerName", "HostNetwork", "ServiceAccountName", "AutomountServiceAccountToken",
 			// The pod's own resolv.conf, written by the kubelet at a fixed
 			// path in the pod's directory: validated as Kubernetes does
@@ -80,6 +80,10 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 		{"host path", api.PodSpec{Volumes: []api.Volume{{Name: "v", HostPath: &api.HostPathVolumeSource{Path: "/"}}}}, `hostPath volume "v" (/)`},
 		{"host port", api.PodSpec{Containers: []api.Container{{Name: "c", Ports: []api.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}}},
 			`host port 8080 of container "c"`},
+		{"init container's host port", api.PodSpec{InitContainers: []api.Container{{Name: "i", Ports: []api.ContainerPort{{ContainerPort: 80, HostPort: 8081}}}},
+			Containers: []api.Container{{Name: "c"}}}, `host port 8081 of container "i"`},
+		{"privileged init container", api.PodSpec{InitContainers: []api.Container{{Name: "i", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}},
+			Containers: []api.Container{{Name: "c"}}}, `privileged (container "i" must not set securityContext.privileged=true)`},
 		{"restricted", api.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000)),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []api.Container{{Name: "c", SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false),

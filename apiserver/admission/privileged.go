@@ -42,7 +42,7 @@ func privileges(spec *api.PodSpec) []string {
 			out = append(out, fmt.Sprintf("hostPath volume %q (%s)", v.Name, v.HostPath.Path))
 		}
 	}
-	for _, c := range spec.Containers {
+	for _, c := range append(append([]api.Container{}, spec.InitContainers...), spec.Containers...) {
 		for _, p := range c.Ports {
 			if p.HostPort != 0 {
 				out = append(out, fmt.Sprintf("host port %d of container %q", p.HostPort, c.Name))

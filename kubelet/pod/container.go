@@ -21,10 +21,11 @@ import (
 	"minik8s/pkg/quantity"
 )
 
-// syncContainer brings container i of the pod one step toward its spec:
-// it notices exits, restarts after back-off, and starts what is missing.
+// syncContainer brings container i of the pod (of podContainers: init
+// containers first) one step toward its spec: it notices exits, restarts
+// after back-off, and starts what is missing.
 func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
-	spec := p.Spec.Containers[i]
+	spec := podContainers(p)[i]
 	c := w.containers[spec.Name]
 	if c.id != "" {
 		st, err := w.rt.ContainerStatus(ctx, c.id)
@@ -146,7 +147,7 @@ func (w *Worker) handleExit(p *api.Pod, c *container, term api.ContainerStateTer
 	// says it is not running.
 	w.setRunning(c.name, "")
 	fields := log.Fields{"container": c.name, "exitCode": term.ExitCode, "reason": term.Reason}
-	if !shouldRestart(p.Spec.RestartPolicy, term.ExitCode) {
+	if !shouldRestart(restartPolicy(p, c.name), term.ExitCode) {
 		c.state = api.ContainerState{Terminated: &term}
 		c.done = true
 		w.log.WithFields(fields).Info("container exited")
@@ -181,7 +182,7 @@ func (w *Worker) startFailed(ctx context.Context, p *api.Pod, c *container, err 
 
 // start creates and starts a new attempt of the container.
 func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
-	spec := p.Spec.Containers[i]
+	spec := podContainers(p)[i]
 	if err := w.ensureImage(w.pullCtx, spec); err != nil {
 		if ctx.Err() == nil && w.pullCtx.Err() != nil {
 			return // the pod is being deleted
@@ -320,9 +321,10 @@ func idPart(s string, n int) string {
 	return out
 }
 
-// limits parses the container's cpu and memory limits.
-func limits(c api.Container, i int) (milliCPU, memory int64, err error) {
-	field := fmt.Sprintf("spec.containers[%d].resources.limits", i)
+// limits parses the container's cpu and memory limits; field is the
+// container's ("spec.containers[0]").
+func limits(c api.Container, field string) (milliCPU, memory int64, err error) {
+	field += ".resources.limits"
 	if q, ok := c.Resources.Limits[api.ResourceCPU]; ok {
 		if milliCPU, err = quantity.MilliCPU(q); err != nil || milliCPU < 0 {
 			return 0, 0, errdefs.Invalid(field+".cpu", "cannot parse cpu limit %q: %v", q, err)
@@ -338,8 +340,8 @@ func limits(c api.Container, i int) (milliCPU, memory int64, err error) {
 
 // containerSpec turns container i of the pod into a runtime spec.
 func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string, attempt int32) (containerd.ContainerSpec, error) {
-	c := p.Spec.Containers[i]
-	milliCPU, memory, err := limits(c, i)
+	c := podContainers(p)[i]
+	milliCPU, memory, err := limits(c, containerField(p, i))
 	if err != nil {
 		return containerd.ContainerSpec{}, err
 	}
@@ -351,10 +353,10 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 	for j, m := range c.VolumeMounts {
 		v, ok := w.volumes[m.Name]
 		if !ok {
-			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].name", i, j), "no volume named %q", m.Name)
+			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("%s.volumeMounts[%d].name", containerField(p, i), j), "no volume named %q", m.Name)
 		}
 		if !filepath.IsAbs(m.MountPath) {
-			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("spec.containers[%d].volumeMounts[%d].mountPath", i, j), "%q is not absolute", m.MountPath)
+			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("%s.volumeMounts[%d].mountPath", containerField(p, i), j), "%q is not absolute", m.MountPath)
 		}
 		mounts = append(mounts, containerd.Mount{Source: v.HostPath, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
 	}

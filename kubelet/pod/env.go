@@ -21,7 +21,7 @@ const (
 // with its valueFrom keys read. Later entries win (containerd keeps the
 // last of a name), so the container's own env overrides the kubelet's.
 func (w *Worker) envFor(ctx context.Context, p *api.Pod, i int) ([]string, error) {
-	c := p.Spec.Containers[i]
+	c := podContainers(p)[i]
 	ports := w.assigned[c.Name]
 	env := []string{
 		"HOST=" + w.podAddress(),
@@ -44,7 +44,7 @@ func (w *Worker) envFor(ctx context.Context, p *api.Pod, i int) ([]string, error
 			env = append(env, e.Name+"="+e.Value)
 			continue
 		}
-		v, ok, err := w.envFrom(ctx, p.Namespace, fmt.Sprintf("spec.containers[%d].env[%d]", i, j), e)
+		v, ok, err := w.envFrom(ctx, p.Namespace, fmt.Sprintf("%s.env[%d]", containerField(p, i), j), e)
 		if err != nil {
 			return nil, err
 		}

@@ -28,12 +28,15 @@ func (w *Worker) init(ctx context.Context, p *api.Pod) {
 		w.conditions[cs.Type] = cs
 	}
 	prev := map[string]api.ContainerStatus{}
-	for _, cs := range p.Status.ContainerStatuses {
+	for _, cs := range append(append([]api.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		prev[cs.Name] = cs
 	}
-	specNames := map[string]bool{}
-	for _, c := range p.Spec.Containers {
-		specNames[c.Name] = true
+	// What has not begun waits for the init containers, if any.
+	notBegun := "ContainerCreating"
+	if len(p.Spec.InitContainers) > 0 {
+		notBegun = "PodInitializing"
+	}
+	for _, c := range podContainers(p) {
 		st := prev[c.Name]
 		w.containers[c.Name] = &container{
 			name:         c.Name,
@@ -41,10 +44,10 @@ func (w *Worker) init(ctx context.Context, p *api.Pod) {
 			everStarted:  st.ContainerID != "",
 			state:        st.State,
 			lastState:    st.LastState,
-			done:         terminalPhase(p.Status.Phase) || (st.State.Terminated != nil && !shouldRestart(p.Spec.RestartPolicy, st.State.Terminated.ExitCode)),
+			done:         terminalPhase(p.Status.Phase) || (st.State.Terminated != nil && !shouldRestart(restartPolicy(p, c.Name), st.State.Terminated.ExitCode)),
 		}
 		if st.State.Running == nil && st.State.Terminated == nil && st.State.Waiting == nil {
-			w.containers[c.Name].state = waiting("ContainerCreating", "")
+			w.containers[c.Name].state = waiting(notBegun, "")
 		}
 	}
 	if terminalPhase(p.Status.Phase) {
@@ -83,8 +86,8 @@ func containerID(id string) string { return "containerd://" + id }
 // prepare checks what the kubelet itself must understand of the spec,
 // assigns ports and makes the volumes.
 func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
-	for i, c := range p.Spec.Containers {
-		if _, _, err := limits(c, i); err != nil {
+	for i, c := range podContainers(p) {
+		if _, _, err := limits(c, containerField(p, i)); err != nil {
 			w.failure = &podFailure{reason: "InvalidResourceLimit", message: err.Error()}
 			for _, ct := range w.containers {
 				ct.state = waiting("CreateContainerConfigError", err.Error())

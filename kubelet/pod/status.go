@@ -11,21 +11,18 @@ func (w *Worker) status(p *api.Pod) api.PodStatus {
 	start := w.startTime
 	st := api.PodStatus{HostIP: w.cfg.NodeIP, PodIP: w.podAddress(), StartTime: &start}
 	st.PodIPs = []api.PodIP{{IP: st.PodIP}}
+	for _, spec := range p.Spec.InitContainers {
+		c := w.containers[spec.Name]
+		cs := w.containerStatus(spec, c)
+		// Kubernetes' rule: an init container is ready once it succeeded.
+		cs.Ready = c.succeeded()
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
 	allReady := len(p.Spec.Containers) > 0
 	anyStarted, allDone, anyFailed := false, true, false
 	for _, spec := range p.Spec.Containers {
 		c := w.containers[spec.Name]
-		cs := api.ContainerStatus{
-			Name:         spec.Name,
-			Image:        spec.Image,
-			State:        c.state,
-			LastState:    c.lastState,
-			RestartCount: c.restartCount,
-			Ports:        w.assigned[spec.Name],
-		}
-		if c.id != "" {
-			cs.ContainerID = containerID(c.id)
-		}
+		cs := w.containerStatus(spec, c)
 		cs.Ready = c.state.Running != nil && c.prober != nil && c.prober.Ready()
 		if !cs.Ready {
 			allReady = false
@@ -58,13 +55,34 @@ func (w *Worker) status(p *api.Pod) api.PodStatus {
 	if allReady && st.Phase == api.PodRunning {
 		ready = api.ConditionTrue
 	}
+	initialized := api.ConditionFalse
+	if w.initialized(p) {
+		initialized = api.ConditionTrue
+	}
 	st.Conditions = []api.PodCondition{
 		w.condition(api.PodScheduled, api.ConditionTrue),
-		w.condition(api.PodInitialized, api.ConditionTrue),
+		w.condition(api.PodInitialized, initialized),
 		w.condition(api.ContainersReady, ready),
 		w.condition(api.PodReady, ready),
 	}
 	return st
+}
+
+// containerStatus is the status of container c, of spec, but whether it
+// is ready.
+func (w *Worker) containerStatus(spec api.Container, c *container) api.ContainerStatus {
+	cs := api.ContainerStatus{
+		Name:         spec.Name,
+		Image:        spec.Image,
+		State:        c.state,
+		LastState:    c.lastState,
+		RestartCount: c.restartCount,
+		Ports:        w.assigned[spec.Name],
+	}
+	if c.id != "" {
+		cs.ContainerID = containerID(c.id)
+	}
+	return cs
 }
 
 // condition keeps a condition's transition time while its status stays.

@@ -81,7 +81,7 @@ func mountsAtToken(c api.Container) bool {
 }
 
 func anyMountsToken(p *api.Pod) bool {
-	for _, c := range p.Spec.Containers {
+	for _, c := range podContainers(p) {
 		if !mountsAtToken(c) {
 			return true
 		}

@@ -316,11 +316,13 @@ func (w *Worker) sync(ctx context.Context) bool {
 		}()
 		w.pullCtx = pullCtx
 		w.refreshToken(ctx, p)
-		for i := range p.Spec.Containers {
-			if ctx.Err() != nil {
-				return false
+		if w.syncInit(ctx, p) {
+			for i := range p.Spec.Containers {
+				if ctx.Err() != nil {
+					return false
+				}
+				w.syncContainer(ctx, p, len(p.Spec.InitContainers)+i)
 			}
-			w.syncContainer(ctx, p, i)
 		}
 	}
 	w.writeStatus(ctx, p)
@@ -473,7 +475,7 @@ func (w *Worker) networkPod(p *api.Pod) network.Pod {
 	}
 	np.Namespace, np.Name = p.Namespace, p.Name
 	np.Fenced = function.IsFunctionPod(p.Labels)
-	for _, c := range p.Spec.Containers {
+	for _, c := range podContainers(p) {
 		for _, port := range c.Ports {
 			if port.HostPort != 0 && port.ContainerPort != 0 {
 				proto := port.Protocol

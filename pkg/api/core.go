@@ -119,6 +119,9 @@ type Pod struct {
 }
 
 type PodSpec struct {
+	// InitContainers run one after another, each to its successful end,
+	// before the containers start.
+	InitContainers                []Container       `json:"initContainers,omitempty"`
 	Containers                    []Container       `json:"containers"`
 	Volumes                       []Volume          `json:"volumes,omitempty"`
 	RestartPolicy                 string            `json:"restartPolicy,omitempty"`
@@ -311,15 +314,16 @@ type HTTPGetAction struct {
 }
 
 type PodStatus struct {
-	Phase             string            `json:"phase,omitempty"`
-	Conditions        []PodCondition    `json:"conditions,omitempty"`
-	Message           string            `json:"message,omitempty"`
-	Reason            string            `json:"reason,omitempty"`
-	HostIP            string            `json:"hostIP,omitempty"`
-	PodIP             string            `json:"podIP,omitempty"`
-	PodIPs            []PodIP           `json:"podIPs,omitempty"`
-	StartTime         *time.Time        `json:"startTime,omitempty"`
-	ContainerStatuses []ContainerStatus `json:"containerStatuses,omitempty"`
+	Phase                 string            `json:"phase,omitempty"`
+	Conditions            []PodCondition    `json:"conditions,omitempty"`
+	Message               string            `json:"message,omitempty"`
+	Reason                string            `json:"reason,omitempty"`
+	HostIP                string            `json:"hostIP,omitempty"`
+	PodIP                 string            `json:"podIP,omitempty"`
+	PodIPs                []PodIP           `json:"podIPs,omitempty"`
+	StartTime             *time.Time        `json:"startTime,omitempty"`
+	InitContainerStatuses []ContainerStatus `json:"initContainerStatuses,omitempty"`
+	ContainerStatuses     []ContainerStatus `json:"containerStatuses,omitempty"`
 }
 
 // PodIP is one of a pod's addresses.

@@ -53,6 +53,9 @@ var tables = map[string]Columns{
 				}
 				restarts += cs.RestartCount
 			}
+			for _, cs := range p.Status.InitContainerStatuses {
+				restarts += cs.RestartCount
+			}
 			return []string{p.Name, fmt.Sprintf("%d/%d", ready, total), PodStatus(p), strconv.Itoa(int(restarts)), Age(p.CreationTimestamp, now)},
 				[]string{OrNone(p.Status.PodIP), OrNone(p.Spec.NodeName)}
 		},
@@ -214,6 +217,9 @@ func PodStatus(p *api.Pod) string {
 	if p.DeletionTimestamp != nil {
 		return "Terminating"
 	}
+	if s, initializing := initStatus(p); initializing {
+		return s
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" {
 			return w.Reason
@@ -235,6 +241,29 @@ func PodStatus(p *api.Pod) string {
 		return api.PodPending
 	}
 	return p.Status.Phase
+}
+
+// initStatus is the STATUS of a pod whose init containers have not all
+// succeeded, as kubectl words it: Init:N/M while the N+1st runs, else
+// Init: and why the one at fault waits or ended.
+func initStatus(p *api.Pod) (string, bool) {
+	for i, cs := range p.Status.InitContainerStatuses {
+		switch t, w := cs.State.Terminated, cs.State.Waiting; {
+		case t != nil && t.ExitCode == 0:
+			continue
+		case t != nil && t.Reason != "":
+			return "Init:" + t.Reason, true
+		case t != nil && t.Signal != 0:
+			return fmt.Sprintf("Init:Signal:%d", t.Signal), true
+		case t != nil:
+			return fmt.Sprintf("Init:ExitCode:%d", t.ExitCode), true
+		case w != nil && w.Reason != "" && w.Reason != "PodInitializing":
+			return "Init:" + w.Reason, true
+		default:
+			return fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers)), true
+		}
+	}
+	return "", false
 }
 
 // NodeStatus is Ready, NotReady or Unknown from the Ready condition, with

@@ -105,15 +105,21 @@ func DefaultPodSpec(s *api.PodSpec) {
 		g := int64(DefaultTerminationGracePeriod)
 		s.TerminationGracePeriodSeconds = &g
 	}
+	for i := range s.InitContainers {
+		defaultContainer(&s.InitContainers[i])
+	}
 	for i := range s.Containers {
-		c := &s.Containers[i]
-		if c.ImagePullPolicy == "" {
-			c.ImagePullPolicy = "IfNotPresent"
-		}
-		for j := range c.Ports {
-			if c.Ports[j].Protocol == "" {
-				c.Ports[j].Protocol = "TCP"
-			}
+		defaultContainer(&s.Containers[i])
+	}
+}
+
+func defaultContainer(c *api.Container) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = "IfNotPresent"
+	}
+	for j := range c.Ports {
+		if c.Ports[j].Protocol == "" {
+			c.Ports[j].Protocol = "TCP"
 		}
 	}
 }

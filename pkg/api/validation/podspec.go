@@ -42,6 +42,9 @@ func podSpecOf(path *field.Path, s *api.PodSpec, template bool) field.ErrorList 
 			errs = append(errs, field.Invalid(path.Child("volumes").Index(i).Child("hostPath", "path"), v.HostPath.Path, "must be an absolute path"))
 		}
 	}
+	for i := range s.InitContainers {
+		errs = append(errs, container(path.Child("initContainers").Index(i), &s.InitContainers[i], template)...)
+	}
 	for i := range s.Containers {
 		errs = append(errs, container(path.Child("containers").Index(i), &s.Containers[i], template)...)
 	}

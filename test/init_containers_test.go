@@ -1,0 +1,83 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/test/containerdtest"
+	"minik8s/test/framework"
+)
+
+const initPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: init
+spec:
+  nodeName: node-i
+  volumes:
+  - name: work
+    emptyDir: {}
+  initContainers:
+  - name: fetch
+    image: IMAGE
+    command: ["sh", "-c", "echo fetched > /work/data; echo fetch done"]
+    volumeMounts:
+    - {name: work, mountPath: /work}
+  - name: settle
+    image: IMAGE
+    command: ["sh", "-c", "while [ ! -e /work/go ]; do sleep 0.1; done; echo settled >> /work/data"]
+    volumeMounts:
+    - {name: work, mountPath: /work}
+  containers:
+  - name: app
+    image: IMAGE
+    command: ["sh", "-c", "cat /work/data; exec sleep 600"]
+    volumeMounts:
+    - {name: work, mountPath: /work}
+`
+
+// TestInitContainers: a manifest's init containers, applied with kubectl,
+// run one after another before the app container, which sees what they
+// left in an emptyDir; kubectl get shows Init:1/2 while the second runs,
+// and the init containers' logs stay readable.
+func TestInitContainers(t *testing.T) {
+	ctd := containerdtest.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	as := framework.StartAPIServer(t)
+	framework.StartKubelet(t, as.URL, ctd, "node-i", "127.0.0.31")
+	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, as, want, args...) }
+	manifest := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(initPod, "IMAGE", containerdtest.PythonRuntimeImage)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("pod/init created", "apply", "-f", manifest)
+
+	// The second init container waits for a file the test makes: until
+	// then the pod is at Init:1/2.
+	waitPod(t, as.Client, "init", 60*time.Second, "the second init container running", func(p *api.Pod) bool {
+		s := p.Status.InitContainerStatuses
+		return len(s) == 2 && s[1].State.Running != nil
+	})
+	run("Init:1/2", "get", "pod", "init")
+	run("fetch done", "logs", "init", "-c", "fetch")
+	run("", "exec", "init", "-c", "settle", "--", "touch", "/work/go")
+
+	waitPod(t, as.Client, "init", 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
+	run("Running", "get", "pod", "init")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _, _ := kubectl(t, as, "logs", "init", "-c", "app")
+		if out == "fetched\nsettled\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the app container printed %q, want what both init containers wrote", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	run("True", "get", "pod", "init", "-o", `jsonpath={.status.conditions[?(@.type=="Initialized")].status}`)
+}
