@@ -11,6 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"minik8s/pkg/api"
 )
@@ -167,6 +170,11 @@ type schemaGen struct {
 var (
 	timeType        = reflect.TypeOf(time.Time{})
 	intOrStringType = reflect.TypeOf(api.IntOrString(""))
+	// Kubernetes' own types in ours (fields typed from k8s.io/api) that
+	// marshal as JSON strings or numbers, not as their Go structs.
+	k8sIntOrStringType = reflect.TypeOf(intstr.IntOrString{})
+	quantityType       = reflect.TypeOf(resource.Quantity{})
+	metaTimeType       = reflect.TypeOf(metav1.Time{})
 )
 
 // named makes the component of a named struct type and returns its name.
@@ -208,9 +216,13 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any) {
 
 func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	switch t {
-	case timeType:
+	case timeType, metaTimeType:
 		return map[string]any{"type": "string", "format": "date-time"}
-	case intOrStringType:
+	case quantityType:
+		const name = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+		g.schemas[name] = map[string]any{"type": "string"}
+		return map[string]any{"allOf": []any{map[string]any{"$ref": g.refPrefix + name}}}
+	case intOrStringType, k8sIntOrStringType:
 		// As Kubernetes describes it (kubectl explain says <IntOrString>).
 		const name = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 		g.schemas[name] = map[string]any{"format": "int-or-string", "x-kubernetes-int-or-string": true}

@@ -256,7 +256,7 @@ func Run(ctx context.Context, cfg Config) error {
 	k := &Kubelet{
 		cfg: cfg, client: c, rt: rt,
 		podCfg: &pod.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
-			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Events: recorder},
+			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Events: recorder, Allocatable: nodeCapacity()},
 		ports:   pod.NewPorts(cfg.NodeIP, cfg.PortMin, cfg.PortMax),
 		apiImpl: &apiAdapter{c: c, caData: cfg.CAData},
 		workers: map[string]*pod.Worker{},

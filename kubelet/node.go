@@ -20,8 +20,8 @@ import (
 // MaxPods is the number of pods a node advertises.
 const MaxPods = 110
 
-// nodeStatus is the status the kubelet reports for its node.
-func (k *Kubelet) nodeStatus(ctx context.Context, prev *api.NodeStatus) api.NodeStatus {
+// nodeCapacity is what the node has: its CPUs, its memory, and MaxPods.
+func nodeCapacity() api.ResourceList {
 	capacity := api.ResourceList{
 		api.ResourceCPU:  strconv.Itoa(goruntime.NumCPU()),
 		api.ResourcePods: strconv.Itoa(MaxPods),
@@ -29,6 +29,12 @@ func (k *Kubelet) nodeStatus(ctx context.Context, prev *api.NodeStatus) api.Node
 	if kib := memTotalKiB(); kib > 0 {
 		capacity[api.ResourceMemory] = strconv.FormatInt(kib, 10) + "Ki"
 	}
+	return capacity
+}
+
+// nodeStatus is the status the kubelet reports for its node.
+func (k *Kubelet) nodeStatus(ctx context.Context, prev *api.NodeStatus) api.NodeStatus {
+	capacity := nodeCapacity()
 	allocatable := api.ResourceList{}
 	for k, v := range capacity {
 		allocatable[k] = v

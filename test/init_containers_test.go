@@ -16,11 +16,17 @@ const initPod = `apiVersion: v1
 kind: Pod
 metadata:
   name: init
+  labels: {app: web}
 spec:
   nodeName: node-i
   volumes:
   - name: work
     emptyDir: {}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: name, fieldRef: {fieldPath: metadata.name}}
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
   initContainers:
   - name: fetch
     image: IMAGE
@@ -35,16 +41,24 @@ spec:
   containers:
   - name: app
     image: IMAGE
-    command: ["sh", "-c", "cat /work/data; exec sleep 600"]
+    command: ["sh", "-c", "cat /work/data; echo $(MY_NAME) $MY_IP; cat /info/name; echo; cat /info/labels; echo; exec sleep 600"]
+    env:
+    - name: MY_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: MY_IP
+      valueFrom: {fieldRef: {fieldPath: status.podIP}}
     volumeMounts:
     - {name: work, mountPath: /work}
+    - {name: info, mountPath: /info}
 `
 
-// TestInitContainers: a manifest's init containers, applied with kubectl,
-// run one after another before the app container, which sees what they
-// left in an emptyDir; kubectl get shows Init:1/2 while the second runs,
-// and the init containers' logs stay readable.
-func TestInitContainers(t *testing.T) {
+// TestInitContainersAndDownwardAPI: a manifest's init containers, applied
+// with kubectl, run one after another before the app container, which
+// sees what they left in an emptyDir; kubectl get shows Init:1/2 while
+// the second runs, and the init containers' logs stay readable. The app
+// container has its pod's name and address from the downward API, in its
+// env (and its command, by $(NAME)) and in files.
+func TestInitContainersAndDownwardAPI(t *testing.T) {
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	as := framework.StartAPIServer(t)
@@ -71,7 +85,7 @@ func TestInitContainers(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out, _, _ := kubectl(t, as, "logs", "init", "-c", "app")
-		if out == "fetched\nsettled\n" {
+		if out == "fetched\nsettled\ninit 127.0.0.31\ninit\napp=\"web\"\n" {
 			break
 		}
 		if time.Now().After(deadline) {

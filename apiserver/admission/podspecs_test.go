@@ -58,8 +58,12 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			"VolumeMounts", "ReadinessProbe", "LivenessProbe", "ImagePullPolicy",
 			// privileged, added capabilities beyond the default set,
 			// seccomp Unconfined: Pod Security's baseline.
-			"SecurityContext"},
-		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret"},
+			"SecurityContext",
+			// Keys of the pod's own namespace's ConfigMaps and Secrets, as
+			// env's valueFrom reads them.
+			"EnvFrom"},
+		// DownwardAPI: the pod's own fields, written in its own dir.
+		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret", "DownwardAPI"},
 		reflect.TypeOf(api.ContainerPort{}): {"Name", "ContainerPort", "HostPort", "Protocol", "HostIP"},
 	}
 	for typ, fields := range judged {

@@ -4,10 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
 	"strconv"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/kubernetes/third_party/forked/golang/expansion"
+
+	"minik8s/kubelet/downward"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/events"
 )
 
 // The Service through which pods reach the apiserver, as in Kubernetes.
@@ -39,20 +47,99 @@ func (w *Worker) envFor(ctx context.Context, p *api.Pod, i int) ([]string, error
 		}
 	}
 	env = append(env, w.apiServiceEnv(ctx)...)
-	for j, e := range c.Env {
-		if e.ValueFrom == nil {
-			env = append(env, e.Name+"="+e.Value)
-			continue
-		}
-		v, ok, err := w.envFrom(ctx, p.Namespace, fmt.Sprintf("%s.env[%d]", containerField(p, i), j), e)
+	for j, src := range c.EnvFrom {
+		vars, err := w.envFromSource(ctx, p, fmt.Sprintf("%s.envFrom[%d]", containerField(p, i), j), src)
 		if err != nil {
 			return nil, err
 		}
+		env = append(env, vars...)
+	}
+	// $(NAME) in a value is a variable set before it, as in Kubernetes.
+	defined := envMap(env)
+	for j, e := range c.Env {
+		v, ok := expansion.Expand(e.Value, expansion.MappingFuncFor(defined)), true
+		if e.ValueFrom != nil {
+			var err error
+			v, ok, err = w.envFrom(ctx, p, c.Name, fmt.Sprintf("%s.env[%d]", containerField(p, i), j), e)
+			if err != nil {
+				return nil, err
+			}
+		}
 		if ok {
 			env = append(env, e.Name+"="+v)
+			defined[e.Name] = v
 		}
 	}
 	return env, nil
+}
+
+// envMap is env's variables by name, the last of a name winning.
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// expandCommand replaces $(NAME) in a command or its args with the
+// container's variables, as Kubernetes does.
+func expandCommand(args []string, env []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	mapping := expansion.MappingFuncFor(envMap(env))
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = expansion.Expand(a, mapping)
+	}
+	return out
+}
+
+// envFromSource is a variable for each key of src's ConfigMap or Secret
+// (with src's prefix), in the keys' order; a key that cannot be a
+// variable's name is left out, as Kubernetes does, with an event.
+func (w *Worker) envFromSource(ctx context.Context, p *api.Pod, field string, src corev1.EnvFromSource) ([]string, error) {
+	kind, name, optional := "ConfigMap", "", false
+	switch {
+	case src.ConfigMapRef != nil && src.SecretRef != nil:
+		return nil, errdefs.Invalid(field, "names both a configMapRef and a secretRef")
+	case src.ConfigMapRef != nil:
+		name, optional = src.ConfigMapRef.Name, src.ConfigMapRef.Optional != nil && *src.ConfigMapRef.Optional
+	case src.SecretRef != nil:
+		kind, name, optional = "Secret", src.SecretRef.Name, src.SecretRef.Optional != nil && *src.SecretRef.Optional
+	default:
+		return nil, errdefs.Invalid(field, "names no configMapRef or secretRef")
+	}
+	data, err := w.keysOf(ctx, kind, p.Namespace, name)
+	switch {
+	case errdefs.IsNotFound(err) && optional:
+		return nil, nil
+	case errdefs.IsNotFound(err):
+		return nil, &envError{class: errdefs.ErrNotFound, msg: fmt.Sprintf("%s: %s %s/%s not found", field, kind, p.Namespace, name)}
+	case err != nil:
+		return nil, fmt.Errorf("%s: reading %s %s/%s: %w", field, kind, p.Namespace, name, err)
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out, invalid []string
+	for _, k := range keys {
+		if len(validation.IsEnvVarName(src.Prefix+k)) > 0 {
+			invalid = append(invalid, k)
+			continue
+		}
+		out = append(out, src.Prefix+k+"="+data[k])
+	}
+	if len(invalid) > 0 {
+		events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "InvalidEnvironmentVariableNames",
+			"Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered invalid environment variable names.",
+			strings.Join(invalid, ", "), kind, p.Namespace, name)
+	}
+	return out, nil
 }
 
 // apiServiceEnv points the container at the apiserver through the
@@ -94,19 +181,38 @@ func (e *envError) Unwrap() error { return e.class }
 
 // envFrom reads the value of a valueFrom variable; ok is false when an
 // optional object or key is missing (the variable is left out).
-func (w *Worker) envFrom(ctx context.Context, ns, field string, e api.EnvVar) (value string, ok bool, err error) {
+func (w *Worker) envFrom(ctx context.Context, p *api.Pod, container, field string, e api.EnvVar) (value string, ok bool, err error) {
 	src := e.ValueFrom
+	ns := p.Namespace
 	var kind string
 	var ref *api.KeySelector
+	set := 0
+	for _, s := range []bool{src.SecretKeyRef != nil, src.ConfigMapKeyRef != nil, src.FieldRef != nil, src.ResourceFieldRef != nil} {
+		if s {
+			set++
+		}
+	}
 	switch {
-	case src.SecretKeyRef != nil && src.ConfigMapKeyRef != nil:
-		return "", false, errdefs.Invalid(field+".valueFrom", "env %s: valueFrom names both a secretKeyRef and a configMapKeyRef", e.Name)
+	case set > 1:
+		return "", false, errdefs.Invalid(field+".valueFrom", "env %s: valueFrom names more than one source", e.Name)
+	case src.FieldRef != nil:
+		v, err := downward.Field(p, downward.Addresses{PodIP: w.podAddress(), HostIP: w.cfg.NodeIP}, src.FieldRef.FieldPath)
+		if err != nil {
+			return "", false, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		return v, true, nil
+	case src.ResourceFieldRef != nil:
+		v, err := downward.Resource(p, container, src.ResourceFieldRef, w.cfg.Allocatable)
+		if err != nil {
+			return "", false, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		return v, true, nil
 	case src.SecretKeyRef != nil:
 		kind, ref = "Secret", src.SecretKeyRef
 	case src.ConfigMapKeyRef != nil:
 		kind, ref = "ConfigMap", src.ConfigMapKeyRef
 	default:
-		return "", false, errdefs.Invalid(field+".valueFrom", "env %s: valueFrom names no secretKeyRef or configMapKeyRef", e.Name)
+		return "", false, errdefs.Invalid(field+".valueFrom", "env %s: valueFrom names no source", e.Name)
 	}
 	data, err := w.keysOf(ctx, kind, ns, ref.Name)
 	optional := ref.Optional != nil && *ref.Optional

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -40,6 +43,7 @@ func TestContainerEnv(t *testing.T) {
 	tests := []struct {
 		name    string
 		svc     bool
+		envFrom []corev1.EnvFromSource
 		env     []api.EnvVar
 		want    []string // present, in this order
 		absent  []string // variable names not set
@@ -68,6 +72,24 @@ func TestContainerEnv(t *testing.T) {
 		}, absent: []string{"A", "B", "C", "D"}},
 		{name: "valueFrom naming nothing", env: []api.EnvVar{{Name: "X", ValueFrom: &api.EnvVarSource{}}},
 			errMsg: []string{"spec.containers[0].env[0].valueFrom", "X"}, errType: errdefs.ErrInvalid},
+		{name: "envFrom: every key, prefixed, env after it", envFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}},
+			{Prefix: "DB_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Optional: ptr(true)}},
+		}, env: []api.EnvVar{{Name: "level", Value: "info"}},
+			want: []string{"level=debug", "raw=bin", "DB_password=s3cret", "level=info"}},
+		{name: "envFrom a missing ConfigMap", envFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}}}},
+			errMsg: []string{"spec.containers[0].envFrom[0]", "ConfigMap default/other"}, errType: errdefs.ErrNotFound},
+		{name: "downward API and $(VAR)", env: []api.EnvVar{
+			{Name: "NAME", ValueFrom: &api.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "APP", ValueFrom: &api.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+			{Name: "IP", ValueFrom: &api.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "NODE", ValueFrom: &api.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+			{Name: "MEM", ValueFrom: &api.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+			{Name: "CPU", ValueFrom: &api.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+			{Name: "URL", Value: "http://$(IP):80/$(NAME)/$(UNSET)"},
+		}, want: []string{"NAME=p", "APP=web", "IP=127.0.0.1", "NODE=n", "MEM=4096", "CPU=2", "URL=http://127.0.0.1:80/p/$(UNSET)"}},
 		{name: "kubernetes service: the https port", svc: true,
 			want: []string{"KUBERNETES_SERVICE_HOST=127.1.0.1", "KUBERNETES_SERVICE_PORT=443"}},
 		{name: "explicit env wins", svc: true, env: []api.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: "elsewhere"}},
@@ -76,9 +98,12 @@ func TestContainerEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testPod(nil)
+			p.Labels = map[string]string{"app": "web"}
 			p.Spec.Containers[0].Env = tt.env
+			p.Spec.Containers[0].EnvFrom = tt.envFrom
 			w, _, _ := newTestWorker(t, p)
 			w.api = envAPI(tt.svc)
+			w.cfg.Allocatable = api.ResourceList{"cpu": "2", "memory": "4Gi"}
 			cs, err := w.containerSpec(context.Background(), p, 0, "id", 0)
 			if tt.errMsg != nil {
 				if err == nil || !errors.Is(err, tt.errType) {

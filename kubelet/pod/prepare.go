@@ -118,7 +118,7 @@ func (w *Worker) prepare(ctx context.Context, p *api.Pod) {
 		}
 		w.assigned = a
 	}
-	vols, err := volume.Prepare(ctx, p, w.dir, w.api)
+	vols, err := volume.Prepare(ctx, p, w.dir, w.api, w.cfg.Allocatable)
 	if err != nil {
 		if errdefs.IsInvalid(err) {
 			w.failure = &podFailure{reason: "InvalidVolume", message: err.Error()}

@@ -73,6 +73,9 @@ type Config struct {
 	DNS DNSConfig
 	// Events records what happens to the pods' containers (nil: nothing).
 	Events events.EventRecorder
+	// Allocatable is the node's: the downward API gives it for a limit a
+	// container does not set.
+	Allocatable api.ResourceList
 }
 
 // DNSConfig says how pods with their own network resolve names.

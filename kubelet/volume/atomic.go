@@ -21,6 +21,11 @@ const dataLink = "..data"
 // mix; and dir itself stays, so a container that has it bind-mounted sees
 // the new files (replacing dir would leave the container the old one).
 func WriteFiles(dir string, files map[string][]byte, mode os.FileMode) error {
+	return writeFiles(dir, files, func(string) os.FileMode { return mode })
+}
+
+// writeFiles is WriteFiles with a mode per file.
+func writeFiles(dir string, files map[string][]byte, modeOf func(name string) os.FileMode) error {
 	names := make([]string, 0, len(files))
 	for name := range files {
 		if err := checkFileName(name); err != nil {
@@ -36,7 +41,7 @@ func WriteFiles(dir string, files map[string][]byte, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := fill(data, names, files, mode); err != nil {
+	if err := fill(data, names, files, modeOf); err != nil {
 		os.RemoveAll(data)
 		return err
 	}
@@ -68,9 +73,10 @@ func WriteFiles(dir string, files map[string][]byte, mode os.FileMode) error {
 }
 
 // fill writes the files into the fresh data dir.
-func fill(data string, names []string, files map[string][]byte, mode os.FileMode) error {
+func fill(data string, names []string, files map[string][]byte, modeOf func(string) os.FileMode) error {
 	for _, name := range names {
 		path := filepath.Join(data, name)
+		mode := modeOf(name)
 		if err := os.WriteFile(path, files[name], mode); err != nil {
 			return err
 		}

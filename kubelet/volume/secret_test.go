@@ -30,7 +30,7 @@ func TestSecretVolume(t *testing.T) {
 			podDir := t.TempDir()
 			pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns"},
 				Spec: api.PodSpec{Volumes: []api.Volume{{Name: "creds", Secret: &tt.src}}}}
-			vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{nil, secrets})
+			vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{nil, secrets}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,7 +46,9 @@ func Dir(podDir string) string { return filepath.Join(podDir, "volumes") }
 // Prepare makes every volume of the pod ready on the host. An error names
 // the field at fault (errdefs.Invalid) or the missing ConfigMap or Secret
 // (NotFound).
-func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter) (map[string]Volume, error) {
+// allocatable is the node's, which a downwardAPI file gives for a limit a
+// container does not set.
+func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter, allocatable api.ResourceList) (map[string]Volume, error) {
 	out := map[string]Volume{}
 	for i, v := range pod.Spec.Volumes {
 		field := fmt.Sprintf("spec.volumes[%d]", i)
@@ -86,8 +88,14 @@ func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter) (map[
 				return nil, err
 			}
 			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
+		case v.DownwardAPI != nil:
+			dir := filepath.Join(Dir(podDir), "downward-api", v.Name)
+			if err := downwardAPIVolume(pod, v.DownwardAPI, field, dir, allocatable); err != nil {
+				return nil, err
+			}
+			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
 		default:
-			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap or secret)", v.Name)
+			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap, secret or downwardAPI)", v.Name)
 		}
 		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil && v.HostPath == nil {
 			if err := SetGroup(out[v.Name].HostPath, *sc.FSGroup, out[v.Name].ReadOnly); err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -46,7 +48,7 @@ func TestPrepare(t *testing.T) {
 		{Name: "host", HostPath: &api.HostPathVolumeSource{Path: host}},
 		{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: "code"}},
 	}}}
-	vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil})
+	vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestPrepare(t *testing.T) {
 	}
 	// New content reaches the next preparation.
 	cms["ns/code"] = &api.ConfigMap{Data: map[string]string{"main.py": "print(2)"}}
-	vols, err = Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil})
+	vols, err = Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestPrepareErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: api.PodSpec{Volumes: []api.Volume{tt.vol}}}
-			_, err := Prepare(context.Background(), pod, t.TempDir(), fakeGetter{fakeConfigMaps{}, fakeSecrets{}})
+			_, err := Prepare(context.Background(), pod, t.TempDir(), fakeGetter{fakeConfigMaps{}, fakeSecrets{}}, nil)
 			if !tt.check(err) {
 				t.Errorf("err = %v", err)
 			}
@@ -122,7 +124,7 @@ func TestFSGroup(t *testing.T) {
 			{Name: "host", HostPath: &api.HostPathVolumeSource{Path: host}},
 			{Name: "code", ConfigMap: &api.ConfigMapVolumeSource{Name: "code"}},
 		}}}
-	vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil})
+	vols, err := Prepare(context.Background(), pod, podDir, fakeGetter{cms, nil}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +146,40 @@ func TestFSGroup(t *testing.T) {
 		if int(sys.Gid) != tc.gid || (st.Mode()&os.ModeSetgid != 0) != tc.setgid || st.Mode().Perm()&tc.modeBits != tc.modeBits {
 			t.Errorf("%s: group %d, mode %v; want group %d, setgid %v, bits %o", tc.path, sys.Gid, st.Mode(), tc.gid, tc.setgid, tc.modeBits)
 		}
+	}
+}
+
+// TestDownwardAPIVolume: the pod's fields and a container's resources, as
+// files with their modes; a nested path is refused naming the item.
+func TestDownwardAPIVolume(t *testing.T) {
+	mode := int32(0o600)
+	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns", UID: "u-1", Labels: map[string]string{"app": "web", "tier": "front"}},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Resources: api.ResourceRequirements{Limits: api.ResourceList{"memory": "64Mi"}}}},
+			Volumes: []api.Volume{{Name: "info", DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}},
+				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}, Mode: &mode},
+				{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}},
+				{Path: "cpu", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "limits.cpu"}},
+			}}}}}}
+	vols, err := Prepare(context.Background(), pod, t.TempDir(), fakeGetter{}, api.ResourceList{"cpu": "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := vols["info"].HostPath
+	for name, want := range map[string]string{"name": "p", "labels": "app=\"web\"\ntier=\"front\"", "mem": "64", "cpu": "3"} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "labels")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("labels' mode: %v, %v", st.Mode(), err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "name")); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("name's mode: %v, %v", st.Mode(), err)
+	}
+	pod.Spec.Volumes[0].DownwardAPI.Items[0].Path = "sub/name"
+	if _, err := Prepare(context.Background(), pod, t.TempDir(), fakeGetter{}, nil); !errdefs.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "spec.volumes[0].downwardAPI.items[0].path") {
+		t.Errorf("a nested path: %v", err)
 	}
 }

@@ -198,18 +198,21 @@ const (
 )
 
 type Container struct {
-	Name            string               `json:"name"`
-	Image           string               `json:"image"`
-	Command         []string             `json:"command,omitempty"`
-	Args            []string             `json:"args,omitempty"`
-	WorkingDir      string               `json:"workingDir,omitempty"`
-	Env             []EnvVar             `json:"env,omitempty"`
-	Ports           []ContainerPort      `json:"ports,omitempty"`
-	Resources       ResourceRequirements `json:"resources,omitempty"`
-	VolumeMounts    []VolumeMount        `json:"volumeMounts,omitempty"`
-	ReadinessProbe  *Probe               `json:"readinessProbe,omitempty"`
-	LivenessProbe   *Probe               `json:"livenessProbe,omitempty"`
-	ImagePullPolicy string               `json:"imagePullPolicy,omitempty"`
+	Name       string   `json:"name"`
+	Image      string   `json:"image"`
+	Command    []string `json:"command,omitempty"`
+	Args       []string `json:"args,omitempty"`
+	WorkingDir string   `json:"workingDir,omitempty"`
+	// EnvFrom sets a variable for each key of a ConfigMap or Secret; Env
+	// is set after it and wins.
+	EnvFrom         []corev1.EnvFromSource `json:"envFrom,omitempty"`
+	Env             []EnvVar               `json:"env,omitempty"`
+	Ports           []ContainerPort        `json:"ports,omitempty"`
+	Resources       ResourceRequirements   `json:"resources,omitempty"`
+	VolumeMounts    []VolumeMount          `json:"volumeMounts,omitempty"`
+	ReadinessProbe  *Probe                 `json:"readinessProbe,omitempty"`
+	LivenessProbe   *Probe                 `json:"livenessProbe,omitempty"`
+	ImagePullPolicy string                 `json:"imagePullPolicy,omitempty"`
 	// SecurityContext overrides the pod's for this container and adds
 	// what only a container has: capabilities, privileged,
 	// readOnlyRootFilesystem, allowPrivilegeEscalation.
@@ -227,6 +230,10 @@ type EnvVar struct {
 type EnvVarSource struct {
 	SecretKeyRef    *KeySelector `json:"secretKeyRef,omitempty"`
 	ConfigMapKeyRef *KeySelector `json:"configMapKeyRef,omitempty"`
+	// FieldRef and ResourceFieldRef are the downward API: one of the pod's
+	// fields, or one of a container's resources.
+	FieldRef         *corev1.ObjectFieldSelector   `json:"fieldRef,omitempty"`
+	ResourceFieldRef *corev1.ResourceFieldSelector `json:"resourceFieldRef,omitempty"`
 }
 
 type KeySelector struct {
@@ -263,6 +270,9 @@ type Volume struct {
 	HostPath  *HostPathVolumeSource  `json:"hostPath,omitempty"`
 	ConfigMap *ConfigMapVolumeSource `json:"configMap,omitempty"`
 	Secret    *SecretVolumeSource    `json:"secret,omitempty"`
+	// DownwardAPI writes the pod's own fields (name, labels, ...) and its
+	// containers' resources as files.
+	DownwardAPI *corev1.DownwardAPIVolumeSource `json:"downwardAPI,omitempty"`
 }
 
 // SecretVolumeSource mounts a Secret's keys as files (mode 0644 unless

@@ -1,0 +1,50 @@
+package volume
+
+import (
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik8s/kubelet/downward"
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// downwardAPIVolume writes the files of a downwardAPI volume: each item's
+// field of the pod (metadata: name, namespace, uid, labels, annotations)
+// or container resource, at the item's path. They are written when the
+// pod starts: a later change of the pod's labels is not seen.
+func downwardAPIVolume(pod *api.Pod, src *corev1.DownwardAPIVolumeSource, field, dir string, allocatable api.ResourceList) error {
+	mode := os.FileMode(corev1.DownwardAPIVolumeSourceDefaultMode)
+	if src.DefaultMode != nil {
+		mode = os.FileMode(*src.DefaultMode)
+	}
+	files := map[string][]byte{}
+	modes := map[string]os.FileMode{}
+	for i, item := range src.Items {
+		at := fmt.Sprintf("%s.downwardAPI.items[%d]", field, i)
+		if err := checkFileName(item.Path); err != nil {
+			return errdefs.Invalid(at+".path", "%q: minik8s writes downward API files at the volume's top, as plain names", item.Path)
+		}
+		var v string
+		var err error
+		switch {
+		case item.FieldRef != nil:
+			v, err = downward.Field(pod, downward.Addresses{}, item.FieldRef.FieldPath)
+		case item.ResourceFieldRef != nil:
+			v, err = downward.Resource(pod, "", item.ResourceFieldRef, allocatable)
+		default:
+			err = errdefs.Invalid(at, "names no fieldRef or resourceFieldRef")
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		files[item.Path] = []byte(v)
+		modes[item.Path] = mode
+		if item.Mode != nil {
+			modes[item.Path] = os.FileMode(*item.Mode)
+		}
+	}
+	return writeFiles(dir, files, func(name string) os.FileMode { return modes[name] })
+}
