@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -56,6 +57,9 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			"SecurityContext", "HostPID", "HostIPC", "ShareProcessNamespace"},
 		reflect.TypeOf(api.Container{}): {"Name", "Image", "Command", "Args", "WorkingDir", "Env", "Ports", "Resources",
 			"VolumeMounts", "ReadinessProbe", "LivenessProbe", "ImagePullPolicy",
+			// Probes and hooks reach the pod's own address; one that names
+			// another host is Pod Security baseline's (hostProbesAndHostLifecycle).
+			"StartupProbe", "Lifecycle",
 			// privileged, added capabilities beyond the default set,
 			// seccomp Unconfined: Pod Security's baseline.
 			"SecurityContext",
@@ -88,6 +92,9 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			Containers: []api.Container{{Name: "c"}}}, `host port 8081 of container "i"`},
 		{"privileged init container", api.PodSpec{InitContainers: []api.Container{{Name: "i", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}},
 			Containers: []api.Container{{Name: "c"}}}, `privileged (container "i" must not set securityContext.privileged=true)`},
+		{"lifecycle hook on another host", api.PodSpec{Containers: []api.Container{{Name: "c", Lifecycle: &corev1.Lifecycle{
+			PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Host: "192.0.2.1", Port: intstr.FromInt32(80)}}}}}},
+			`probe or lifecycle host (container "c" uses probe or lifecycle host "192.0.2.1")`},
 		{"restricted", api.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000)),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []api.Container{{Name: "c", SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false),

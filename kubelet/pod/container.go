@@ -243,6 +243,9 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 		w.startFailed(ctx, p, c, err)
 		return
 	}
+	if !w.postStart(ctx, p, spec, c) {
+		return // its exit, seen next, restarts it by the policy
+	}
 	started := c.startedAt
 	c.state = api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: &started}}
 	w.setRunning(c.name, c.id)
@@ -254,7 +257,8 @@ func (w *Worker) start(ctx context.Context, p *api.Pod, i int, c *container) {
 func (w *Worker) startProber(ctx context.Context, spec api.Container, c *container) {
 	id := c.id
 	exec := func(ctx context.Context, cmd []string) (int, string, error) { return w.rt.Exec(ctx, id, cmd) }
-	c.prober = prober.Start(ctx, w.podAddress(), w.assigned[spec.Name], exec, spec.ReadinessProbe, spec.LivenessProbe, w.Poke)
+	c.prober = prober.Start(ctx, w.podAddress(), w.assigned[spec.Name], exec,
+		prober.Probes{Startup: spec.StartupProbe, Readiness: spec.ReadinessProbe, Liveness: spec.LivenessProbe}, w.Poke)
 }
 
 func (w *Worker) grace(p *api.Pod) time.Duration {

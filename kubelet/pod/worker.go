@@ -135,6 +135,7 @@ type Worker struct {
 	volumes    map[string]volume.Volume
 	token      *volume.Token // nil: the pod runs without a token
 	prepared   bool
+	preStopped bool // the preStop hooks ran
 	// netnsPath and podIP: the pod's own network, when it has one.
 	netnsPath, podIP string
 	failure          *podFailure
@@ -386,6 +387,12 @@ func (w *Worker) terminate(ctx context.Context, p *api.Pod, gone bool) bool {
 				grace = max(left, 0)
 			}
 		}
+	}
+	if !gone && grace > 0 && !w.preStopped {
+		// Once: a termination retried (a removal that failed) does not
+		// run them again in stopped containers.
+		grace = w.preStops(ctx, p, grace)
+		w.preStopped = true
 	}
 	w.stopProbers()
 	ids := map[string]bool{}

@@ -129,14 +129,76 @@ func checker(host string, p *api.Probe, ports []api.ContainerPort, exec Execer, 
 	return nil, errdefs.Invalid("probe", "one of httpGet, tcpSocket and exec is required")
 }
 
+// Probes are a container's probes; any may be nil.
+type Probes struct {
+	Startup, Readiness, Liveness *api.Probe
+}
+
 // Start probes a container on host; exec runs the exec probes' commands
-// in it. onChange is called (from the worker's
-// goroutines) when readiness changes or liveness fails. Without a
-// readiness probe the container is ready at once.
-func Start(ctx context.Context, host string, ports []api.ContainerPort, exec Execer, readiness, liveness *api.Probe, onChange func()) *Worker {
+// in it. onChange is called (from the worker's goroutines) when readiness
+// changes or liveness fails. Without a readiness probe the container is
+// ready at once, once started. A startup probe holds the others back
+// until it passes, and failing its threshold fails liveness, as in
+// Kubernetes.
+func Start(ctx context.Context, host string, ports []api.ContainerPort, exec Execer, probes Probes, onChange func()) *Worker {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &Worker{cancel: cancel, done: make(chan struct{}), ready: readiness == nil}
+	readiness, liveness := probes.Readiness, probes.Liveness
+	w := &Worker{cancel: cancel, done: make(chan struct{}), ready: readiness == nil && probes.Startup == nil}
 	var wg sync.WaitGroup
+	if probes.Startup != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !w.startup(ctx, host, ports, exec, probes.Startup, onChange) {
+				return
+			}
+			// Added to wg before this goroutine is done: Wait below
+			// cannot end in between.
+			w.startAfterStartup(ctx, &wg, host, ports, exec, readiness, liveness, onChange)
+		}()
+	} else {
+		w.startAfterStartup(ctx, &wg, host, ports, exec, readiness, liveness, onChange)
+	}
+	go func() { wg.Wait(); close(w.done) }()
+	return w
+}
+
+// startup runs the startup probe until it passes (true) or fails its
+// threshold, which is reported as a liveness failure.
+func (w *Worker) startup(ctx context.Context, host string, ports []api.ContainerPort, exec Execer, p *api.Probe, onChange func()) bool {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	passed := false
+	w.run(ctx, host, ports, exec, p, false, func(ok bool, msg string) {
+		if ok {
+			passed = true
+			stop()
+			return
+		}
+		w.mu.Lock()
+		changed := !w.liveFailed
+		w.liveFailed = true
+		w.message = "startup probe failed: " + msg
+		w.mu.Unlock()
+		if changed {
+			onChange()
+		}
+		stop()
+	})
+	return passed
+}
+
+// startAfterStartup starts the readiness and liveness probes.
+func (w *Worker) startAfterStartup(ctx context.Context, wg *sync.WaitGroup, host string, ports []api.ContainerPort, exec Execer, readiness, liveness *api.Probe, onChange func()) {
+	if readiness == nil {
+		w.mu.Lock()
+		changed := !w.ready
+		w.ready = true
+		w.mu.Unlock()
+		if changed {
+			onChange()
+		}
+	}
 	if readiness != nil {
 		wg.Add(1)
 		go func() {
@@ -174,8 +236,6 @@ func Start(ctx context.Context, host string, ports []api.ContainerPort, exec Exe
 			})
 		}()
 	}
-	go func() { wg.Wait(); close(w.done) }()
-	return w
 }
 
 // startupInterval is how often a readiness probe runs until it first

@@ -50,9 +50,9 @@ func TestWorkerReadinessAndLiveness(t *testing.T) {
 	port, _ := strconv.Atoi(portStr)
 	ports := []api.ContainerPort{{Name: "web", ContainerPort: int32(port)}}
 	changed := make(chan struct{}, 16)
-	w := Start(context.Background(), host, ports, nil,
-		&api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/ready", Port: "web"}, PeriodSeconds: 1},
-		&api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/live", Port: api.IntOrString(portStr)}, PeriodSeconds: 1, FailureThreshold: 2},
+	w := Start(context.Background(), host, ports, nil, Probes{
+		Readiness: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/ready", Port: "web"}, PeriodSeconds: 1},
+		Liveness:  &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/live", Port: api.IntOrString(portStr)}, PeriodSeconds: 1, FailureThreshold: 2}},
 		func() { changed <- struct{}{} })
 	defer w.Stop()
 	deadline := time.After(20 * time.Second)
@@ -73,7 +73,7 @@ func TestWorkerReadinessAndLiveness(t *testing.T) {
 }
 
 func TestWorkerWithoutProbesIsReady(t *testing.T) {
-	w := Start(context.Background(), "127.0.0.1", nil, nil, nil, nil, func() {})
+	w := Start(context.Background(), "127.0.0.1", nil, nil, Probes{}, func() {})
 	defer w.Stop()
 	if !w.Ready() {
 		t.Errorf("a container without readiness probe is not ready")
@@ -105,7 +105,7 @@ func TestReadinessProbesFastUntilFirstSuccess(t *testing.T) {
 	// A period far longer than the test: only the startup interval can
 	// make the container ready in time.
 	probe := &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: api.IntOrString(portStr)}, PeriodSeconds: 60, FailureThreshold: 1}
-	w := Start(ctx, host, nil, nil, probe, nil, func() { changed <- struct{}{} })
+	w := Start(ctx, host, nil, nil, Probes{Readiness: probe}, func() { changed <- struct{}{} })
 	time.Sleep(300 * time.Millisecond)
 	serving.Store(true)
 	select {
@@ -171,5 +171,66 @@ func TestCheckers(t *testing.T) {
 				t.Errorf("got %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestStartupProbe: until the startup probe passes the container is not
+// ready and its liveness probe (which would fail) does not run; then
+// readiness follows. A startup probe that fails its threshold fails
+// liveness, so the kubelet restarts the container.
+func TestStartupProbe(t *testing.T) {
+	var started atomic.Bool
+	exec := func(_ context.Context, cmd []string) (int, string, error) {
+		switch cmd[0] {
+		case "started":
+			if started.Load() {
+				return 0, "", nil
+			}
+			return 1, "not yet", nil
+		case "never":
+			return 1, "no", nil
+		}
+		return 0, "", nil // ready, live
+	}
+	changed := make(chan struct{}, 16)
+	w := Start(context.Background(), "127.0.0.1", nil, exec, Probes{
+		Startup:   &api.Probe{Exec: &api.ExecAction{Command: []string{"started"}}, PeriodSeconds: 1, FailureThreshold: 30},
+		Readiness: &api.Probe{Exec: &api.ExecAction{Command: []string{"ready"}}, PeriodSeconds: 1}},
+		func() { changed <- struct{}{} })
+	defer w.Stop()
+	time.Sleep(1500 * time.Millisecond)
+	if w.Ready() {
+		t.Fatal("ready before the startup probe passed")
+	}
+	started.Store(true)
+	deadline := time.After(10 * time.Second)
+	for !w.Ready() {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("not ready after the startup probe passed")
+		}
+	}
+
+	failing := Start(context.Background(), "127.0.0.1", nil, exec, Probes{
+		Startup: &api.Probe{Exec: &api.ExecAction{Command: []string{"never"}}, PeriodSeconds: 1, FailureThreshold: 2}},
+		func() { changed <- struct{}{} })
+	defer failing.Stop()
+	deadline = time.After(10 * time.Second)
+	for {
+		if failed, msg := failing.LivenessFailed(); failed {
+			if !strings.Contains(msg, "startup probe failed") {
+				t.Errorf("message %q", msg)
+			}
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("a failing startup probe did not fail liveness")
+		}
+	}
+	if failing.Ready() {
+		t.Error("ready though the startup probe failed")
 	}
 }

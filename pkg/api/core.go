@@ -205,14 +205,21 @@ type Container struct {
 	WorkingDir string   `json:"workingDir,omitempty"`
 	// EnvFrom sets a variable for each key of a ConfigMap or Secret; Env
 	// is set after it and wins.
-	EnvFrom         []corev1.EnvFromSource `json:"envFrom,omitempty"`
-	Env             []EnvVar               `json:"env,omitempty"`
-	Ports           []ContainerPort        `json:"ports,omitempty"`
-	Resources       ResourceRequirements   `json:"resources,omitempty"`
-	VolumeMounts    []VolumeMount          `json:"volumeMounts,omitempty"`
-	ReadinessProbe  *Probe                 `json:"readinessProbe,omitempty"`
-	LivenessProbe   *Probe                 `json:"livenessProbe,omitempty"`
-	ImagePullPolicy string                 `json:"imagePullPolicy,omitempty"`
+	EnvFrom        []corev1.EnvFromSource `json:"envFrom,omitempty"`
+	Env            []EnvVar               `json:"env,omitempty"`
+	Ports          []ContainerPort        `json:"ports,omitempty"`
+	Resources      ResourceRequirements   `json:"resources,omitempty"`
+	VolumeMounts   []VolumeMount          `json:"volumeMounts,omitempty"`
+	ReadinessProbe *Probe                 `json:"readinessProbe,omitempty"`
+	LivenessProbe  *Probe                 `json:"livenessProbe,omitempty"`
+	// StartupProbe holds the other probes back until it passes; failing,
+	// it restarts the container as liveness does.
+	StartupProbe *Probe `json:"startupProbe,omitempty"`
+	// Lifecycle's postStart runs as the container starts (it is not
+	// running until it is done); preStop runs before it is told to stop,
+	// within its grace period.
+	Lifecycle       *corev1.Lifecycle `json:"lifecycle,omitempty"`
+	ImagePullPolicy string            `json:"imagePullPolicy,omitempty"`
 	// SecurityContext overrides the pod's for this container and adds
 	// what only a container has: capabilities, privileged,
 	// readOnlyRootFilesystem, allowPrivilegeEscalation.

@@ -83,7 +83,7 @@ func container(path *field.Path, c *api.Container, template bool) field.ErrorLis
 	for _, pr := range []struct {
 		name string
 		p    *api.Probe
-	}{{"readinessProbe", c.ReadinessProbe}, {"livenessProbe", c.LivenessProbe}} {
+	}{{"readinessProbe", c.ReadinessProbe}, {"livenessProbe", c.LivenessProbe}, {"startupProbe", c.StartupProbe}} {
 		if pr.p == nil {
 			continue
 		}

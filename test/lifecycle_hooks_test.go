@@ -1,0 +1,73 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/test/containerdtest"
+	"minik8s/test/framework"
+)
+
+const hooksPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: hooks
+spec:
+  nodeName: node-h
+  terminationGracePeriodSeconds: 10
+  volumes:
+  - name: out
+    hostPath: {path: OUT}
+  containers:
+  - name: app
+    image: IMAGE
+    command: ["sh", "-c", "trap 'echo term >> /out/log; exit 0' TERM; echo started >> /out/log; while true; do sleep 0.1; done"]
+    volumeMounts:
+    - {name: out, mountPath: /out}
+    startupProbe:
+      exec: {command: ["test", "-e", "/out/log"]}
+      periodSeconds: 1
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "echo poststart >> /out/poststart"]}
+      preStop:
+        exec: {command: ["sh", "-c", "echo prestop >> /out/log; sleep 1"]}
+`
+
+// TestPodLifecycleHooks: a container's postStart hook has run when it is
+// running, and when its pod is deleted its preStop hook runs to its end
+// before the process gets SIGTERM, within the grace period; a startup
+// probe that passes lets the pod be ready.
+func TestPodLifecycleHooks(t *testing.T) {
+	ctd := containerdtest.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	as := framework.StartAPIServer(t)
+	framework.StartKubelet(t, as.URL, ctd, "node-h", "127.0.0.32")
+	out := t.TempDir()
+	manifest := filepath.Join(t.TempDir(), "pod.yaml")
+	body := strings.NewReplacer("IMAGE", containerdtest.PythonRuntimeImage, "OUT", out).Replace(hooksPod)
+	if err := os.WriteFile(manifest, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, as, "pod/hooks created", "apply", "-f", manifest)
+	waitPod(t, as.Client, "hooks", 60*time.Second, "Ready", func(p *api.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == api.PodReady && c.Status == api.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	if got, err := os.ReadFile(filepath.Join(out, "poststart")); err != nil || string(got) != "poststart\n" {
+		t.Errorf("postStart hook: %q, %v", got, err)
+	}
+	mustKubectl(t, as, `pod "hooks" deleted`, "delete", "pod", "hooks", "--wait=true", "--timeout=60s")
+	got, err := os.ReadFile(filepath.Join(out, "log"))
+	if err != nil || string(got) != "started\nprestop\nterm\n" {
+		t.Errorf("the container's log of events: %q, %v; want started, prestop, then term", got, err)
+	}
+}
