@@ -25,6 +25,7 @@ import (
 	"minik8s/kubelet/pod"
 	"minik8s/kubelet/proxy"
 	"minik8s/kubelet/stats"
+	"minik8s/kubelet/volume"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
@@ -395,7 +396,7 @@ func (k *Kubelet) removePodDir(uid string) {
 	if uid == "" {
 		return
 	}
-	if err := os.RemoveAll(pod.Dir(k.cfg.RootDir, uid)); err != nil {
+	if err := volume.RemovePodDir(pod.Dir(k.cfg.RootDir, uid)); err != nil {
 		log.WithError(err).Warn("removing pod dir")
 	}
 }

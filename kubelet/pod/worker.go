@@ -6,7 +6,6 @@ package pod
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -440,7 +439,7 @@ func (w *Worker) terminate(ctx context.Context, p *api.Pod, gone bool) bool {
 	w.running = map[string]string{}
 	w.mu.Unlock()
 	w.ports.Release(w.uid)
-	if err := os.RemoveAll(w.dir); err != nil {
+	if err := volume.RemovePodDir(w.dir); err != nil {
 		w.log.WithError(err).Warn("removing pod dir")
 	}
 	if !gone {

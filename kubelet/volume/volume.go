@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -57,6 +59,15 @@ func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter, alloc
 			dir := filepath.Join(Dir(podDir), "empty-dir", v.Name)
 			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return nil, fmt.Errorf("%s: emptyDir: %w", field, err)
+			}
+			if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+				var size int64
+				if v.EmptyDir.SizeLimit != nil {
+					size = v.EmptyDir.SizeLimit.Value()
+				}
+				if err := mountMemory(dir, size); err != nil {
+					return nil, fmt.Errorf("%s: emptyDir: %w", field, err)
+				}
 			}
 			// Containers may run as any user.
 			_ = os.Chmod(dir, 0o777)

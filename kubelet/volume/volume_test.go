@@ -183,3 +183,44 @@ func TestDownwardAPIVolume(t *testing.T) {
 		t.Errorf("a nested path: %v", err)
 	}
 }
+
+// TestMemoryEmptyDir: medium Memory is a tmpfs of sizeLimit, mounted once
+// however often the pod is prepared, and gone with the pod's dir.
+func TestMemoryEmptyDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	podDir := filepath.Join(t.TempDir(), "pod")
+	limit := resource.MustParse("1Mi")
+	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: api.PodSpec{Volumes: []api.Volume{
+		{Name: "mem", EmptyDir: &api.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}}}
+	for range 2 {
+		if _, err := Prepare(context.Background(), pod, podDir, fakeGetter{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(Dir(podDir), "empty-dir", "mem")
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	const tmpfsMagic = 0x01021994
+	if fs.Type != tmpfsMagic || fs.Blocks*uint64(fs.Bsize) != 1<<20 {
+		t.Errorf("memory emptyDir: filesystem %#x of %d bytes, want a tmpfs of 1Mi", fs.Type, fs.Blocks*uint64(fs.Bsize))
+	}
+	if out, _ := os.ReadFile("/proc/self/mountinfo"); strings.Count(string(out), dir+" ") != 1 {
+		t.Errorf("%s is mounted %d times, want once", dir, strings.Count(string(out), dir+" "))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2<<20), 0o644); err == nil {
+		t.Errorf("wrote 2Mi into a 1Mi memory volume")
+	}
+	if err := RemovePodDir(podDir); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(out), dir) {
+		t.Errorf("%s still mounted after RemovePodDir", dir)
+	}
+	if _, err := os.Stat(podDir); !os.IsNotExist(err) {
+		t.Errorf("pod dir left: %v", err)
+	}
+}

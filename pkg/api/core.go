@@ -290,7 +290,9 @@ type SecretVolumeSource struct {
 	Optional    *bool  `json:"optional,omitempty"`
 }
 
-type EmptyDirVolumeSource struct{}
+// EmptyDirVolumeSource is Kubernetes': medium Memory is a tmpfs of
+// sizeLimit.
+type EmptyDirVolumeSource = corev1.EmptyDirVolumeSource
 
 type HostPathVolumeSource struct {
 	Path string `json:"path"`

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	imageref "github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -38,6 +39,10 @@ func templateSpec(path *field.Path, s *api.PodSpec) field.ErrorList {
 func podSpecOf(path *field.Path, s *api.PodSpec, template bool) field.ErrorList {
 	errs := podSecurity(path, s)
 	for i, v := range s.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumDefault && v.EmptyDir.Medium != corev1.StorageMediumMemory {
+			errs = append(errs, field.NotSupported(path.Child("volumes").Index(i).Child("emptyDir", "medium"), v.EmptyDir.Medium,
+				[]corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}))
+		}
 		if v.HostPath != nil && v.HostPath.Path != "" && !strings.HasPrefix(v.HostPath.Path, "/") {
 			errs = append(errs, field.Invalid(path.Child("volumes").Index(i).Child("hostPath", "path"), v.HostPath.Path, "must be an absolute path"))
 		}

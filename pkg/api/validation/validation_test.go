@@ -179,6 +179,12 @@ func TestPod(t *testing.T) {
 		{"cpu overflow request", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"cpu": "10Ei"} }, "spec.containers[0].resources.requests[cpu]"},
 		{"memory overflow", func(p *api.Pod) { p.Spec.Containers[0].Resources.Limits = api.ResourceList{"memory": "20Ei"} }, "spec.containers[0].resources.limits[memory]"},
 		{"memory overflow decimal", func(p *api.Pod) { p.Spec.Containers[0].Resources.Requests = api.ResourceList{"memory": "1e19"} }, "spec.containers[0].resources.requests[memory]"},
+		{"memory emptyDir", func(p *api.Pod) {
+			p.Spec.Volumes = []api.Volume{{Name: "m", EmptyDir: &api.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
+		}, ""},
+		{"huge pages emptyDir", func(p *api.Pod) {
+			p.Spec.Volumes = []api.Volume{{Name: "m", EmptyDir: &api.EmptyDirVolumeSource{Medium: corev1.StorageMediumHugePages}}}
+		}, "spec.volumes[0].emptyDir.medium"},
 		// Confinement and sharing minik8s does not do are refused, not ignored.
 		{"host PID", func(p *api.Pod) { p.Spec.HostPID = true }, "spec.hostPID"},
 		{"host IPC", func(p *api.Pod) { p.Spec.HostIPC = true }, "spec.hostIPC"},
