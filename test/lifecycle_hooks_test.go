@@ -36,12 +36,31 @@ spec:
         exec: {command: ["sh", "-c", "echo poststart >> /out/poststart"]}
       preStop:
         exec: {command: ["sh", "-c", "echo prestop >> /out/log; sleep 1"]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ends
+spec:
+  nodeName: node-h
+  restartPolicy: Never
+  containers:
+  - name: file
+    image: IMAGE
+    command: ["sh", "-c", "echo -n 'config missing' > /dev/termination-log; exit 3"]
+    securityContext: {runAsUser: 1000}
+  - name: logs
+    image: IMAGE
+    command: ["sh", "-c", "echo starting; echo 'oops: no database'; exit 1"]
+    terminationMessagePolicy: FallbackToLogsOnError
 `
 
 // TestPodLifecycleHooks: a container's postStart hook has run when it is
 // running, and when its pod is deleted its preStop hook runs to its end
 // before the process gets SIGTERM, within the grace period; a startup
-// probe that passes lets the pod be ready.
+// probe that passes lets the pod be ready. A container's termination
+// message is what it wrote to /dev/termination-log (a non-root user
+// may), or with FallbackToLogsOnError the end of its log.
 func TestPodLifecycleHooks(t *testing.T) {
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
@@ -54,6 +73,13 @@ func TestPodLifecycleHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustKubectl(t, as, "pod/hooks created", "apply", "-f", manifest)
+	ends := waitPod(t, as.Client, "ends", 60*time.Second, "Failed", func(p *api.Pod) bool { return p.Status.Phase == api.PodFailed })
+	for i, want := range []string{"config missing", "starting\noops: no database\n"} {
+		if got := ends.Status.ContainerStatuses[i].State.Terminated.Message; got != want {
+			t.Errorf("container %s's termination message %q, want %q", ends.Status.ContainerStatuses[i].Name, got, want)
+		}
+	}
+	mustKubectl(t, as, "/dev/termination-log", "get", "pod", "ends", "-o", "jsonpath={.spec.containers[0].terminationMessagePath}")
 	waitPod(t, as.Client, "hooks", 60*time.Second, "Ready", func(p *api.Pod) bool {
 		for _, c := range p.Status.Conditions {
 			if c.Type == api.PodReady && c.Status == api.ConditionTrue {

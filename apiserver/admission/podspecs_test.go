@@ -60,6 +60,8 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			// Probes and hooks reach the pod's own address; one that names
 			// another host is Pod Security baseline's (hostProbesAndHostLifecycle).
 			"StartupProbe", "Lifecycle",
+			// A file of the pod's own dir, mounted in the container.
+			"TerminationMessagePath", "TerminationMessagePolicy",
 			// privileged, added capabilities beyond the default set,
 			// seccomp Unconfined: Pod Security's baseline.
 			"SecurityContext",

@@ -86,6 +86,9 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 				if st.ExitCode > 128 && st.ExitCode < 160 {
 					term.Signal = st.ExitCode - 128
 				}
+				if msg := w.terminationMessage(ctx, spec, st.ExitCode); msg != "" {
+					term.Message = msg
+				}
 				w.handleExit(p, c, term)
 			}
 		case st.State == containerd.StateCreated:
@@ -365,6 +368,11 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 		mounts = append(mounts, containerd.Mount{Source: v.HostPath, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
 	}
 	mounts = append(mounts, w.tokenMount(c)...)
+	term, err := w.terminationMount(c)
+	if err != nil {
+		return containerd.ContainerSpec{}, err
+	}
+	mounts = append(mounts, term...)
 	return containerd.ContainerSpec{
 		ID:    id,
 		Image: c.Image,

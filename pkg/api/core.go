@@ -218,8 +218,15 @@ type Container struct {
 	// Lifecycle's postStart runs as the container starts (it is not
 	// running until it is done); preStop runs before it is told to stop,
 	// within its grace period.
-	Lifecycle       *corev1.Lifecycle `json:"lifecycle,omitempty"`
-	ImagePullPolicy string            `json:"imagePullPolicy,omitempty"`
+	Lifecycle *corev1.Lifecycle `json:"lifecycle,omitempty"`
+	// TerminationMessagePath is a file the container may write why it
+	// ended into (/dev/termination-log); the kubelet puts it in the
+	// container's terminated state. With TerminationMessagePolicy
+	// FallbackToLogsOnError a failed container that wrote none gets the
+	// end of its log.
+	TerminationMessagePath   string `json:"terminationMessagePath,omitempty"`
+	TerminationMessagePolicy string `json:"terminationMessagePolicy,omitempty"`
+	ImagePullPolicy          string `json:"imagePullPolicy,omitempty"`
 	// SecurityContext overrides the pod's for this container and adds
 	// what only a container has: capabilities, privileged,
 	// readOnlyRootFilesystem, allowPrivilegeEscalation.

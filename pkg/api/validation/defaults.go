@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/function/call"
 	"minik8s/pkg/rollout"
@@ -116,6 +118,12 @@ func DefaultPodSpec(s *api.PodSpec) {
 func defaultContainer(c *api.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = "IfNotPresent"
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = string(corev1.TerminationMessagePathDefault)
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = string(corev1.TerminationMessageReadFile)
 	}
 	for j := range c.Ports {
 		if c.Ports[j].Protocol == "" {
