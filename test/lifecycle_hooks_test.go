@@ -79,7 +79,7 @@ func TestPodLifecycleHooks(t *testing.T) {
 			t.Errorf("container %s's termination message %q, want %q", ends.Status.ContainerStatuses[i].Name, got, want)
 		}
 	}
-	mustKubectl(t, as, "/dev/termination-log", "get", "pod", "ends", "-o", "jsonpath={.spec.containers[0].terminationMessagePath}")
+	mustKubectl(t, as, "/dev/termination-log BestEffort", "get", "pod", "ends", "-o", "jsonpath={.spec.containers[0].terminationMessagePath} {.status.qosClass}")
 	waitPod(t, as.Client, "hooks", 60*time.Second, "Ready", func(p *api.Pod) bool {
 		for _, c := range p.Status.Conditions {
 			if c.Type == api.PodReady && c.Status == api.ConditionTrue {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/qos"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
 )
@@ -79,7 +80,12 @@ type (
 	funcStrategy       struct{ defaultStrategy }
 )
 
-func (podStrategy) prepareForCreate(obj api.Object) { obj.(*api.Pod).Status = api.PodStatus{} }
+// prepareForCreate clears what the client sent of the status; the pod's
+// QoS class is set from its spec, as Kubernetes' strategy does.
+func (podStrategy) prepareForCreate(obj api.Object) {
+	p := obj.(*api.Pod)
+	p.Status = api.PodStatus{QOSClass: qos.Class(p)}
+}
 
 func (replicaSetStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.ReplicaSet).Status = api.ReplicaSetStatus{}

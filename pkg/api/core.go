@@ -349,7 +349,10 @@ type PodStatus struct {
 	PodIPs                []PodIP           `json:"podIPs,omitempty"`
 	StartTime             *time.Time        `json:"startTime,omitempty"`
 	InitContainerStatuses []ContainerStatus `json:"initContainerStatuses,omitempty"`
-	ContainerStatuses     []ContainerStatus `json:"containerStatuses,omitempty"`
+	// QOSClass is how the node treats the pod when short of resources,
+	// from its containers' requests and limits.
+	QOSClass          string            `json:"qosClass,omitempty"`
+	ContainerStatuses []ContainerStatus `json:"containerStatuses,omitempty"`
 }
 
 // PodIP is one of a pod's addresses.
