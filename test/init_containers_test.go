@@ -1,15 +1,10 @@
 package test
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"minik8s/pkg/api"
-	"minik8s/test/containerdtest"
-	"minik8s/test/framework"
 )
 
 const initPod = `apiVersion: v1
@@ -59,16 +54,8 @@ spec:
 // container has its pod's name and address from the downward API, in its
 // env (and its command, by $(NAME)) and in files.
 func TestInitContainersAndDownwardAPI(t *testing.T) {
-	ctd := containerdtest.StartContainerd(t)
-	ctd.ImportPythonRuntime(t)
-	as := framework.StartAPIServer(t)
-	framework.StartKubelet(t, as.URL, ctd, "node-i", "127.0.0.31")
+	as := applyOnNode(t, "node-i", "127.0.0.31", initPod, nil, "pod/init created")
 	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, as, want, args...) }
-	manifest := filepath.Join(t.TempDir(), "pod.yaml")
-	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(initPod, "IMAGE", containerdtest.PythonRuntimeImage)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run("pod/init created", "apply", "-f", manifest)
 
 	// The second init container waits for a file the test makes: until
 	// then the pod is at Init:1/2.

@@ -3,13 +3,10 @@ package test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"minik8s/pkg/api"
-	"minik8s/test/containerdtest"
-	"minik8s/test/framework"
 )
 
 const hooksPod = `apiVersion: v1
@@ -62,17 +59,8 @@ spec:
 // message is what it wrote to /dev/termination-log (a non-root user
 // may), or with FallbackToLogsOnError the end of its log.
 func TestPodLifecycleHooks(t *testing.T) {
-	ctd := containerdtest.StartContainerd(t)
-	ctd.ImportPythonRuntime(t)
-	as := framework.StartAPIServer(t)
-	framework.StartKubelet(t, as.URL, ctd, "node-h", "127.0.0.32")
 	out := t.TempDir()
-	manifest := filepath.Join(t.TempDir(), "pod.yaml")
-	body := strings.NewReplacer("IMAGE", containerdtest.PythonRuntimeImage, "OUT", out).Replace(hooksPod)
-	if err := os.WriteFile(manifest, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustKubectl(t, as, "pod/hooks created", "apply", "-f", manifest)
+	as := applyOnNode(t, "node-h", "127.0.0.32", hooksPod, map[string]string{"OUT": out}, "pod/hooks created")
 	ends := waitPod(t, as.Client, "ends", 60*time.Second, "Failed", func(p *api.Pod) bool { return p.Status.Phase == api.PodFailed })
 	for i, want := range []string{"config missing", "starting\noops: no database\n"} {
 		if got := ends.Status.ContainerStatuses[i].State.Terminated.Message; got != want {

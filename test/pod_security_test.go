@@ -77,16 +77,8 @@ spec:
 // from starting and says why; and what minik8s does not do is refused
 // naming the field.
 func TestPodSecurityContext(t *testing.T) {
-	ctd := containerdtest.StartContainerd(t)
-	ctd.ImportPythonRuntime(t)
-	as := framework.StartAPIServer(t)
-	framework.StartKubelet(t, as.URL, ctd, "node-s", "127.0.0.29")
+	as := applyOnNode(t, "node-s", "127.0.0.29", securityPod, nil, "pod/sec created")
 	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, as, want, args...) }
-	manifest := filepath.Join(t.TempDir(), "pods.yaml")
-	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(securityPod, "IMAGE", containerdtest.PythonRuntimeImage)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run("pod/sec created", "apply", "-f", manifest)
 
 	waitPod(t, as.Client, "sec", 90*time.Second, "Succeeded", func(p *api.Pod) bool {
 		return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
@@ -123,4 +115,25 @@ func TestPodSecurityContext(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming it:\n%s", override, err, errOut)
 		}
 	}
+}
+
+// applyOnNode starts a containerd with the Python image, an apiserver and
+// a kubelet of node at ip, and applies manifest with kubectl, each IMAGE
+// in it the image and each key of vars its value.
+func applyOnNode(t *testing.T, node, ip, manifest string, vars map[string]string, created string) *framework.APIServer {
+	t.Helper()
+	ctd := containerdtest.StartContainerd(t)
+	ctd.ImportPythonRuntime(t)
+	as := framework.StartAPIServer(t)
+	framework.StartKubelet(t, as.URL, ctd, node, ip)
+	pairs := []string{"IMAGE", containerdtest.PythonRuntimeImage}
+	for k, v := range vars {
+		pairs = append(pairs, k, v)
+	}
+	path := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(path, []byte(strings.NewReplacer(pairs...).Replace(manifest)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, as, created, "apply", "-f", path)
+	return as
 }
