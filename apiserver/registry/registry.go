@@ -327,6 +327,11 @@ func (r *Store) UpdateStatus(ctx context.Context, ns, name string, obj api.Objec
 		}
 		old := CopyObject(r.Resource, cur)
 		setStatus(cur, statusOf(obj))
+		// As Kubernetes' pod status strategy: a writer that does not know
+		// the pod's QoS class (set at create, immutable) keeps it.
+		if p, ok := cur.(*api.Pod); ok && p.Status.QOSClass == "" {
+			p.Status.QOSClass = old.(*api.Pod).Status.QOSClass
+		}
 		if err := validateStatus(r.Resource, cur, old); err != nil {
 			return nil, err
 		}

@@ -4,16 +4,13 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/qos"
 )
 
 // status is the pod's status as the worker sees it now.
 func (w *Worker) status(p *api.Pod) api.PodStatus {
 	start := w.startTime
+	// The QoS class is the apiserver's, set at create and immutable.
 	st := api.PodStatus{HostIP: w.cfg.NodeIP, PodIP: w.podAddress(), StartTime: &start, QOSClass: p.Status.QOSClass}
-	if st.QOSClass == "" {
-		st.QOSClass = qos.Class(p)
-	}
 	st.PodIPs = []api.PodIP{{IP: st.PodIP}}
 	for _, spec := range p.Spec.InitContainers {
 		c := w.containers[spec.Name]
