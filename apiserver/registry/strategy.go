@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/qos"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/qos"
 )
 
 // strategy is what a kind adds to the generic registry's writes, as
