@@ -40,7 +40,7 @@ func TestJoinRejoinRenew(t *testing.T) {
 		return data
 	}
 	// The join needs no listener: any address a node may hold will do.
-	base := kubelet.Config{APIServer: s.SecureURL, Token: strings.TrimSpace(string(token)), NodeName: "joiner", NodeIP: "10.99.0.5", RootDir: root}
+	base := kubelet.Config{APIServer: s.SecureURL, Token: strings.TrimSpace(string(token)), NodeName: "joiner", NodeIP: "192.0.2.5", RootDir: root}
 	join := func(change func(*kubelet.Config)) error {
 		cfg := base
 		if change != nil {
@@ -108,8 +108,8 @@ func TestJoinRejoinRenew(t *testing.T) {
 		if err := os.Remove(file(kubelet.ServingCertFile)); err != nil {
 			t.Fatal(err)
 		}
-		err := join(func(c *kubelet.Config) { c.NodeIP = "10.99.0.6" })
-		if !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "bound to 10.99.0.5") {
+		err := join(func(c *kubelet.Config) { c.NodeIP = "192.0.2.6" })
+		if !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "bound to 192.0.2.5") {
 			t.Errorf("joiner at another address: %v, want 403", err)
 		}
 	})
@@ -129,7 +129,7 @@ func TestJoinRejoinRenew(t *testing.T) {
 		if _, err := s.Client.Nodes().Create(ctx, &api.Node{ObjectMeta: api.ObjectMeta{Name: "vm"}}); err != nil {
 			t.Fatal(err)
 		}
-		err := join(func(c *kubelet.Config) { c.NodeName, c.NodeIP, c.RootDir = "vm", "10.99.0.7", t.TempDir() })
+		err := join(func(c *kubelet.Config) { c.NodeName, c.NodeIP, c.RootDir = "vm", "192.0.2.7", t.TempDir() })
 		if !errdefs.IsForbidden(err) {
 			t.Errorf("joining as vm: %v, want 403", err)
 		}
