@@ -175,14 +175,7 @@ func (w *Worker) startup(ctx context.Context, host string, ports []api.Container
 			stop()
 			return
 		}
-		w.mu.Lock()
-		changed := !w.liveFailed
-		w.liveFailed = true
-		w.message = "startup probe failed: " + msg
-		w.mu.Unlock()
-		if changed {
-			onChange()
-		}
+		w.failLiveness("startup probe failed: "+msg, onChange)
 		stop()
 	})
 	return passed
@@ -191,29 +184,14 @@ func (w *Worker) startup(ctx context.Context, host string, ports []api.Container
 // startAfterStartup starts the readiness and liveness probes.
 func (w *Worker) startAfterStartup(ctx context.Context, wg *sync.WaitGroup, host string, ports []api.ContainerPort, exec Execer, readiness, liveness *api.Probe, onChange func()) {
 	if readiness == nil {
-		w.mu.Lock()
-		changed := !w.ready
-		w.ready = true
-		w.mu.Unlock()
-		if changed {
-			onChange()
-		}
+		w.setReady(true, "", onChange)
 	}
 	if readiness != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w.run(ctx, host, ports, exec, readiness, true, func(ok bool, msg string) {
-				w.mu.Lock()
-				changed := w.ready != ok
-				w.ready = ok
-				if !ok {
-					w.message = "readiness probe failed: " + msg
-				}
-				w.mu.Unlock()
-				if changed {
-					onChange()
-				}
+				w.setReady(ok, "readiness probe failed: "+msg, onChange)
 			})
 		}()
 	}
@@ -222,19 +200,39 @@ func (w *Worker) startAfterStartup(ctx context.Context, wg *sync.WaitGroup, host
 		go func() {
 			defer wg.Done()
 			w.run(ctx, host, ports, exec, liveness, false, func(ok bool, msg string) {
-				if ok {
-					return
-				}
-				w.mu.Lock()
-				changed := !w.liveFailed
-				w.liveFailed = true
-				w.message = "liveness probe failed: " + msg
-				w.mu.Unlock()
-				if changed {
-					onChange()
+				if !ok {
+					w.failLiveness("liveness probe failed: "+msg, onChange)
 				}
 			})
 		}()
+	}
+}
+
+// setReady records readiness (why not, when not), calling onChange when
+// it changed.
+func (w *Worker) setReady(ok bool, why string, onChange func()) {
+	w.mu.Lock()
+	changed := w.ready != ok
+	w.ready = ok
+	if !ok {
+		w.message = why
+	}
+	w.mu.Unlock()
+	if changed {
+		onChange()
+	}
+}
+
+// failLiveness records that the container must be restarted and why,
+// calling onChange the first time.
+func (w *Worker) failLiveness(why string, onChange func()) {
+	w.mu.Lock()
+	changed := !w.liveFailed
+	w.liveFailed = true
+	w.message = why
+	w.mu.Unlock()
+	if changed {
+		onChange()
 	}
 }
 
