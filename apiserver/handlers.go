@@ -43,9 +43,11 @@ func readBody(c *gin.Context, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// decodeBody reads a body strictly into out, as its Content-Type says
+// decodeBody reads a body into out, as its Content-Type says
 // (bodyMediaType: JSON, YAML or protobuf, 415 otherwise). An object is
-// then turned from the routes' view into its stored form.
+// read as the request's fieldValidation says (fieldvalidation.go), then
+// turned from the routes' view into its stored form; anything else, and
+// the function API's bodies, strictly.
 func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	ctype, err := bodyMediaType(c)
 	if err != nil {
@@ -55,43 +57,36 @@ func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	if err != nil {
 		return err
 	}
-	if err := decodeStrict(data, ctype, out); err != nil {
+	obj, ok := out.(api.Object)
+	if !ok || requestOf(c).fn != nil {
+		return decodeStrict(data, ctype, out)
+	}
+	if data, err = toJSON(data, ctype); err != nil {
 		return err
 	}
-	if obj, ok := out.(api.Object); ok {
-		return h.take(obj)
+	warnings, err := decodeFields(data, obj, h.gvk(), fieldValidationOf(c))
+	if err != nil {
+		return err
 	}
-	return nil
+	warn(c, warnings)
+	return h.take(obj)
 }
 
 func decodeStrict(data []byte, contentType string, out any) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return errdefs.BadRequest("", "request body is empty")
+	data, err := toJSON(data, contentType)
+	if err != nil {
+		return err
 	}
-	if contentType == protobufContentType {
-		j, err := protobufToJSON(data)
-		if err != nil {
-			return err
-		}
-		data, contentType = j, "application/json"
-	}
-	// Binary encodings are refused (clients fall back to JSON); anything
-	// else is read as JSON: the function API's routes read whatever
-	// `curl -d` sends (the other routes have negotiated the type).
-	if strings.Contains(contentType, "protobuf") || strings.Contains(contentType, "cbor") {
-		return fmt.Errorf("%w: the body's Content-Type %q is not read here: send application/json or application/yaml", errdefs.ErrUnsupportedMediaType, contentType)
-	}
-	if strings.Contains(contentType, "yaml") {
-		j, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return errdefs.BadRequest("", "malformed YAML: %v", err)
-		}
-		data = j
-	}
+	return jsonError(strictJSON(data, out))
+}
+
+// strictJSON decodes one JSON value into out, refusing fields out does
+// not have.
+func strictJSON(data []byte, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
-		return jsonError(err)
+		return err
 	}
 	if dec.More() {
 		return errdefs.BadRequest("", "malformed JSON: more than one value in the body")
@@ -99,7 +94,41 @@ func decodeStrict(data []byte, contentType string, out any) error {
 	return nil
 }
 
+// toJSON is a body of contentType as JSON.
+func toJSON(data []byte, contentType string) ([]byte, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errdefs.BadRequest("", "request body is empty")
+	}
+	if contentType == protobufContentType {
+		j, err := protobufToJSON(data)
+		if err != nil {
+			return nil, err
+		}
+		data, contentType = j, "application/json"
+	}
+	// Binary encodings are refused (clients fall back to JSON); anything
+	// else is read as JSON: the function API's routes read whatever
+	// `curl -d` sends (the other routes have negotiated the type).
+	if strings.Contains(contentType, "protobuf") || strings.Contains(contentType, "cbor") {
+		return nil, fmt.Errorf("%w: the body's Content-Type %q is not read here: send application/json or application/yaml", errdefs.ErrUnsupportedMediaType, contentType)
+	}
+	if strings.Contains(contentType, "yaml") {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, errdefs.BadRequest("", "malformed YAML: %v", err)
+		}
+		data = j
+	}
+	return data, nil
+}
+
 func jsonError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errdefs.ErrBadRequest) {
+		return err
+	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -173,6 +202,7 @@ func (h *handlers) listBody(objs []api.Object, rev int64) objectList {
 }
 
 func (h *handlers) create(c *gin.Context) {
+	withManager(c)
 	obj := h.reg.Resource.New()
 	if err := h.decodeBody(c, obj); err != nil {
 		fail(c, err)
@@ -224,6 +254,7 @@ func (h *handlers) get(c *gin.Context) {
 }
 
 func (h *handlers) update(c *gin.Context) {
+	withManager(c)
 	obj := h.reg.Resource.New()
 	if err := h.decodeBody(c, obj); err != nil {
 		fail(c, err)
@@ -255,6 +286,7 @@ func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
 }
 
 func (h *handlers) updateStatus(c *gin.Context) {
+	withManager(c)
 	obj := h.reg.Resource.New()
 	if err := h.decodeBody(c, obj); err != nil {
 		fail(c, err)

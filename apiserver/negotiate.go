@@ -23,8 +23,8 @@ import (
 // objectMediaTypes are the media types an object is read in.
 var objectMediaTypes = []string{"application/json", "application/yaml", protobufContentType}
 
-// patchMediaTypes are the patch types served (apply patches are not).
-var patchMediaTypes = []string{jsonPatchType, mergePatchType, strategicPatchType}
+// patchMediaTypes are the patch types served.
+var patchMediaTypes = []string{jsonPatchType, mergePatchType, strategicPatchType, applyPatchType}
 
 // mediaTypeError is Kubernetes' 415.
 type mediaTypeError struct{ accepted []string }

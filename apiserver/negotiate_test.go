@@ -47,7 +47,7 @@ func TestPatchMediaType(t *testing.T) {
 	}{
 		{jsonPatchType, true}, {mergePatchType, true}, {strategicPatchType, true},
 		{mergePatchType + "; charset=utf-8", true},
-		{"", false}, {"application/json", false}, {"application/apply-patch+yaml", false}, {"text/plain", false},
+		{applyPatchType, true}, {"", false}, {"application/json", false}, {"application/apply-patch+cbor", false}, {"text/plain", false},
 	} {
 		r := httptest.NewRequest("PATCH", "/", nil)
 		r.Header.Set("Content-Type", tc.ctype)

@@ -74,6 +74,19 @@ func (o queryOptions) dryRun() []string {
 	return nil
 }
 
+// write is a write's fieldManager and fieldValidation options.
+func (o queryOptions) write() (manager, validation string) {
+	switch {
+	case o.create != nil:
+		return o.create.FieldManager, o.create.FieldValidation
+	case o.update != nil:
+		return o.update.FieldManager, o.update.FieldValidation
+	case o.patch != nil:
+		return o.patch.FieldManager, o.patch.FieldValidation
+	}
+	return "", ""
+}
+
 // watching says whether the request is a watch.
 func (o queryOptions) watching() bool { return o.list != nil && o.list.Watch }
 

@@ -29,11 +29,11 @@ const (
 // its read and its write: the patch is applied again to the new version.
 const patchRetries = 5
 
-// applyPatch applies a patch of type ctype to doc, an object's JSON. A
+// patchDoc applies a patch of type ctype to doc, an object's JSON. A
 // strategic merge patch needs the merge keys of the object's Kubernetes
 // type (containers by name, ports by containerPort…); own is the object's
 // type here, for the kinds that are not Kubernetes'.
-func applyPatch(ctype string, doc, patch []byte, gvk schema.GroupVersionKind, own any) ([]byte, error) {
+func patchDoc(ctype string, doc, patch []byte, gvk schema.GroupVersionKind, own any) ([]byte, error) {
 	switch ctype {
 	case jsonPatchType:
 		p, err := jsonpatch.DecodePatch(patch)
@@ -76,7 +76,7 @@ func patchInto(ctype string, cur any, patch []byte, gvk schema.GroupVersionKind,
 	if err != nil {
 		return err
 	}
-	patched, err := applyPatch(ctype, doc, patch, gvk, out)
+	patched, err := patchDoc(ctype, doc, patch, gvk, out)
 	if err != nil {
 		return err
 	}
@@ -91,14 +91,25 @@ func (h *handlers) gvk() schema.GroupVersionKind {
 // status ((*registry).update, (*registry).updateStatus).
 type writeFunc func(r *registry.Store, ctx context.Context, ns, name string, obj api.Object) (api.Object, error)
 
+// merger makes the patched object from the stored one (nil when there
+// is none: an apply that creates).
+type merger func(cur api.Object) (api.Object, error)
+
 // patch answers PATCH of an object (write: update) or of its status
 // (write: updateStatus): the patch is applied to the object as stored and
 // the result written as a PUT would, admission and validation included.
 // A patch that leaves the resourceVersion alone applies to whatever
-// version is current; one that sets it applies to that version only.
+// version is current; one that sets it applies to that version only. An
+// apply patch (server-side apply) merges by field ownership, and creates
+// the object when there is none.
 func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctype, data, err := h.readPatch(c)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		merge, err := h.merger(c, ctype, data)
 		if err != nil {
 			fail(c, err)
 			return
@@ -110,9 +121,13 @@ func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 		}
 		ctx, ns, name := c.Request.Context(), h.ns(c), c.Param("name")
 		for attempt := 0; ; attempt++ {
-			out, pinned, err := h.patchOnce(ctx, reg, ns, name, ctype, data, write, admit)
+			out, pinned, err := h.patchOnce(ctx, reg, ns, name, merge, write, admit)
 			if errors.Is(err, errdefs.ErrConflict) && !pinned && attempt < patchRetries {
 				continue
+			}
+			if errdefs.IsNotFound(err) && ctype == applyPatchType && requestOf(c).attrs.Subresource == "" {
+				h.applyCreate(c, merge)
+				return
 			}
 			if err != nil {
 				fail(c, err)
@@ -122,6 +137,31 @@ func (h *handlers) patch(write writeFunc, admit bool) gin.HandlerFunc {
 			return
 		}
 	}
+}
+
+// merger is how a PATCH of type ctype makes its object. An apply records
+// its fields itself; the other patches record theirs as any write does,
+// under the request's manager.
+func (h *handlers) merger(c *gin.Context, ctype string, patch []byte) (merger, error) {
+	if ctype == applyPatchType {
+		return h.applier(c, patch)
+	}
+	withManager(c)
+	mode := fieldValidationOf(c)
+	return func(cur api.Object) (api.Object, error) {
+		obj := h.reg.Resource.New()
+		doc, err := json.Marshal(h.show(cur))
+		if err != nil {
+			return nil, err
+		}
+		patched, err := patchDoc(ctype, doc, patch, h.gvk(), obj)
+		if err != nil {
+			return nil, err
+		}
+		warnings, err := decodeFields(patched, obj, h.gvk(), mode)
+		warn(c, warnings)
+		return obj, err
+	}, nil
 }
 
 // readPatch reads a PATCH: its type (415 for another), its options
@@ -142,14 +182,14 @@ func (h *handlers) readPatch(c *gin.Context) (string, []byte, error) {
 
 // patchOnce reads, patches and writes once; pinned says the patch chose
 // the version it applies to.
-func (h *handlers) patchOnce(ctx context.Context, reg *registry.Store, ns, name, ctype string, patch []byte, write writeFunc, admit bool) (api.Object, bool, error) {
+func (h *handlers) patchOnce(ctx context.Context, reg *registry.Store, ns, name string, merge merger, write writeFunc, admit bool) (api.Object, bool, error) {
 	cur, err := h.reg.Get(ctx, ns, name)
 	if err != nil {
 		return nil, false, err
 	}
 	// The patch applies to the object as the route shows it.
-	obj := h.reg.Resource.New()
-	if err := patchInto(ctype, h.show(cur), patch, h.gvk(), obj); err != nil {
+	obj, err := merge(cur)
+	if err != nil {
 		return nil, false, err
 	}
 	if err := h.take(obj); err != nil {

@@ -29,6 +29,7 @@ import (
 	"minik8s/apiserver/audit"
 	"minik8s/apiserver/auth"
 	"minik8s/apiserver/authz"
+	"minik8s/apiserver/fields"
 	"minik8s/apiserver/funcapi"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
@@ -238,6 +239,8 @@ type Server struct {
 	summariesRead *summaryCache
 	// funcs serves the function API.
 	funcs *funcHandlers
+	// fields keeps managedFields and does server-side apply.
+	fields *fields.Manager
 	// selfEndpoint is "IP:PORT" of the secure port as the kubernetes
 	// Service's Endpoints name it, once known (admitEndpoints).
 	selfEndpoint atomic.Value
@@ -247,8 +250,17 @@ type Server struct {
 func New(cfg Config, store storage.Interface) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, store: store, registries: map[string]*registry.Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
+	var err error
+	if s.fields, err = fields.New(api.Resources); err != nil {
+		// Kubernetes' schema is compiled in: this is a build's bug.
+		panic(err)
+	}
 	for _, res := range api.Resources {
 		reg := &registry.Store{Resource: res, Storage: store}
+		reg.Fields = fieldTracker{fields: s.fields}
+		if res.Served().Group != res.Group {
+			reg.Fields = fieldTracker{fields: s.fields, view: funcGroupView{}}
+		}
 		reg.AdmitSpecs = s.admitPodSpecs
 		if res.Kind == api.EndpointsResource.Kind {
 			reg.AdmitState = s.admitEndpoints

@@ -191,8 +191,9 @@ func sameForApply(desired, cur api.Object) bool {
 	return err1 == nil && err2 == nil && reflect.DeepEqual(a, b)
 }
 
-// systemMeta are the metadata fields only the apiserver writes.
-var systemMeta = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"}
+// systemMeta are the metadata fields only the apiserver writes (a
+// manifest never carries managedFields: the server records them).
+var systemMeta = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"}
 
 func userView(obj api.Object) (map[string]any, error) {
 	data, err := json.Marshal(obj)

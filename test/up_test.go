@@ -41,7 +41,8 @@ type upCluster struct {
 // an extra `kubelet` joining in a namespace of its own made by
 // hack/netns-node, `kubectl apply -f yaml/` (twice: created, unchanged),
 // kubectl get, exec, logs and describe, the Service by cluster IP and
-// node port and a branching function chain, then Ctrl-C, after which
+// node port, a branching function chain and three charts installed with
+// Helm 4, then Ctrl-C, after which
 // nothing of the cluster may be left: no process, mount, socket or pod
 // veth. The whole run is inside a namespace the test makes, standing for
 // the machine: pods get their own addresses by default, and nothing may be
@@ -257,6 +258,9 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		return resp.StatusCode == http.StatusOK && string(body) == "42", resp.Status + " " + string(body)
 	})
 
+	// Helm 4's three charts (test/helm_test.go).
+	helmCharts(c, kubeconfig)
+
 	// Ctrl-C. Everything of the cluster, the extra kubelet's containers
 	// and pod networks included (they live in minik8s up's containerd and
 	// data dir), must go.
@@ -333,16 +337,24 @@ func (c *upCluster) mustKubectl(kubeconfig string, args ...string) string {
 	if err != nil {
 		harness.NeedE2E(c.t, "kubectl is not installed: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	out, errOut, err := c.inMachine(2*time.Minute, bin, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + c.t.TempDir()}, args...)
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// inMachine runs bin in the machine's namespace with env added to the
+// test's, and returns its output.
+func (c *upCluster) inMachine(timeout time.Duration, bin string, env []string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := c.machine.Command(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+c.t.TempDir())
+	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		c.t.Fatalf("kubectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errOut.String())
-	}
-	return out.String()
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 // getJSON decodes `mkctl get ARGS -o json`.

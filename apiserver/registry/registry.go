@@ -43,6 +43,8 @@ type Store struct {
 	// AdmitState judges what a created or updated object says against
 	// the cluster's state (Server.admitEndpoints), when set.
 	AdmitState func(ctx context.Context, obj api.Object) error
+	// Fields keeps metadata.managedFields, when set.
+	Fields FieldTracker
 }
 
 // hooks is the strategy of the registry's kind.
@@ -145,6 +147,7 @@ func (r *Store) Create(ctx context.Context, ns string, obj api.Object) (api.Obje
 	if err != nil {
 		return nil, err
 	}
+	r.track(ctx, "", nil, obj)
 	if err := r.admit(ctx, nil, obj); err != nil {
 		return nil, err
 	}
@@ -297,6 +300,7 @@ func (r *Store) Update(ctx context.Context, ns, name string, obj api.Object) (ap
 		if !sameSpec(next, cur) {
 			meta.Generation++
 		}
+		r.track(ctx, "", cur, next)
 		if err := validateUpdate(r.Resource, next, cur); err != nil {
 			return nil, err
 		}
@@ -335,6 +339,7 @@ func (r *Store) UpdateStatus(ctx context.Context, ns, name string, obj api.Objec
 		if err := validateStatus(r.Resource, cur, old); err != nil {
 			return nil, err
 		}
+		r.track(ctx, "status", old, cur)
 		return cur, nil
 	})
 	if err != nil {

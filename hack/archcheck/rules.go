@@ -86,6 +86,7 @@ var roomImports = map[string][]string{
 	"apiserver/funcapi":   {"apiserver/registry"},
 	"apiserver/authz":     {"apiserver/registry"},
 	"apiserver/auth":      nil,
+	"apiserver/fields":    nil,
 	"apiserver/admission": nil,
 	"apiserver/alloc":     nil,
 	"apiserver/audit":     nil,

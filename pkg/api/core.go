@@ -386,7 +386,7 @@ type PodCondition struct {
 type ContainerStatus struct {
 	Name         string          `json:"name"`
 	State        ContainerState  `json:"state,omitempty"`
-	LastState    ContainerState  `json:"lastTerminationState,omitempty"`
+	LastState    ContainerState  `json:"lastState,omitempty"`
 	Ready        bool            `json:"ready"`
 	RestartCount int32           `json:"restartCount"`
 	Image        string          `json:"image"`

@@ -2,7 +2,11 @@
 // Kind{TypeMeta, ObjectMeta, Spec, Status} with Kubernetes' JSON names.
 package api
 
-import "time"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // TypeMeta names the kind and version of an object on the wire.
 type TypeMeta struct {
@@ -33,6 +37,10 @@ type ObjectMeta struct {
 	// then it stays, with DeletionTimestamp set. foregroundDeletion is the
 	// garbage collector's, on an owner deleted in the foreground.
 	Finalizers []string `json:"finalizers,omitempty"`
+	// ManagedFields says which manager set which field (server-side
+	// apply's ownership), as Kubernetes keeps it: written by the server on
+	// every write through the API.
+	ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields,omitempty"`
 }
 
 // FinalizerForeground keeps an owner deleted with propagationPolicy

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,10 @@ type Config struct {
 	CertData, KeyData []byte
 	// Token: a bearer token.
 	Token string
+	// UserAgent names the client to the server, which records the fields
+	// it writes under the name's first word (metadata.managedFields);
+	// the program's name when empty, as client-go does.
+	UserAgent string
 }
 
 // NewForConfig returns a client of the apiserver cfg names, with its
@@ -107,10 +112,11 @@ func NewForConfig(cfg Config) (*Client, error) {
 		}
 		transport.TLSClientConfig = tc
 	}
-	var rt http.RoundTripper = transport
-	if cfg.Token != "" {
-		rt = bearer{token: cfg.Token, next: transport}
+	agent := cfg.UserAgent
+	if agent == "" {
+		agent = filepath.Base(os.Args[0]) + "/minik8s"
 	}
+	rt := headers{agent: agent, token: cfg.Token, next: transport}
 	return &Client{
 		base:   strings.TrimRight(server, "/"),
 		http:   &http.Client{Transport: rt, Timeout: 60 * time.Second},
@@ -119,16 +125,22 @@ func NewForConfig(cfg Config) (*Client, error) {
 	}, nil
 }
 
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
+// headers adds the user agent (unless the request has its own) and the
+// bearer token, when there is one, to every request.
+type headers struct {
+	agent, token string
+	next         http.RoundTripper
 }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+	if r.Header.Get("User-Agent") == "" {
+		r.Header.Set("User-Agent", h.agent)
+	}
+	if h.token != "" {
+		r.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	return h.next.RoundTrip(r)
 }
 
 // Server is the base URL of the apiserver.

@@ -341,8 +341,16 @@ func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj storage.NewFunc, fn storage.UpdateFunc) (api.Object, error) {
 	for {
+		resp, err := s.client.Get(leader(ctx), key)
+		if err != nil {
+			return nil, wrapErr(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return nil, fmt.Errorf("%s: %w", key, errdefs.ErrNotFound)
+		}
+		stored, modRev := resp.Kvs[0].Value, resp.Kvs[0].ModRevision
 		cur := newObj()
-		if err := s.Get(ctx, key, cur); err != nil {
+		if err := decode(stored, modRev, cur); err != nil {
 			return nil, err
 		}
 		rv := cur.GetObjectMeta().ResourceVersion
@@ -350,8 +358,15 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj storage
 		if err != nil {
 			return nil, err
 		}
-		// The write is conditional on the revision that was read.
+		// An update that changes nothing is not written, as Kubernetes'
+		// store does: its resourceVersion stays, and no watch hears of it
+		// (a server-side apply of an unchanged manifest, a controller
+		// writing the status it already wrote).
 		next.GetObjectMeta().ResourceVersion = rv
+		if data, err := encode(next); err == nil && bytes.Equal(data, stored) {
+			return next, nil
+		}
+		// The write is conditional on the revision that was read.
 		err = s.Update(ctx, key, next)
 		if errdefs.IsConflict(err) {
 			if ctx.Err() != nil {
