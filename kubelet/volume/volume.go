@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -31,9 +32,9 @@ type Getter interface {
 	SecretGetter
 }
 
-// defaultSecretMode is the mode of a Secret volume's files unless it says
-// otherwise, as in Kubernetes.
-const defaultSecretMode os.FileMode = 0o644
+// defaultFileMode is the mode of a ConfigMap or Secret volume's files
+// unless it says otherwise, as in Kubernetes.
+const defaultFileMode os.FileMode = 0o644
 
 // Volume is a prepared volume: the host path to bind and whether it must be
 // mounted read-only whatever the mount says.
@@ -84,13 +85,9 @@ func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter, alloc
 			}
 			out[v.Name] = Volume{HostPath: filepath.Clean(v.HostPath.Path)}
 		case v.ConfigMap != nil:
-			cm, err := src.GetConfigMap(ctx, pod.Namespace, v.ConfigMap.Name)
-			if err != nil {
-				return nil, fmt.Errorf("%s: configMap %q: %w", field, v.ConfigMap.Name, err)
-			}
 			dir := filepath.Join(Dir(podDir), "configmap", v.Name)
-			if err := WriteFiles(dir, configMapFiles(cm), 0o644); err != nil {
-				return nil, fmt.Errorf("%s: configMap %q: %w", field, v.ConfigMap.Name, err)
+			if err := configMapVolume(ctx, pod.Namespace, v.ConfigMap, field, dir, src); err != nil {
+				return nil, err
 			}
 			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
 		case v.Secret != nil:
@@ -144,7 +141,27 @@ func SetGroup(dir string, gid int64, readOnly bool) error {
 	})
 }
 
-// configMapFiles are the files of a ConfigMap volume: one per key.
+// configMapVolume writes the files of a ConfigMap volume. A missing
+// ConfigMap is an error unless the volume is optional: then the dir is
+// empty.
+func configMapVolume(ctx context.Context, ns string, src *api.ConfigMapVolumeSource, field, dir string, cms ConfigMapGetter) error {
+	field += ".configMap"
+	if _, err := fileMode(src.DefaultMode, field+".defaultMode"); err != nil {
+		return err
+	}
+	var data map[string][]byte
+	cm, err := cms.GetConfigMap(ctx, ns, src.Name)
+	switch {
+	case errdefs.IsNotFound(err) && src.Optional != nil && *src.Optional:
+	case err != nil:
+		return fmt.Errorf("%s: configMap %q: %w", field, src.Name, err)
+	default:
+		data = configMapFiles(cm)
+	}
+	return keyFiles(dir, data, keySource{field, "configMap " + strconv.Quote(src.Name), src.Items, src.DefaultMode, src.Optional})
+}
+
+// configMapFiles are a ConfigMap's keys and values.
 func configMapFiles(cm *api.ConfigMap) map[string][]byte {
 	files := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
 	for k, v := range cm.Data {
@@ -159,27 +176,81 @@ func configMapFiles(cm *api.ConfigMap) map[string][]byte {
 // secretVolume writes the files of a Secret volume. A missing Secret is
 // an error unless the volume is optional: then the dir is empty.
 func secretVolume(ctx context.Context, ns string, src *api.SecretVolumeSource, field, dir string, secrets SecretGetter) error {
-	mode := defaultSecretMode
-	if m := src.DefaultMode; m != nil {
-		if *m < 0 || *m > 0o777 {
-			return errdefs.Invalid(field+".secret.defaultMode", "%#o is not a file mode (0 to 0777)", *m)
-		}
-		mode = os.FileMode(*m)
+	field += ".secret"
+	if _, err := fileMode(src.DefaultMode, field+".defaultMode"); err != nil {
+		return err
 	}
 	if src.SecretName == "" {
-		return errdefs.Invalid(field+".secret.secretName", "a secret volume names its Secret")
+		return errdefs.Invalid(field+".secretName", "a secret volume names its Secret")
 	}
-	files := map[string][]byte{}
+	var data map[string][]byte
 	s, err := secrets.GetSecret(ctx, ns, src.SecretName)
 	switch {
 	case errdefs.IsNotFound(err) && src.Optional != nil && *src.Optional:
 	case err != nil:
 		return fmt.Errorf("%s: secret %q: %w", field, src.SecretName, err)
 	default:
-		files = s.Data
+		data = s.Data
 	}
-	if err := WriteFiles(dir, files, mode); err != nil {
-		return fmt.Errorf("%s: secret %q: %w", field, src.SecretName, err)
+	return keyFiles(dir, data, keySource{field, "secret " + strconv.Quote(src.SecretName), src.Items, src.DefaultMode, src.Optional})
+}
+
+// keySource is what a ConfigMap or Secret volume asks of its keys.
+type keySource struct {
+	field, what string
+	items       []corev1.KeyToPath
+	defaultMode *int32
+	optional    *bool
+}
+
+// keyFiles writes data's keys as files in dir, as Kubernetes does: every
+// key, or only those items name, each at its item's path (a plain name
+// here) with its item's mode or the default one. A key an item names that
+// data lacks is an error unless the volume is optional.
+func keyFiles(dir string, data map[string][]byte, src keySource) error {
+	mode, err := fileMode(src.defaultMode, src.field+".defaultMode")
+	if err != nil {
+		return err
+	}
+	files, modes := map[string][]byte{}, map[string]os.FileMode{}
+	if len(src.items) == 0 {
+		for k, v := range data {
+			files[k], modes[k] = v, mode
+		}
+	}
+	for i, item := range src.items {
+		at := fmt.Sprintf("%s.items[%d]", src.field, i)
+		v, ok := data[item.Key]
+		if !ok {
+			if src.optional != nil && *src.optional {
+				continue
+			}
+			return errdefs.Invalid(at+".key", "%s has no key %q", src.what, item.Key)
+		}
+		if err := checkFileName(item.Path); err != nil {
+			return errdefs.Invalid(at+".path", "%q: minik8s writes a volume's files at its top, as plain names", item.Path)
+		}
+		m := mode
+		if item.Mode != nil {
+			if m, err = fileMode(item.Mode, at+".mode"); err != nil {
+				return err
+			}
+		}
+		files[item.Path], modes[item.Path] = v, m
+	}
+	if err := writeFiles(dir, files, func(name string) os.FileMode { return modes[name] }); err != nil {
+		return fmt.Errorf("%s: %s: %w", src.field, src.what, err)
 	}
 	return nil
+}
+
+// fileMode is a volume's file mode: m, or 0644.
+func fileMode(m *int32, field string) (os.FileMode, error) {
+	if m == nil {
+		return defaultFileMode, nil
+	}
+	if *m < 0 || *m > 0o777 {
+		return 0, errdefs.Invalid(field, "%#o is not a file mode (0 to 0777)", *m)
+	}
+	return os.FileMode(*m), nil
 }

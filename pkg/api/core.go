@@ -290,11 +290,12 @@ type Volume struct {
 }
 
 // SecretVolumeSource mounts a Secret's keys as files (mode 0644 unless
-// DefaultMode says otherwise).
+// DefaultMode says otherwise), or the keys Items name at their paths.
 type SecretVolumeSource struct {
-	SecretName  string `json:"secretName"`
-	DefaultMode *int32 `json:"defaultMode,omitempty"`
-	Optional    *bool  `json:"optional,omitempty"`
+	SecretName  string             `json:"secretName"`
+	Items       []corev1.KeyToPath `json:"items,omitempty"`
+	DefaultMode *int32             `json:"defaultMode,omitempty"`
+	Optional    *bool              `json:"optional,omitempty"`
 }
 
 // EmptyDirVolumeSource is Kubernetes': medium Memory is a tmpfs of
@@ -305,8 +306,14 @@ type HostPathVolumeSource struct {
 	Path string `json:"path"`
 }
 
+// ConfigMapVolumeSource mounts a ConfigMap's keys as files (mode 0644
+// unless DefaultMode says otherwise), or the keys Items name at their
+// paths; an Optional one that does not exist is an empty volume.
 type ConfigMapVolumeSource struct {
-	Name string `json:"name"`
+	Name        string             `json:"name"`
+	Items       []corev1.KeyToPath `json:"items,omitempty"`
+	DefaultMode *int32             `json:"defaultMode,omitempty"`
+	Optional    *bool              `json:"optional,omitempty"`
 }
 
 type Probe struct {
