@@ -14,6 +14,7 @@ import (
 
 	"minik8s/kubelet/logs"
 	"minik8s/kubelet/prober"
+	"minik8s/kubelet/volume"
 	"minik8s/pkg/api"
 	"minik8s/pkg/containerd"
 	"minik8s/pkg/errdefs"
@@ -365,7 +366,13 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 		if !filepath.IsAbs(m.MountPath) {
 			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("%s.volumeMounts[%d].mountPath", containerField(p, i), j), "%q is not absolute", m.MountPath)
 		}
-		mounts = append(mounts, containerd.Mount{Source: v.HostPath, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
+		source := v.HostPath
+		if m.SubPath != "" {
+			if source, err = volume.BindSubPath(w.dir, m.Name, c.Name, j, v.HostPath, m.SubPath); err != nil {
+				return containerd.ContainerSpec{}, fmt.Errorf("%s.volumeMounts[%d].subPath: %w", containerField(p, i), j, err)
+			}
+		}
+		mounts = append(mounts, containerd.Mount{Source: source, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})
 	}
 	mounts = append(mounts, w.tokenMount(c)...)
 	term, err := w.terminationMount(c)

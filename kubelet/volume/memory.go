@@ -44,10 +44,13 @@ func isMountPoint(dir string) (bool, error) {
 	return st.Dev != parent.Dev, nil
 }
 
-// RemovePodDir removes a pod's dir, unmounting its memory volumes first
-// (removing files below a mount would empty the tmpfs and leave it
-// mounted).
+// RemovePodDir removes a pod's dir, unmounting its sub path mounts and
+// memory volumes first (removing files below a mount would remove what is
+// mounted there).
 func RemovePodDir(podDir string) error {
+	if err := unmountSubPaths(podDir); err != nil {
+		return err
+	}
 	dirs, _ := filepath.Glob(filepath.Join(Dir(podDir), "empty-dir", "*"))
 	for _, d := range dirs {
 		if mounted, err := isMountPoint(d); err == nil && mounted {

@@ -276,6 +276,8 @@ type VolumeMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly,omitempty"`
+	// SubPath mounts that path inside the volume instead of its root.
+	SubPath string `json:"subPath,omitempty"`
 }
 
 type Volume struct {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
@@ -57,5 +58,37 @@ func TestContainerPortZero(t *testing.T) {
 	pod.Spec.Containers[0].Ports[1].Name = "Bad Name"
 	if errs, _ := Create(api.PodsResource, pod); len(errs) != 1 || errs[0].Field != "spec.containers[0].ports[1].name" {
 		t.Fatalf("bad port name: %v", errs)
+	}
+}
+
+// TestVolumePathsStayInside: a mount's subPath and a ConfigMap or Secret
+// item's path that would lead out of the volume are Kubernetes' 422,
+// before the kubelet ever sees them (which refuses them too).
+func TestVolumePathsStayInside(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		vol   api.Volume
+		sub   string
+		field string
+	}{
+		{"subPath", api.Volume{Name: "v", EmptyDir: &api.EmptyDirVolumeSource{}}, "../x", "spec.containers[0].volumeMounts.subPath"},          // Kubernetes names no index here
+		{"absolute subPath", api.Volume{Name: "v", EmptyDir: &api.EmptyDirVolumeSource{}}, "/etc", "spec.containers[0].volumeMounts.subPath"}, // Kubernetes names no index here
+		{"configMap item", api.Volume{Name: "v", ConfigMap: &api.ConfigMapVolumeSource{Name: "c", Items: []corev1.KeyToPath{{Key: "k", Path: "../x"}}}}, "",
+			"spec.volumes[0].configMap.items[0].path"},
+		{"secret item", api.Volume{Name: "v", Secret: &api.SecretVolumeSource{SecretName: "s", Items: []corev1.KeyToPath{{Key: "k", Path: "/x"}}}}, "",
+			"spec.volumes[0].secret.items[0].path"},
+	} {
+		pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "default"}, Spec: api.PodSpec{
+			RestartPolicy: "Always", DNSPolicy: "ClusterFirst", Volumes: []api.Volume{tc.vol},
+			Containers: []api.Container{{Name: "c", Image: "i", ImagePullPolicy: "IfNotPresent", TerminationMessagePolicy: "File",
+				VolumeMounts: []api.VolumeMount{{Name: "v", MountPath: "/v", SubPath: tc.sub}}}}}}
+		errs, _ := Create(api.PodsResource, pod)
+		found := false
+		for _, e := range errs {
+			found = found || e.Field == tc.field
+		}
+		if !found {
+			t.Errorf("%s: %v, want an error on %s", tc.name, errs, tc.field)
+		}
 	}
 }
