@@ -78,8 +78,14 @@ func (h *handlers) applier(c *gin.Context, patch []byte) (merger, error) {
 }
 
 // applyCreate answers an apply to an object that does not exist: it is
-// created from the applied configuration alone, as Kubernetes does.
+// created from the applied configuration alone, as Kubernetes does, by a
+// user who may create it.
 func (h *handlers) applyCreate(c *gin.Context, merge merger) {
+	// The request was authorized as a patch; a create needs create too.
+	if err := h.srv.authorizeAlso(c, "create"); err != nil {
+		fail(c, err)
+		return
+	}
 	obj, err := merge(nil)
 	if err == nil {
 		err = h.take(obj)

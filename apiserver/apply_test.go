@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/rbac"
 )
 
 func managersOf(t *testing.T, body string) map[string]string {
@@ -120,7 +122,7 @@ func TestServerSideApply(t *testing.T) {
 
 // An apply is authorized as a patch and admitted as the write it becomes:
 // a user may not apply into a namespace it may not write, nor create
-// there through an apply.
+// through an apply what it may not create.
 func TestApplyIsAuthorized(t *testing.T) {
 	et := newEngineTest(t)
 	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"1"}}`
@@ -131,6 +133,34 @@ func TestApplyIsAuthorized(t *testing.T) {
 	if a := et.doType("PATCH", "/api/v1/namespaces/team-a/configmaps/c?fieldManager=alice", body, applyPatchType, editAToken); a.code != http.StatusCreated {
 		t.Errorf("alice's apply in team-a: %d %s", a.code, a.body)
 	}
+
+	// A user who may patch ConfigMaps but not create them applies to one
+	// that exists, and may not create one by applying.
+	et.s.tokens["patch-token"] = rbac.User{Name: "pat", Groups: []string{rbac.AllAuthenticated}}
+	et.mustDo("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles",
+		`{"metadata":{"name":"patcher"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","patch"]}]}`, http.StatusCreated)
+	et.mustDo("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
+		`{"metadata":{"name":"pat"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"patcher"},`+
+			`"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"pat"}]}`, http.StatusCreated)
+	patch := rbac.Attributes{User: rbac.User{Name: "pat", Groups: []string{rbac.AllAuthenticated}}, Verb: "patch",
+		Resource: api.ConfigMapsResource.Name, Namespace: "team-a", Name: "c", ResourceRequest: true}
+	deadline := time.Now().Add(30 * time.Second)
+	for !et.s.authz.Allows(patch) {
+		if time.Now().After(deadline) {
+			t.Fatal("the authorizer never saw pat's binding")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	changed := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"b":"2"}}`
+	if a := et.doType("PATCH", "/api/v1/namespaces/team-a/configmaps/c?fieldManager=pat", changed, applyPatchType, "patch-token"); a.code != http.StatusOK {
+		t.Errorf("pat's apply to an existing ConfigMap: %d %s", a.code, a.body)
+	}
+	created := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"new"},"data":{"b":"2"}}`
+	if a := et.doType("PATCH", "/api/v1/namespaces/team-a/configmaps/new?fieldManager=pat", created, applyPatchType, "patch-token"); a.code != http.StatusForbidden ||
+		!strings.Contains(a.body, `cannot create resource \"configmaps\"`) {
+		t.Errorf("pat's apply creating a ConfigMap: %d %s", a.code, a.body)
+	}
+	et.mustDo("GET", "/api/v1/namespaces/team-a/configmaps/new", "", http.StatusNotFound)
 }
 
 // The function kinds apply in their minik8s.io/v1 form.

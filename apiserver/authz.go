@@ -85,6 +85,20 @@ func (s *Server) authorize() gin.HandlerFunc {
 	}
 }
 
+// authorizeAlso checks that the request's user may also verb what the
+// request names: a server-side apply that creates its object needs
+// create beside patch, as in Kubernetes.
+func (s *Server) authorizeAlso(c *gin.Context, verb string) error {
+	ctx := c.Request.Context()
+	attrs := requestOf(c).attrs
+	attrs.User = rbac.UserOf(ctx)
+	attrs.Verb = verb
+	if s.authz.Allows(attrs) || s.nodeAuthz.Authorizes(c.Request, attrs) {
+		return s.restrictNode(ctx, attrs)
+	}
+	return forbidden(attrs)
+}
+
 // allowed goes on with an authorized request, unless reading it found bad
 // input.
 func allowed(c *gin.Context, req *request) {

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ spec:
   initContainers:
   - name: fetch
     image: IMAGE
-    command: ["sh", "-c", "echo fetched > /work/data; echo fetch done"]
+    command: ["sh", "-c", "echo fetched > /work/data; mkdir -p /work/sub; echo by-subpath > /work/sub/f; ln -s / /work/escape; echo fetch done"]
     volumeMounts:
     - {name: work, mountPath: /work}
   - name: settle
@@ -36,7 +37,7 @@ spec:
   containers:
   - name: app
     image: IMAGE
-    command: ["sh", "-c", "cat /work/data; echo $(MY_NAME) $MY_IP; cat /info/name; echo; cat /info/labels; echo; exec sleep 600"]
+    command: ["sh", "-c", "cat /work/data; echo $(MY_NAME) $MY_IP; cat /info/name; echo; cat /info/labels; echo; cat /only/f; exec sleep 600"]
     env:
     - name: MY_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
@@ -45,6 +46,12 @@ spec:
     volumeMounts:
     - {name: work, mountPath: /work}
     - {name: info, mountPath: /info}
+    - {name: work, mountPath: /only, subPath: sub}
+  - name: escape
+    image: IMAGE
+    command: ["sh", "-c", "ls /host; exec sleep 600"]
+    volumeMounts:
+    - {name: work, mountPath: /host, subPath: escape}
 `
 
 // TestInitContainersAndDownwardAPI: a manifest's init containers, applied
@@ -52,7 +59,9 @@ spec:
 // sees what they left in an emptyDir; kubectl get shows Init:1/2 while
 // the second runs, and the init containers' logs stay readable. The app
 // container has its pod's name and address from the downward API, in its
-// env (and its command, by $(NAME)) and in files.
+// env (and its command, by $(NAME)) and in files, and a directory of the
+// emptyDir by subPath; a subPath through a symlink out of the volume is
+// refused.
 func TestInitContainersAndDownwardAPI(t *testing.T) {
 	as := applyOnNode(t, "node-i", "127.0.0.31", initPod, nil, "pod/init created")
 	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, as, want, args...) }
@@ -72,7 +81,7 @@ func TestInitContainersAndDownwardAPI(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out, _, _ := kubectl(t, as, "logs", "init", "-c", "app")
-		if out == "fetched\nsettled\ninit 127.0.0.31\ninit\napp=\"web\"\n" {
+		if out == "fetched\nsettled\ninit 127.0.0.31\ninit\napp=\"web\"\nby-subpath\n" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -81,4 +90,17 @@ func TestInitContainersAndDownwardAPI(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	run("True", "get", "pod", "init", "-o", `jsonpath={.status.conditions[?(@.type=="Initialized")].status}`)
+
+	// The attacker's subPath: the symlink an init container left in the
+	// shared volume (escape -> /) does not take the other container's
+	// mount to the node's root; that container does not start, and says why.
+	waitPod(t, as.Client, "init", 60*time.Second, "the escape container refused", func(p *api.Pod) bool {
+		for _, s := range p.Status.ContainerStatuses {
+			if w := s.State.Waiting; s.Name == "escape" && w != nil && w.Reason == "CreateContainerConfigError" &&
+				strings.Contains(w.Message, "leads out of its volume") {
+				return true
+			}
+		}
+		return false
+	})
 }
