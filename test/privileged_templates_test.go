@@ -69,6 +69,15 @@ type podKind struct {
 
 func (k podKind) coll() string { return k.res.Path("default", "") }
 
+// applied is body as a server-side apply sends it: with its kind.
+func (k podKind) applied(body any) string {
+	var m map[string]any
+	data, _ := json.Marshal(body)
+	_ = json.Unmarshal(data, &m)
+	m["apiVersion"], m["kind"] = k.res.GroupVersion(), k.res.Kind
+	return mustJSON(m)
+}
+
 func (k podKind) body(name string, spec api.PodSpec) string {
 	data, _ := json.Marshal(k.wrap(name, spec))
 	return string(data)
@@ -148,7 +157,7 @@ func mustJSON(v any) string {
 // privileged Deployment but not change what its pods run; a status write
 // cannot change a spec; and with the controller manager running as
 // itself, the only privileged pods that appear are those of the admin's
-// objects.
+// objects. Server-side apply, creating and updating, is refused alike.
 func TestPrivilegedTemplatesRefused(t *testing.T) {
 	s := framework.StartSecureAPIServer(t, templateTokens)
 	rbacObject(t, s, "/namespaces/default/rolebindings", binding("RoleBinding", "default", "team-a-edit", "ClusterRole", "edit",
@@ -200,6 +209,15 @@ func TestPrivilegedTemplatesRefused(t *testing.T) {
 					editor.expect("POST", k.coll()+query, k.body(name, spec), http.StatusForbidden,
 						fmt.Sprintf(`%s \"%s\" is forbidden: User \"editor\" may not create privileged pods`, k.res.Name, name))
 				}
+				// A server-side apply that would create it (the editor may create).
+				var whole map[string]any
+				_ = json.Unmarshal([]byte(k.body(name, spec)), &whole)
+				for _, query := range []string{"?fieldManager=editor&dryRun=All", "?fieldManager=editor"} {
+					if code, data := editor.send("PATCH", k.res.Path("default", name)+query, "application/apply-patch+yaml", k.applied(whole)); code != http.StatusForbidden ||
+						!strings.Contains(string(data), "may not create privileged pods") {
+						t.Errorf("apply creating %s %s (%s): %d %s", k.res.Kind, name, why, code, data)
+					}
+				}
 				if code, data := httpDo(t, "GET", s.URL+k.res.Path("default", name), "", nil); code != http.StatusNotFound {
 					t.Errorf("refused %s %s was written: %d %s", k.res.Kind, name, code, data)
 				}
@@ -237,6 +255,12 @@ func TestPrivilegedTemplatesRefused(t *testing.T) {
 					if code, data := editor.send("PATCH", one, ctype, mustJSON(nested(k.path, leaf))); code != want || !strings.Contains(string(data), says) {
 						t.Errorf("%s patch of %s %s to %s: %d %s", ctype, k.res.Kind, name, why, code, data)
 					}
+				}
+				partial := nested(k.path, leaf).(map[string]any)
+				partial["metadata"] = map[string]any{"name": name}
+				if code, data := editor.send("PATCH", one+"?fieldManager=editor&force=true", "application/apply-patch+yaml", k.applied(partial)); code != want ||
+					!strings.Contains(string(data), says) {
+					t.Errorf("server-side apply of %s %s to %s: %d %s", k.res.Kind, name, why, code, data)
 				}
 				ops := mustJSON([]map[string]any{{"op": "replace", "path": "/" + strings.Join(k.path, "/"), "value": leaf}})
 				if code, data := editor.send("PATCH", one, "application/json-patch+json", ops); code != want || !strings.Contains(string(data), says) {
