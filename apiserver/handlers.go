@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +47,7 @@ func readBody(c *gin.Context, limit int64) ([]byte, error) {
 // decodeBody reads a body into out, as its Content-Type says
 // (bodyMediaType: JSON, YAML or protobuf, 415 otherwise). An object is
 // read as the request's fieldValidation says (fieldvalidation.go), then
-// turned from the routes' view into its stored form; anything else, and
-// the function API's bodies, strictly.
+// turned from the routes' view into its stored form.
 func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	ctype, err := bodyMediaType(c)
 	if err != nil {
@@ -57,9 +57,17 @@ func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	if err != nil {
 		return err
 	}
+	// Bodies of another kind than the route's (an access review, a
+	// binding, a scale) and the function API's are read strictly.
 	obj, ok := out.(api.Object)
-	if !ok || requestOf(c).fn != nil {
-		return decodeStrict(data, ctype, out)
+	if !ok || h.reg == nil || reflect.TypeOf(out) != reflect.TypeOf(h.reg.Resource.New()) || requestOf(c).fn != nil {
+		if err := decodeStrict(data, ctype, out); err != nil {
+			return err
+		}
+		if ok {
+			return h.take(obj)
+		}
+		return nil
 	}
 	if data, err = toJSON(data, ctype); err != nil {
 		return err
