@@ -77,7 +77,8 @@ func TestInitContainersAndDownwardAPI(t *testing.T) {
 	run("", "exec", "init", "-c", "settle", "--", "touch", "/work/go")
 
 	waitPod(t, as.Client, "init", 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
-	run("Running", "get", "pod", "init")
+	// (The STATUS column names the escape container's refusal.)
+	run("Running", "get", "pod", "init", "-o", "jsonpath={.status.phase}")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out, _, _ := kubectl(t, as, "logs", "init", "-c", "app")
@@ -103,4 +104,6 @@ func TestInitContainersAndDownwardAPI(t *testing.T) {
 		}
 		return false
 	})
+	// Deleted, the pod's sub path mounts go with its dir.
+	run(`pod "init" deleted`, "delete", "pod", "init", "--grace-period=1")
 }
