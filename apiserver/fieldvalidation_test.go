@@ -17,8 +17,8 @@ func TestDecodeFields(t *testing.T) {
 	fn := schema.GroupVersionKind{Group: "minik8s.io", Version: "v1", Kind: "Func"}
 	const (
 		typo       = `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i","imgae":"x"}]}}`
-		tolerated  = `{"metadata":{"name":"p"},"spec":{"tolerations":[{"key":"k"}],"containers":[{"name":"c","image":"i"}]}}`
-		emptyTols  = `{"metadata":{"name":"p"},"spec":{"tolerations":[],"affinity":{},"containers":[{"name":"c","image":"i"}]}}`
+		nfs        = `{"metadata":{"name":"p"},"spec":{"volumes":[{"name":"v","nfs":{"server":"s","path":"/"}}],"containers":[{"name":"c","image":"i"}]}}`
+		emptyNFS   = `{"metadata":{"name":"p"},"spec":{"volumes":[{"name":"v","emptyDir":{},"nfs":null}],"containers":[{"name":"c","image":"i"}]}}`
 		typoAndDup = `{"metadata":{"name":"p","name":"q"},"spec":{"foo":1,"containers":[{"name":"c","image":"i"}]}}`
 		funcTypo   = `{"metadata":{"name":"f"},"spec":{"functon":"x"}}`
 	)
@@ -32,9 +32,9 @@ func TestDecodeFields(t *testing.T) {
 		{"a typo, strict", typo, validationStrict, pod, nil, errdefs.ErrBadRequest, `strict decoding error: unknown field "spec.containers[0].imgae"`},
 		{"a typo, warned", typo, validationWarn, pod, []string{`unknown field "spec.containers[0].imgae"`}, nil, ""},
 		{"a typo, ignored", typo, validationIgnore, pod, nil, nil, ""},
-		{"a field minik8s does not serve", tolerated, validationIgnore, pod, nil, errdefs.ErrInvalid, "spec.tolerations: minik8s does not serve this field of Kubernetes' Pod"},
-		{"... even warned", tolerated, validationWarn, pod, nil, errdefs.ErrInvalid, "spec.tolerations"},
-		{"empty, dropped", emptyTols, validationStrict, pod, nil, nil, ""},
+		{"a field minik8s does not serve", nfs, validationIgnore, pod, nil, errdefs.ErrInvalid, "spec.volumes[0].nfs: minik8s does not serve this field of Kubernetes' Pod"},
+		{"... even warned", nfs, validationWarn, pod, nil, errdefs.ErrInvalid, "spec.volumes[0].nfs"},
+		{"empty, dropped", emptyNFS, validationStrict, pod, nil, nil, ""},
 		{"a duplicate beside a typo", typoAndDup, validationWarn, pod, []string{`duplicate field "metadata.name"`, `unknown field "spec.foo"`}, nil, ""},
 		{"a function kind's typo, strict", funcTypo, validationStrict, fn, nil, errdefs.ErrBadRequest, `unknown field "spec.functon"`},
 		{"a function kind's typo, warned", funcTypo, validationWarn, fn, []string{`unknown field "spec.functon"`}, nil, ""},

@@ -75,13 +75,13 @@ func (s *Server) ensureKubernetesService(ctx context.Context, secure net.Addr) e
 			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 			Spec: api.ServiceSpec{Ports: []api.ServicePort{{Name: "https", Protocol: "TCP", Port: 443, TargetPort: api.IntOrString(strconv.Itoa(int(port)))}}}}
 		if ip, err := kubernetesServiceIP(s.cfg.ServiceCIDR); err == nil {
-			svc.Spec.ClusterIP = ip.String()
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip.String(), []string{ip.String()}
 		}
 		_, err := svcs.Create(ctx, api.DefaultNamespace, svc)
 		if err != nil && !errdefs.IsAlreadyExists(err) {
 			// The first address may be taken by a Service made before
 			// this one existed: any other will do.
-			svc.Spec.ClusterIP = ""
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
 			if _, err := svcs.Create(ctx, api.DefaultNamespace, svc); err != nil && !errdefs.IsAlreadyExists(err) {
 				return err
 			}

@@ -10,6 +10,8 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/rbac"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // admitNodeObject is the part of Kubernetes' NodeRestriction that reads
@@ -22,6 +24,8 @@ import (
 //     admins steer workloads by, and kubernetes.io and k8s.io labels other
 //     than a kubelet's own, are not its to set or change: a node could
 //     otherwise draw pods meant for other nodes.
+//   - its Node's taints, once registered, for the same reason: a node
+//     that took off an admin's taint would draw the pods kept off it.
 func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
 	node, ok := authz.NodeName(rbac.UserOf(ctx))
 	if !ok {
@@ -46,6 +50,9 @@ func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
 		var old map[string]string
 		if cur, err := s.registries[api.NodesResource.Name].Get(ctx, "", o.Name); err == nil {
 			old = cur.GetObjectMeta().Labels
+			if !equality.Semantic.DeepEqual(cur.(*api.Node).Spec.Taints, o.Spec.Taints) {
+				return fmt.Errorf("nodes %q is forbidden: node %q is not allowed to modify taints: %w", o.Name, node, errdefs.ErrForbidden)
+			}
 		}
 		if bad := admission.ForbiddenNodeLabels(old, o.Labels); len(bad) > 0 {
 			return fmt.Errorf("nodes %q is forbidden: node %q is not allowed to set or change the labels %s: %w",

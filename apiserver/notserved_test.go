@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
 )
 
 // jsonFields are t's JSON fields, embedded structs inlined.
@@ -108,5 +109,26 @@ func TestREADMENamesFieldsNotServed(t *testing.T) {
 	sort.Strings(names)
 	for _, n := range names {
 		t.Errorf("the README's list of fields not served lacks `%s` (%s)", n, strings.Join(missing[n][:1], ", "))
+	}
+}
+
+// Every field stored and not acted on is named in the README's list of
+// them (kubectl explain says so from the same table).
+func TestREADMENamesFieldsNotActedOn(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	start := strings.Index(readme, "  - stored and returned, not acted on")
+	end := strings.Index(readme, "  - refused when set")
+	if start < 0 || end < start {
+		t.Fatal("the README's list of fields not acted on is gone")
+	}
+	list := readme[start:end]
+	for _, f := range validation.NotActedOn {
+		if !strings.Contains(list, "`"+f.Field) {
+			t.Errorf("the README's list of fields not acted on lacks `%s` (%s)", f.Field, f.In.Name())
+		}
 	}
 }

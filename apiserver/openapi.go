@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
 )
 
 // OpenAPI v3, as kubectl reads it: /openapi/v3 lists a document per group
@@ -177,9 +179,16 @@ var (
 	metaTimeType       = reflect.TypeOf(metav1.Time{})
 )
 
-// named makes the component of a named struct type and returns its name.
+// named makes the component of a named struct type and returns its name:
+// ours under openAPISchemaPrefix, Kubernetes' own as Kubernetes names them
+// ("io.k8s.api.core.v1.HTTPGetAction", apart from our HTTPGetAction).
 func (g *schemaGen) named(t reflect.Type) string {
 	name := openAPISchemaPrefix + t.Name()
+	if host, rest, ok := strings.Cut(t.PkgPath(), "/"); ok && strings.Contains(host, ".") && !strings.HasPrefix(t.PkgPath(), "minik8s/") {
+		labels := strings.Split(host, ".")
+		slices.Reverse(labels)
+		name = strings.Join(labels, ".") + "." + strings.ReplaceAll(rest, "/", ".") + "." + t.Name()
+	}
 	if _, ok := g.schemas[name]; !ok {
 		s := map[string]any{"type": "object"}
 		g.schemas[name] = s
@@ -211,7 +220,36 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any) {
 			name = f.Name
 		}
 		props[name] = g.schema(f.Type)
+		if why, ok := notActedOn[fieldKey{t, name}]; ok {
+			props[name] = described(props[name].(map[string]any), "minik8s stores this field and does not act on it: "+why+".")
+		}
 	}
+}
+
+// fieldKey is a field of a struct type, by its JSON name.
+type fieldKey struct {
+	in   reflect.Type
+	name string
+}
+
+// notActedOn is validation.NotActedOn by field, for kubectl explain.
+var notActedOn = func() map[fieldKey]string {
+	m := map[fieldKey]string{}
+	for _, f := range validation.NotActedOn {
+		m[fieldKey{f.In, f.Field}] = f.Why
+	}
+	return m
+}()
+
+// described adds a description to a property's schema; one that is a
+// reference is wrapped in allOf, as Kubernetes does, since siblings of a
+// $ref are ignored.
+func described(s map[string]any, desc string) map[string]any {
+	if _, ok := s["$ref"]; ok {
+		s = map[string]any{"allOf": []any{s}}
+	}
+	s["description"] = desc
+	return s
 }
 
 func (g *schemaGen) schema(t reflect.Type) map[string]any {

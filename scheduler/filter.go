@@ -5,6 +5,11 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/nodecondition"
 )
@@ -27,6 +32,7 @@ const (
 	reasonNotReady      = "node(s) were not ready"
 	reasonUnschedulable = "node(s) were unschedulable"
 	reasonNodeSelector  = "node(s) didn't match node selector"
+	reasonNodeAffinity  = "node(s) didn't match Pod's node affinity/selector"
 	reasonPorts         = "node(s) didn't have free ports for the requested pod ports"
 	reasonCPU           = "Insufficient cpu"
 	reasonMemory        = "Insufficient memory"
@@ -34,7 +40,7 @@ const (
 )
 
 // filters run in order; the first that rejects a node gives the reasons.
-var filters = []filter{nodeReady, nodeSchedulable, nodeSelector, hostPorts, fitsResources}
+var filters = []filter{nodeReady, nodeSchedulable, taintToleration, nodeSelector, nodeAffinity, hostPorts, fitsResources}
 
 func nodeReady(_ *podInfo, ni *nodeInfo) []string {
 	if nodecondition.ReadyStatus(ni.node) == api.ConditionTrue {
@@ -55,6 +61,34 @@ func nodeSelector(pi *podInfo, ni *nodeInfo) []string {
 		if got, ok := ni.node.Labels[k]; !ok || got != v {
 			return []string{reasonNodeSelector}
 		}
+	}
+	return nil
+}
+
+// taintToleration keeps a pod off a node with a NoSchedule taint it does
+// not tolerate, by Kubernetes' own matcher (PreferNoSchedule is a
+// preference; NoExecute taints are refused by validation).
+func taintToleration(pi *podInfo, ni *nodeInfo) []string {
+	if len(ni.node.Spec.Taints) == 0 {
+		return nil
+	}
+	taint, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), ni.node.Spec.Taints, pi.pod.Spec.Tolerations,
+		func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute }, true)
+	if untolerated {
+		return []string{fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)}
+	}
+	return nil
+}
+
+// nodeAffinity: the node matches one of the terms of the pod's required
+// node affinity, by Kubernetes' own matcher (labels and metadata.name).
+func nodeAffinity(pi *podInfo, ni *nodeInfo) []string {
+	if pi.affinity == nil {
+		return nil
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ni.node.Name, Labels: ni.node.Labels}}
+	if ok, _ := pi.affinity.Match(n); !ok {
+		return []string{reasonNodeAffinity}
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 )
 
@@ -79,6 +81,18 @@ func info(n *api.Node, placed ...*api.Pod) *nodeInfo {
 	return &nodeInfo{node: n, alloc: alloc, maxPods: mp, used: c.usageLocked(n.Name)}
 }
 
+// nodeAffinityIn requires a node whose label key is one of values.
+func nodeAffinityIn(key string, values ...string) func(*api.Pod) {
+	return func(p *api.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}}}}}
+	}
+}
+
+func tainted(k, v string, effect corev1.TaintEffect) nodeOpt {
+	return func(n *api.Node) { n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Value: v, Effect: effect}) }
+}
+
 func TestFilters(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -94,6 +108,25 @@ func TestFilters(t *testing.T) {
 		{"selector matches", testPod("p", "", "", selector("disk", "ssd")), info(testNode("n", "1", "1Gi", labeled("disk", "ssd"))), nil},
 		{"selector value differs", testPod("p", "", "", selector("disk", "ssd")), info(testNode("n", "1", "1Gi", labeled("disk", "hdd"))), []string{reasonNodeSelector}},
 		{"selector label missing", testPod("p", "", "", selector("disk", "ssd")), info(testNode("n", "1", "1Gi")), []string{reasonNodeSelector}},
+		{"required node affinity matches", testPod("p", "", "", nodeAffinityIn("disk", "ssd", "nvme")), info(testNode("n", "1", "1Gi", labeled("disk", "nvme"))), nil},
+		{"required node affinity differs", testPod("p", "", "", nodeAffinityIn("disk", "ssd", "nvme")), info(testNode("n", "1", "1Gi", labeled("disk", "hdd"))), []string{reasonNodeAffinity}},
+		{"required node affinity by name", testPod("p", "", "", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}}}}}}
+		}), info(testNode("n", "1", "1Gi")), []string{reasonNodeAffinity}},
+		{"preferred node affinity only prefers", testPod("p", "", "", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1,
+				Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpExists}}}}}}}
+		}), info(testNode("n", "1", "1Gi")), nil},
+		{"untolerated taint", testPod("p", "", ""), info(testNode("n", "1", "1Gi", tainted("dedicated", "gpu", corev1.TaintEffectNoSchedule))),
+			[]string{"node(s) had untolerated taint {dedicated: gpu}"}},
+		{"tolerated taint", testPod("p", "", "", func(p *api.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+		}), info(testNode("n", "1", "1Gi", tainted("dedicated", "gpu", corev1.TaintEffectNoSchedule))), nil},
+		{"tolerated by exists", testPod("p", "", "", func(p *api.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		}), info(testNode("n", "1", "1Gi", tainted("dedicated", "gpu", corev1.TaintEffectNoSchedule))), nil},
+		{"a preference only", testPod("p", "", ""), info(testNode("n", "1", "1Gi", tainted("spare", "", corev1.TaintEffectPreferNoSchedule))), nil},
 		{"cpu exactly fits", testPod("p", "500m", ""), info(testNode("n", "1", "1Gi"), testPod("a", "500m", "")), nil},
 		{"cpu short", testPod("p", "600m", ""), info(testNode("n", "1", "1Gi"), testPod("a", "500m", "")), []string{reasonCPU}},
 		{"memory short", testPod("p", "", "600Mi"), info(testNode("n", "1", "1Gi"), testPod("a", "", "500Mi")), []string{reasonMemory}},

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/quantity"
 )
@@ -50,10 +52,15 @@ type podInfo struct {
 	// for what is not requested.
 	req, nonZero resources
 	ports        []hostPort
+	// affinity is the pod's required node affinity, if it has one.
+	affinity *nodeaffinity.LazyErrorNodeSelector
 }
 
 func newPodInfo(pod *api.Pod) *podInfo {
 	pi := &podInfo{pod: pod}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		pi.affinity = nodeaffinity.NewLazyErrorNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	}
 	for _, c := range pod.Spec.Containers {
 		req, nonZero := containerRequests(c)
 		pi.req.add(req)

@@ -9,6 +9,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -240,6 +241,7 @@ func (s *Scheduler) NodeHandler() cache.Handler[*api.Node] {
 
 func schedulingChanged(old, cur *api.Node) bool {
 	return old.Spec.Unschedulable != cur.Spec.Unschedulable ||
+		!slices.Equal(old.Spec.Taints, cur.Spec.Taints) ||
 		!sameMap(old.Labels, cur.Labels) ||
 		!sameMap(old.Status.Allocatable, cur.Status.Allocatable) ||
 		!sameMap(old.Status.Capacity, cur.Status.Capacity) ||
@@ -285,11 +287,17 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		s.setUnschedulable(key, false)
 		return nil
 	}
+	if len(pod.Spec.SchedulingGates) > 0 {
+		// Kept out of scheduling until its gates are taken away (an
+		// update of the pod enqueues it again), as in Kubernetes.
+		s.setUnschedulable(key, false)
+		return s.markUnschedulable(ctx, pod, reasonGated, "Scheduling is blocked due to non-empty scheduling gates")
+	}
 	pi := newPodInfo(pod)
 	node, msg := s.schedule(pi)
 	if node == "" {
 		s.setUnschedulable(key, true)
-		return s.markUnschedulable(ctx, pod, msg)
+		return s.markUnschedulable(ctx, pod, reasonUnschedulablePod, msg)
 	}
 	s.setUnschedulable(key, false)
 	s.bind(ctx, key, pi, node)
@@ -365,17 +373,19 @@ func (s *Scheduler) bind(ctx context.Context, key string, pi *podInfo, node stri
 
 // markUnschedulable records on the pod why it fits nowhere (once per
 // distinct reason, so that retries do not write again and again).
-func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, msg string) error {
+func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, reason, msg string) error {
 	for _, c := range pod.Status.Conditions {
-		if c.Type == api.PodScheduled && c.Status == api.ConditionFalse && c.Reason == "Unschedulable" && c.Message == msg {
+		if c.Type == api.PodScheduled && c.Status == api.ConditionFalse && c.Reason == reason && c.Message == msg {
 			return nil
 		}
 	}
-	events.Eventf(s.events, pod, api.EventTypeWarning, "FailedScheduling", "%s", msg)
+	if reason == reasonUnschedulablePod {
+		events.Eventf(s.events, pod, api.EventTypeWarning, "FailedScheduling", "%s", msg)
+	}
 	up := cache.DeepCopy(pod)
 	now := time.Now().UTC()
 	setCondition(&up.Status, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionFalse,
-		Reason: "Unschedulable", Message: msg, LastTransitionTime: &now})
+		Reason: reason, Message: msg, LastTransitionTime: &now})
 	// Conditional on the version read, so that a pod bound meanwhile is
 	// not marked unschedulable.
 	_, err := s.status.UpdatePodStatus(ctx, up)
@@ -387,6 +397,13 @@ func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, msg str
 	}
 	return nil
 }
+
+// The reasons of a PodScheduled condition that is False, as Kubernetes
+// words them.
+const (
+	reasonUnschedulablePod = "Unschedulable"
+	reasonGated            = "SchedulingGated"
+)
 
 func setCondition(st *api.PodStatus, cond api.PodCondition) {
 	for i := range st.Conditions {

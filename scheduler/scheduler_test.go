@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
@@ -244,6 +246,7 @@ func TestSchedulingChanged(t *testing.T) {
 		{"capacity grows", func(n *api.Node) { n.Status.Capacity[api.ResourceCPU] = "2" }, true},
 		{"label added", labeled("zone", "x"), true},
 		{"cordoned", cordoned, true},
+		{"tainted", tainted("k", "v", corev1.TaintEffectNoSchedule), true},
 	}
 	for _, tt := range tests {
 		cur := cache.DeepCopy(base)
@@ -251,5 +254,37 @@ func TestSchedulingChanged(t *testing.T) {
 		if got := schedulingChanged(base, cur); got != tt.want {
 			t.Errorf("%s: changed = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A pod with scheduling gates waits, saying so, until they are taken away.
+func TestSchedulingGates(t *testing.T) {
+	s, pods, b, st := newTestScheduler(testNode("a", "1", "1Gi"))
+	ctx := context.Background()
+	p := testPod("gated", "", "")
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
+	pods.put(p)
+	if err := s.sync(ctx, "default/gated"); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.binds) != 0 || len(st.writes) != 1 {
+		t.Fatalf("binds %v, status writes %d", b.binds, len(st.writes))
+	}
+	c := st.writes[0].Status.Conditions
+	if len(c) != 1 || c[0].Reason != "SchedulingGated" || c[0].Status != api.ConditionFalse {
+		t.Fatalf("conditions %+v", c)
+	}
+	if _, ok := s.unschedulable["default/gated"]; ok {
+		t.Fatal("a gated pod is retried as unschedulable")
+	}
+	ungated := cache.DeepCopy(st.writes[0])
+	ungated.Spec.SchedulingGates = nil
+	pods.put(ungated)
+	if err := s.sync(ctx, "default/gated"); err != nil {
+		t.Fatal(err)
+	}
+	s.binds.Wait()
+	if len(b.binds) != 1 {
+		t.Fatalf("binds %v once the gates are gone", b.binds)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/apiserver"
 	"minik8s/kubelet"
 	"minik8s/pkg/api"
@@ -153,7 +155,23 @@ func (n *nodeAttack) writes(t *testing.T) {
 	podOf := func(node string) string {
 		return `{"metadata":{"name":"pwn-node-pod","namespace":"a"},"spec":{"nodeName":"` + node + `","containers":[{"name":"c","image":"i"}]}}`
 	}
+	// An admin's taint keeps pods off the node: not the node's to lift.
+	taint := func(taints []corev1.Taint) {
+		t.Helper()
+		node, err := n.c.s.Client.Nodes().Get(ctx, n.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Spec.Taints = taints
+		if _, err := n.c.s.Client.Nodes().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taint([]corev1.Taint{{Key: "dedicated", Value: "secure", Effect: corev1.TaintEffectNoSchedule}})
+	defer taint(nil)
 	n.as.try(t,
+		attempt{name: "lifting an admin's taint off itself", method: "PATCH", path: api.NodesResource.Path("", n.name), ctype: "application/merge-patch+json",
+			body: `{"spec":{"taints":null}}`, want: forbidden, says: "not allowed to modify taints"},
 		attempt{name: "labelling the other node", method: "PATCH", path: api.NodesResource.Path("", n.other), ctype: "application/merge-patch+json",
 			body: `{"metadata":{"labels":{"pwn":"yes"}}}`, want: forbidden, says: "its own Node"},
 		attempt{name: "the other node's status", method: "PUT", path: api.NodesResource.Path("", n.other) + "/status", body: mustJSON(otherNode),

@@ -26,7 +26,7 @@ spec:
   initContainers:
   - name: fetch
     image: IMAGE
-    command: ["sh", "-c", "echo fetched > /work/data; mkdir -p /work/sub; echo by-subpath > /work/sub/f; ln -s / /work/escape; echo fetch done"]
+    command: ["sh", "-c", "echo fetched > /work/data; mkdir -p /work/sub; echo by-subpath > /work/sub/f; mkdir -p /work/init; echo by-expr > /work/init/f; ln -s / /work/escape; echo fetch done"]
     volumeMounts:
     - {name: work, mountPath: /work}
   - name: settle
@@ -37,7 +37,7 @@ spec:
   containers:
   - name: app
     image: IMAGE
-    command: ["sh", "-c", "cat /work/data; echo $(MY_NAME) $MY_IP; cat /info/name; echo; cat /info/labels; echo; cat /only/f; exec sleep 600"]
+    command: ["sh", "-c", "cat /work/data; echo $(MY_NAME) $MY_IP; cat /info/name; echo; cat /info/labels; echo; cat /only/f; cat /expr/f; exec sleep 600"]
     env:
     - name: MY_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
@@ -47,6 +47,7 @@ spec:
     - {name: work, mountPath: /work}
     - {name: info, mountPath: /info}
     - {name: work, mountPath: /only, subPath: sub}
+    - {name: work, mountPath: /expr, subPathExpr: $(MY_NAME)}
   - name: escape
     image: IMAGE
     command: ["sh", "-c", "ls /host; exec sleep 600"]
@@ -60,7 +61,7 @@ spec:
 // the second runs, and the init containers' logs stay readable. The app
 // container has its pod's name and address from the downward API, in its
 // env (and its command, by $(NAME)) and in files, and a directory of the
-// emptyDir by subPath; a subPath through a symlink out of the volume is
+// emptyDir by subPath, and one named by its pod (subPathExpr); a subPath through a symlink out of the volume is
 // refused.
 func TestInitContainersAndDownwardAPI(t *testing.T) {
 	as := applyOnNode(t, "node-i", "127.0.0.31", initPod, nil, "pod/init created")
@@ -82,7 +83,7 @@ func TestInitContainersAndDownwardAPI(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out, _, _ := kubectl(t, as, "logs", "init", "-c", "app")
-		if out == "fetched\nsettled\ninit 127.0.0.31\ninit\napp=\"web\"\nby-subpath\n" {
+		if out == "fetched\nsettled\ninit 127.0.0.31\ninit\napp=\"web\"\nby-subpath\nby-expr\n" {
 			break
 		}
 		if time.Now().After(deadline) {

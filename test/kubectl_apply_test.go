@@ -84,9 +84,9 @@ func TestKubectlServerSideApply(t *testing.T) {
 	if err != nil || strings.Contains(errOut, "Warning") {
 		t.Errorf("kubectl apply --validate=false: %v\n%s%s", err, out, errOut)
 	}
-	tolerating := write("tol.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: tol\nspec:\n  tolerations:\n  - {key: k, operator: Exists}\n  containers:\n  - {name: c, image: i}\n")
+	nfs := write("nfs.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nfs\nspec:\n  volumes:\n  - {name: v, nfs: {server: s, path: /}}\n  containers:\n  - {name: c, image: i}\n")
 	for _, validate := range []string{"--validate=strict", "--validate=warn", "--validate=false"} {
-		if out, errOut, err := kubectl(t, s, "apply", validate, "-f", tolerating); err == nil || !strings.Contains(errOut, "spec.tolerations") {
+		if out, errOut, err := kubectl(t, s, "apply", validate, "-f", nfs); err == nil || !strings.Contains(errOut, "spec.volumes[0].nfs") {
 			t.Errorf("kubectl apply %s of a field minik8s does not serve: %v\n%s%s", validate, err, out, errOut)
 		}
 	}

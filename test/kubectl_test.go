@@ -150,6 +150,9 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 		{"pod.spec.containers", "imagePullPolicy\t<string>"},
 		{"rs.spec", "replicas\t<integer>"},
 		{"svc.spec.ports", "targetPort\t<IntOrString>"},
+		// A field stored and not acted on says so.
+		{"pod.spec.tolerations", "minik8s stores this field and does not act on it: no node has taints"},
+		{"pod.spec.containers.lifecycle.preStop.httpGet", "httpHeaders\t<[]HTTPHeader>"},
 	} {
 		run(tc.want, "explain", tc.path)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
@@ -562,4 +564,54 @@ func TestTwoSchedulersNeverDoubleBind(t *testing.T) {
 	}
 	t.Logf("scheduler 1 bound %d, scheduler 2 bound %d; %d bindings refused as already bound",
 		len(b1.bound), len(b2.bound), refused)
+}
+
+// TestSchedulerAffinityAndGates: a pod's required node affinity, judged by
+// Kubernetes' own matcher, takes it to the one node that matches; a pod
+// with scheduling gates waits, saying why, until an update takes them
+// away, and is then placed.
+func TestSchedulerAffinityAndGates(t *testing.T) {
+	srv := framework.StartAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
+	nodes.add(ctx, "node-a", "2", "2Gi", map[string]string{"zone": "z1"})
+	nodes.add(ctx, "node-b", "2", "2Gi", map[string]string{"zone": "z2"})
+	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
+	pods := srv.Client.Pods("default")
+	for i := 0; i < 3; i++ {
+		p := requestPod(fmt.Sprintf("z2-%d", i), "100m", "")
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"z1"}}}}}}}}
+		if _, err := pods.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gated := requestPod("gated", "100m", "")
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/approval"}}
+	if _, err := pods.Create(ctx, gated); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the affine pods on node-b", func() (bool, string) {
+		byNode, _ := podsByNode(t, ctx, srv.Client, "default")
+		return len(byNode["node-b"]) == 3 && len(byNode["node-a"]) == 0, fmt.Sprint(byNode)
+	})
+	eventually(t, 30*time.Second, "the gated pod said to wait", func() (bool, string) {
+		p, _ := pods.Get(ctx, "gated")
+		c := podCondition(p, api.PodScheduled)
+		return c != nil && c.Reason == "SchedulingGated" && p.Spec.NodeName == "", fmt.Sprintf("%+v", p.Status)
+	})
+	p, err := pods.Get(ctx, "gated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.SchedulingGates = nil
+	if _, err := pods.Update(ctx, p); err != nil {
+		t.Fatalf("taking the gates away: %v", err)
+	}
+	eventually(t, 30*time.Second, "the ungated pod placed", func() (bool, string) {
+		p, _ := pods.Get(ctx, "gated")
+		return p.Spec.NodeName != "", fmt.Sprintf("%+v", p.Status)
+	})
 }

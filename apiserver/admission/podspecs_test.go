@@ -54,7 +54,20 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			// Pod Security's baseline judges the security context (seccomp
 			// Unconfined, unsafe sysctls); validation refuses the host
 			// namespaces and what the kubelet does not do.
-			"SecurityContext", "HostPID", "HostIPC", "ShareProcessNamespace"},
+			"SecurityContext", "HostPID", "HostIPC", "ShareProcessNamespace",
+			// Where the scheduler places the pod, among the nodes it may
+			// use anyway: nothing on the node.
+			"Tolerations", "Affinity", "TopologySpreadConstraints", "PriorityClassName", "Priority", "PreemptionPolicy",
+			"SchedulingGates", "SchedulingGroup",
+			// Refused when set (validation's notacted.go): the pod would run
+			// other than asked.
+			"RuntimeClassName", "Overhead", "ReadinessGates", "ResourceClaims", "Resources", "HostUsers", "HostnameOverride",
+			"SetHostnameAsFQDN", "EphemeralContainers", "EvictionResponders", "ActiveDeadlineSeconds",
+			// Stored, not acted on: nothing reaches the node.
+			"OS", "EnableServiceLinks", "ImagePullSecrets",
+			// The old name of serviceAccountName, defaulted into it: the
+			// same service account of the pod's own namespace.
+			"ServiceAccount"},
 		reflect.TypeOf(api.Container{}): {"Name", "Image", "Command", "Args", "WorkingDir", "Env", "Ports", "Resources",
 			"VolumeMounts", "ReadinessProbe", "LivenessProbe", "ImagePullPolicy",
 			// Probes and hooks reach the pod's own address; one that names
@@ -67,7 +80,10 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			"SecurityContext",
 			// Keys of the pod's own namespace's ConfigMaps and Secrets, as
 			// env's valueFrom reads them.
-			"EnvFrom"},
+			"EnvFrom",
+			// Stored, not acted on (no terminal, no standard input, no
+			// resizing in place); sidecars and block devices refused.
+			"ResizePolicy", "Stdin", "StdinOnce", "TTY", "RestartPolicy", "RestartPolicyRules", "VolumeDevices"},
 		// DownwardAPI: the pod's own fields, written in its own dir.
 		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret", "DownwardAPI"},
 		reflect.TypeOf(api.ContainerPort{}): {"Name", "ContainerPort", "HostPort", "Protocol", "HostIP"},
@@ -96,6 +112,9 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			Containers: []api.Container{{Name: "c"}}}, `privileged (container "i" must not set securityContext.privileged=true)`},
 		{"lifecycle hook on another host", api.PodSpec{Containers: []api.Container{{Name: "c", Lifecycle: &corev1.Lifecycle{
 			PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Host: "192.0.2.1", Port: intstr.FromInt32(80)}}}}}},
+			`probe or lifecycle host (container "c" uses probe or lifecycle host "192.0.2.1")`},
+		{"probe on another host", api.PodSpec{Containers: []api.Container{{Name: "c", ReadinessProbe: &api.Probe{
+			TCPSocket: &api.TCPSocketAction{Host: "192.0.2.1", Port: "80"}}}}},
 			`probe or lifecycle host (container "c" uses probe or lifecycle host "192.0.2.1")`},
 		{"restricted", api.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(1000)),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},

@@ -92,7 +92,7 @@ func (r *Store) createServiceWithNodePorts(ctx context.Context, key string, svc 
 				}
 				ip, picked = free[0], true
 			}
-			svc.Spec.ClusterIP = ip
+			setClusterIP(svc, ip)
 			items = append(items, r.IPs.Item(ip, svc))
 		}
 		taken := map[string]bool{}

@@ -51,7 +51,17 @@ func (r *Store) createService(ctx context.Context, key string, svc *api.Service)
 			return err
 		}
 	}
-	return a.Create(ctx, key, svc, r.TTL, asked, "spec.clusterIP", func(ip string) { svc.Spec.ClusterIP = ip })
+	return a.Create(ctx, key, svc, r.TTL, asked, "spec.clusterIP", func(ip string) { setClusterIP(svc, ip) })
+}
+
+// setClusterIP gives the Service its address, in both of the fields that
+// say it (clusterIPs is the list form, one address here).
+func setClusterIP(svc *api.Service, ip string) {
+	svc.Spec.ClusterIP = ip
+	svc.Spec.ClusterIPs = nil
+	if ip != "" {
+		svc.Spec.ClusterIPs = []string{ip}
+	}
 }
 
 // keepClusterIP makes an update keep the Service's cluster IP: an empty
@@ -68,6 +78,10 @@ func (r *Store) keepClusterIP(cur, next api.Object) error {
 	if n.Spec.ClusterIP != c.Spec.ClusterIP {
 		return errdefs.Invalid("spec.clusterIP", "field is immutable (is %q, asked %q)", c.Spec.ClusterIP, n.Spec.ClusterIP)
 	}
+	if len(n.Spec.ClusterIPs) > 0 && (len(n.Spec.ClusterIPs) != 1 || n.Spec.ClusterIPs[0] != c.Spec.ClusterIP) {
+		return errdefs.Invalid("spec.clusterIPs", "field is immutable (is %q, asked %q)", c.Spec.ClusterIPs, n.Spec.ClusterIPs)
+	}
+	setClusterIP(n, c.Spec.ClusterIP)
 	return nil
 }
 

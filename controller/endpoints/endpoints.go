@@ -186,7 +186,8 @@ func countAddresses(ss []api.EndpointSubset) int {
 // Subsets lists the pods serving each port of the Service: one subset per
 // service port, each address carrying the pod's own target port. Pods
 // without an IP, being deleted or terminated are left out, as are pods
-// on which a named target port cannot be resolved.
+// on which a named target port cannot be resolved; pods not ready are in
+// notReadyAddresses unless the Service publishes them.
 func Subsets(svc *api.Service, pods []*api.Pod) []api.EndpointSubset {
 	sorted := append([]*api.Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -204,7 +205,12 @@ func Subsets(svc *api.Service, pods []*api.Pod) []api.EndpointSubset {
 			}
 			addr := api.EndpointAddress{IP: p.Status.PodIP, Port: port, NodeName: p.Spec.NodeName,
 				TargetRef: &api.ObjectReference{Kind: api.PodsResource.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
-			if podReady(p) {
+			if p.Spec.Hostname != "" && p.Spec.Subdomain == svc.Name && p.Namespace == svc.Namespace {
+				addr.Hostname = p.Spec.Hostname // as Kubernetes: the pod's name under the Service
+			}
+			// A Service that publishes pods not ready (a StatefulSet's
+			// peers finding each other) lists them as ready.
+			if podReady(p) || svc.Spec.PublishNotReadyAddresses {
 				sub.Addresses = append(sub.Addresses, addr)
 			} else {
 				sub.NotReadyAddresses = append(sub.NotReadyAddresses, addr)

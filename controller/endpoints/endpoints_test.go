@@ -104,4 +104,14 @@ func TestSubsets(t *testing.T) {
 	if s := Subsets(svc, nil); s != nil {
 		t.Fatalf("no pods: subsets %+v, want none", s)
 	}
+
+	// Published, the pod not ready is listed as ready; a pod whose
+	// subdomain is the Service has its hostname in its address.
+	svc.Spec.PublishNotReadyAddresses = true
+	named := testPod("h", "127.0.0.18", named("http", 0, 30008), notReady)
+	named.Spec.Hostname, named.Spec.Subdomain = "web-0", "web"
+	got = Subsets(svc, []*api.Pod{named})
+	if len(got) != 2 || len(got[0].Addresses) != 1 || got[0].NotReadyAddresses != nil || got[0].Addresses[0].Hostname != "web-0" {
+		t.Fatalf("published subsets %+v", got)
+	}
 }

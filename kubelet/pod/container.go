@@ -11,6 +11,7 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+	"k8s.io/kubernetes/third_party/forked/golang/expansion"
 
 	"minik8s/kubelet/logs"
 	"minik8s/kubelet/prober"
@@ -56,8 +57,9 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 				events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "Unhealthy", "Liveness probe failed: %s", msg)
 				events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Killing", "Container %s failed liveness probe, will be restarted", c.name)
 				c.prober.Stop()
+				grace := c.prober.KillGrace(w.grace(p))
 				c.prober = nil
-				if err := w.rt.StopContainer(ctx, c.id, w.grace(p)); err != nil {
+				if err := w.rt.StopContainer(ctx, c.id, grace); err != nil {
 					w.log.WithError(err).Warn("stopping an unhealthy container")
 				}
 				c.state.Running = nil
@@ -367,9 +369,15 @@ func (w *Worker) containerSpec(ctx context.Context, p *api.Pod, i int, id string
 			return containerd.ContainerSpec{}, errdefs.Invalid(fmt.Sprintf("%s.volumeMounts[%d].mountPath", containerField(p, i), j), "%q is not absolute", m.MountPath)
 		}
 		source := v.HostPath
-		if m.SubPath != "" {
-			if source, err = volume.BindSubPath(w.dir, m.Name, c.Name, j, v.HostPath, m.SubPath); err != nil {
-				return containerd.ContainerSpec{}, fmt.Errorf("%s.volumeMounts[%d].subPath: %w", containerField(p, i), j, err)
+		sub, subField := m.SubPath, "subPath"
+		if m.SubPathExpr != "" {
+			// The container's variables expanded, then held to a sub
+			// path's rules, as Kubernetes' kubelet does.
+			sub, subField = expansion.Expand(m.SubPathExpr, expansion.MappingFuncFor(envMap(env))), "subPathExpr"
+		}
+		if sub != "" {
+			if source, err = volume.BindSubPath(w.dir, m.Name, c.Name, j, v.HostPath, sub); err != nil {
+				return containerd.ContainerSpec{}, fmt.Errorf("%s.volumeMounts[%d].%s: %w", containerField(p, i), j, subField, err)
 			}
 		}
 		mounts = append(mounts, containerd.Mount{Source: source, Destination: m.MountPath, ReadOnly: v.ReadOnly || m.ReadOnly})

@@ -5,6 +5,7 @@ package prober
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
@@ -36,13 +39,21 @@ func ResolvePort(port string, ports []api.ContainerPort) (int32, error) {
 	return 0, errdefs.Invalid("httpGet.port", "no container port is named %q", port)
 }
 
-// Check makes one HTTP GET; 2xx and 3xx pass.
-func Check(ctx context.Context, client *http.Client, url string) error {
+// check makes one HTTP GET with the probe's headers (a Host header names
+// the virtual host, as in Kubernetes); 2xx and 3xx pass.
+func check(ctx context.Context, client *http.Client, url string, headers []corev1.HTTPHeader) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("User-Agent", "minik8s-probe")
+	for _, h := range headers {
+		if http.CanonicalHeaderKey(h.Name) == "Host" {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
@@ -55,20 +66,25 @@ func Check(ctx context.Context, client *http.Client, url string) error {
 	return nil
 }
 
-// URL of an HTTP probe against a container on host with its ports.
-func URL(host string, p *api.Probe, ports []api.ContainerPort) (string, error) {
-	if p.HTTPGet == nil {
-		return "", errdefs.Invalid("httpGet", "not an HTTP probe")
-	}
-	port, err := ResolvePort(string(p.HTTPGet.Port), ports)
+// probeURL of an HTTP probe against a container on host (the probe's own
+// host if it names one) with its ports.
+func probeURL(host string, g *api.HTTPGetAction, ports []api.ContainerPort) (string, error) {
+	port, err := ResolvePort(string(g.Port), ports)
 	if err != nil {
 		return "", err
 	}
-	path := p.HTTPGet.Path
+	if g.Host != "" {
+		host = g.Host
+	}
+	path := g.Path
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + path, nil
+	scheme := "http"
+	if strings.EqualFold(g.Scheme, string(corev1.URISchemeHTTPS)) {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + path, nil
 }
 
 // Worker probes one container until stopped.
@@ -80,6 +96,8 @@ type Worker struct {
 	ready      bool
 	liveFailed bool
 	message    string
+	// failedBy is the probe that failed liveness (startup or liveness).
+	failedBy *api.Probe
 }
 
 // Execer runs a command in the probed container: its exit code and output.
@@ -90,17 +108,41 @@ type Execer func(ctx context.Context, cmd []string) (code int, output string, er
 func checker(host string, p *api.Probe, ports []api.ContainerPort, exec Execer, timeout time.Duration) (func(context.Context) error, error) {
 	switch {
 	case p.HTTPGet != nil:
-		url, err := URL(host, p, ports)
+		url, err := probeURL(host, p.HTTPGet, ports)
 		if err != nil {
 			return nil, err
 		}
-		client := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		// HTTPS probes do not verify the certificate, as Kubernetes'
+		// kubelet does not: the pod's certificate is not for its address.
+		transport := &http.Transport{Proxy: nil, DisableKeepAlives: true,
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // as Kubernetes' prober
+		if pr := p.HTTPGet.Protocol; pr != nil && *pr == corev1.HTTPProtocolHTTP2 {
+			var protocols http.Protocols
+			protocols.SetHTTP2(true)
+			protocols.SetUnencryptedHTTP2(true)
+			transport.Protocols = &protocols
+		}
+		client := &http.Client{Timeout: timeout, Transport: transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		return func(ctx context.Context) error { return Check(ctx, client, url) }, nil
+		headers := p.HTTPGet.HTTPHeaders
+		return func(ctx context.Context) error { return check(ctx, client, url, headers) }, nil
+	case p.GRPC != nil:
+		if p.GRPC.Port <= 0 || p.GRPC.Port > 65535 {
+			return nil, errdefs.Invalid("grpc.port", "%d is not a port number", p.GRPC.Port)
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(int(p.GRPC.Port)))
+		service := ""
+		if p.GRPC.Service != nil {
+			service = *p.GRPC.Service
+		}
+		return func(ctx context.Context) error { return grpcCheck(ctx, addr, service, timeout) }, nil
 	case p.TCPSocket != nil:
 		port, err := ResolvePort(string(p.TCPSocket.Port), ports)
 		if err != nil {
 			return nil, err
+		}
+		if p.TCPSocket.Host != "" {
+			host = p.TCPSocket.Host
 		}
 		addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 		return func(ctx context.Context) error {
@@ -126,7 +168,7 @@ func checker(host string, p *api.Probe, ports []api.ContainerPort, exec Execer, 
 			return nil
 		}, nil
 	}
-	return nil, errdefs.Invalid("probe", "one of httpGet, tcpSocket and exec is required")
+	return nil, errdefs.Invalid("probe", "one of httpGet, tcpSocket, grpc and exec is required")
 }
 
 // Probes are a container's probes; any may be nil.
@@ -175,7 +217,7 @@ func (w *Worker) startup(ctx context.Context, host string, ports []api.Container
 			stop()
 			return
 		}
-		w.failLiveness("startup probe failed: "+msg, onChange)
+		w.failLiveness(p, "startup probe failed: "+msg, onChange)
 		stop()
 	})
 	return passed
@@ -201,7 +243,7 @@ func (w *Worker) startAfterStartup(ctx context.Context, wg *sync.WaitGroup, host
 			defer wg.Done()
 			w.run(ctx, host, ports, exec, liveness, false, func(ok bool, msg string) {
 				if !ok {
-					w.failLiveness("liveness probe failed: "+msg, onChange)
+					w.failLiveness(liveness, "liveness probe failed: "+msg, onChange)
 				}
 			})
 		}()
@@ -225,10 +267,11 @@ func (w *Worker) setReady(ok bool, why string, onChange func()) {
 
 // failLiveness records that the container must be restarted and why,
 // calling onChange the first time.
-func (w *Worker) failLiveness(why string, onChange func()) {
+func (w *Worker) failLiveness(p *api.Probe, why string, onChange func()) {
 	w.mu.Lock()
 	changed := !w.liveFailed
 	w.liveFailed = true
+	w.failedBy = p
 	w.message = why
 	w.mu.Unlock()
 	if changed {
@@ -317,6 +360,17 @@ func (w *Worker) LivenessFailed() (bool, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.liveFailed, w.message
+}
+
+// KillGrace is the grace the probe that failed liveness gives the
+// container it kills (its terminationGracePeriodSeconds), or def.
+func (w *Worker) KillGrace(def time.Duration) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failedBy != nil && w.failedBy.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*w.failedBy.TerminationGracePeriodSeconds) * time.Second
+	}
+	return def
 }
 
 // Stop ends the probes and waits for them.

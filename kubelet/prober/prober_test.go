@@ -159,7 +159,7 @@ func TestCheckers(t *testing.T) {
 		{"exec passes", api.Probe{Exec: &api.ExecAction{Command: []string{"true"}}}, ""},
 		{"exec fails", api.Probe{Exec: &api.ExecAction{Command: []string{"false", "x"}}}, `exec probe "false x" exited with 3: not yet`},
 		{"exec cannot run", api.Probe{Exec: &api.ExecAction{Command: []string{"missing"}}}, "no such file"},
-		{"no handler", api.Probe{}, "one of httpGet, tcpSocket and exec"},
+		{"no handler", api.Probe{}, "one of httpGet, tcpSocket, grpc and exec"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+)
 
 // Job (batch/v1) runs pods to completion: Completions successful pods,
 // Parallelism at a time, giving up after BackoffLimit failed ones or
@@ -32,6 +36,18 @@ type JobSpec struct {
 	// that long after it completed or failed.
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 	Suspend                 *bool  `json:"suspend,omitempty"`
+	// CompletionMode NonIndexed and PodReplacementPolicy
+	// TerminatingOrFailed (a pod being deleted is replaced at once) are
+	// what the job controller does, and their defaults; the other modes
+	// and policies are refused (pkg/api/validation's notacted.go).
+	CompletionMode       *batchv1.CompletionMode             `json:"completionMode,omitempty"`
+	PodReplacementPolicy *batchv1.PodReplacementPolicy       `json:"podReplacementPolicy,omitempty"`
+	ManagedBy            *string                             `json:"managedBy,omitempty"`
+	PodFailurePolicy     *batchv1.PodFailurePolicy           `json:"podFailurePolicy,omitempty"`
+	SuccessPolicy        *batchv1.SuccessPolicy              `json:"successPolicy,omitempty"`
+	BackoffLimitPerIndex *int32                              `json:"backoffLimitPerIndex,omitempty"`
+	MaxFailedIndexes     *int32                              `json:"maxFailedIndexes,omitempty"`
+	Scheduling           *batchv1.JobSchedulingConfiguration `json:"scheduling,omitempty"`
 }
 
 type JobStatus struct {
@@ -101,6 +117,9 @@ const (
 type CronJobSpec struct {
 	// Schedule is a cron expression (five fields, or @hourly and the like).
 	Schedule string `json:"schedule"`
+	// TimeZone is the IANA zone the schedule is read in (the
+	// controller's, UTC, when unset).
+	TimeZone *string `json:"timeZone,omitempty"`
 	// StartingDeadlineSeconds: a run missed by more than this is skipped.
 	StartingDeadlineSeconds    *int64          `json:"startingDeadlineSeconds,omitempty"`
 	ConcurrencyPolicy          string          `json:"concurrencyPolicy,omitempty"`

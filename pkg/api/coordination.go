@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
 
 // Lease is coordination.k8s.io/v1's Lease: a holder that must renew it
 // before renewTime + leaseDurationSeconds, or others may take what it held.
@@ -17,6 +21,10 @@ type LeaseSpec struct {
 	AcquireTime          *time.Time `json:"acquireTime,omitempty"`
 	RenewTime            *time.Time `json:"renewTime,omitempty"`
 	LeaseTransitions     *int32     `json:"leaseTransitions,omitempty"`
+	// Strategy and PreferredHolder (coordinated leader election) are
+	// stored; holders take leases as they come.
+	Strategy        *coordinationv1.CoordinatedLeaseStrategy `json:"strategy,omitempty"`
+	PreferredHolder *string                                  `json:"preferredHolder,omitempty"`
 }
 
 type LeaseList struct {

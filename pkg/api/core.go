@@ -52,6 +52,16 @@ type NodeSpec struct {
 	PodCIDR       string   `json:"podCIDR,omitempty"`
 	PodCIDRs      []string `json:"podCIDRs,omitempty"`
 	Unschedulable bool     `json:"unschedulable,omitempty"`
+	// Taints keep pods that do not tolerate them off the node (NoSchedule;
+	// PreferNoSchedule is a preference, NoExecute is refused).
+	Taints     []corev1.Taint `json:"taints,omitempty"`
+	ProviderID string         `json:"providerID,omitempty"`
+	// ExternalID, ConfigSource and PodPreemptionPolicy are stored:
+	// Kubernetes itself no longer acts on the first two, and nothing is
+	// preempted here.
+	ExternalID          string                          `json:"externalID,omitempty"`
+	ConfigSource        *corev1.NodeConfigSource        `json:"configSource,omitempty"`
+	PodPreemptionPolicy *corev1.NodePodPreemptionPolicy `json:"podPreemptionPolicy,omitempty"`
 }
 
 type NodeStatus struct {
@@ -162,6 +172,38 @@ type PodSpec struct {
 	HostPID               bool  `json:"hostPID,omitempty"`
 	HostIPC               bool  `json:"hostIPC,omitempty"`
 	ShareProcessNamespace *bool `json:"shareProcessNamespace,omitempty"`
+
+	// The rest of Kubernetes' pod spec, Kubernetes' own types. The
+	// scheduler honours affinity's required node terms and waits for
+	// schedulingGates; ServiceAccount is the old name of
+	// ServiceAccountName, kept equal to it. What the others do here (most
+	// are stored and not acted on; the few whose neglect would run
+	// something other than the manifest asks are refused when set) is
+	// pkg/api/validation's notActedOn table, which the README and
+	// `kubectl explain` show.
+	Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
+	Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	PriorityClassName         string                            `json:"priorityClassName,omitempty"`
+	Priority                  *int32                            `json:"priority,omitempty"`
+	PreemptionPolicy          *corev1.PreemptionPolicy          `json:"preemptionPolicy,omitempty"`
+	RuntimeClassName          *string                           `json:"runtimeClassName,omitempty"`
+	Overhead                  corev1.ResourceList               `json:"overhead,omitempty"`
+	ReadinessGates            []corev1.PodReadinessGate         `json:"readinessGates,omitempty"`
+	SchedulingGates           []corev1.PodSchedulingGate        `json:"schedulingGates,omitempty"`
+	SchedulingGroup           *corev1.PodSchedulingGroup        `json:"schedulingGroup,omitempty"`
+	ResourceClaims            []corev1.PodResourceClaim         `json:"resourceClaims,omitempty"`
+	Resources                 *corev1.ResourceRequirements      `json:"resources,omitempty"`
+	OS                        *corev1.PodOS                     `json:"os,omitempty"`
+	HostUsers                 *bool                             `json:"hostUsers,omitempty"`
+	HostnameOverride          *string                           `json:"hostnameOverride,omitempty"`
+	SetHostnameAsFQDN         *bool                             `json:"setHostnameAsFQDN,omitempty"`
+	EnableServiceLinks        *bool                             `json:"enableServiceLinks,omitempty"`
+	EphemeralContainers       []corev1.EphemeralContainer       `json:"ephemeralContainers,omitempty"`
+	EvictionResponders        []corev1.EvictionResponder        `json:"evictionResponders,omitempty"`
+	ImagePullSecrets          []corev1.LocalObjectReference     `json:"imagePullSecrets,omitempty"`
+	ActiveDeadlineSeconds     *int64                            `json:"activeDeadlineSeconds,omitempty"`
+	ServiceAccount            string                            `json:"serviceAccount,omitempty"`
 }
 
 // HostAlias maps host names to an address in a pod's /etc/hosts.
@@ -231,6 +273,15 @@ type Container struct {
 	// what only a container has: capabilities, privileged,
 	// readOnlyRootFilesystem, allowPrivilegeEscalation.
 	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+
+	// The rest of Kubernetes' container: see PodSpec's (notActedOn).
+	ResizePolicy       []corev1.ContainerResizePolicy `json:"resizePolicy,omitempty"`
+	RestartPolicy      *corev1.ContainerRestartPolicy `json:"restartPolicy,omitempty"`
+	RestartPolicyRules []corev1.ContainerRestartRule  `json:"restartPolicyRules,omitempty"`
+	VolumeDevices      []corev1.VolumeDevice          `json:"volumeDevices,omitempty"`
+	Stdin              bool                           `json:"stdin,omitempty"`
+	StdinOnce          bool                           `json:"stdinOnce,omitempty"`
+	TTY                bool                           `json:"tty,omitempty"`
 }
 
 type EnvVar struct {
@@ -248,6 +299,7 @@ type EnvVarSource struct {
 	// fields, or one of a container's resources.
 	FieldRef         *corev1.ObjectFieldSelector   `json:"fieldRef,omitempty"`
 	ResourceFieldRef *corev1.ResourceFieldSelector `json:"resourceFieldRef,omitempty"`
+	FileKeyRef       *corev1.FileKeySelector       `json:"fileKeyRef,omitempty"`
 }
 
 type KeySelector struct {
@@ -268,16 +320,22 @@ type ContainerPort struct {
 }
 
 type ResourceRequirements struct {
-	Limits   ResourceList `json:"limits,omitempty"`
-	Requests ResourceList `json:"requests,omitempty"`
+	Limits   ResourceList           `json:"limits,omitempty"`
+	Requests ResourceList           `json:"requests,omitempty"`
+	Claims   []corev1.ResourceClaim `json:"claims,omitempty"`
 }
 
 type VolumeMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly,omitempty"`
-	// SubPath mounts that path inside the volume instead of its root.
-	SubPath string `json:"subPath,omitempty"`
+	// SubPath mounts that path inside the volume instead of its root;
+	// SubPathExpr is one with the container's $(VAR)s expanded.
+	SubPath           string                        `json:"subPath,omitempty"`
+	SubPathExpr       string                        `json:"subPathExpr,omitempty"`
+	MountPropagation  *corev1.MountPropagationMode  `json:"mountPropagation,omitempty"`
+	RecursiveReadOnly *corev1.RecursiveReadOnlyMode `json:"recursiveReadOnly,omitempty"`
+	BindMountOptions  []string                      `json:"bindMountOptions,omitempty"`
 }
 
 type Volume struct {
@@ -319,21 +377,27 @@ type ConfigMapVolumeSource struct {
 }
 
 type Probe struct {
-	// One of HTTPGet, TCPSocket and Exec says how to probe.
-	HTTPGet             *HTTPGetAction   `json:"httpGet,omitempty"`
-	TCPSocket           *TCPSocketAction `json:"tcpSocket,omitempty"`
-	Exec                *ExecAction      `json:"exec,omitempty"`
-	InitialDelaySeconds int32            `json:"initialDelaySeconds,omitempty"`
-	PeriodSeconds       int32            `json:"periodSeconds,omitempty"`
-	TimeoutSeconds      int32            `json:"timeoutSeconds,omitempty"`
-	FailureThreshold    int32            `json:"failureThreshold,omitempty"`
-	SuccessThreshold    int32            `json:"successThreshold,omitempty"`
+	// One of HTTPGet, TCPSocket, GRPC and Exec says how to probe.
+	HTTPGet             *HTTPGetAction     `json:"httpGet,omitempty"`
+	TCPSocket           *TCPSocketAction   `json:"tcpSocket,omitempty"`
+	GRPC                *corev1.GRPCAction `json:"grpc,omitempty"`
+	Exec                *ExecAction        `json:"exec,omitempty"`
+	InitialDelaySeconds int32              `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       int32              `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      int32              `json:"timeoutSeconds,omitempty"`
+	FailureThreshold    int32              `json:"failureThreshold,omitempty"`
+	SuccessThreshold    int32              `json:"successThreshold,omitempty"`
+	// TerminationGracePeriodSeconds is the grace a container killed for
+	// failing this (liveness or startup) probe gets, instead of the pod's.
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 }
 
 // TCPSocketAction passes when podIP:port accepts a connection; Port is a
 // number or the name of a container port.
 type TCPSocketAction struct {
 	Port IntOrString `json:"port"`
+	// Host is another address than the pod's (a privileged pod's).
+	Host string `json:"host,omitempty"`
 }
 
 // ExecAction runs Command in the container; exit status 0 passes.
@@ -346,6 +410,13 @@ type ExecAction struct {
 type HTTPGetAction struct {
 	Path string      `json:"path,omitempty"`
 	Port IntOrString `json:"port"`
+	// Host is another address than the pod's (a privileged pod's); a Host
+	// header among HTTPHeaders names the virtual host instead.
+	Host        string              `json:"host,omitempty"`
+	Scheme      string              `json:"scheme,omitempty"`
+	HTTPHeaders []corev1.HTTPHeader `json:"httpHeaders,omitempty"`
+	// Protocol HTTP2 probes with HTTP/2 (without TLS: h2c).
+	Protocol *corev1.HTTPProtocol `json:"protocol,omitempty"`
 }
 
 type PodStatus struct {
@@ -452,6 +523,10 @@ type ObjectReference struct {
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name,omitempty"`
 	UID        string `json:"uid,omitempty"`
+	// ResourceVersion and FieldPath (a part of the object, as
+	// "spec.containers{web}") are Kubernetes' too.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	FieldPath       string `json:"fieldPath,omitempty"`
 }
 
 // LabelSelector selects objects by their labels.
@@ -526,6 +601,31 @@ type ServiceSpec struct {
 	Selector  map[string]string `json:"selector,omitempty"`
 	Ports     []ServicePort     `json:"ports,omitempty"`
 	ClusterIP string            `json:"clusterIP,omitempty"`
+	// ClusterIPs is ClusterIP as a list (one IPv4 address: Services are
+	// single-stack), kept equal to it.
+	ClusterIPs []string `json:"clusterIPs,omitempty"`
+	// PublishNotReadyAddresses puts the pods that are not ready in the
+	// Endpoints too.
+	PublishNotReadyAddresses bool `json:"publishNotReadyAddresses,omitempty"`
+
+	// The rest of Kubernetes' Service: defaulted as Kubernetes defaults
+	// it (IPv4, SingleStack, Cluster traffic policies, no session
+	// affinity); what differs is refused (pkg/api/validation's
+	// notacted.go).
+	IPFamilies                    []corev1.IPFamily                    `json:"ipFamilies,omitempty"`
+	IPFamilyPolicy                *corev1.IPFamilyPolicy               `json:"ipFamilyPolicy,omitempty"`
+	InternalTrafficPolicy         *corev1.ServiceInternalTrafficPolicy `json:"internalTrafficPolicy,omitempty"`
+	ExternalTrafficPolicy         corev1.ServiceExternalTrafficPolicy  `json:"externalTrafficPolicy,omitempty"`
+	SessionAffinity               corev1.ServiceAffinity               `json:"sessionAffinity,omitempty"`
+	SessionAffinityConfig         *corev1.SessionAffinityConfig        `json:"sessionAffinityConfig,omitempty"`
+	TrafficDistribution           *string                              `json:"trafficDistribution,omitempty"`
+	ExternalIPs                   []string                             `json:"externalIPs,omitempty"`
+	ExternalName                  string                               `json:"externalName,omitempty"`
+	HealthCheckNodePort           int32                                `json:"healthCheckNodePort,omitempty"`
+	AllocateLoadBalancerNodePorts *bool                                `json:"allocateLoadBalancerNodePorts,omitempty"`
+	LoadBalancerClass             *string                              `json:"loadBalancerClass,omitempty"`
+	LoadBalancerIP                string                               `json:"loadBalancerIP,omitempty"`
+	LoadBalancerSourceRanges      []string                             `json:"loadBalancerSourceRanges,omitempty"`
 }
 
 // ServicePort: TargetPort is a number or the name of a container port, since
@@ -538,6 +638,9 @@ type ServicePort struct {
 	// NodePort, on a Service of type NodePort, is the port every node
 	// serves it on, at the node's address.
 	NodePort int32 `json:"nodePort,omitempty"`
+	// AppProtocol is a hint (h2c, kubernetes.io/ws...); the proxies
+	// forward TCP whatever it says.
+	AppProtocol *string `json:"appProtocol,omitempty"`
 }
 
 // ServiceStatus: minik8s has no load balancers; the field is there for
@@ -581,6 +684,7 @@ type EndpointAddress struct {
 	Port      int32            `json:"port,omitempty"`
 	NodeName  string           `json:"nodeName,omitempty"`
 	TargetRef *ObjectReference `json:"targetRef,omitempty"`
+	Hostname  string           `json:"hostname,omitempty"`
 }
 
 type EndpointPort struct {
@@ -601,6 +705,9 @@ type ConfigMap struct {
 	ObjectMeta `json:"metadata,omitempty"`
 	Data       map[string]string `json:"data,omitempty"`
 	BinaryData map[string][]byte `json:"binaryData,omitempty"`
+	// Immutable: its data can no longer change (Kubernetes' validation
+	// refuses the update).
+	Immutable *bool `json:"immutable,omitempty"`
 }
 
 type ConfigMapList struct {

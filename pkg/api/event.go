@@ -1,6 +1,11 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Event is core/v1 Event: something that happened to an object, told by a
 // component (the scheduler, a kubelet, a controller). Repeats of the same
@@ -22,6 +27,11 @@ type Event struct {
 	Type               string `json:"type,omitempty"`
 	ReportingComponent string `json:"reportingComponent,omitempty"`
 	ReportingInstance  string `json:"reportingInstance,omitempty"`
+	// The events.k8s.io fields, as core/v1 carries them.
+	EventTime *metav1.MicroTime   `json:"eventTime,omitempty"`
+	Series    *corev1.EventSeries `json:"series,omitempty"`
+	Action    string              `json:"action,omitempty"`
+	Related   *ObjectReference    `json:"related,omitempty"`
 }
 
 type EventSource struct {

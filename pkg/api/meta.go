@@ -41,6 +41,8 @@ type ObjectMeta struct {
 	// apply's ownership), as Kubernetes keeps it: written by the server on
 	// every write through the API.
 	ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields,omitempty"`
+	// SelfLink is read and dropped: Kubernetes no longer sets it.
+	SelfLink string `json:"selfLink,omitempty"`
 }
 
 // FinalizerForeground keeps an owner deleted with propagationPolicy

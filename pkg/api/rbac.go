@@ -1,5 +1,7 @@
 package api
 
+import rbacv1 "k8s.io/api/rbac/v1"
+
 // RBAC kinds as rbac.authorization.k8s.io/v1 has them, and the access
 // reviews of authorization.k8s.io/v1. The evaluation lives in pkg/rbac.
 
@@ -79,6 +81,9 @@ type ClusterRole struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
 	Rules      []PolicyRule `json:"rules"`
+	// AggregationRule is refused: no controller gathers other roles'
+	// rules into this one.
+	AggregationRule *rbacv1.AggregationRule `json:"aggregationRule,omitempty"`
 }
 
 type ClusterRoleList struct {

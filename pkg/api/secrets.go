@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Namespace groups objects; deleting it deletes everything in it.
 type Namespace struct {
@@ -71,6 +75,8 @@ type ServiceAccount struct {
 	ObjectMeta                   `json:"metadata,omitempty"`
 	Secrets                      []ObjectReference `json:"secrets,omitempty"`
 	AutomountServiceAccountToken *bool             `json:"automountServiceAccountToken,omitempty"`
+	// ImagePullSecrets is stored; images are pulled without credentials.
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
 
 // DefaultServiceAccount exists in every namespace.

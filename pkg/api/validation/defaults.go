@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s/pkg/api"
@@ -16,6 +17,7 @@ import (
 func Default(res api.Resource, obj api.Object) {
 	tm := obj.GetTypeMeta()
 	tm.Kind = res.Kind
+	obj.GetObjectMeta().SelfLink = "" // as Kubernetes, which no longer sets it
 	switch {
 	case res.Kind != "Func":
 		tm.APIVersion = res.GroupVersion()
@@ -44,18 +46,7 @@ func Default(res api.Resource, obj api.Object) {
 	case *api.CronJob:
 		defaultCronJob(o)
 	case *api.Service:
-		if o.Spec.Type == "" {
-			o.Spec.Type = "ClusterIP"
-		}
-		for i := range o.Spec.Ports {
-			p := &o.Spec.Ports[i]
-			if p.Protocol == "" {
-				p.Protocol = "TCP"
-			}
-			if p.TargetPort == "" {
-				p.TargetPort = api.IntOrString(strconv.Itoa(int(p.Port)))
-			}
-		}
+		defaultService(&o.Spec)
 	case *api.FuncInstance:
 		call.Default(o)
 	case *api.Namespace:
@@ -91,11 +82,60 @@ func Default(res api.Resource, obj api.Object) {
 	}
 }
 
+// defaultService fills what Kubernetes' defaults and its Service REST
+// strategy fill: the type, ports' protocols and target ports, clusterIPs
+// from clusterIP (and back), one IPv4 family, the Cluster traffic
+// policies and no session affinity.
+func defaultService(s *api.ServiceSpec) {
+	if s.Type == "" {
+		s.Type = "ClusterIP"
+	}
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = "TCP"
+		}
+		if p.TargetPort == "" {
+			p.TargetPort = api.IntOrString(strconv.Itoa(int(p.Port)))
+		}
+	}
+	if s.Type == string(corev1.ServiceTypeExternalName) {
+		return
+	}
+	if s.ClusterIP == "" && len(s.ClusterIPs) > 0 {
+		s.ClusterIP = s.ClusterIPs[0]
+	}
+	if s.ClusterIP != "" && len(s.ClusterIPs) == 0 {
+		s.ClusterIPs = []string{s.ClusterIP}
+	}
+	if len(s.IPFamilies) == 0 {
+		s.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	}
+	if s.IPFamilyPolicy == nil {
+		single := corev1.IPFamilyPolicySingleStack
+		s.IPFamilyPolicy = &single
+	}
+	if s.InternalTrafficPolicy == nil {
+		cluster := corev1.ServiceInternalTrafficPolicyCluster
+		s.InternalTrafficPolicy = &cluster
+	}
+	if s.ExternalTrafficPolicy == "" && (s.Type == string(corev1.ServiceTypeNodePort) || s.Type == string(corev1.ServiceTypeLoadBalancer)) {
+		s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+	if s.SessionAffinity == "" {
+		s.SessionAffinity = corev1.ServiceAffinityNone
+	}
+}
+
 // DefaultTerminationGracePeriod is Kubernetes' default, in seconds.
 const DefaultTerminationGracePeriod = 30
 
-// DefaultPodSpec fills restart policy, grace period, DNS policy, pull
-// policies and port protocols, as Kubernetes defaults them.
+// DefaultSchedulerName is the scheduler a pod that names none has, as
+// Kubernetes names it.
+const DefaultSchedulerName = "default-scheduler"
+
+// DefaultPodSpec fills restart policy, grace period, DNS policy, scheduler,
+// pull policies and port protocols, as Kubernetes defaults them.
 func DefaultPodSpec(s *api.PodSpec) {
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = api.RestartPolicyAlways
@@ -107,6 +147,15 @@ func DefaultPodSpec(s *api.PodSpec) {
 		g := int64(DefaultTerminationGracePeriod)
 		s.TerminationGracePeriodSeconds = &g
 	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = DefaultSchedulerName
+	}
+	// serviceAccount is serviceAccountName's old name: either given, both
+	// say it, as Kubernetes' conversion writes them.
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = s.ServiceAccount
+	}
+	s.ServiceAccount = s.ServiceAccountName
 	for i := range s.InitContainers {
 		defaultContainer(&s.InitContainers[i])
 	}
@@ -182,6 +231,14 @@ func defaultJobSpec(s *api.JobSpec) {
 	if s.Suspend == nil {
 		no := false
 		s.Suspend = &no
+	}
+	if s.CompletionMode == nil {
+		mode := batchv1.NonIndexedCompletion
+		s.CompletionMode = &mode
+	}
+	if s.PodReplacementPolicy == nil && s.PodFailurePolicy == nil {
+		policy := batchv1.TerminatingOrFailed
+		s.PodReplacementPolicy = &policy
 	}
 	DefaultPodSpec(&s.Template.Spec)
 }

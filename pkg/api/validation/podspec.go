@@ -38,6 +38,7 @@ func templateSpec(path *field.Path, s *api.PodSpec) field.ErrorList {
 
 func podSpecOf(path *field.Path, s *api.PodSpec, template bool) field.ErrorList {
 	errs := podSecurity(path, s)
+	errs = append(errs, podSpecNotDone(path, s)...)
 	for i, v := range s.Volumes {
 		if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumDefault && v.EmptyDir.Medium != corev1.StorageMediumMemory {
 			errs = append(errs, field.NotSupported(path.Child("volumes").Index(i).Child("emptyDir", "medium"), v.EmptyDir.Medium,
@@ -69,6 +70,7 @@ func container(path *field.Path, c *api.Container, template bool) field.ErrorLis
 		}
 	}
 	errs = append(errs, containerSecurity(path, c.SecurityContext)...)
+	errs = append(errs, containerNotDone(path, c)...)
 	for j, p := range c.Ports {
 		pp := path.Child("ports").Index(j)
 		if p.Protocol != "" && p.Protocol != "TCP" {

@@ -100,15 +100,21 @@ func Object(res api.Resource, obj api.Object) field.ErrorList {
 	case *api.Deployment:
 		return append(deployment(o), templateSpec(field.NewPath("spec", "template", "spec"), &o.Spec.Template.Spec)...)
 	case *api.Job:
-		return templateSpec(field.NewPath("spec", "template", "spec"), &o.Spec.Template.Spec)
+		return append(jobNotDone(field.NewPath("spec"), &o.Spec), templateSpec(field.NewPath("spec", "template", "spec"), &o.Spec.Template.Spec)...)
 	case *api.CronJob:
-		return templateSpec(field.NewPath("spec", "jobTemplate", "spec", "template", "spec"), &o.Spec.JobTemplate.Spec.Template.Spec)
+		return append(jobNotDone(field.NewPath("spec", "jobTemplate", "spec"), &o.Spec.JobTemplate.Spec),
+			templateSpec(field.NewPath("spec", "jobTemplate", "spec", "template", "spec"), &o.Spec.JobTemplate.Spec.Template.Spec)...)
 	case *api.HorizontalPodAutoscaler:
 		return hpa(o)
 	case *api.Service:
 		return service(o)
 	case *api.Node:
-		return nodeStatus(&o.Status)
+		return append(nodeStatus(&o.Status), nodeNotDone(field.NewPath("spec"), &o.Spec)...)
+	case *api.ClusterRole:
+		if o.AggregationRule != nil {
+			return field.ErrorList{field.Forbidden(field.NewPath("aggregationRule"),
+				"minik8s does not do this, and the role would grant other than asked: no controller gathers other roles' rules into it")}
+		}
 	case *api.Func:
 		return Func(o)
 	case *api.FuncInstance:
@@ -144,5 +150,5 @@ func service(s *api.Service) field.ErrorList {
 			errs = append(errs, field.NotSupported(field.NewPath("spec", "ports").Index(i).Child("protocol"), p.Protocol, []string{"TCP"}))
 		}
 	}
-	return errs
+	return append(errs, serviceNotDone(field.NewPath("spec"), &s.Spec)...)
 }

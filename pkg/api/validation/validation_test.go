@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
@@ -215,6 +218,48 @@ func TestPod(t *testing.T) {
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}},
 				ProcMount:    ptr(corev1.DefaultProcMount), AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
 		}, ""},
+		// The rest of Kubernetes' pod spec: accepted when minik8s does it
+		// or doing nothing is safe, refused when the pod would run other
+		// than asked (notacted.go).
+		{"tolerations, preferences, priority, pull secrets", func(p *api.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}},
+				PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1}}}}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway}}
+			p.Spec.PriorityClassName, p.Spec.Priority = "high", ptr(int32(10))
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+			p.Spec.OS, p.Spec.HostUsers, p.Spec.SetHostnameAsFQDN = &corev1.PodOS{Name: corev1.Linux}, ptr(true), ptr(false)
+			p.Spec.Containers[0].TTY, p.Spec.Containers[0].Stdin = true, true
+			p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "v", MountPath: "/v", SubPathExpr: "$(POD)",
+				MountPropagation: ptr(corev1.MountPropagationNone), RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyIfPossible)}}
+		}, ""},
+		{"runtime class", func(p *api.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, "spec.runtimeClassName"},
+		{"readiness gates", func(p *api.Pod) { p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}} }, "spec.readinessGates"},
+		{"user namespaces", func(p *api.Pod) { p.Spec.HostUsers = ptr(false) }, "spec.hostUsers"},
+		{"pod resources", func(p *api.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{"memory": resource.MustParse("1Gi")}}
+		}, "spec.resources"},
+		{"deadline", func(p *api.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }, "spec.activeDeadlineSeconds"},
+		{"required pod anti-affinity", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h"}}}}
+		}, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"},
+		{"hard spread", func(p *api.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}, "spec.topologySpreadConstraints[0].whenUnsatisfiable"},
+		{"windows", func(p *api.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }, "spec.os.name"},
+		{"sidecar", func(p *api.Pod) { p.Spec.Containers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways) }, "spec.containers[0].restartPolicy"},
+		{"block device", func(p *api.Pod) {
+			p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "d", DevicePath: "/dev/x"}}
+		}, "spec.containers[0].volumeDevices"},
+		{"mount propagation", func(p *api.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "v", MountPath: "/v", MountPropagation: ptr(corev1.MountPropagationBidirectional)}}
+		}, "spec.containers[0].volumeMounts[0].mountPropagation"},
+		{"recursive read-only", func(p *api.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "v", MountPath: "/v", RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}}
+		}, "spec.containers[0].volumeMounts[0].recursiveReadOnly"},
+		{"file key", func(p *api.Pod) {
+			p.Spec.Containers[0].Env = []api.EnvVar{{Name: "X", ValueFrom: &api.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{Key: "k"}}}}
+		}, "spec.containers[0].env[0].valueFrom.fileKeyRef"},
 		{"second container", func(p *api.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "d", Image: "img",
 				Resources: api.ResourceRequirements{Limits: api.ResourceList{"cpu": "1e19"}}})
@@ -298,6 +343,91 @@ func TestNodeCapacity(t *testing.T) {
 		n := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}, Status: api.NodeStatus{Capacity: tc.capacity}}
 		if err := names(Object(api.NodesResource, n), tc.field); err != "" {
 			t.Errorf("%s: %s", tc.name, err)
+		}
+	}
+}
+
+// The rest of Kubernetes' Service is defaulted as Kubernetes defaults it,
+// and what would route other than the proxies do is refused.
+func TestServiceFields(t *testing.T) {
+	fresh := func() *api.Service {
+		svc := &api.Service{ObjectMeta: api.ObjectMeta{Name: "s", Namespace: "default"},
+			Spec: api.ServiceSpec{Type: "NodePort", ClusterIPs: []string{"10.0.0.9"}, Ports: []api.ServicePort{{Port: 80, AppProtocol: ptr("h2c")}}}}
+		Default(api.ServicesResource, svc)
+		return svc
+	}
+	svc := fresh()
+	if svc.Spec.ClusterIP != "10.0.0.9" || len(svc.Spec.IPFamilies) != 1 || svc.Spec.IPFamilies[0] != corev1.IPv4Protocol ||
+		*svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack || *svc.Spec.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyCluster ||
+		svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster || svc.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+		t.Fatalf("defaulted %+v", svc.Spec)
+	}
+	if err := names(Object(api.ServicesResource, svc), ""); err != "" {
+		t.Error(err)
+	}
+	for _, tc := range []struct {
+		edit  func(s *api.ServiceSpec)
+		field string
+	}{
+		{func(s *api.ServiceSpec) { s.ClusterIPs = append(s.ClusterIPs, "fd00::9") }, "spec.clusterIPs"},
+		{func(s *api.ServiceSpec) { s.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} }, "spec.ipFamilies[0]"},
+		{func(s *api.ServiceSpec) { s.IPFamilyPolicy = ptr(corev1.IPFamilyPolicyRequireDualStack) }, "spec.ipFamilyPolicy"},
+		{func(s *api.ServiceSpec) { s.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal) }, "spec.internalTrafficPolicy"},
+		{func(s *api.ServiceSpec) { s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }, "spec.externalTrafficPolicy"},
+		{func(s *api.ServiceSpec) { s.SessionAffinity = corev1.ServiceAffinityClientIP }, "spec.sessionAffinity"},
+		{func(s *api.ServiceSpec) { s.ExternalIPs = []string{"192.0.2.1"} }, "spec.externalIPs"},
+		{func(s *api.ServiceSpec) { s.Type = "LoadBalancer" }, "spec.type"},
+		{func(s *api.ServiceSpec) { s.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} }, "spec.loadBalancerSourceRanges"},
+		{func(s *api.ServiceSpec) { s.TrafficDistribution = ptr("PreferClose") }, ""},
+	} {
+		svc := fresh()
+		tc.edit(&svc.Spec)
+		if err := names(Object(api.ServicesResource, svc), tc.field); err != "" {
+			t.Error(err)
+		}
+	}
+}
+
+// A Job's modes the controller does not run are refused; its defaults are
+// the ones it runs.
+func TestJobFields(t *testing.T) {
+	spec := api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}
+	j := &api.Job{Spec: api.JobSpec{Template: api.PodTemplateSpec{Spec: spec}}}
+	Default(api.JobsResource, j)
+	if *j.Spec.CompletionMode != batchv1.NonIndexedCompletion || *j.Spec.PodReplacementPolicy != batchv1.TerminatingOrFailed {
+		t.Fatalf("defaulted %+v", j.Spec)
+	}
+	if err := names(Object(api.JobsResource, j), ""); err != "" {
+		t.Error(err)
+	}
+	j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{}
+	errs := Object(api.JobsResource, j)
+	if names(errs, "spec.completionMode") != "" || names(errs, "spec.podFailurePolicy") != "" {
+		t.Errorf("an indexed Job with a failure policy: %v", errs)
+	}
+	c := &api.CronJob{Spec: api.CronJobSpec{Schedule: "@daily", JobTemplate: api.JobTemplateSpec{Spec: api.JobSpec{Template: api.PodTemplateSpec{Spec: spec},
+		ManagedBy: ptr("example.com/other")}}}}
+	if err := names(Object(api.CronJobsResource, c), "spec.jobTemplate.spec.managedBy"); err != "" {
+		t.Error(err)
+	}
+}
+
+// A CronJob's schedule is read in its time zone.
+func TestCronTimeZone(t *testing.T) {
+	c := &api.CronJob{Spec: api.CronJobSpec{Schedule: "0 9 * * *", TimeZone: ptr("Asia/Shanghai")}}
+	sched, err := CronSchedule(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if got, want := sched.Next(from).UTC(), time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("next run %v, want %v (09:00 in Shanghai)", got, want)
+	}
+	for _, tz := range []string{"Mars/Olympus", "Local", ""} {
+		c.Spec.TimeZone = ptr(tz)
+		if _, err := CronSchedule(c); err == nil {
+			t.Errorf("time zone %q accepted", tz)
 		}
 	}
 }

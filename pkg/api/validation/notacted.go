@@ -1,0 +1,201 @@
+package validation
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"minik8s/pkg/api"
+)
+
+// minik8s serves the whole of Kubernetes' pod spec, and acts on most of
+// it. What it does not act on falls in two kinds, both said here, in one
+// place (the README lists them and `kubectl explain` shows why, from
+// NotActedOn):
+//   - stored and returned but not acted on, where doing nothing is what
+//     Kubernetes would do on a cluster like this one (tolerations where no
+//     node has taints) or costs only a preference (preferred affinity);
+//   - refused when set (422 naming the field), where running the pod
+//     without it would run something other than the manifest asks: less
+//     isolated (a runtime class, user namespaces), Ready too soon (readiness
+//     gates), or placed against a hard rule (required pod affinity).
+
+// NotActed is a field minik8s stores and does not act on, and why that is
+// safe.
+type NotActed struct {
+	// In is the struct the field belongs to.
+	In reflect.Type
+	// Field is its JSON name.
+	Field string
+	Why   string
+}
+
+// NotActedOn lists every field stored and not acted on.
+var NotActedOn = []NotActed{
+	{podSpecType, "affinity", "the scheduler honours required node affinity; preferred terms are not weighed, and required pod (anti-)affinity is refused"},
+	{podSpecType, "topologySpreadConstraints", "pods are placed by the scheduler's policy, not spread by topology; whenUnsatisfiable: DoNotSchedule is refused"},
+	{podSpecType, "priorityClassName", "pods are placed in the order they come and nothing is preempted"},
+	{podSpecType, "priority", "pods are placed in the order they come and nothing is preempted"},
+	{podSpecType, "preemptionPolicy", "nothing is preempted"},
+	{podSpecType, "enableServiceLinks", "Services are not passed as environment variables; the cluster DNS names them"},
+	{podSpecType, "imagePullSecrets", "images are pulled without credentials"},
+	{podSpecType, "os", "every node runs Linux; os.name: windows is refused"},
+	{reflect.TypeOf(api.Container{}), "resizePolicy", "resources are not changed in place: a change makes new pods"},
+	{reflect.TypeOf(api.Container{}), "stdin", "containers run without standard input (kubectl attach is not served)"},
+	{reflect.TypeOf(api.Container{}), "stdinOnce", "containers run without standard input (kubectl attach is not served)"},
+	{reflect.TypeOf(api.Container{}), "tty", "containers run without a terminal"},
+	{reflect.TypeOf(api.NodeSpec{}), "configSource", "the kubelet's configuration is its flags (Kubernetes no longer acts on it either)"},
+	{reflect.TypeOf(api.NodeSpec{}), "podPreemptionPolicy", "nothing is preempted"},
+	{reflect.TypeOf(api.ServiceAccount{}), "imagePullSecrets", "images are pulled without credentials"},
+	{reflect.TypeOf(api.LeaseSpec{}), "strategy", "holders take leases as they come"},
+	{reflect.TypeOf(api.LeaseSpec{}), "preferredHolder", "holders take leases as they come"},
+	{reflect.TypeOf(api.ServiceSpec{}), "trafficDistribution", "traffic goes to any ready endpoint, near or far"},
+	{reflect.TypeOf(api.ServicePort{}), "appProtocol", "the proxies forward TCP whatever the protocol above it"},
+	{reflect.TypeOf(api.VolumeMount{}), "recursiveReadOnly", "a read-only mount's sub mounts are not made read-only (IfPossible); Enabled is refused"},
+}
+
+var podSpecType = reflect.TypeOf(api.PodSpec{})
+
+// notDonePod is the reason a refusal of a pod-spec field gives.
+const notDonePod = "minik8s does not do this, and the pod would run without it"
+
+// podSpecNotDone refuses the pod spec's fields minik8s does not act on
+// and cannot ignore.
+func podSpecNotDone(path *field.Path, s *api.PodSpec) field.ErrorList {
+	var errs field.ErrorList
+	forbid := func(set bool, name, why string) {
+		if set {
+			errs = append(errs, field.Forbidden(path.Child(name), notDonePod+": "+why))
+		}
+	}
+	forbid(s.RuntimeClassName != nil && *s.RuntimeClassName != "", "runtimeClassName", "nodes have one runtime, runc")
+	forbid(len(s.Overhead) > 0, "overhead", "it is set by a RuntimeClass, and nodes have none")
+	forbid(len(s.ReadinessGates) > 0, "readinessGates", "the kubelet does not wait for readiness gates, so the pod would be Ready too soon")
+	forbid(s.SchedulingGroup != nil, "schedulingGroup", "the scheduler does not place pods in groups")
+	forbid(len(s.ResourceClaims) > 0, "resourceClaims", "there is no dynamic resource allocation")
+	forbid(s.Resources != nil && (len(s.Resources.Limits) > 0 || len(s.Resources.Requests) > 0 || len(s.Resources.Claims) > 0),
+		"resources", "the kubelet limits each container's resources, not a pod's; set them on the containers")
+	forbid(s.HostUsers != nil && !*s.HostUsers, "hostUsers", "the kubelet does not run pods in user namespaces")
+	forbid(s.HostnameOverride != nil, "hostnameOverride", "the pod's host name is its hostname or its name")
+	forbid(s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN, "setHostnameAsFQDN", "the pod's host name is its short name")
+	forbid(len(s.EphemeralContainers) > 0, "ephemeralContainers", "ephemeral containers are not run")
+	forbid(len(s.EvictionResponders) > 0, "evictionResponders", "pods are not evicted")
+	forbid(s.ActiveDeadlineSeconds != nil, "activeDeadlineSeconds", "the kubelet does not end pods at a deadline; a Job's own activeDeadlineSeconds does")
+	if a := s.Affinity; a != nil {
+		p := path.Child("affinity")
+		if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+				notDonePod+": the scheduler does not place pods by other pods (preferred terms are accepted)"))
+		}
+		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+				notDonePod+": the scheduler does not place pods by other pods (preferred terms are accepted)"))
+		}
+	}
+	for i, c := range s.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+			errs = append(errs, field.NotSupported(path.Child("topologySpreadConstraints").Index(i).Child("whenUnsatisfiable"),
+				c.WhenUnsatisfiable, []corev1.UnsatisfiableConstraintAction{corev1.ScheduleAnyway}))
+		}
+	}
+	if s.OS != nil && s.OS.Name != corev1.Linux {
+		errs = append(errs, field.NotSupported(path.Child("os", "name"), s.OS.Name, []corev1.OSName{corev1.Linux}))
+	}
+	return errs
+}
+
+// containerNotDone refuses a container's fields minik8s does not act on
+// and cannot ignore.
+func containerNotDone(path *field.Path, c *api.Container) field.ErrorList {
+	var errs field.ErrorList
+	forbid := func(set bool, p *field.Path, why string) {
+		if set {
+			errs = append(errs, field.Forbidden(p, notDonePod+": "+why))
+		}
+	}
+	forbid(c.RestartPolicy != nil, path.Child("restartPolicy"), "sidecar containers are not run (containers restart by the pod's policy)")
+	forbid(len(c.RestartPolicyRules) > 0, path.Child("restartPolicyRules"), "containers restart by the pod's policy")
+	forbid(len(c.VolumeDevices) > 0, path.Child("volumeDevices"), "there are no block volumes")
+	forbid(len(c.Resources.Claims) > 0, path.Child("resources", "claims"), "there is no dynamic resource allocation")
+	for j, m := range c.VolumeMounts {
+		p := path.Child("volumeMounts").Index(j)
+		if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
+			errs = append(errs, field.NotSupported(p.Child("mountPropagation"), *m.MountPropagation,
+				[]corev1.MountPropagationMode{corev1.MountPropagationNone}))
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
+			errs = append(errs, field.NotSupported(p.Child("recursiveReadOnly"), *m.RecursiveReadOnly,
+				[]corev1.RecursiveReadOnlyMode{corev1.RecursiveReadOnlyDisabled, corev1.RecursiveReadOnlyIfPossible}))
+		}
+		forbid(len(m.BindMountOptions) > 0, p.Child("bindMountOptions"), "volumes are bound with the kubelet's options")
+	}
+	for j, e := range c.Env {
+		forbid(e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil, path.Child("env").Index(j).Child("valueFrom", "fileKeyRef"),
+			"variables are not read from files of volumes")
+	}
+	return errs
+}
+
+// notDoneService is the reason a refusal of a Service's field gives.
+const notDoneService = "minik8s's Services do not do this, and traffic would go other than asked"
+
+// serviceNotDone refuses a Service's fields that would route otherwise
+// than minik8s's proxies do: one IPv4 address, traffic to any ready
+// endpoint from anywhere, no session affinity, no load balancers, no
+// external addresses.
+func serviceNotDone(path *field.Path, s *api.ServiceSpec) field.ErrorList {
+	var errs field.ErrorList
+	forbid := func(set bool, name, why string) {
+		if set {
+			errs = append(errs, field.Forbidden(path.Child(name), notDoneService+": "+why))
+		}
+	}
+	if len(s.ClusterIPs) > 1 {
+		errs = append(errs, field.TooMany(path.Child("clusterIPs"), len(s.ClusterIPs), 1))
+	}
+	for i, f := range s.IPFamilies {
+		if f != corev1.IPv4Protocol {
+			errs = append(errs, field.NotSupported(path.Child("ipFamilies").Index(i), f, []corev1.IPFamily{corev1.IPv4Protocol}))
+		}
+	}
+	if p := s.IPFamilyPolicy; p != nil && *p == corev1.IPFamilyPolicyRequireDualStack {
+		errs = append(errs, field.NotSupported(path.Child("ipFamilyPolicy"), *p,
+			[]corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack}))
+	}
+	if p := s.InternalTrafficPolicy; p != nil && *p != corev1.ServiceInternalTrafficPolicyCluster {
+		errs = append(errs, field.NotSupported(path.Child("internalTrafficPolicy"), *p,
+			[]corev1.ServiceInternalTrafficPolicy{corev1.ServiceInternalTrafficPolicyCluster}))
+	}
+	if p := s.ExternalTrafficPolicy; p != "" && p != corev1.ServiceExternalTrafficPolicyCluster {
+		errs = append(errs, field.NotSupported(path.Child("externalTrafficPolicy"), p,
+			[]corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster}))
+	}
+	if a := s.SessionAffinity; a != "" && a != corev1.ServiceAffinityNone {
+		errs = append(errs, field.NotSupported(path.Child("sessionAffinity"), a, []corev1.ServiceAffinity{corev1.ServiceAffinityNone}))
+	}
+	forbid(s.SessionAffinityConfig != nil && s.SessionAffinity == corev1.ServiceAffinityNone, "sessionAffinityConfig", "there is no session affinity")
+	forbid(len(s.ExternalIPs) > 0, "externalIPs", "Services are reached at their cluster IP and node ports")
+	forbid(s.ExternalName != "" || s.Type == string(corev1.ServiceTypeExternalName), "externalName", "the cluster DNS does not alias names")
+	forbid(s.Type == string(corev1.ServiceTypeLoadBalancer), "type", "there are no load balancers; type NodePort serves on every node")
+	forbid(s.HealthCheckNodePort != 0, "healthCheckNodePort", "there are no load balancers")
+	forbid(s.AllocateLoadBalancerNodePorts != nil, "allocateLoadBalancerNodePorts", "there are no load balancers")
+	forbid(s.LoadBalancerClass != nil, "loadBalancerClass", "there are no load balancers")
+	forbid(s.LoadBalancerIP != "", "loadBalancerIP", "there are no load balancers")
+	forbid(len(s.LoadBalancerSourceRanges) > 0, "loadBalancerSourceRanges", "there are no load balancers")
+	return errs
+}
+
+// nodeNotDone refuses taints that would evict pods: the kubelet and the
+// node lifecycle controller do not evict, so the taint would not do what
+// it says.
+func nodeNotDone(path *field.Path, s *api.NodeSpec) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range s.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			errs = append(errs, field.NotSupported(path.Child("taints").Index(i).Child("effect"), t.Effect,
+				[]corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule}))
+		}
+	}
+	return errs
+}
