@@ -7,6 +7,7 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -48,7 +49,7 @@ func (k *leaseKeeper) annotate(l *api.Lease) {
 // acquire creates the Lease; a Lease left by an earlier runner of the same
 // identity is taken over.
 func (k *leaseKeeper) acquire(ctx context.Context) error {
-	now := time.Now().UTC()
+	now := metav1.NewMicroTime(time.Now().UTC())
 	secs := int32(function.RunnerLeaseDuration / time.Second)
 	id := k.identity
 	l := &api.Lease{
@@ -117,7 +118,7 @@ func (k *leaseKeeper) update(ctx context.Context, force bool) error {
 		return nil
 	}
 	next := cache.DeepCopy(k.lease)
-	now := time.Now().UTC()
+	now := metav1.NewMicroTime(time.Now().UTC())
 	next.Spec.RenewTime = &now
 	next.Annotations[function.AnnotationDemand] = d
 	k.annotate(next)

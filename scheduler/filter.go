@@ -73,7 +73,9 @@ func taintToleration(pi *podInfo, ni *nodeInfo) []string {
 		return nil
 	}
 	taint, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), ni.node.Spec.Taints, pi.pod.Spec.Tolerations,
-		func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute }, true)
+		func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, true)
 	if untolerated {
 		return []string{fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)}
 	}

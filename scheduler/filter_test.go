@@ -90,7 +90,9 @@ func nodeAffinityIn(key string, values ...string) func(*api.Pod) {
 }
 
 func tainted(k, v string, effect corev1.TaintEffect) nodeOpt {
-	return func(n *api.Node) { n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Value: v, Effect: effect}) }
+	return func(n *api.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Value: v, Effect: effect})
+	}
 }
 
 func TestFilters(t *testing.T) {

@@ -250,7 +250,7 @@ func TestRunnerDemandRaisesTheCounter(t *testing.T) {
 
 	// Three calls started (the first the one that waited): 1 + 3, up to max 3.
 	now = time.Now()
-	next := runnerLease(t, "r1", *l.Spec.AcquireTime, now, map[string]function.FuncDemand{"default/fn": {Started: 3, InFlight: 1, Peak: 1}})
+	next := runnerLease(t, "r1", l.Spec.AcquireTime.Time, now, map[string]function.FuncDemand{"default/fn": {Started: 3, InFlight: 1, Peak: 1}})
 	next.ResourceVersion = l.ResourceVersion
 	if _, err := c.Leases(function.RunnerNamespace).Update(ctx, next); err != nil {
 		t.Fatal(err)

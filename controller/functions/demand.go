@@ -50,7 +50,7 @@ func (t *demandTracker) observe(l *api.Lease, now time.Time) []string {
 	}
 	var acquire time.Time
 	if l.Spec.AcquireTime != nil {
-		acquire = *l.Spec.AcquireTime
+		acquire = l.Spec.AcquireTime.Time
 	}
 	d := function.RunnerDemand(l)
 	key := leaseKey(l)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 )
@@ -65,7 +67,7 @@ func runnerLease(t *testing.T, name string, acquire, renew time.Time, fns map[st
 		ObjectMeta: api.ObjectMeta{Name: function.RunnerLeaseName(name), Namespace: function.RunnerNamespace,
 			Labels:      map[string]string{function.LabelComponent: function.ComponentRunner},
 			Annotations: map[string]string{function.AnnotationDemand: string(data)}},
-		Spec: api.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &dur, AcquireTime: &acquire, RenewTime: &renew},
+		Spec: api.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &dur, AcquireTime: &metav1.MicroTime{Time: acquire}, RenewTime: &metav1.MicroTime{Time: renew}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
@@ -92,7 +93,7 @@ func (s *Schedules) Run(ctx context.Context) {
 func (s *Schedules) hold(ctx context.Context, now time.Time) {
 	leases := s.client.Leases(function.RunnerNamespace)
 	cur, err := leases.Get(ctx, ScheduleLeaseName)
-	stamp := now.UTC()
+	stamp := metav1.NewMicroTime(now.UTC())
 	secs := int32(function.RunnerLeaseDuration / time.Second)
 	switch {
 	case errdefs.IsNotFound(err):

@@ -56,9 +56,9 @@ type NodeSpec struct {
 	// PreferNoSchedule is a preference, NoExecute is refused).
 	Taints     []corev1.Taint `json:"taints,omitempty"`
 	ProviderID string         `json:"providerID,omitempty"`
-	// ExternalID, ConfigSource and PodPreemptionPolicy are stored:
-	// Kubernetes itself no longer acts on the first two, and nothing is
-	// preempted here.
+	// ExternalID and ConfigSource are stored: Kubernetes itself no longer
+	// acts on them. PodPreemptionPolicy is refused by Kubernetes'
+	// validation while its feature is off.
 	ExternalID          string                          `json:"externalID,omitempty"`
 	ConfigSource        *corev1.NodeConfigSource        `json:"configSource,omitempty"`
 	PodPreemptionPolicy *corev1.NodePodPreemptionPolicy `json:"podPreemptionPolicy,omitempty"`

@@ -46,7 +46,6 @@ var NotActedOn = []NotActed{
 	{reflect.TypeOf(api.Container{}), "stdinOnce", "containers run without standard input (kubectl attach is not served)"},
 	{reflect.TypeOf(api.Container{}), "tty", "containers run without a terminal"},
 	{reflect.TypeOf(api.NodeSpec{}), "configSource", "the kubelet's configuration is its flags (Kubernetes no longer acts on it either)"},
-	{reflect.TypeOf(api.NodeSpec{}), "podPreemptionPolicy", "nothing is preempted"},
 	{reflect.TypeOf(api.ServiceAccount{}), "imagePullSecrets", "images are pulled without credentials"},
 	{reflect.TypeOf(api.LeaseSpec{}), "strategy", "holders take leases as they come"},
 	{reflect.TypeOf(api.LeaseSpec{}), "preferredHolder", "holders take leases as they come"},

@@ -9,12 +9,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"minik8s/pkg/api"
 )
 
 func adaptPod(obj runtime.Object) {
@@ -72,25 +68,6 @@ func adaptService(obj runtime.Object) {
 	s := obj.(*corev1.Service)
 	if s.Spec.ClusterIP != "" && len(s.Spec.ClusterIPs) == 0 {
 		s.Spec.ClusterIPs = []string{s.Spec.ClusterIP}
-	}
-}
-
-// encodeLease: a Lease's times are MicroTimes, whose JSON has exactly six
-// digits of a second; minik8s writes a time with the digits it has.
-func encodeLease(obj api.Object) (api.Object, func(v runtime.Object)) {
-	l := *obj.(*api.Lease)
-	acquire, renew := l.Spec.AcquireTime, l.Spec.RenewTime
-	l.Spec.AcquireTime, l.Spec.RenewTime = nil, nil
-	return &l, func(v runtime.Object) {
-		s := &v.(*coordinationv1.Lease).Spec
-		if acquire != nil {
-			t := metav1.NewMicroTime(*acquire)
-			s.AcquireTime = &t
-		}
-		if renew != nil {
-			t := metav1.NewMicroTime(*renew)
-			s.RenewTime = &t
-		}
 	}
 }
 

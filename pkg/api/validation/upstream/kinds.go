@@ -26,8 +26,6 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 	rbacvalidation "k8s.io/kubernetes/pkg/apis/rbac/validation"
 	"k8s.io/kubernetes/pkg/features"
-
-	"minik8s/pkg/api"
 )
 
 // kind is one resource's strategy, as pkg/registry/<group>/<resource> has
@@ -45,10 +43,6 @@ type kind struct {
 	// adapt, if set, brings a versioned object from where minik8s's API
 	// differs from Kubernetes' (adapt.go).
 	adapt func(obj runtime.Object)
-	// encode, if set, writes what JSON cannot carry into Kubernetes' type
-	// as it is: it returns the object to encode instead, and what to set
-	// on the versioned one after.
-	encode func(obj api.Object) (api.Object, func(v runtime.Object))
 }
 
 func gvk(group, version, k string) schema.GroupVersionKind {
@@ -272,8 +266,7 @@ var kinds = map[string]kind{
 		},
 	},
 	"Lease": {
-		gvk:    gvk(coordination.GroupName, "v1", "Lease"),
-		encode: encodeLease,
+		gvk: gvk(coordination.GroupName, "v1", "Lease"),
 		create: func(obj runtime.Object) field.ErrorList {
 			return coordinationvalidation.ValidateLease(obj.(*coordination.Lease))
 		},

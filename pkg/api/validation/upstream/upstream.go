@@ -136,10 +136,6 @@ func pathSegment(name string, prefix bool) []string {
 
 // convert makes the versioned (defaulted) and internal forms of obj.
 func convert(k kind, obj api.Object) (runtime.Object, runtime.Object, field.ErrorList) {
-	var after func(runtime.Object)
-	if k.encode != nil {
-		obj, after = k.encode(obj)
-	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, nil, field.ErrorList{field.InternalError(nil, err)}
@@ -152,9 +148,6 @@ func convert(k kind, obj api.Object) (runtime.Object, runtime.Object, field.Erro
 		// Only a value the validation package refuses on its own (a
 		// quantity that does not parse) gets here.
 		return nil, nil, field.ErrorList{field.Invalid(nil, string(raw), fmt.Sprintf("%s cannot be read as Kubernetes' %s: %v", k.gvk.Kind, k.gvk.GroupVersion(), err))}
-	}
-	if after != nil {
-		after(v)
 	}
 	if k.adapt != nil {
 		k.adapt(v)
