@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
@@ -28,7 +30,7 @@ try:
     print("volume writable", flush=True)
 except OSError:
     print("volume read-only", flush=True)
-print("env:", os.environ.get("DB_PASSWORD"), os.environ.get("LOG_LEVEL"), flush=True)
+print("env:", os.environ.get("DB_PASSWORD"), os.environ.get("LOG_LEVEL"), os.environ.get("EXTRA_MODE"), flush=True)
 print("service:", os.environ.get("KUBERNETES_SERVICE_HOST", "-"), os.environ.get("KUBERNETES_SERVICE_PORT", "-"), flush=True)
 d = "/var/run/secrets/kubernetes.io/serviceaccount"
 token = open(d + "/token").read()
@@ -74,9 +76,11 @@ func TestPodSecretsAndServiceAccountToken(t *testing.T) {
 	if _, err := c.Secrets("default").Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"level": "debug"}}
-	if _, err := c.ConfigMaps("default").Create(ctx, cm); err != nil {
-		t.Fatal(err)
+	for name, data := range map[string]map[string]string{"settings": {"level": "debug"}, "extra": {"MODE": "on"}} {
+		cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"}, Data: data}
+		if _, err := c.ConfigMaps("default").Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
 	}
 	service := "service: - -"
 	if svc, err := c.Services("default").Get(ctx, "kubernetes"); err == nil {
@@ -85,7 +89,7 @@ func TestPodSecretsAndServiceAccountToken(t *testing.T) {
 
 	out := runSecretsPod(t, c, "secrets-1", s.SecureURL, 0)
 	for _, want := range []string{
-		"volume: s3cret 0o400", "volume read-only", "env: s3cret debug", service, "namespace: default", "token parts: 3",
+		"volume: s3cret 0o400", "volume read-only", "env: s3cret debug on", service, "namespace: default", "token parts: 3",
 		"status: 403", "system:serviceaccount:default:default",
 	} {
 		if !strings.Contains(out, want) {
@@ -120,6 +124,8 @@ func runSecretsPod(t *testing.T, c *client.Client, name, secureURL string, retry
 		{Name: "DB_PASSWORD", ValueFrom: &api.EnvVarSource{SecretKeyRef: &api.KeySelector{Name: "db", Key: "password"}}},
 		{Name: "LOG_LEVEL", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: &api.KeySelector{Name: "settings", Key: "level"}}},
 	}
+	// A ConfigMap only envFrom names: the node's credentials read it too.
+	ctr.EnvFrom = []corev1.EnvFromSource{{Prefix: "EXTRA_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "extra"}}}}
 	if _, err := c.Pods("default").Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

@@ -97,16 +97,28 @@ func PodReferences(spec *api.PodSpec) (secrets, configMaps []string) {
 			configMaps = append(configMaps, v.ConfigMap.Name)
 		}
 	}
-	for _, c := range spec.Containers {
-		for _, e := range c.Env {
-			if e.ValueFrom == nil {
-				continue
+	// Every container's, init containers' too: the kubelet reads their
+	// variables' sources as it starts each.
+	for _, cs := range [][]api.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, e := range c.EnvFrom {
+				if r := e.SecretRef; r != nil && r.Name != "" {
+					secrets = append(secrets, r.Name)
+				}
+				if r := e.ConfigMapRef; r != nil && r.Name != "" {
+					configMaps = append(configMaps, r.Name)
+				}
 			}
-			if r := e.ValueFrom.SecretKeyRef; r != nil && r.Name != "" {
-				secrets = append(secrets, r.Name)
-			}
-			if r := e.ValueFrom.ConfigMapKeyRef; r != nil && r.Name != "" {
-				configMaps = append(configMaps, r.Name)
+			for _, e := range c.Env {
+				if e.ValueFrom == nil {
+					continue
+				}
+				if r := e.ValueFrom.SecretKeyRef; r != nil && r.Name != "" {
+					secrets = append(secrets, r.Name)
+				}
+				if r := e.ValueFrom.ConfigMapKeyRef; r != nil && r.Name != "" {
+					configMaps = append(configMaps, r.Name)
+				}
 			}
 		}
 	}
