@@ -151,7 +151,7 @@ func TestKubectlApplyAndPatch(t *testing.T) {
 		{"rs.spec", "replicas\t<integer>"},
 		{"svc.spec.ports", "targetPort\t<IntOrString>"},
 		// A field stored and not acted on says so.
-		{"pod.spec.imagePullSecrets", "minik8s stores this field and does not act on it: images are pulled without credentials"},
+		{"pod.spec.imagePullSecrets", "minik8s stores this field and does not act on it"},
 		{"pod.spec.containers.lifecycle.preStop.httpGet", "httpHeaders\t<[]HTTPHeader>"},
 	} {
 		run(tc.want, "explain", tc.path)
