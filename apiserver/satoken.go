@@ -161,7 +161,33 @@ func (s *Server) nodeMayAskToken(ctx context.Context, ns, sa string, req *api.To
 		return fmt.Errorf("serviceaccounts %q is forbidden: pod %q is not a pod of node %q running as this service account: %w",
 			sa, b.Name, node, errdefs.ErrForbidden)
 	}
+	// Only the audiences the pod asks for (Kubernetes'
+	// ServiceAccountNodeAudienceRestriction): a node could otherwise speak
+	// as the pod to any service that trusts the cluster's tokens.
+	asked := podTokenAudiences(&pod.Spec)
+	for _, a := range req.Spec.Audiences {
+		if !asked[a] && !slices.Contains(auth.APIAudiences, a) {
+			return fmt.Errorf("serviceaccounts %q is forbidden: audience %q not found in pod spec volume: %w", sa, a, errdefs.ErrForbidden)
+		}
+	}
 	return nil
+}
+
+// podTokenAudiences are the audiences of the pod's projected service
+// account tokens.
+func podTokenAudiences(spec *api.PodSpec) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && t.Audience != "" {
+				out[t.Audience] = true
+			}
+		}
+	}
+	return out
 }
 
 // verifyServiceAccountToken checks a service account's token (auth.Verify)

@@ -186,6 +186,10 @@ func (n *nodeAttack) writes(t *testing.T) {
 		attempt{name: "a pod on the other node", method: "POST", path: api.PodsResource.Path("a", ""), body: podOf(n.other), want: forbidden},
 		attempt{name: "a token for a pod on the other node", method: "POST", path: "/api/v1/namespaces/a/serviceaccounts/prober/token", want: forbidden,
 			body: mustJSON(map[string]any{"spec": map[string]any{"boundObjectRef": map[string]string{"kind": "Pod", "apiVersion": "v1", "name": probe.Name, "uid": probe.UID}}})},
+		attempt{name: "a token of its own pod for an audience the pod did not ask", method: "POST", path: "/api/v1/namespaces/a/serviceaccounts/prober/token",
+			want: forbidden, says: `audience \"vault\" not found in pod spec volume`,
+			body: mustJSON(map[string]any{"spec": map[string]any{"audiences": []string{"vault"},
+				"boundObjectRef": map[string]string{"kind": "Pod", "apiVersion": "v1", "name": "probe-" + n.name}}})},
 		attempt{name: "a token bound to no pod", method: "POST", path: "/api/v1/namespaces/b/serviceaccounts/default/token", body: `{}`, want: forbidden},
 	)
 	if p, err := n.c.s.Client.Pods("a").Get(ctx, probe.Name); err != nil || p.DeletionTimestamp != nil {

@@ -22,7 +22,7 @@ import (
 // token, trusting the mounted CA. It asks again while the answer is 403,
 // for a while: an RBAC binding reaches the authorizer shortly after it is
 // written.
-const secretsScript = `import os, ssl, sys, time, urllib.error, urllib.request
+const secretsScript = `import base64, json, os, ssl, sys, time, urllib.error, urllib.request
 vol = "/etc/creds/password"
 print("volume:", open(vol).read(), oct(os.stat(vol).st_mode & 0o777), flush=True)
 try:
@@ -31,6 +31,10 @@ try:
 except OSError:
     print("volume read-only", flush=True)
 print("env:", os.environ.get("DB_PASSWORD"), os.environ.get("LOG_LEVEL"), os.environ.get("EXTRA_MODE"), flush=True)
+pd = "/etc/projected"
+vault = open(pd + "/vault-token").read().split(".")[1]
+aud = json.loads(base64.urlsafe_b64decode(vault + "=" * (-len(vault) % 4)))["aud"]
+print("projected:", open(pd + "/level").read(), open(pd + "/password").read(), open(pd + "/pod").read(), aud, flush=True)
 print("service:", os.environ.get("KUBERNETES_SERVICE_HOST", "-"), os.environ.get("KUBERNETES_SERVICE_PORT", "-"), flush=True)
 d = "/var/run/secrets/kubernetes.io/serviceaccount"
 token = open(d + "/token").read()
@@ -89,7 +93,7 @@ func TestPodSecretsAndServiceAccountToken(t *testing.T) {
 
 	out := runSecretsPod(t, c, "secrets-1", s.SecureURL, 0)
 	for _, want := range []string{
-		"volume: s3cret 0o400", "volume read-only", "env: s3cret debug on", service, "namespace: default", "token parts: 3",
+		"volume: s3cret 0o400", "volume read-only", "env: s3cret debug on", "projected: debug s3cret secrets-1 ['vault']", service, "namespace: default", "token parts: 3",
 		"status: 403", "system:serviceaccount:default:default",
 	} {
 		if !strings.Contains(out, want) {
@@ -119,7 +123,15 @@ func runSecretsPod(t *testing.T, c *client.Client, name, secureURL string, retry
 	ctr := &p.Spec.Containers[0]
 	ctr.Args = []string{secureURL, fmt.Sprint(retry403)}
 	p.Spec.Volumes = []api.Volume{{Name: "creds", Secret: &api.SecretVolumeSource{SecretName: "db", DefaultMode: ptrTo(int32(0o400))}}}
-	ctr.VolumeMounts = []api.VolumeMount{{Name: "creds", MountPath: "/etc/creds"}}
+	// One projected volume: a ConfigMap's key, a Secret's, the pod's name
+	// and a token of its service account for another audience.
+	vault := corev1.ServiceAccountTokenProjection{Audience: "vault", Path: "vault-token", ExpirationSeconds: ptrTo(int64(600))}
+	p.Spec.Volumes = append(p.Spec.Volumes, api.Volume{Name: "all", Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}},
+		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "pod", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+		{ServiceAccountToken: &vault}}}})
+	ctr.VolumeMounts = []api.VolumeMount{{Name: "creds", MountPath: "/etc/creds"}, {Name: "all", MountPath: "/etc/projected"}}
 	ctr.Env = []api.EnvVar{
 		{Name: "DB_PASSWORD", ValueFrom: &api.EnvVarSource{SecretKeyRef: &api.KeySelector{Name: "db", Key: "password"}}},
 		{Name: "LOG_LEVEL", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: &api.KeySelector{Name: "settings", Key: "level"}}},

@@ -85,7 +85,9 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 			// resizing in place); sidecars and block devices refused.
 			"ResizePolicy", "Stdin", "StdinOnce", "TTY", "RestartPolicy", "RestartPolicyRules", "VolumeDevices"},
 		// DownwardAPI: the pod's own fields, written in its own dir.
-		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret", "DownwardAPI"},
+		// Projected: the same, and tokens of the pod's own service account
+		// (of the audiences it names: a node asks no other, satoken.go).
+		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret", "DownwardAPI", "Projected"},
 		reflect.TypeOf(api.ContainerPort{}): {"Name", "ContainerPort", "HostPort", "Protocol", "HostIP"},
 	}
 	for typ, fields := range judged {

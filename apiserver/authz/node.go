@@ -96,6 +96,16 @@ func PodReferences(spec *api.PodSpec) (secrets, configMaps []string) {
 		if v.ConfigMap != nil && v.ConfigMap.Name != "" {
 			configMaps = append(configMaps, v.ConfigMap.Name)
 		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil && src.Secret.Name != "" {
+					secrets = append(secrets, src.Secret.Name)
+				}
+				if src.ConfigMap != nil && src.ConfigMap.Name != "" {
+					configMaps = append(configMaps, src.ConfigMap.Name)
+				}
+			}
+		}
 	}
 	// Every container's, init containers' too: the kubelet reads their
 	// variables' sources as it starts each.

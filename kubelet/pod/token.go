@@ -52,6 +52,31 @@ func (w *Worker) refreshToken(ctx context.Context, p *api.Pod) {
 	w.log.WithField("refreshAt", tok.RefreshAt.Format(time.RFC3339)).Debug("service account token refreshed")
 }
 
+// refreshProjected writes again the projected volumes whose tokens near
+// their end, while a container of the pod may still run; a failure keeps
+// the old files and tries again shortly.
+func (w *Worker) refreshProjected(ctx context.Context, p *api.Pod) {
+	if !w.anyLeft() {
+		return
+	}
+	for i, v := range p.Spec.Volumes {
+		vol, ok := w.volumes[v.Name]
+		if !ok || vol.RefreshAt.IsZero() || time.Now().Before(vol.RefreshAt) {
+			continue
+		}
+		next, err := volume.Projected(ctx, p, w.dir, i, w.api, w.cfg.Allocatable)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.WithError(err).WithField("volume", v.Name).Warn("refreshing a projected volume; the old files stay meanwhile")
+			}
+			vol.RefreshAt = time.Now().Add(tokenRetry)
+			w.volumes[v.Name] = vol
+			continue
+		}
+		w.volumes[v.Name] = next
+	}
+}
+
 // anyLeft tells whether a container of the pod runs or will run again.
 func (w *Worker) anyLeft() bool {
 	for _, c := range w.containers {

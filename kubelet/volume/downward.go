@@ -20,12 +20,21 @@ func downwardAPIVolume(pod *api.Pod, src *corev1.DownwardAPIVolumeSource, field,
 	if src.DefaultMode != nil {
 		mode = os.FileMode(*src.DefaultMode)
 	}
+	files, modes, err := downwardFiles(pod, src.Items, mode, field+".downwardAPI", allocatable)
+	if err != nil {
+		return err
+	}
+	return writeFiles(dir, files, func(name string) os.FileMode { return modes[name] })
+}
+
+// downwardFiles are the downward API items' files and their modes.
+func downwardFiles(pod *api.Pod, items []corev1.DownwardAPIVolumeFile, mode os.FileMode, field string, allocatable api.ResourceList) (map[string][]byte, map[string]os.FileMode, error) {
 	files := map[string][]byte{}
 	modes := map[string]os.FileMode{}
-	for i, item := range src.Items {
-		at := fmt.Sprintf("%s.downwardAPI.items[%d]", field, i)
+	for i, item := range items {
+		at := fmt.Sprintf("%s.items[%d]", field, i)
 		if err := checkFileName(item.Path); err != nil {
-			return errdefs.Invalid(at+".path", "%q: minik8s writes downward API files at the volume's top, as plain names", item.Path)
+			return nil, nil, errdefs.Invalid(at+".path", "%q: minik8s writes downward API files at the volume's top, as plain names", item.Path)
 		}
 		var v string
 		var err error
@@ -38,7 +47,7 @@ func downwardAPIVolume(pod *api.Pod, src *corev1.DownwardAPIVolumeSource, field,
 			err = errdefs.Invalid(at, "names no fieldRef or resourceFieldRef")
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", at, err)
+			return nil, nil, fmt.Errorf("%s: %w", at, err)
 		}
 		files[item.Path] = []byte(v)
 		modes[item.Path] = mode
@@ -46,5 +55,5 @@ func downwardAPIVolume(pod *api.Pod, src *corev1.DownwardAPIVolumeSource, field,
 			modes[item.Path] = os.FileMode(*item.Mode)
 		}
 	}
-	return writeFiles(dir, files, func(name string) os.FileMode { return modes[name] })
+	return files, modes, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -26,10 +27,12 @@ type SecretGetter interface {
 	GetSecret(ctx context.Context, namespace, name string) (*api.Secret, error)
 }
 
-// Getter reads the objects volumes are made from.
+// Getter reads the objects volumes are made from, and asks the tokens
+// projected volumes hold.
 type Getter interface {
 	ConfigMapGetter
 	SecretGetter
+	TokenRequester
 }
 
 // defaultFileMode is the mode of a ConfigMap or Secret volume's files
@@ -41,6 +44,9 @@ const defaultFileMode os.FileMode = 0o644
 type Volume struct {
 	HostPath string
 	ReadOnly bool
+	// RefreshAt, when set, is when the volume is to be written again (a
+	// projected token's renewal, see Projected).
+	RefreshAt time.Time
 }
 
 // Dir is where a pod's volumes live under its pod dir.
@@ -96,6 +102,13 @@ func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter, alloc
 				return nil, err
 			}
 			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
+		case v.Projected != nil:
+			vol, err := Projected(ctx, pod, podDir, i, src, allocatable)
+			if err != nil {
+				return nil, err
+			}
+			out[v.Name] = vol
+			continue // its fsGroup is Projected's, which writes it again
 		case v.DownwardAPI != nil:
 			dir := filepath.Join(Dir(podDir), "downward-api", v.Name)
 			if err := downwardAPIVolume(pod, v.DownwardAPI, field, dir, allocatable); err != nil {
@@ -103,7 +116,7 @@ func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter, alloc
 			}
 			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
 		default:
-			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap, secret or downwardAPI)", v.Name)
+			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap, secret, downwardAPI or projected)", v.Name)
 		}
 		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil && v.HostPath == nil {
 			if err := SetGroup(out[v.Name].HostPath, *sc.FSGroup, out[v.Name].ReadOnly); err != nil {
@@ -208,9 +221,21 @@ type keySource struct {
 // here) with its item's mode or the default one. A key an item names that
 // data lacks is an error unless the volume is optional.
 func keyFiles(dir string, data map[string][]byte, src keySource) error {
-	mode, err := fileMode(src.defaultMode, src.field+".defaultMode")
+	files, modes, err := keyFileSet(data, src)
 	if err != nil {
 		return err
+	}
+	if err := writeFiles(dir, files, func(name string) os.FileMode { return modes[name] }); err != nil {
+		return fmt.Errorf("%s: %s: %w", src.field, src.what, err)
+	}
+	return nil
+}
+
+// keyFileSet is keyFiles' files and their modes, unwritten.
+func keyFileSet(data map[string][]byte, src keySource) (map[string][]byte, map[string]os.FileMode, error) {
+	mode, err := fileMode(src.defaultMode, src.field+".defaultMode")
+	if err != nil {
+		return nil, nil, err
 	}
 	files, modes := map[string][]byte{}, map[string]os.FileMode{}
 	if len(src.items) == 0 {
@@ -225,23 +250,20 @@ func keyFiles(dir string, data map[string][]byte, src keySource) error {
 			if src.optional != nil && *src.optional {
 				continue
 			}
-			return errdefs.Invalid(at+".key", "%s has no key %q", src.what, item.Key)
+			return nil, nil, errdefs.Invalid(at+".key", "%s has no key %q", src.what, item.Key)
 		}
 		if err := checkFileName(item.Path); err != nil {
-			return errdefs.Invalid(at+".path", "%q: minik8s writes a volume's files at its top, as plain names", item.Path)
+			return nil, nil, errdefs.Invalid(at+".path", "%q: minik8s writes a volume's files at its top, as plain names", item.Path)
 		}
 		m := mode
 		if item.Mode != nil {
 			if m, err = fileMode(item.Mode, at+".mode"); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 		files[item.Path], modes[item.Path] = v, m
 	}
-	if err := writeFiles(dir, files, func(name string) os.FileMode { return modes[name] }); err != nil {
-		return fmt.Errorf("%s: %s: %w", src.field, src.what, err)
-	}
-	return nil
+	return files, modes, nil
 }
 
 // fileMode is a volume's file mode: m, or 0644.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -37,6 +38,15 @@ func (f fakeSecrets) GetSecret(_ context.Context, ns, name string) (*api.Secret,
 		return s, nil
 	}
 	return nil, errdefs.ErrNotFound
+}
+
+// tokens are made by fakeGetter: "token-for-SA-AUDIENCES", good for the
+// time asked.
+func (fakeGetter) CreateToken(_ context.Context, ns, sa string, req *api.TokenRequest) (*api.TokenRequest, error) {
+	out := *req
+	out.Status.Token = "token-for-" + sa + "-" + strings.Join(req.Spec.Audiences, ",")
+	out.Status.ExpirationTimestamp = time.Now().Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)
+	return &out, nil
 }
 
 func TestPrepare(t *testing.T) {

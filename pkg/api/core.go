@@ -347,6 +347,10 @@ type Volume struct {
 	// DownwardAPI writes the pod's own fields (name, labels, ...) and its
 	// containers' resources as files.
 	DownwardAPI *corev1.DownwardAPIVolumeSource `json:"downwardAPI,omitempty"`
+	// Projected puts ConfigMap and Secret keys, downward API fields and
+	// service account tokens (of an audience, renewed before they expire)
+	// in one directory.
+	Projected *corev1.ProjectedVolumeSource `json:"projected,omitempty"`
 }
 
 // SecretVolumeSource mounts a Secret's keys as files (mode 0644 unless

@@ -44,25 +44,20 @@ const notDoneJob = "minik8s's job controller does not do this, and the Job would
 // run: indexed completions, failure and success policies, replacement only
 // once a pod has failed, another controller's Jobs.
 func jobNotDone(path *field.Path, s *api.JobSpec) field.ErrorList {
-	var errs field.ErrorList
-	forbid := func(set bool, name, why string) {
-		if set {
-			errs = append(errs, field.Forbidden(path.Child(name), notDoneJob+": "+why))
-		}
-	}
+	r := &refusals{at: path, why: notDoneJob}
 	if m := s.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion {
-		errs = append(errs, field.NotSupported(path.Child("completionMode"), *m, []batchv1.CompletionMode{batchv1.NonIndexedCompletion}))
+		r.errs = append(r.errs, field.NotSupported(path.Child("completionMode"), *m, []batchv1.CompletionMode{batchv1.NonIndexedCompletion}))
 	}
 	if p := s.PodReplacementPolicy; p != nil && *p != batchv1.TerminatingOrFailed {
-		errs = append(errs, field.NotSupported(path.Child("podReplacementPolicy"), *p, []batchv1.PodReplacementPolicy{batchv1.TerminatingOrFailed}))
+		r.errs = append(r.errs, field.NotSupported(path.Child("podReplacementPolicy"), *p, []batchv1.PodReplacementPolicy{batchv1.TerminatingOrFailed}))
 	}
 	if m := s.ManagedBy; m != nil && *m != batchv1.JobControllerName {
-		errs = append(errs, field.NotSupported(path.Child("managedBy"), *m, []string{batchv1.JobControllerName}))
+		r.errs = append(r.errs, field.NotSupported(path.Child("managedBy"), *m, []string{batchv1.JobControllerName}))
 	}
-	forbid(s.PodFailurePolicy != nil, "podFailurePolicy", "every failed pod counts against backoffLimit")
-	forbid(s.SuccessPolicy != nil, "successPolicy", "a Job succeeds when its completions have")
-	forbid(s.BackoffLimitPerIndex != nil, "backoffLimitPerIndex", "Jobs are not indexed")
-	forbid(s.MaxFailedIndexes != nil, "maxFailedIndexes", "Jobs are not indexed")
-	forbid(s.Scheduling != nil, "scheduling", "a Job's pods are scheduled one by one")
-	return errs
+	r.forbid(s.PodFailurePolicy != nil, "podFailurePolicy", "every failed pod counts against backoffLimit")
+	r.forbid(s.SuccessPolicy != nil, "successPolicy", "a Job succeeds when its completions have")
+	r.forbid(s.BackoffLimitPerIndex != nil, "backoffLimitPerIndex", "Jobs are not indexed")
+	r.forbid(s.MaxFailedIndexes != nil, "maxFailedIndexes", "Jobs are not indexed")
+	r.forbid(s.Scheduling != nil, "scheduling", "a Job's pods are scheduled one by one")
+	return r.errs
 }

@@ -56,84 +56,89 @@ var NotActedOn = []NotActed{
 
 var podSpecType = reflect.TypeOf(api.PodSpec{})
 
+// refusals gathers the refusals of fields set that minik8s does not do,
+// each giving why and what would go wrong.
+type refusals struct {
+	errs field.ErrorList
+	at   *field.Path
+	why  string
+}
+
+// forbid refuses the field name (under at) when set.
+func (r *refusals) forbid(set bool, name, reason string) { r.forbidAt(set, r.at.Child(name), reason) }
+
+// forbidAt refuses the field at p when set.
+func (r *refusals) forbidAt(set bool, p *field.Path, reason string) {
+	if set {
+		r.errs = append(r.errs, field.Forbidden(p, r.why+": "+reason))
+	}
+}
+
 // notDonePod is the reason a refusal of a pod-spec field gives.
 const notDonePod = "minik8s does not do this, and the pod would run without it"
 
 // podSpecNotDone refuses the pod spec's fields minik8s does not act on
 // and cannot ignore.
 func podSpecNotDone(path *field.Path, s *api.PodSpec) field.ErrorList {
-	var errs field.ErrorList
-	forbid := func(set bool, name, why string) {
-		if set {
-			errs = append(errs, field.Forbidden(path.Child(name), notDonePod+": "+why))
-		}
-	}
-	forbid(s.RuntimeClassName != nil && *s.RuntimeClassName != "", "runtimeClassName", "nodes have one runtime, runc")
-	forbid(len(s.Overhead) > 0, "overhead", "it is set by a RuntimeClass, and nodes have none")
-	forbid(len(s.ReadinessGates) > 0, "readinessGates", "the kubelet does not wait for readiness gates, so the pod would be Ready too soon")
-	forbid(s.SchedulingGroup != nil, "schedulingGroup", "the scheduler does not place pods in groups")
-	forbid(len(s.ResourceClaims) > 0, "resourceClaims", "there is no dynamic resource allocation")
-	forbid(s.Resources != nil && (len(s.Resources.Limits) > 0 || len(s.Resources.Requests) > 0 || len(s.Resources.Claims) > 0),
+	r := &refusals{at: path, why: notDonePod}
+	r.forbid(s.RuntimeClassName != nil && *s.RuntimeClassName != "", "runtimeClassName", "nodes have one runtime, runc")
+	r.forbid(len(s.Overhead) > 0, "overhead", "it is set by a RuntimeClass, and nodes have none")
+	r.forbid(len(s.ReadinessGates) > 0, "readinessGates", "the kubelet does not wait for readiness gates, so the pod would be Ready too soon")
+	r.forbid(s.SchedulingGroup != nil, "schedulingGroup", "the scheduler does not place pods in groups")
+	r.forbid(len(s.ResourceClaims) > 0, "resourceClaims", "there is no dynamic resource allocation")
+	r.forbid(s.Resources != nil && (len(s.Resources.Limits) > 0 || len(s.Resources.Requests) > 0 || len(s.Resources.Claims) > 0),
 		"resources", "the kubelet limits each container's resources, not a pod's; set them on the containers")
-	forbid(s.HostUsers != nil && !*s.HostUsers, "hostUsers", "the kubelet does not run pods in user namespaces")
-	forbid(s.HostnameOverride != nil, "hostnameOverride", "the pod's host name is its hostname or its name")
-	forbid(s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN, "setHostnameAsFQDN", "the pod's host name is its short name")
-	forbid(len(s.EphemeralContainers) > 0, "ephemeralContainers", "ephemeral containers are not run")
-	forbid(len(s.EvictionResponders) > 0, "evictionResponders", "pods are not evicted")
-	forbid(s.ActiveDeadlineSeconds != nil, "activeDeadlineSeconds", "the kubelet does not end pods at a deadline; a Job's own activeDeadlineSeconds does")
+	r.forbid(s.HostUsers != nil && !*s.HostUsers, "hostUsers", "the kubelet does not run pods in user namespaces")
+	r.forbid(s.HostnameOverride != nil, "hostnameOverride", "the pod's host name is its hostname or its name")
+	r.forbid(s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN, "setHostnameAsFQDN", "the pod's host name is its short name")
+	r.forbid(len(s.EphemeralContainers) > 0, "ephemeralContainers", "ephemeral containers are not run")
+	r.forbid(len(s.EvictionResponders) > 0, "evictionResponders", "pods are not evicted")
+	r.forbid(s.ActiveDeadlineSeconds != nil, "activeDeadlineSeconds", "the kubelet does not end pods at a deadline; a Job's own activeDeadlineSeconds does")
 	if a := s.Affinity; a != nil {
+		const byPods = "the scheduler does not place pods by other pods (preferred terms are accepted)"
 		p := path.Child("affinity")
-		if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			errs = append(errs, field.Forbidden(p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
-				notDonePod+": the scheduler does not place pods by other pods (preferred terms are accepted)"))
-		}
-		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			errs = append(errs, field.Forbidden(p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
-				notDonePod+": the scheduler does not place pods by other pods (preferred terms are accepted)"))
-		}
+		r.forbidAt(a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0,
+			p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), byPods)
+		r.forbidAt(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0,
+			p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), byPods)
 	}
 	for i, c := range s.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
-			errs = append(errs, field.NotSupported(path.Child("topologySpreadConstraints").Index(i).Child("whenUnsatisfiable"),
+			r.errs = append(r.errs, field.NotSupported(path.Child("topologySpreadConstraints").Index(i).Child("whenUnsatisfiable"),
 				c.WhenUnsatisfiable, []corev1.UnsatisfiableConstraintAction{corev1.ScheduleAnyway}))
 		}
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {
-		errs = append(errs, field.NotSupported(path.Child("os", "name"), s.OS.Name, []corev1.OSName{corev1.Linux}))
+		r.errs = append(r.errs, field.NotSupported(path.Child("os", "name"), s.OS.Name, []corev1.OSName{corev1.Linux}))
 	}
-	return errs
+	return r.errs
 }
 
 // containerNotDone refuses a container's fields minik8s does not act on
 // and cannot ignore.
 func containerNotDone(path *field.Path, c *api.Container) field.ErrorList {
-	var errs field.ErrorList
-	forbid := func(set bool, p *field.Path, why string) {
-		if set {
-			errs = append(errs, field.Forbidden(p, notDonePod+": "+why))
-		}
-	}
-	forbid(c.RestartPolicy != nil, path.Child("restartPolicy"), "sidecar containers are not run (containers restart by the pod's policy)")
-	forbid(len(c.RestartPolicyRules) > 0, path.Child("restartPolicyRules"), "containers restart by the pod's policy")
-	forbid(len(c.VolumeDevices) > 0, path.Child("volumeDevices"), "there are no block volumes")
-	forbid(len(c.Resources.Claims) > 0, path.Child("resources", "claims"), "there is no dynamic resource allocation")
+	r := &refusals{at: path, why: notDonePod}
+	r.forbidAt(c.RestartPolicy != nil, path.Child("restartPolicy"), "sidecar containers are not run (containers restart by the pod's policy)")
+	r.forbidAt(len(c.RestartPolicyRules) > 0, path.Child("restartPolicyRules"), "containers restart by the pod's policy")
+	r.forbidAt(len(c.VolumeDevices) > 0, path.Child("volumeDevices"), "there are no block volumes")
+	r.forbidAt(len(c.Resources.Claims) > 0, path.Child("resources", "claims"), "there is no dynamic resource allocation")
 	for j, m := range c.VolumeMounts {
 		p := path.Child("volumeMounts").Index(j)
 		if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
-			errs = append(errs, field.NotSupported(p.Child("mountPropagation"), *m.MountPropagation,
+			r.errs = append(r.errs, field.NotSupported(p.Child("mountPropagation"), *m.MountPropagation,
 				[]corev1.MountPropagationMode{corev1.MountPropagationNone}))
 		}
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
-			errs = append(errs, field.NotSupported(p.Child("recursiveReadOnly"), *m.RecursiveReadOnly,
+			r.errs = append(r.errs, field.NotSupported(p.Child("recursiveReadOnly"), *m.RecursiveReadOnly,
 				[]corev1.RecursiveReadOnlyMode{corev1.RecursiveReadOnlyDisabled, corev1.RecursiveReadOnlyIfPossible}))
 		}
-		forbid(len(m.BindMountOptions) > 0, p.Child("bindMountOptions"), "volumes are bound with the kubelet's options")
+		r.forbidAt(len(m.BindMountOptions) > 0, p.Child("bindMountOptions"), "volumes are bound with the kubelet's options")
 	}
 	for j, e := range c.Env {
-		forbid(e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil, path.Child("env").Index(j).Child("valueFrom", "fileKeyRef"),
+		r.forbidAt(e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil, path.Child("env").Index(j).Child("valueFrom", "fileKeyRef"),
 			"variables are not read from files of volumes")
 	}
-	return errs
+	return r.errs
 }
 
 // notDoneService is the reason a refusal of a Service's field gives.
@@ -144,45 +149,40 @@ const notDoneService = "minik8s's Services do not do this, and traffic would go 
 // endpoint from anywhere, no session affinity, no load balancers, no
 // external addresses.
 func serviceNotDone(path *field.Path, s *api.ServiceSpec) field.ErrorList {
-	var errs field.ErrorList
-	forbid := func(set bool, name, why string) {
-		if set {
-			errs = append(errs, field.Forbidden(path.Child(name), notDoneService+": "+why))
-		}
-	}
+	r := &refusals{at: path, why: notDoneService}
 	if len(s.ClusterIPs) > 1 {
-		errs = append(errs, field.TooMany(path.Child("clusterIPs"), len(s.ClusterIPs), 1))
+		r.errs = append(r.errs, field.TooMany(path.Child("clusterIPs"), len(s.ClusterIPs), 1))
 	}
 	for i, f := range s.IPFamilies {
 		if f != corev1.IPv4Protocol {
-			errs = append(errs, field.NotSupported(path.Child("ipFamilies").Index(i), f, []corev1.IPFamily{corev1.IPv4Protocol}))
+			r.errs = append(r.errs, field.NotSupported(path.Child("ipFamilies").Index(i), f, []corev1.IPFamily{corev1.IPv4Protocol}))
 		}
 	}
 	if p := s.IPFamilyPolicy; p != nil && *p == corev1.IPFamilyPolicyRequireDualStack {
-		errs = append(errs, field.NotSupported(path.Child("ipFamilyPolicy"), *p,
+		r.errs = append(r.errs, field.NotSupported(path.Child("ipFamilyPolicy"), *p,
 			[]corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack}))
 	}
 	if p := s.InternalTrafficPolicy; p != nil && *p != corev1.ServiceInternalTrafficPolicyCluster {
-		errs = append(errs, field.NotSupported(path.Child("internalTrafficPolicy"), *p,
+		r.errs = append(r.errs, field.NotSupported(path.Child("internalTrafficPolicy"), *p,
 			[]corev1.ServiceInternalTrafficPolicy{corev1.ServiceInternalTrafficPolicyCluster}))
 	}
 	if p := s.ExternalTrafficPolicy; p != "" && p != corev1.ServiceExternalTrafficPolicyCluster {
-		errs = append(errs, field.NotSupported(path.Child("externalTrafficPolicy"), p,
+		r.errs = append(r.errs, field.NotSupported(path.Child("externalTrafficPolicy"), p,
 			[]corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster}))
 	}
 	if a := s.SessionAffinity; a != "" && a != corev1.ServiceAffinityNone {
-		errs = append(errs, field.NotSupported(path.Child("sessionAffinity"), a, []corev1.ServiceAffinity{corev1.ServiceAffinityNone}))
+		r.errs = append(r.errs, field.NotSupported(path.Child("sessionAffinity"), a, []corev1.ServiceAffinity{corev1.ServiceAffinityNone}))
 	}
-	forbid(s.SessionAffinityConfig != nil && s.SessionAffinity == corev1.ServiceAffinityNone, "sessionAffinityConfig", "there is no session affinity")
-	forbid(len(s.ExternalIPs) > 0, "externalIPs", "Services are reached at their cluster IP and node ports")
-	forbid(s.ExternalName != "" || s.Type == string(corev1.ServiceTypeExternalName), "externalName", "the cluster DNS does not alias names")
-	forbid(s.Type == string(corev1.ServiceTypeLoadBalancer), "type", "there are no load balancers; type NodePort serves on every node")
-	forbid(s.HealthCheckNodePort != 0, "healthCheckNodePort", "there are no load balancers")
-	forbid(s.AllocateLoadBalancerNodePorts != nil, "allocateLoadBalancerNodePorts", "there are no load balancers")
-	forbid(s.LoadBalancerClass != nil, "loadBalancerClass", "there are no load balancers")
-	forbid(s.LoadBalancerIP != "", "loadBalancerIP", "there are no load balancers")
-	forbid(len(s.LoadBalancerSourceRanges) > 0, "loadBalancerSourceRanges", "there are no load balancers")
-	return errs
+	r.forbid(s.SessionAffinityConfig != nil && s.SessionAffinity == corev1.ServiceAffinityNone, "sessionAffinityConfig", "there is no session affinity")
+	r.forbid(len(s.ExternalIPs) > 0, "externalIPs", "Services are reached at their cluster IP and node ports")
+	r.forbid(s.ExternalName != "" || s.Type == string(corev1.ServiceTypeExternalName), "externalName", "the cluster DNS does not alias names")
+	r.forbid(s.Type == string(corev1.ServiceTypeLoadBalancer), "type", "there are no load balancers; type NodePort serves on every node")
+	r.forbid(s.HealthCheckNodePort != 0, "healthCheckNodePort", "there are no load balancers")
+	r.forbid(s.AllocateLoadBalancerNodePorts != nil, "allocateLoadBalancerNodePorts", "there are no load balancers")
+	r.forbid(s.LoadBalancerClass != nil, "loadBalancerClass", "there are no load balancers")
+	r.forbid(s.LoadBalancerIP != "", "loadBalancerIP", "there are no load balancers")
+	r.forbid(len(s.LoadBalancerSourceRanges) > 0, "loadBalancerSourceRanges", "there are no load balancers")
+	return r.errs
 }
 
 // nodeNotDone refuses taints that would evict pods: the kubelet and the

@@ -44,6 +44,17 @@ func podSpecOf(path *field.Path, s *api.PodSpec, template bool) field.ErrorList 
 			errs = append(errs, field.NotSupported(path.Child("volumes").Index(i).Child("emptyDir", "medium"), v.EmptyDir.Medium,
 				[]corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}))
 		}
+		if v.Projected != nil {
+			for j, src := range v.Projected.Sources {
+				p := path.Child("volumes").Index(i).Child("projected", "sources").Index(j)
+				if src.ClusterTrustBundle != nil {
+					errs = append(errs, field.Forbidden(p.Child("clusterTrustBundle"), notDonePod+": there are no ClusterTrustBundles"))
+				}
+				if src.PodCertificate != nil {
+					errs = append(errs, field.Forbidden(p.Child("podCertificate"), notDonePod+": pods are not issued certificates"))
+				}
+			}
+		}
 		if v.HostPath != nil && v.HostPath.Path != "" && !strings.HasPrefix(v.HostPath.Path, "/") {
 			errs = append(errs, field.Invalid(path.Child("volumes").Index(i).Child("hostPath", "path"), v.HostPath.Path, "must be an absolute path"))
 		}
