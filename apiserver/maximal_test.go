@@ -48,8 +48,8 @@ var notInMaximal = map[string]string{
 	"ServiceSpec.sessionAffinityConfig": "refused",
 	"JobSpec.podFailurePolicy":          "refused", "JobSpec.successPolicy": "refused", "JobSpec.backoffLimitPerIndex": "refused",
 	"JobSpec.maxFailedIndexes": "refused", "JobSpec.scheduling": "refused",
-	"Secret.stringData":           "write-only: folded into data, as Kubernetes does",
-	"ClusterRole.aggregationRule": "refused",
+	"Secret.stringData":            "write-only: folded into data, as Kubernetes does",
+	"ClusterRole.aggregationRule":  "refused",
 	"NodeSpec.podPreemptionPolicy": "refused by Kubernetes' validation (its feature gate is off)",
 }
 
