@@ -375,6 +375,9 @@ func (h *handlers) bind(c *gin.Context) {
 		if pod.DeletionTimestamp != nil {
 			return nil, fmt.Errorf("pod %q is being deleted: %w", name, errdefs.ErrConflict)
 		}
+		if len(pod.Spec.SchedulingGates) > 0 {
+			return nil, fmt.Errorf("pod %q has one or more scheduling gates: %w", name, errdefs.ErrConflict)
+		}
 		pod.Spec.NodeName = b.Target.Name
 		now := time.Now().UTC()
 		setPodCondition(&pod.Status, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, LastTransitionTime: &now})

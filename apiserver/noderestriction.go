@@ -36,7 +36,7 @@ func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
 		secrets, configMaps := authz.PodReferences(&o.Spec)
 		what := ""
 		switch {
-		case o.Spec.ServiceAccountName != "":
+		case o.Spec.ServiceAccountName != "" || o.Spec.ServiceAccount != "":
 			what = "a service account"
 		case len(secrets) > 0:
 			what = "secrets"

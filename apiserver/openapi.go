@@ -177,6 +177,7 @@ var (
 	k8sIntOrStringType = reflect.TypeOf(intstr.IntOrString{})
 	quantityType       = reflect.TypeOf(resource.Quantity{})
 	metaTimeType       = reflect.TypeOf(metav1.Time{})
+	microTimeTypes     = []reflect.Type{reflect.TypeOf(metav1.MicroTime{}), reflect.TypeOf(api.MicroTime{})}
 )
 
 // named makes the component of a named struct type and returns its name:
@@ -253,6 +254,9 @@ func described(s map[string]any, desc string) map[string]any {
 }
 
 func (g *schemaGen) schema(t reflect.Type) map[string]any {
+	if slices.Contains(microTimeTypes, t) {
+		return map[string]any{"type": "string", "format": "date-time"}
+	}
 	switch t {
 	case timeType, metaTimeType:
 		return map[string]any{"type": "string", "format": "date-time"}

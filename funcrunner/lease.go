@@ -7,7 +7,6 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -49,14 +48,14 @@ func (k *leaseKeeper) annotate(l *api.Lease) {
 // acquire creates the Lease; a Lease left by an earlier runner of the same
 // identity is taken over.
 func (k *leaseKeeper) acquire(ctx context.Context) error {
-	now := metav1.NewMicroTime(time.Now().UTC())
+	now := api.NewMicroTime(time.Now().UTC())
 	secs := int32(function.RunnerLeaseDuration / time.Second)
 	id := k.identity
 	l := &api.Lease{
 		ObjectMeta: api.ObjectMeta{Name: function.RunnerLeaseName(id), Namespace: function.RunnerNamespace,
 			Labels:      map[string]string{function.LabelComponent: function.ComponentRunner},
 			Annotations: map[string]string{function.AnnotationDemand: "{}"}},
-		Spec: api.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+		Spec: api.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: now, RenewTime: now},
 	}
 	k.annotate(l)
 	leases := k.client.Leases(function.RunnerNamespace)
@@ -118,8 +117,8 @@ func (k *leaseKeeper) update(ctx context.Context, force bool) error {
 		return nil
 	}
 	next := cache.DeepCopy(k.lease)
-	now := metav1.NewMicroTime(time.Now().UTC())
-	next.Spec.RenewTime = &now
+	now := api.NewMicroTime(time.Now().UTC())
+	next.Spec.RenewTime = now
 	next.Annotations[function.AnnotationDemand] = d
 	k.annotate(next)
 	leases := k.client.Leases(function.RunnerNamespace)

@@ -157,8 +157,8 @@ func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error
 		}
 	case *api.Service:
 		c := cur.(*api.Service)
-		if d.Spec.ClusterIP == "" {
-			d.Spec.ClusterIP = c.Spec.ClusterIP
+		if d.Spec.ClusterIP == "" && len(d.Spec.ClusterIPs) == 0 {
+			d.Spec.ClusterIP, d.Spec.ClusterIPs = c.Spec.ClusterIP, c.Spec.ClusterIPs
 		}
 		// Node ports the server allocated stay, by port, as it keeps them.
 		for i := range d.Spec.Ports {

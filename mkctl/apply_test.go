@@ -53,7 +53,7 @@ func TestDesiredStateAndSameForApply(t *testing.T) {
 		}(), stored(api.PodsResource, pod()), false},
 		{"service with allocated cluster IP", api.ServicesResource, svc(), func() api.Object {
 			s := stored(api.ServicesResource, svc()).(*api.Service)
-			s.Spec.ClusterIP = "127.1.0.9"
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = "127.1.0.9", []string{"127.1.0.9"}
 			return s
 		}(), true},
 		{"service asking for another cluster IP", api.ServicesResource, func() api.Object {
@@ -62,7 +62,7 @@ func TestDesiredStateAndSameForApply(t *testing.T) {
 			return s
 		}(), func() api.Object {
 			s := stored(api.ServicesResource, svc()).(*api.Service)
-			s.Spec.ClusterIP = "127.1.0.9"
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = "127.1.0.9", []string{"127.1.0.9"}
 			return s
 		}(), false},
 		{"node with the pod CIDR it was given", api.NodesResource,

@@ -9,11 +9,11 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	log "github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -241,7 +241,7 @@ func (s *Scheduler) NodeHandler() cache.Handler[*api.Node] {
 
 func schedulingChanged(old, cur *api.Node) bool {
 	return old.Spec.Unschedulable != cur.Spec.Unschedulable ||
-		!slices.Equal(old.Spec.Taints, cur.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
 		!sameMap(old.Labels, cur.Labels) ||
 		!sameMap(old.Status.Allocatable, cur.Status.Allocatable) ||
 		!sameMap(old.Status.Capacity, cur.Status.Capacity) ||

@@ -134,6 +134,11 @@ func TestNodeAuthorizer(t *testing.T) {
 		if _, err := n1.Pods("default").Create(ctx, pod); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "service account") {
 			t.Errorf("n1 creating a pod that names a service account: %v, want 403", err)
 		}
+		// Nor by the field's old name, which the server copies into the new.
+		pod.Spec.ServiceAccountName, pod.Spec.ServiceAccount = "", "admin"
+		if _, err := n1.Pods("default").Create(ctx, pod); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "service account") {
+			t.Errorf("n1 creating a pod that names a service account by serviceAccount: %v, want 403", err)
+		}
 		lease := &api.Lease{ObjectMeta: api.ObjectMeta{Name: "n1", Namespace: "kube-system"}}
 		if _, err := n1.Leases("kube-system").Create(ctx, lease); !errdefs.IsForbidden(err) {
 			t.Errorf("n1 creating a lease: %v, want 403", err)

@@ -602,6 +602,10 @@ func TestSchedulerAffinityAndGates(t *testing.T) {
 		c := podCondition(p, api.PodScheduled)
 		return c != nil && c.Reason == "SchedulingGated" && p.Spec.NodeName == "", fmt.Sprintf("%+v", p.Status)
 	})
+	// Nor may anyone bind it meanwhile.
+	if err := srv.Client.Bind(ctx, "default", "gated", "", "node-a"); !errdefs.IsConflict(err) {
+		t.Errorf("binding a gated pod: %v, want 409", err)
+	}
 	p, err := pods.Get(ctx, "gated")
 	if err != nil {
 		t.Fatal(err)

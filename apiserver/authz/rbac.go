@@ -9,6 +9,7 @@ import (
 	"minik8s/pkg/rbac"
 	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	log "github.com/sirupsen/logrus"
@@ -22,6 +23,11 @@ import (
 type Authorizer struct {
 	mirrors []*registry.Mirror
 	policy  atomic.Pointer[rbac.Static]
+	// rebuilding serializes rebuilds: the mirrors call rebuild from their
+	// own goroutines, and two at once could store the older policy last
+	// (a binding made, or revoked, would then not count until the next
+	// change of any RBAC object).
+	rebuilding sync.Mutex
 }
 
 // RBACResources are the kinds an Authorizer follows.
@@ -40,6 +46,8 @@ func NewAuthorizer(registries map[string]*registry.Store) *Authorizer {
 
 // rebuild makes the policy from the mirrors and the built-in objects.
 func (a *Authorizer) rebuild() {
+	a.rebuilding.Lock()
+	defer a.rebuilding.Unlock()
 	have := map[string]bool{}
 	var objs []api.Object
 	for _, m := range a.mirrors {

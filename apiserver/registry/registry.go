@@ -50,6 +50,18 @@ type Store struct {
 // hooks is the strategy of the registry's kind.
 func (r *Store) hooks() strategy { return strategyFor(r.Resource) }
 
+// defaultStored defaults an object read from the store before an update
+// compares with it, as Kubernetes defaults what it decodes: an object
+// written before a default was added (a template's schedulerName) then
+// compares equal to its update, and immutability holds. The function
+// kinds' records are written by the platform with their defaults, and
+// their updates are the call path: left as stored.
+func (r *Store) defaultStored(cur api.Object) {
+	if r.Resource.Served().Group != api.FuncGroup {
+		validation.Default(r.Resource, cur)
+	}
+}
+
 // admit runs admitSpecs and admitState, when set.
 func (r *Store) admit(ctx context.Context, old, obj api.Object) error {
 	if r.AdmitSpecs != nil {
@@ -276,6 +288,7 @@ func (r *Store) Update(ctx context.Context, ns, name string, obj api.Object) (ap
 	}
 	validation.Default(r.Resource, obj)
 	updated, err := r.Storage.GuaranteedUpdate(ctx, r.Key(ns, name), r.Resource.New, func(cur api.Object) (api.Object, error) {
+		r.defaultStored(cur)
 		curMeta := cur.GetObjectMeta()
 		if wantRV != "" && wantRV != curMeta.ResourceVersion {
 			return nil, fmt.Errorf("%s %q: resourceVersion %s is stale (now %s): the object has been modified; read it again and retry: %w",

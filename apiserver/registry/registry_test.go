@@ -91,3 +91,25 @@ func TestGenerateName(t *testing.T) {
 		}
 	})
 }
+
+// An object stored before a default was added (a Job's template without
+// schedulerName, a pod without a service account) is defaulted when read
+// for an update, so its template compares equal and the update passes.
+func TestUpdateOfObjectsStoredBeforeDefaults(t *testing.T) {
+	store := etcdtest.Start(t)
+	ctx := context.Background()
+	old := &api.Job{TypeMeta: api.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: api.ObjectMeta{Name: "old", Namespace: "default", UID: "u"},
+		Spec: api.JobSpec{Template: api.PodTemplateSpec{Spec: api.PodSpec{RestartPolicy: "Never",
+			Containers: []api.Container{{Name: "c", Image: "i"}}}}}}
+	if err := store.Create(ctx, keyRoot+"jobs/default/old", old, 0); err != nil {
+		t.Fatal(err)
+	}
+	reg := &Store{Resource: api.JobsResource, Storage: store}
+	next := *old
+	next.ResourceVersion = ""
+	next.Labels = map[string]string{"seen": "yes"}
+	if _, err := reg.Update(ctx, "default", "old", &next); err != nil {
+		t.Fatalf("labelling a Job stored before the template defaults: %v", err)
+	}
+}

@@ -81,10 +81,17 @@ type (
 )
 
 // prepareForCreate clears what the client sent of the status; the pod's
-// QoS class is set from its spec, as Kubernetes' strategy does.
+// QoS class is set from its spec, as Kubernetes' strategy does. A new pod
+// runs as its namespace's default service account unless it names one,
+// as Kubernetes' ServiceAccount admission writes it (on create only, so
+// that a pod stored without one may still be updated; templates are left
+// as given, as there).
 func (podStrategy) prepareForCreate(obj api.Object) {
 	p := obj.(*api.Pod)
 	p.Status = api.PodStatus{QOSClass: qos.Class(p)}
+	if p.Spec.ServiceAccountName == "" && p.Spec.ServiceAccount == "" {
+		p.Spec.ServiceAccountName = api.DefaultServiceAccount
+	}
 }
 
 func (replicaSetStrategy) prepareForCreate(obj api.Object) {

@@ -20,7 +20,7 @@ func main() {
 	fs := flag.CommandLine
 	flags.Client(fs, &cfg.APIServer, client.ServerFromEnv(), &kubeconfig)
 	flags.SchedulerPolicy(fs, &cfg.Policy, scheduler.PolicyLeastAllocated, scheduler.PolicyLeastAllocated, scheduler.PolicyRoundRobin)
-	fs.StringVar(&cfg.Name, "scheduler-name", scheduler.DefaultSchedulerName, "spec.schedulerName of the pods this scheduler places (besides empty)")
+	fs.StringVar(&cfg.Name, "scheduler-name", scheduler.DefaultSchedulerName, "spec.schedulerName of the pods this scheduler places (the apiserver writes default-scheduler in a pod that names none)")
 	fs.IntVar(&cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
 	flags.LogLevel(fs, &level, "info")
 	flag.Parse()

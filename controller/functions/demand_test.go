@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 )
@@ -67,7 +65,7 @@ func runnerLease(t *testing.T, name string, acquire, renew time.Time, fns map[st
 		ObjectMeta: api.ObjectMeta{Name: function.RunnerLeaseName(name), Namespace: function.RunnerNamespace,
 			Labels:      map[string]string{function.LabelComponent: function.ComponentRunner},
 			Annotations: map[string]string{function.AnnotationDemand: string(data)}},
-		Spec: api.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &dur, AcquireTime: &metav1.MicroTime{Time: acquire}, RenewTime: &metav1.MicroTime{Time: renew}},
+		Spec: api.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &dur, AcquireTime: api.NewMicroTime(acquire), RenewTime: api.NewMicroTime(renew)},
 	}
 }
 

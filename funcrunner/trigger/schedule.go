@@ -7,7 +7,6 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
@@ -93,20 +92,20 @@ func (s *Schedules) Run(ctx context.Context) {
 func (s *Schedules) hold(ctx context.Context, now time.Time) {
 	leases := s.client.Leases(function.RunnerNamespace)
 	cur, err := leases.Get(ctx, ScheduleLeaseName)
-	stamp := metav1.NewMicroTime(now.UTC())
+	stamp := api.NewMicroTime(now.UTC())
 	secs := int32(function.RunnerLeaseDuration / time.Second)
 	switch {
 	case errdefs.IsNotFound(err):
 		l := &api.Lease{ObjectMeta: api.ObjectMeta{Name: ScheduleLeaseName, Namespace: function.RunnerNamespace},
-			Spec: api.LeaseSpec{HolderIdentity: &s.self, LeaseDurationSeconds: &secs, AcquireTime: &stamp, RenewTime: &stamp}}
+			Spec: api.LeaseSpec{HolderIdentity: &s.self, LeaseDurationSeconds: &secs, AcquireTime: stamp, RenewTime: stamp}}
 		s.lease, err = leases.Create(ctx, l)
 	case err != nil:
 	case cur.Spec.HolderIdentity != nil && *cur.Spec.HolderIdentity == s.self, !function.LeaseLive(cur, now):
 		if cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != s.self {
-			cur.Spec.HolderIdentity, cur.Spec.AcquireTime = &s.self, &stamp
+			cur.Spec.HolderIdentity, cur.Spec.AcquireTime = &s.self, stamp
 			log.WithField("runner", s.self).Info("funcrunner: firing the schedules")
 		}
-		cur.Spec.RenewTime, cur.Spec.LeaseDurationSeconds = &stamp, &secs
+		cur.Spec.RenewTime, cur.Spec.LeaseDurationSeconds = stamp, &secs
 		s.lease, err = leases.Update(ctx, cur)
 	default:
 		s.lease = nil

@@ -26,12 +26,6 @@ func Default(res api.Resource, obj api.Object) {
 	}
 	switch o := obj.(type) {
 	case *api.Pod:
-		// A pod runs as its namespace's default service account unless it
-		// names one, as Kubernetes' ServiceAccount admission writes it
-		// (templates are left as given, as there).
-		if o.Spec.ServiceAccountName == "" && o.Spec.ServiceAccount == "" {
-			o.Spec.ServiceAccountName = api.DefaultServiceAccount
-		}
 		DefaultPodSpec(&o.Spec)
 		if o.Status.Phase == "" {
 			o.Status.Phase = api.PodPending

@@ -14,8 +14,9 @@ import (
 // place (the README lists them and `kubectl explain` shows why, from
 // NotActedOn):
 //   - stored and returned but not acted on, where doing nothing is what
-//     Kubernetes would do on a cluster like this one (tolerations where no
-//     node has taints) or costs only a preference (preferred affinity);
+//     Kubernetes would do on a cluster like this one (image pull secrets
+//     where images are pulled without credentials) or costs only a
+//     preference (preferred affinity);
 //   - refused when set (422 naming the field), where running the pod
 //     without it would run something other than the manifest asks: less
 //     isolated (a runtime class, user namespaces), Ready too soon (readiness
