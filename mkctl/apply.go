@@ -152,8 +152,13 @@ func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error
 	}
 	switch d := desired.(type) {
 	case *api.Pod:
-		if c := cur.(*api.Pod); d.Spec.NodeName == "" {
+		c := cur.(*api.Pod)
+		if d.Spec.NodeName == "" {
 			d.Spec.NodeName = c.Spec.NodeName
+		}
+		// The service account the server gave it, as the server keeps it.
+		if d.Spec.ServiceAccountName == "" && d.Spec.ServiceAccount == "" {
+			d.Spec.ServiceAccountName, d.Spec.ServiceAccount = c.Spec.ServiceAccountName, c.Spec.ServiceAccount
 		}
 	case *api.Service:
 		c := cur.(*api.Service)

@@ -113,3 +113,30 @@ func TestUpdateOfObjectsStoredBeforeDefaults(t *testing.T) {
 		t.Fatalf("labelling a Job stored before the template defaults: %v", err)
 	}
 }
+
+// A pod's update that names no service account keeps the one the server
+// gave it on create (a manifest applied again).
+func TestPodUpdateKeepsServiceAccount(t *testing.T) {
+	reg := &Store{Resource: api.PodsResource, Storage: etcdtest.Start(t)}
+	ctx := context.Background()
+	pod := func() *api.Pod {
+		return &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "default"},
+			Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}}
+	}
+	created, err := reg.Create(ctx, "default", pod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa := created.(*api.Pod).Spec.ServiceAccountName; sa != api.DefaultServiceAccount {
+		t.Fatalf("created with service account %q, want default", sa)
+	}
+	again := pod()
+	again.Labels = map[string]string{"applied": "again"}
+	updated, err := reg.Update(ctx, "default", "p", again)
+	if err != nil {
+		t.Fatalf("the manifest applied again: %v", err)
+	}
+	if p := updated.(*api.Pod); p.Spec.ServiceAccountName != api.DefaultServiceAccount || p.Spec.ServiceAccount != api.DefaultServiceAccount {
+		t.Errorf("service account after the update: %q/%q", p.Spec.ServiceAccountName, p.Spec.ServiceAccount)
+	}
+}

@@ -94,6 +94,17 @@ func (podStrategy) prepareForCreate(obj api.Object) {
 	}
 }
 
+// prepareForUpdate keeps the service account the server gave the pod
+// when an update names none (a manifest applied again, kubectl replace),
+// as it keeps a Service's cluster IP: the account cannot change.
+func (podStrategy) prepareForUpdate(_ *Store, cur, next api.Object) error {
+	c, n := cur.(*api.Pod), next.(*api.Pod)
+	if n.Spec.ServiceAccountName == "" && n.Spec.ServiceAccount == "" {
+		n.Spec.ServiceAccountName, n.Spec.ServiceAccount = c.Spec.ServiceAccountName, c.Spec.ServiceAccount
+	}
+	return nil
+}
+
 func (replicaSetStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.ReplicaSet).Status = api.ReplicaSetStatus{}
 }
