@@ -51,7 +51,7 @@ func prefixFromUserAgent(ua string) string {
 
 // applier merges an apply patch into the object as the route shows it.
 func (h *handlers) applier(c *gin.Context, patch []byte) (merger, error) {
-	res := h.reg.Resource
+	res := h.resource()
 	if h.groupVersion() != res.Served().GroupVersion() {
 		return nil, errdefs.BadRequest("", "server-side apply of %s is served at %s", res.Kind, res.Served().Path("", ""))
 	}
@@ -88,7 +88,7 @@ func (h *handlers) applyCreate(c *gin.Context, merge merger) {
 	}
 	obj, err := merge(nil)
 	if err == nil {
-		err = h.take(obj)
+		obj, err = h.take(obj)
 	}
 	if err == nil {
 		err = h.reg.CheckIdentity(obj, h.ns(c), c.Param("name"))

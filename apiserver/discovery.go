@@ -65,9 +65,20 @@ func newDiscovery() *discovery {
 	for _, s := range served {
 		add(s.groupVersion, s.res)
 	}
+	// A group's other versions come after the one its objects are
+	// stored in, which is the preferred one.
+	for _, res := range api.OtherVersions {
+		add(res.GroupVersion(), discoveryResources(res)...)
+	}
+	index := map[string]int{}
 	for _, gv := range order {
 		group, version, _ := strings.Cut(gv, "/")
 		v := api.GroupVersionForDiscovery{GroupVersion: gv, Version: version}
+		if i, ok := index[group]; ok {
+			d.groups[i].Versions = append(d.groups[i].Versions, v)
+			continue
+		}
+		index[group] = len(d.groups)
 		d.groups = append(d.groups, api.APIGroup{Name: group, Versions: []api.GroupVersionForDiscovery{v}, PreferredVersion: v})
 	}
 	return d
@@ -136,8 +147,10 @@ func (d *discovery) routes(r *router) {
 		group := g
 		group.TypeMeta = api.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 		r.handle(http.MethodGet, "/apis/"+g.Name, nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, group) })
-		list := d.lists[g.PreferredVersion.GroupVersion]
-		r.handle(http.MethodGet, "/apis/"+g.PreferredVersion.GroupVersion, nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, list) })
+		for _, v := range g.Versions {
+			list := d.lists[v.GroupVersion]
+			r.handle(http.MethodGet, "/apis/"+v.GroupVersion, nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, list) })
+		}
 	}
 }
 

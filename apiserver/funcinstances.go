@@ -23,7 +23,11 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 	next := &api.FuncInstance{}
 	hh := *h
 	hh.maxBody = etcd.MaxRequestBytes
-	if err := hh.decodeBody(c, next); err != nil {
+	err := hh.decodeBody(c, next)
+	if err == nil {
+		_, err = h.take(next)
+	}
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -56,7 +60,6 @@ func (h *handlers) updateInstanceStatus(c *gin.Context) {
 	}
 	ctx, ns := c.Request.Context(), h.ns(c)
 	var out api.Object
-	var err error
 	if cur, ok := h.reg.Cache.LatestAt(ns, name, wantRV); ok {
 		// The runner wrote what the cache holds: no read before the write.
 		out, err = h.reg.MutateFrom(ctx, cur, update)

@@ -45,9 +45,9 @@ func readBody(c *gin.Context, limit int64) ([]byte, error) {
 }
 
 // decodeBody reads a body into out, as its Content-Type says
-// (bodyMediaType: JSON, YAML or protobuf, 415 otherwise). An object is
-// read as the request's fieldValidation says (fieldvalidation.go), then
-// turned from the routes' view into its stored form.
+// (bodyMediaType: JSON, YAML or protobuf, 415 otherwise). An object of
+// the routes' kind is read as the request's fieldValidation says
+// (fieldvalidation.go); readObject then turns it into its stored form.
 func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	ctype, err := bodyMediaType(c)
 	if err != nil {
@@ -60,14 +60,8 @@ func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	// Bodies of another kind than the route's (an access review, a
 	// binding, a scale) and the function API's are read strictly.
 	obj, ok := out.(api.Object)
-	if !ok || h.reg == nil || reflect.TypeOf(out) != reflect.TypeOf(h.reg.Resource.New()) || requestOf(c).fn != nil {
-		if err := decodeStrict(data, ctype, out); err != nil {
-			return err
-		}
-		if ok {
-			return h.take(obj)
-		}
-		return nil
+	if !ok || h.reg == nil || reflect.TypeOf(out) != reflect.TypeOf(h.newObject()) || requestOf(c).fn != nil {
+		return decodeStrict(data, ctype, out)
 	}
 	if data, err = toJSON(data, ctype); err != nil {
 		return err
@@ -77,7 +71,7 @@ func (h *handlers) decodeBody(c *gin.Context, out any) error {
 		return err
 	}
 	warn(c, warnings)
-	return h.take(obj)
+	return nil
 }
 
 func decodeStrict(data []byte, contentType string, out any) error {
@@ -211,8 +205,8 @@ func (h *handlers) listBody(objs []api.Object, rev int64) objectList {
 
 func (h *handlers) create(c *gin.Context) {
 	withManager(c)
-	obj := h.reg.Resource.New()
-	if err := h.decodeBody(c, obj); err != nil {
+	obj, err := h.readObject(c)
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -263,8 +257,8 @@ func (h *handlers) get(c *gin.Context) {
 
 func (h *handlers) update(c *gin.Context) {
 	withManager(c)
-	obj := h.reg.Resource.New()
-	if err := h.decodeBody(c, obj); err != nil {
+	obj, err := h.readObject(c)
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -295,8 +289,8 @@ func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
 
 func (h *handlers) updateStatus(c *gin.Context) {
 	withManager(c)
-	obj := h.reg.Resource.New()
-	if err := h.decodeBody(c, obj); err != nil {
+	obj, err := h.readObject(c)
+	if err != nil {
 		fail(c, err)
 		return
 	}

@@ -40,7 +40,7 @@ type openAPI struct {
 
 func newOpenAPI() *openAPI {
 	byGV := map[string][]api.Resource{}
-	for _, res := range api.Resources {
+	for _, res := range append(slices.Clone(api.Resources), api.OtherVersions...) {
 		res = res.Served()
 		gv := "api/" + res.Version
 		if res.Group != "" {
@@ -62,7 +62,7 @@ func newOpenAPI() *openAPI {
 	}
 	g := &schemaGen{schemas: map[string]any{}, refPrefix: "#/definitions/"}
 	paths := map[string]any{}
-	for _, res := range api.Resources {
+	for _, res := range append(slices.Clone(api.Resources), api.OtherVersions...) {
 		item, ops := openAPIPaths(g, res.Served(), true)
 		paths[item] = ops
 	}

@@ -83,8 +83,9 @@ func patchInto(ctype string, cur any, patch []byte, gvk schema.GroupVersionKind,
 	return decodeStrict(patched, "application/json", out)
 }
 
+// gvk is the group, version and kind of the objects h's routes read.
 func (h *handlers) gvk() schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: h.reg.Resource.Group, Version: h.reg.Resource.Version, Kind: h.reg.Resource.Kind}
+	return schema.FromAPIVersionAndKind(h.groupVersion(), h.reg.Resource.Kind)
 }
 
 // writeFunc writes a patched object through a registry: the object or its
@@ -149,7 +150,7 @@ func (h *handlers) merger(c *gin.Context, ctype string, patch []byte) (merger, e
 	withManager(c)
 	mode := fieldValidationOf(c)
 	return func(cur api.Object) (api.Object, error) {
-		obj := h.reg.Resource.New()
+		obj := h.newObject()
 		doc, err := json.Marshal(h.show(cur))
 		if err != nil {
 			return nil, err
@@ -192,7 +193,7 @@ func (h *handlers) patchOnce(ctx context.Context, reg *registry.Store, ns, name 
 	if err != nil {
 		return nil, false, err
 	}
-	if err := h.take(obj); err != nil {
+	if obj, err = h.take(obj); err != nil {
 		return nil, false, err
 	}
 	pinned := obj.GetObjectMeta().ResourceVersion != cur.GetObjectMeta().ResourceVersion

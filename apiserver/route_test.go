@@ -36,6 +36,8 @@ func TestRequestAttributes(t *testing.T) {
 		{"DELETE", "/api/v1/namespaces/team", rbac.Attributes{Verb: "delete", Resource: "namespaces", Name: "team", Namespace: "team", ResourceRequest: true}},
 		{"PUT", "/api/v1/namespaces/team/finalize", rbac.Attributes{Verb: "update", Resource: "namespaces", Subresource: "finalize", Name: "team", Namespace: "team", ResourceRequest: true}},
 		{"POST", "/apis/apps/v1/namespaces/default/replicasets", rbac.Attributes{Verb: "create", APIGroup: "apps", Resource: "replicasets", Namespace: "default", ResourceRequest: true}},
+		// An older version of a kind is the same resource to RBAC.
+		{"POST", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", rbac.Attributes{Verb: "create", APIGroup: "autoscaling", Resource: "horizontalpodautoscalers", Namespace: "default", ResourceRequest: true}},
 		{"PUT", "/apis/apps/v1/namespaces/default/replicasets/rs/scale", rbac.Attributes{Verb: "update", APIGroup: "apps", Resource: "replicasets", Subresource: "scale", Name: "rs", Namespace: "default", ResourceRequest: true}},
 		{"POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", rbac.Attributes{Verb: "create", APIGroup: "authorization.k8s.io", Resource: "selfsubjectaccessreviews", ResourceRequest: true}},
 		{"GET", "/apis/metrics.k8s.io/v1beta1/namespaces/ns1/pods/p", rbac.Attributes{Verb: "get", APIGroup: "metrics.k8s.io", Resource: "pods", Name: "p", Namespace: "ns1", ResourceRequest: true}},

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,7 +252,7 @@ func New(cfg Config, store storage.Interface) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, store: store, registries: map[string]*registry.Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
 	var err error
-	if s.fields, err = fields.New(api.Resources); err != nil {
+	if s.fields, err = fields.New(append(slices.Clone(api.Resources), api.OtherVersions...)); err != nil {
 		// Kubernetes' schema is compiled in: this is a build's bug.
 		panic(err)
 	}
@@ -259,7 +260,7 @@ func New(cfg Config, store storage.Interface) *Server {
 		reg := &registry.Store{Resource: res, Storage: store}
 		reg.Fields = fieldTracker{fields: s.fields}
 		if res.Served().Group != res.Group {
-			reg.Fields = fieldTracker{fields: s.fields, view: funcGroupView{}}
+			reg.Fields = fieldTracker{fields: s.fields, view: viewOf(res)}
 		}
 		reg.AdmitSpecs = s.admitPodSpecs
 		if res.Kind == api.EndpointsResource.Kind {
@@ -620,9 +621,13 @@ func (s *Server) routes(observe ...gin.HandlerFunc) *gin.Engine {
 			// The function kinds: the minik8s.io/v1 view beside the
 			// reference form under /api/v1.
 			view := *h
-			view.view = funcGroupView{}
+			view.view = viewOf(res)
 			s.resourceRoutes(r, served.Prefix(), served.Group, &view)
 		}
+	}
+	for _, res := range api.OtherVersions {
+		h := &handlers{srv: s, reg: s.registries[res.Name], maxBody: s.cfg.MaxBodyBytes, view: viewOf(res)}
+		s.resourceRoutes(r, res.Prefix(), res.Group, h)
 	}
 
 	review := func(res string) routeInfo {

@@ -86,7 +86,7 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 	}
 	inst := &api.FuncInstance{}
 	if err = decodeStrict(data, ctype, inst); err == nil {
-		err = h.take(inst)
+		_, err = h.take(inst)
 	}
 	if err == nil {
 		err = h.reg.CheckIdentity(inst, h.ns(c), "")
@@ -122,7 +122,7 @@ func (h *handlers) createTriggerRecords(c *gin.Context, data []byte) {
 	for i := range list.Items {
 		inst := &list.Items[i]
 		field := fmt.Sprintf("items[%d]", i)
-		if err := h.take(inst); err != nil {
+		if _, err := h.take(inst); err != nil {
 			fail(c, fmt.Errorf("%s: %w", field, err))
 			return
 		}

@@ -50,20 +50,27 @@ func New(resources []api.Resource) (*Manager, error) {
 			return nil, err
 		}
 		gvk := gv.WithKind(res.Kind)
-		m.gvks[res.Name] = gvk
+		m.gvks[key(res)] = gvk
 		subs := []string{""}
 		if res.HasStatus {
 			subs = append(subs, StatusSubresource)
 		}
 		for _, sub := range subs {
-			fm, err := managedfields.NewDefaultFieldManager(tc, identity{}, noDefaults{}, creater{}, gvk, gv, sub, resetFields(res, sub))
+			// Each version's manager works in its own version: the object
+			// it is given and the one it returns are in it.
+			fm, err := managedfields.NewDefaultFieldManager(tc, versions{}, noDefaults{}, creater{}, gvk, gv, sub, resetFields(res, sub))
 			if err != nil {
 				return nil, err
 			}
-			m.managers[res.Name+"/"+sub] = fm
+			m.managers[key(res)+"/"+sub] = fm
 		}
 	}
 	return m, nil
+}
+
+// key names a resource in one version: "autoscaling/v1/horizontalpodautoscalers".
+func key(res api.Resource) string {
+	return res.Served().GroupVersion() + "/" + res.Name
 }
 
 // resetFields are the fields a write of the object (or of its status)
@@ -83,11 +90,11 @@ func resetFields(res api.Resource, sub string) map[fieldpath.APIVersion]fieldpat
 }
 
 func (m *Manager) manager(res api.Resource, sub string) (*managedfields.FieldManager, schema.GroupVersionKind, error) {
-	fm, ok := m.managers[res.Name+"/"+sub]
+	fm, ok := m.managers[key(res)+"/"+sub]
 	if !ok {
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("%w: %s%s has no field manager", errdefs.ErrInvalid, res.Name, "/"+sub)
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("%w: %s%s has no field manager", errdefs.ErrInvalid, key(res), "/"+sub)
 	}
-	return fm, m.gvks[res.Name], nil
+	return fm, m.gvks[key(res)], nil
 }
 
 // Apply merges patch, manager's applied configuration (YAML or JSON), into
@@ -208,24 +215,6 @@ func toUnstructured(obj api.Object, gvk schema.GroupVersionKind) (*unstructured.
 // Valid says whether managedFields, as a client sent them, decode.
 func Valid(entries []metav1.ManagedFieldsEntry) error {
 	return managedfields.ValidateManagedFields(entries)
-}
-
-// One version per kind: the objects are already in it.
-type identity struct{}
-
-func (identity) Convert(in, out, context any) error {
-	return fmt.Errorf("no conversion between %T and %T", in, out)
-}
-
-func (identity) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
-	if _, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{in.GetObjectKind().GroupVersionKind()}); !ok {
-		return nil, fmt.Errorf("%s is not served in another version", in.GetObjectKind().GroupVersionKind())
-	}
-	return in, nil
-}
-
-func (identity) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
-	return label, value, nil
 }
 
 // The registry defaults what an apply produces, as any other write.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,13 +82,14 @@ func TestSchemaCoversTheTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(api.Resources)
+	all := append(slices.Clone(api.Resources), api.OtherVersions...)
+	m, err := New(all)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kubernetes := 0
-	for _, res := range api.Resources {
-		gvk := m.gvks[res.Name]
+	for _, res := range all {
+		gvk := m.gvks[key(res)]
 		if !tc.kubernetes(gvk) {
 			continue
 		}

@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+)
 
 // HorizontalPodAutoscaler (autoscaling/v2, hpa) sets the replicas of a
 // Deployment or ReplicaSet, through its scale subresource, from the CPU
@@ -127,4 +131,15 @@ type HorizontalPodAutoscalerList struct {
 	TypeMeta `json:",inline"`
 	ListMeta `json:"metadata,omitempty"`
 	Items    []HorizontalPodAutoscaler `json:"items"`
+}
+
+// HorizontalPodAutoscalerV1 is an HPA as autoscaling/v1 shows it, the
+// version `kubectl autoscale` writes and older manifests use: the same
+// objects, stored as autoscaling/v2 and converted on the way in and out
+// (pkg/api/conversion), as Kubernetes serves both.
+type HorizontalPodAutoscalerV1 struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       autoscalingv1.HorizontalPodAutoscalerSpec   `json:"spec,omitempty"`
+	Status     autoscalingv1.HorizontalPodAutoscalerStatus `json:"status,omitempty"`
 }

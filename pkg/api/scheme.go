@@ -63,6 +63,11 @@ var (
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }}
 	HorizontalPodAutoscalersResource = Resource{Name: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler", ShortNames: []string{"hpa", "horizontalpodautoscaler"},
 		Group: "autoscaling", Version: "v2", Namespaced: true, HasStatus: true, New: func() Object { return &HorizontalPodAutoscaler{} }}
+	// HorizontalPodAutoscalersV1Resource serves the HPAs again at
+	// autoscaling/v1: the same objects, converted (see
+	// HorizontalPodAutoscalerV1).
+	HorizontalPodAutoscalersV1Resource = Resource{Name: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler", ShortNames: []string{"hpa", "horizontalpodautoscaler"},
+		Group: "autoscaling", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &HorizontalPodAutoscalerV1{} }}
 	JobsResource = Resource{Name: "jobs", Kind: "Job", ShortNames: []string{"job"},
 		Group: "batch", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Job{} }}
 	CronJobsResource = Resource{Name: "cronjobs", Kind: "CronJob", ShortNames: []string{"cj", "cronjob"},
@@ -133,6 +138,11 @@ var Resources = []Resource{
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }
+
+// OtherVersions are resources of Resources served in a second version
+// too, their group's older one: the objects are stored, watched and
+// listed as Resources has them, and converted for these routes.
+var OtherVersions = []Resource{HorizontalPodAutoscalersV1Resource}
 
 // LookupResource finds a resource by plural, singular, short name or kind,
 // case-insensitively, as kubectl does.
