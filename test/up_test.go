@@ -40,7 +40,8 @@ type upCluster struct {
 // binaries: `minik8s up` on a private data dir (and so its own containerd),
 // an extra `kubelet` joining in a namespace of its own made by
 // hack/netns-node, `kubectl apply -f yaml/` (twice: created, unchanged),
-// kubectl get, exec, logs and describe, the Service by cluster IP and
+// kubectl get, exec, logs and describe, a tutorial's kubectl commands
+// (kubectlAsAUser), the Service by cluster IP and
 // node port, a branching function chain and three charts installed with
 // Helm 4, then Ctrl-C, after which
 // nothing of the cluster may be left: no process, mount, socket or pod
@@ -214,6 +215,14 @@ func TestMinik8sUpBinaries(t *testing.T) {
 	if out := c.mustKubectl(kubeconfig, "describe", "pod", "http-server"); !strings.Contains(out, "Started") {
 		t.Errorf("kubectl describe pod http-server shows no Started event:\n%s", out)
 	}
+	// A tutorial's everyday kubectl commands, as a user types them.
+	kubectlBin, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectlAsAUser(t, func(args ...string) (string, string, error) {
+		return c.inMachine(4*time.Minute, kubectlBin, []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}, args...)
+	}, containerdtest.PythonRuntimeImage)
 
 	// The Service answers on its cluster IP, from the service range, and
 	// on its node port at both nodes' addresses.
