@@ -51,6 +51,7 @@ var notInMaximal = map[string]string{
 	"Secret.stringData":            "write-only: folded into data, as Kubernetes does",
 	"ClusterRole.aggregationRule":  "refused",
 	"NodeSpec.podPreemptionPolicy": "refused by Kubernetes' validation (its feature gate is off)",
+	"MetricTarget.value":           "refused by Kubernetes' validation for (container) resource metrics, whose target this type is; object and external metrics keep Kubernetes' own",
 }
 
 // notInMaximalOf are the fields one kind leaves out.

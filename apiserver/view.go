@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	log "github.com/sirupsen/logrus"
+
 	"github.com/gin-gonic/gin"
 
 	"minik8s/pkg/api"
@@ -85,10 +87,17 @@ func (hpaV1View) newObject() api.Object { return api.HorizontalPodAutoscalersV1R
 func (hpaV1View) resource() api.Resource { return api.HorizontalPodAutoscalersV1Resource }
 
 func (hpaV1View) show(obj api.Object) api.Object {
-	if h, ok := obj.(*api.HorizontalPodAutoscaler); ok {
-		return conversion.HPAToV1(h)
+	h, ok := obj.(*api.HorizontalPodAutoscaler)
+	if !ok {
+		return obj
 	}
-	return obj
+	v1, err := conversion.HPAToV1(h)
+	if err != nil {
+		// A stored HPA was validated in v2, which converts; this is a bug.
+		log.WithError(err).Error("hpa not shown in autoscaling/v1")
+		return obj
+	}
+	return v1
 }
 
 func (hpaV1View) take(obj api.Object) (api.Object, error) {

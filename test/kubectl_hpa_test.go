@@ -25,6 +25,20 @@ spec:
   targetCPUUtilizationPercentage: %d
 `
 
+const hpaPodsMetric = `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: rps
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: requests_per_second}
+      target: {type: AverageValue, averageValue: "100"}
+`
+
 // TestKubectlAutoscaleAndHPAV1: kubectl autoscale (which writes
 // autoscaling/v1) makes an HPA that autoscaling/v2 shows with its CPU
 // target; an autoscaling/v1 manifest applies (client-side, then changed)
@@ -70,6 +84,17 @@ func TestKubectlAutoscaleAndHPAV1(t *testing.T) {
 	}
 	if got := run("", "get", "horizontalpodautoscalers.v1.autoscaling", "php", "-o", "jsonpath={.metadata.annotations}"); !strings.Contains(got, "autoscaling.alpha.kubernetes.io/metrics") {
 		t.Errorf("v1 shows no metrics annotation: %q", got)
+	}
+
+	// A Pods metric (no custom metrics API serves it) is kept, and v1
+	// carries it in Kubernetes' annotation.
+	pods := filepath.Join(dir, "pods.yaml")
+	if err := os.WriteFile(pods, []byte(hpaPodsMetric), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("horizontalpodautoscaler.autoscaling/rps created", "apply", "-f", pods)
+	if got := run("", "get", "horizontalpodautoscalers.v1.autoscaling", "rps", "-o", "jsonpath={.metadata.annotations}"); !strings.Contains(got, `requests_per_second`) {
+		t.Errorf("v1 does not carry the Pods metric: %q", got)
 	}
 
 	// Server-side apply in v1: it creates, then meets the field another

@@ -48,7 +48,9 @@ func (versions) ConvertToVersion(in runtime.Object, target runtime.GroupVersione
 		if err := json.Unmarshal(data, &h); err != nil {
 			return nil, err
 		}
-		out = conversion.HPAToV1(&h)
+		if out, err = conversion.HPAToV1(&h); err != nil {
+			return nil, err
+		}
 	case api.HorizontalPodAutoscalersResource.Version:
 		var h api.HorizontalPodAutoscalerV1
 		if err := json.Unmarshal(data, &h); err != nil {

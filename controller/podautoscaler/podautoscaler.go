@@ -9,10 +9,7 @@ package podautoscaler
 import (
 	"context"
 	"fmt"
-	"math"
-	"net/url"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +18,6 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
-	"minik8s/pkg/labels"
-	"minik8s/pkg/quantity"
 	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
@@ -99,10 +94,11 @@ func (hc *Controller) sync(ctx context.Context, key string) error {
 		st.Conditions = conditions(st.Conditions, now, api.HPAScalingActive, api.ConditionFalse, "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
 		return hc.writeStatus(ctx, h, st)
 	}
-	proposed, metrics, reason, err := hc.propose(ctx, h, sc, current)
-	if err != nil {
-		st.Conditions = conditions(st.Conditions, now, api.HPAScalingActive, api.ConditionFalse, "FailedGetResourceMetric", err.Error())
-		events.Eventf(hc.events, h, api.EventTypeWarning, "FailedGetResourceMetric", "%v", err)
+	proposed, metrics, reason, merr := hc.propose(ctx, h, sc, current)
+	if merr != nil {
+		st.CurrentMetrics = metrics
+		st.Conditions = conditions(st.Conditions, now, api.HPAScalingActive, api.ConditionFalse, merr.reason, merr.Error())
+		events.Eventf(hc.events, h, api.EventTypeWarning, merr.reason, "%v", merr)
 		return hc.writeStatus(ctx, h, st)
 	}
 	st.CurrentMetrics = metrics
@@ -150,138 +146,6 @@ func targetPath(h *api.HorizontalPodAutoscaler) string {
 		res = api.ReplicaSetsResource
 	}
 	return res.Path(h.Namespace, h.Spec.ScaleTargetRef.Name) + "/scale"
-}
-
-// propose asks each metric for a replica count and takes the most, with
-// what was measured and the metric that asked for it.
-func (hc *Controller) propose(ctx context.Context, h *api.HorizontalPodAutoscaler, sc api.Scale, current int32) (int32, []api.MetricStatus, string, error) {
-	sel, err := labels.Parse(sc.Status.Selector)
-	if err != nil {
-		return 0, nil, "", fmt.Errorf("the target's selector %q: %w", sc.Status.Selector, err)
-	}
-	var pods []*api.Pod
-	for _, p := range hc.pods.ListNamespace(h.Namespace, sel) {
-		if p.DeletionTimestamp == nil && p.Status.Phase != api.PodFailed && p.Status.Phase != api.PodSucceeded {
-			pods = append(pods, p)
-		}
-	}
-	var list api.PodMetricsList
-	path := "/apis/" + api.MetricsGroupVersion + "/namespaces/" + url.PathEscape(h.Namespace) + "/pods?labelSelector=" + url.QueryEscape(sc.Status.Selector)
-	if err := hc.c.Do(ctx, "GET", path, nil, &list); err != nil {
-		return 0, nil, "", fmt.Errorf("reading the pods' metrics: %w", err)
-	}
-	used := map[string]api.PodMetrics{}
-	for _, pm := range list.Items {
-		used[pm.Name] = pm
-	}
-	best, reason := int32(0), ""
-	var statuses []api.MetricStatus
-	var errs []string
-	for _, m := range h.Spec.Metrics {
-		if m.Resource == nil {
-			continue
-		}
-		res := m.Resource.Name
-		samples := make([]podSample, 0, len(pods))
-		for _, p := range pods {
-			s := podSample{request: requestOf(p, res)}
-			if pm, ok := used[p.Name]; ok {
-				s.usage, s.hasUsage = usageOf(pm, res), true
-			}
-			samples = append(samples, s)
-		}
-		var want int32
-		status := api.MetricStatus{Type: api.MetricSourceResource, Resource: &api.ResourceMetricStatus{Name: res}}
-		if t := m.Resource.Target; t.Type == api.MetricUtilization {
-			n, util, err := replicasForUtilization(current, samples, *t.AverageUtilization)
-			if err != nil {
-				errs = append(errs, res+": "+err.Error())
-				continue
-			}
-			want, status.Resource.Current.AverageUtilization = n, &util
-		} else {
-			n, avg, err := replicasForAverage(current, samples, res, t.AverageValue)
-			if err != nil {
-				errs = append(errs, res+": "+err.Error())
-				continue
-			}
-			want, status.Resource.Current.AverageValue = n, avg
-		}
-		statuses = append(statuses, status)
-		if want > best || reason == "" {
-			best, reason = want, res+" resource utilization (percentage of request)"
-			if m.Resource.Target.Type == api.MetricAverageValue {
-				reason = res + " resource"
-			}
-		}
-	}
-	if len(statuses) == 0 {
-		return 0, nil, "", fmt.Errorf("no metric could be computed: %s", strings.Join(errs, "; "))
-	}
-	return best, statuses, reason, nil
-}
-
-// replicasForAverage is desired = ceil(total usage / target per pod).
-func replicasForAverage(current int32, pods []podSample, res, target string) (int32, string, error) {
-	per, err := amount(res, target)
-	if err != nil || per <= 0 {
-		return 0, "", fmt.Errorf("target %q: %v", target, err)
-	}
-	var total int64
-	n := 0
-	for _, p := range pods {
-		if p.hasUsage {
-			total += p.usage
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, "", errNoMetrics
-	}
-	avg := total / int64(n)
-	ratio := float64(avg) / float64(per)
-	shown := quantity.FormatBytes(avg)
-	if res == api.ResourceCPU {
-		shown = quantity.FormatMilliCPU(avg)
-	}
-	if math.Abs(ratio-1) <= tolerance {
-		return current, shown, nil
-	}
-	return int32(math.Ceil(float64(total) / float64(per))), shown, nil
-}
-
-// amount is a quantity of res in the unit samples use: millicores for
-// cpu, bytes for memory.
-func amount(res, q string) (int64, error) {
-	if res == api.ResourceCPU {
-		return quantity.MilliCPU(q)
-	}
-	return quantity.Bytes(q)
-}
-
-func requestOf(p *api.Pod, res string) int64 {
-	var total int64
-	for _, c := range p.Spec.Containers {
-		if q, ok := c.Resources.Requests[res]; ok {
-			n, err := amount(res, q)
-			if err != nil {
-				return 0
-			}
-			total += n
-		} else {
-			return 0 // a container without a request: no utilization
-		}
-	}
-	return total
-}
-
-func usageOf(pm api.PodMetrics, res string) int64 {
-	var total int64
-	for _, c := range pm.Containers {
-		n, _ := amount(res, c.Usage[res])
-		total += n
-	}
-	return total
 }
 
 // decide holds a proposal to the behavior: the stabilization windows over

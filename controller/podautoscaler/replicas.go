@@ -12,8 +12,25 @@ import (
 // the replicas a metric asks for, then the stabilization window and the
 // rate limits of the HPA's behavior.
 
-// tolerance: a ratio of usage to target within 10 % of 1 changes nothing.
-const tolerance = 0.1
+// defaultTolerance: a ratio of usage to target within 10 % of 1 changes
+// nothing, unless the behavior says otherwise (per direction).
+const defaultTolerance = 0.1
+
+type tolerance struct{ up, down float64 }
+
+func tolerances(b *api.HorizontalPodAutoscalerBehavior) tolerance {
+	t := tolerance{up: defaultTolerance, down: defaultTolerance}
+	if b != nil && b.ScaleUp != nil && b.ScaleUp.Tolerance != nil {
+		t.up = b.ScaleUp.Tolerance.AsApproximateFloat64()
+	}
+	if b != nil && b.ScaleDown != nil && b.ScaleDown.Tolerance != nil {
+		t.down = b.ScaleDown.Tolerance.AsApproximateFloat64()
+	}
+	return t
+}
+
+// within: the ratio asks for no change.
+func (t tolerance) within(ratio float64) bool { return ratio >= 1-t.down && ratio <= 1+t.up }
 
 // podSample is what one pod of the target uses and requests of a resource
 // (millicores or bytes); hasUsage is false for a pod without readings yet.
@@ -30,7 +47,7 @@ var errNoRequests = errors.New("the target's pods do not request the resource: u
 // using nothing when the others ask for more, and all they request when
 // the others ask for fewer, so that they never push the way the others
 // do; when they would turn the answer around, nothing changes.
-func replicasForUtilization(current int32, pods []podSample, target int32) (desired int32, utilization int32, err error) {
+func replicasForUtilization(current int32, pods []podSample, target int32, tol tolerance) (desired int32, utilization int32, err error) {
 	var usage, request int64
 	var withMetrics, missing []podSample
 	for _, p := range pods {
@@ -53,7 +70,7 @@ func replicasForUtilization(current int32, pods []podSample, target int32) (desi
 	}
 	utilization = int32(usage * 100 / request)
 	ratio := float64(utilization) / float64(target)
-	if math.Abs(ratio-1) <= tolerance && len(missing) == 0 {
+	if tol.within(ratio) && len(missing) == 0 {
 		return current, utilization, nil
 	}
 	if len(missing) == 0 {
@@ -68,7 +85,7 @@ func replicasForUtilization(current int32, pods []podSample, target int32) (desi
 		usage += p.request // using all they request
 	}
 	newRatio := float64(usage*100/request) / float64(target)
-	if math.Abs(newRatio-1) <= tolerance || (ratio > 1) != (newRatio > 1) {
+	if tol.within(newRatio) || (ratio > 1) != (newRatio > 1) {
 		return current, utilization, nil
 	}
 	return int32(math.Ceil(newRatio * float64(len(withMetrics)+len(missing)))), utilization, nil

@@ -1,10 +1,15 @@
 package podautoscaler
 
 import (
+	"context"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"minik8s/pkg/api"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestReplicasForUtilization(t *testing.T) {
@@ -28,7 +33,7 @@ func TestReplicasForUtilization(t *testing.T) {
 		{"no requests", 1, []podSample{{usage: 10, hasUsage: true}}, 50, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, util, err := replicasForUtilization(tc.current, tc.pods, tc.target)
+			got, util, err := replicasForUtilization(tc.current, tc.pods, tc.target, tolerances(nil))
 			if (err != nil) != tc.wantErr || (!tc.wantErr && (got != tc.want || util != tc.util)) {
 				t.Errorf("= %d, %d%%, %v; want %d, %d%% (error %v)", got, util, err, tc.want, tc.util, tc.wantErr)
 			}
@@ -64,5 +69,51 @@ func TestStabilizeAndLimit(t *testing.T) {
 	custom := rules(&api.HPAScalingRules{Policies: []api.HPAScalingPolicy{{Type: api.HPAPolicyPods, Value: 1, PeriodSeconds: 60}}}, defaultScaleDown)
 	if got := limit(4, 1, nil, now, up, custom); got != 3 {
 		t.Errorf("down one pod a minute: %d, want 3", got)
+	}
+}
+
+// TestTolerances: the behavior's tolerance per direction, 10 % unset.
+func TestTolerances(t *testing.T) {
+	five := resource.MustParse("50m")
+	for _, tc := range []struct {
+		name  string
+		b     *api.HorizontalPodAutoscalerBehavior
+		ratio float64
+		want  bool
+	}{
+		{"default: 1.08 is within", nil, 1.08, true},
+		{"default: 0.85 is not", nil, 0.85, false},
+		{"up 5 %: 1.08 is not", &api.HorizontalPodAutoscalerBehavior{ScaleUp: &api.HPAScalingRules{Tolerance: &five}}, 1.08, false},
+		{"up 5 %: 0.92 is, down being 10 %", &api.HorizontalPodAutoscalerBehavior{ScaleUp: &api.HPAScalingRules{Tolerance: &five}}, 0.92, true},
+		{"down 5 %: 0.92 is not", &api.HorizontalPodAutoscalerBehavior{ScaleDown: &api.HPAScalingRules{Tolerance: &five}}, 0.92, false},
+	} {
+		if got := tolerances(tc.b).within(tc.ratio); got != tc.want {
+			t.Errorf("%s: within(%v) = %v", tc.name, tc.ratio, got)
+		}
+	}
+}
+
+// TestProposeWithoutAnAdapter: Pods, Object and External metrics cannot
+// be read (no custom or external metrics API): the HPA proposes nothing
+// and says why with Kubernetes' reason.
+func TestProposeWithoutAnAdapter(t *testing.T) {
+	q := resource.MustParse("10")
+	for _, tc := range []struct {
+		m      api.MetricSpec
+		reason string
+	}{
+		{api.MetricSpec{Type: api.MetricSourcePods, Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "rps"},
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &q}}}, "FailedGetPodsMetric"},
+		{api.MetricSpec{Type: api.MetricSourceObject, Object: &autoscalingv2.ObjectMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "hits"},
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: &q}}}, "FailedGetObjectMetric"},
+		{api.MetricSpec{Type: api.MetricSourceExternal, External: &autoscalingv2.ExternalMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "queue"},
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: &q}}}, "FailedGetExternalMetric"},
+	} {
+		hc := &Controller{}
+		h := &api.HorizontalPodAutoscaler{Spec: api.HorizontalPodAutoscalerSpec{MaxReplicas: 3, Metrics: []api.MetricSpec{tc.m}}}
+		_, _, _, err := hc.propose(context.Background(), h, api.Scale{}, 2)
+		if err == nil || err.reason != tc.reason || !strings.Contains(err.Error(), "metrics.k8s.io") {
+			t.Errorf("%s metric: %v, want %s naming the API", tc.m.Type, err, tc.reason)
+		}
 	}
 }

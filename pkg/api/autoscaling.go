@@ -4,6 +4,8 @@ import (
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // HorizontalPodAutoscaler (autoscaling/v2, hpa) sets the replicas of a
@@ -31,12 +33,34 @@ type CrossVersionObjectReference struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 }
 
-// The metric source types; minik8s serves Resource (cpu, memory).
-const MetricSourceResource = "Resource"
+// The metric source types. minik8s reads Resource and ContainerResource
+// (cpu, memory) from its metrics API; it serves no custom or external
+// metrics API, so an HPA with a Pods, Object or External metric is kept
+// and says, in its ScalingActive condition, that it cannot read them (as
+// on a Kubernetes cluster without such an adapter).
+const (
+	MetricSourceResource          = "Resource"
+	MetricSourceContainerResource = "ContainerResource"
+	MetricSourcePods              = "Pods"
+	MetricSourceObject            = "Object"
+	MetricSourceExternal          = "External"
+)
 
 type MetricSpec struct {
-	Type     string                `json:"type"`
-	Resource *ResourceMetricSource `json:"resource,omitempty"`
+	Type              string                              `json:"type"`
+	Object            *autoscalingv2.ObjectMetricSource   `json:"object,omitempty"`
+	Pods              *autoscalingv2.PodsMetricSource     `json:"pods,omitempty"`
+	Resource          *ResourceMetricSource               `json:"resource,omitempty"`
+	ContainerResource *ContainerResourceMetricSource      `json:"containerResource,omitempty"`
+	External          *autoscalingv2.ExternalMetricSource `json:"external,omitempty"`
+}
+
+// ContainerResourceMetricSource is a Resource metric of one container
+// of each pod.
+type ContainerResourceMetricSource struct {
+	Name      string       `json:"name"`
+	Target    MetricTarget `json:"target"`
+	Container string       `json:"container"`
 }
 
 type ResourceMetricSource struct {
@@ -45,16 +69,19 @@ type ResourceMetricSource struct {
 }
 
 // The target types: Utilization (percent of requests, averaged over the
-// pods), AverageValue (a quantity per pod).
+// pods), AverageValue (a quantity per pod), Value (of an object or an
+// external metric).
 const (
 	MetricUtilization  = "Utilization"
 	MetricAverageValue = "AverageValue"
+	MetricValue        = "Value"
 )
 
 type MetricTarget struct {
 	Type               string `json:"type"`
-	AverageUtilization *int32 `json:"averageUtilization,omitempty"`
+	Value              string `json:"value,omitempty"`
 	AverageValue       string `json:"averageValue,omitempty"`
+	AverageUtilization *int32 `json:"averageUtilization,omitempty"`
 }
 
 type HorizontalPodAutoscalerBehavior struct {
@@ -65,10 +92,13 @@ type HorizontalPodAutoscalerBehavior struct {
 // HPAScalingRules bound how fast replicas change: recommendations are
 // held for StabilizationWindowSeconds (the most of them when scaling
 // down, the fewest up), and the policies cap a change per period.
+// Tolerance is the ratio of usage to target, on either side of 1,
+// within which nothing changes (0.1 when unset).
 type HPAScalingRules struct {
 	StabilizationWindowSeconds *int32             `json:"stabilizationWindowSeconds,omitempty"`
 	SelectPolicy               string             `json:"selectPolicy,omitempty"`
 	Policies                   []HPAScalingPolicy `json:"policies,omitempty"`
+	Tolerance                  *resource.Quantity `json:"tolerance,omitempty"`
 }
 
 // The policy types: Pods (a number) or Percent (of the current replicas)
@@ -98,8 +128,18 @@ type HorizontalPodAutoscalerStatus struct {
 }
 
 type MetricStatus struct {
-	Type     string                `json:"type"`
-	Resource *ResourceMetricStatus `json:"resource,omitempty"`
+	Type              string                              `json:"type"`
+	Object            *autoscalingv2.ObjectMetricStatus   `json:"object,omitempty"`
+	Pods              *autoscalingv2.PodsMetricStatus     `json:"pods,omitempty"`
+	Resource          *ResourceMetricStatus               `json:"resource,omitempty"`
+	ContainerResource *ContainerResourceMetricStatus      `json:"containerResource,omitempty"`
+	External          *autoscalingv2.ExternalMetricStatus `json:"external,omitempty"`
+}
+
+type ContainerResourceMetricStatus struct {
+	Name      string            `json:"name"`
+	Current   MetricValueStatus `json:"current"`
+	Container string            `json:"container"`
 }
 
 type ResourceMetricStatus struct {
@@ -108,8 +148,9 @@ type ResourceMetricStatus struct {
 }
 
 type MetricValueStatus struct {
-	AverageUtilization *int32 `json:"averageUtilization,omitempty"`
+	Value              string `json:"value,omitempty"`
 	AverageValue       string `json:"averageValue,omitempty"`
+	AverageUtilization *int32 `json:"averageUtilization,omitempty"`
 }
 
 // The conditions of an HPA.

@@ -22,7 +22,8 @@ func defaultHPA(h *api.HorizontalPodAutoscaler) {
 
 // hpa: what the autoscaler serves, of what Kubernetes' HPA may say (which
 // Kubernetes' rules judge): Deployments and ReplicaSets, scaled on their
-// pods' CPU or memory.
+// pods' (or one container's) CPU or memory. Pods, Object and External
+// metrics are kept: the controller says it cannot read them.
 func hpa(h *api.HorizontalPodAutoscaler) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
@@ -35,19 +36,25 @@ func hpa(h *api.HorizontalPodAutoscaler) field.ErrorList {
 	}
 	for i, m := range h.Spec.Metrics {
 		p := spec.Child("metrics").Index(i)
-		if m.Type != api.MetricSourceResource {
-			errs = append(errs, field.NotSupported(p.Child("type"), m.Type, []string{api.MetricSourceResource}))
-			continue
+		switch {
+		case m.Type == api.MetricSourceResource && m.Resource != nil:
+			errs = append(errs, resourceMetric(p.Child("resource"), m.Resource.Name, m.Resource.Target)...)
+		case m.Type == api.MetricSourceContainerResource && m.ContainerResource != nil:
+			errs = append(errs, resourceMetric(p.Child("containerResource"), m.ContainerResource.Name, m.ContainerResource.Target)...)
 		}
-		if m.Resource == nil {
-			continue // Kubernetes' to refuse
-		}
-		if n := m.Resource.Name; n != api.ResourceCPU && n != api.ResourceMemory {
-			errs = append(errs, field.NotSupported(p.Child("resource", "name"), n, []string{api.ResourceCPU, api.ResourceMemory}))
-		}
-		if t := m.Resource.Target; t.Type == api.MetricAverageValue && t.AverageValue != "" {
-			errs = append(errs, resourceList(p.Child("resource", "target"), api.ResourceList{"averageValue": t.AverageValue})...)
-		}
+	}
+	return errs
+}
+
+// resourceMetric: the resources the metrics API measures, and a per-pod
+// value that is a quantity of them.
+func resourceMetric(p *field.Path, name string, t api.MetricTarget) field.ErrorList {
+	var errs field.ErrorList
+	if name != api.ResourceCPU && name != api.ResourceMemory {
+		errs = append(errs, field.NotSupported(p.Child("name"), name, []string{api.ResourceCPU, api.ResourceMemory}))
+	}
+	if t.Type == api.MetricAverageValue && t.AverageValue != "" {
+		errs = append(errs, resourceList(p.Child("target"), api.ResourceList{"averageValue": t.AverageValue})...)
 	}
 	return errs
 }

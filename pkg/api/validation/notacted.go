@@ -52,10 +52,17 @@ var NotActedOn = []NotActed{
 	{reflect.TypeOf(api.LeaseSpec{}), "preferredHolder", "holders take leases as they come"},
 	{reflect.TypeOf(api.ServiceSpec{}), "trafficDistribution", "traffic goes to any ready endpoint, near or far"},
 	{reflect.TypeOf(api.ServicePort{}), "appProtocol", "the proxies forward TCP whatever the protocol above it"},
+	{metricSpecType, "pods", noMetricsAdapter},
+	{metricSpecType, "object", noMetricsAdapter},
+	{metricSpecType, "external", noMetricsAdapter},
 	{reflect.TypeOf(api.VolumeMount{}), "recursiveReadOnly", "a read-only mount's sub mounts are not made read-only (IfPossible); Enabled is refused"},
 }
 
 var podSpecType = reflect.TypeOf(api.PodSpec{})
+
+var metricSpecType = reflect.TypeOf(api.MetricSpec{})
+
+const noMetricsAdapter = "minik8s serves no custom or external metrics API: the HPA's ScalingActive condition says it cannot read the metric (as on a Kubernetes cluster without a metrics adapter), and its resource metrics still scale"
 
 // refusals gathers the refusals of fields set that minik8s does not do,
 // each giving why and what would go wrong.
