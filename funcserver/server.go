@@ -326,25 +326,46 @@ func (s *server) callTimeout(r *http.Request) (time.Duration, error) {
 // call runs one call on a free worker; the timeout counts from arrival.
 func (s *server) call(ctx context.Context, in callInput, arrived time.Time, timeout time.Duration) Response {
 	deadline := arrived.Add(timeout)
+	for {
+		w, fail := s.acquire(ctx, arrived, deadline, timeout)
+		if fail != nil {
+			return *fail
+		}
+		// Past this point the call runs to its answer or its deadline even
+		// if the caller goes away: killing the worker would cost a re-import.
+		queueMs := time.Since(arrived).Milliseconds()
+		if rep, err := w.call(in, deadline); !errors.Is(err, errNotDelivered) {
+			defer s.pool.release(w)
+			return s.answer(w, rep, err, timeout, queueMs)
+		}
+		// It never ran: the next worker takes it, within the same deadline.
+		log.WithFields(log.Fields{"pid": w.pid, "status": w.waitErr}).Warn("idle worker exited, replacing it; the call goes to another")
+		s.pool.release(w)
+	}
+}
+
+// acquire takes a free worker by the call's deadline, or says why not.
+func (s *server) acquire(ctx context.Context, arrived, deadline time.Time, timeout time.Duration) (*worker, *Response) {
 	qctx, cancel := context.WithDeadline(ctx, deadline)
 	s.queued.Add(1)
 	w, err := s.pool.acquire(qctx)
 	s.queued.Add(-1)
 	cancel()
-	queueMs := time.Since(arrived).Milliseconds()
-	if err != nil {
-		if ctx.Err() != nil {
-			// The caller went away; nobody reads this answer.
-			return Response{QueueMs: queueMs, Error: &Error{Type: ErrorUnavailable, Message: "the caller went away while the call waited for a worker"}}
-		}
-		s.timeouts.Add(1)
-		return Response{QueueMs: queueMs, Error: &Error{Type: ErrorTimeout,
-			Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d workers busy)", timeout, s.cfg.Workers)}}
+	if err == nil {
+		return w, nil
 	}
-	// Past this point the call runs to its answer or its deadline even if
-	// the caller goes away: killing the worker would cost a re-import.
-	rep, err := w.call(in, deadline)
-	defer s.pool.release(w)
+	queueMs := time.Since(arrived).Milliseconds()
+	if ctx.Err() != nil {
+		// The caller went away; nobody reads this answer.
+		return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorUnavailable, Message: "the caller went away while the call waited for a worker"}}
+	}
+	s.timeouts.Add(1)
+	return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorTimeout,
+		Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d workers busy)", timeout, s.cfg.Workers)}}
+}
+
+// answer is the response to a call w ran.
+func (s *server) answer(w *worker, rep *reply, err error, timeout time.Duration, queueMs int64) Response {
 	resp := Response{HasCheck: w.hasCheck, QueueMs: queueMs}
 	var ce *callError
 	switch {

@@ -226,6 +226,10 @@ type callError struct{ Err Error }
 
 func (e *callError) Error() string { return e.Err.Type + ": " + e.Err.Message }
 
+// errNotDelivered: the worker was dead before the call reached it, so
+// another worker may take the call.
+var errNotDelivered = errors.New("the worker was gone before the call reached it")
+
 // errCallTimeout: the call's deadline passed; its worker was killed.
 var errCallTimeout = errors.New("call timed out")
 
@@ -249,8 +253,10 @@ func (w *worker) call(in callInput, deadline time.Time) (*reply, error) {
 			w.kill()
 			return nil, errCallTimeout
 		}
+		// Nobody reads the pipe: the worker died before the call reached
+		// it (while idle, between its death and its reaping being seen).
 		w.kill()
-		return nil, w.exitedError()
+		return nil, errNotDelivered
 	}
 	select {
 	case line, ok := <-w.replies:
