@@ -71,17 +71,7 @@ func notServed(ours, theirs reflect.Type, path string, out map[string]bool) {
 // with 422, fieldvalidation.go) is named in the README's list; a field
 // taken should be struck from it.
 func TestREADMENamesFieldsNotServed(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
-	start := strings.Index(readme, "- **Field validation**")
-	end := strings.Index(readme, "- **Server-side apply**")
-	if start < 0 || end < start {
-		t.Fatal("the README's field validation paragraph is gone")
-	}
-	list := readme[start:end]
+	list := readmeSection(t, "- **Field validation**", "- **Server-side apply**")
 	missing := map[string][]string{}
 	for _, res := range api.Resources {
 		gv, _ := schema.ParseGroupVersion(res.GroupVersion())
@@ -115,20 +105,27 @@ func TestREADMENamesFieldsNotServed(t *testing.T) {
 // Every field stored and not acted on is named in the README's list of
 // them (kubectl explain says so from the same table).
 func TestREADMENamesFieldsNotActedOn(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
-	start := strings.Index(readme, "  - stored and returned, not acted on")
-	end := strings.Index(readme, "  - refused when set")
-	if start < 0 || end < start {
-		t.Fatal("the README's list of fields not acted on is gone")
-	}
-	list := readme[start:end]
+	list := readmeSection(t, "  - stored and returned, not acted on", "  - refused when set")
 	for _, f := range validation.NotActedOn {
 		if !strings.Contains(list, "`"+f.Field) {
 			t.Errorf("the README's list of fields not acted on lacks `%s` (%s)", f.Field, f.In.Name())
 		}
 	}
+}
+
+// readmeSection is the README's text from the line that starts with
+// from up to the one that starts with to.
+func readmeSection(t *testing.T, from, to string) string {
+	t.Helper()
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	start := strings.Index(readme, from)
+	end := strings.Index(readme, to)
+	if start < 0 || end < start {
+		t.Fatalf("the README's section from %q to %q is gone", from, to)
+	}
+	return readme[start:end]
 }

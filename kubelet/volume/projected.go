@@ -92,23 +92,9 @@ func Projected(ctx context.Context, pod *api.Pod, podDir string, i int, src Gett
 // names them; a missing object of an optional source gives none.
 func projectedKeys(ctx context.Context, ns, field, kind, name string, items []corev1.KeyToPath, optional *bool, mode os.FileMode,
 	src Getter) (map[string][]byte, map[string]os.FileMode, error) {
-	var data map[string][]byte
-	var err error
-	if kind == "configMap" {
-		var cm *api.ConfigMap
-		if cm, err = src.GetConfigMap(ctx, ns, name); err == nil {
-			data = configMapFiles(cm)
-		}
-	} else {
-		var s *api.Secret
-		if s, err = src.GetSecret(ctx, ns, name); err == nil {
-			data = s.Data
-		}
-	}
-	switch {
-	case errdefs.IsNotFound(err) && optional != nil && *optional:
-	case err != nil:
-		return nil, nil, fmt.Errorf("%s: %s %q: %w", field, kind, name, err)
+	data, err := objectData(ctx, ns, kind, name, field, optional, src, src)
+	if err != nil {
+		return nil, nil, err
 	}
 	m := int32(mode)
 	return keyFileSet(data, keySource{field, kind + " " + strconv.Quote(name), items, &m, optional})
@@ -125,20 +111,13 @@ func projectedToken(ctx context.Context, pod *api.Pod, field string, s *corev1.S
 	if s.ExpirationSeconds != nil {
 		secs = *s.ExpirationSeconds
 	}
-	req := &api.TokenRequest{Spec: api.TokenRequestSpec{ExpirationSeconds: &secs,
-		BoundObjectRef: &api.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
+	var audiences []string
 	if s.Audience != "" {
-		req.Spec.Audiences = []string{s.Audience}
+		audiences = []string{s.Audience}
 	}
-	sa := ServiceAccountName(pod)
-	asked := time.Now()
-	tr, err := src.CreateToken(ctx, pod.Namespace, sa, req)
+	token, refreshAt, err := boundToken(ctx, pod, secs, audiences, src)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: asking a token of service account %q: %w", field, sa, err)
+		return nil, time.Time{}, fmt.Errorf("%s: asking a token of service account %q: %w", field, ServiceAccountName(pod), err)
 	}
-	expires := tr.Status.ExpirationTimestamp
-	if !expires.After(asked) {
-		expires = asked.Add(time.Duration(secs) * time.Second)
-	}
-	return map[string][]byte{s.Path: []byte(tr.Status.Token)}, asked.Add(expires.Sub(asked) * 8 / 10), nil
+	return map[string][]byte{s.Path: []byte(token)}, refreshAt, nil
 }

@@ -70,11 +70,7 @@ func ServiceAccountToken(ctx context.Context, p *api.Pod, podDir string, src Tok
 	if err != nil {
 		return nil, fmt.Errorf("service account token: reading the cluster CA: %w", err)
 	}
-	ttl := int64(TokenTTL / time.Second)
-	req := &api.TokenRequest{Spec: api.TokenRequestSpec{ExpirationSeconds: &ttl,
-		BoundObjectRef: &api.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}}}
-	asked := time.Now()
-	tr, err := src.CreateToken(ctx, p.Namespace, sa, req)
+	token, refreshAt, err := boundToken(ctx, p, int64(TokenTTL/time.Second), nil, src)
 	switch {
 	case err == nil:
 	case transient(err):
@@ -87,15 +83,29 @@ func ServiceAccountToken(ctx context.Context, p *api.Pod, podDir string, src Tok
 		return nil, fmt.Errorf("asking a token of service account %q: %w", sa, err)
 	}
 	dir := filepath.Join(Dir(podDir), "kube-api-access")
-	files := map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": ca, "namespace": []byte(p.Namespace)}
+	files := map[string][]byte{"token": []byte(token), "ca.crt": ca, "namespace": []byte(p.Namespace)}
 	if err := WriteFiles(dir, files, 0o644); err != nil {
 		return nil, fmt.Errorf("writing the service account token: %w", err)
 	}
+	return &Token{Dir: dir, RefreshAt: refreshAt}, nil
+}
+
+// boundToken asks a token of the pod's service account, bound to the pod,
+// for secs and the audiences (the apiserver's own when none), and says
+// when to ask again: at 80% of its life.
+func boundToken(ctx context.Context, p *api.Pod, secs int64, audiences []string, src TokenRequester) (string, time.Time, error) {
+	req := &api.TokenRequest{Spec: api.TokenRequestSpec{ExpirationSeconds: &secs, Audiences: audiences,
+		BoundObjectRef: &api.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}}}
+	asked := time.Now()
+	tr, err := src.CreateToken(ctx, p.Namespace, ServiceAccountName(p), req)
+	if err != nil {
+		return "", time.Time{}, err
+	}
 	expires := tr.Status.ExpirationTimestamp
 	if !expires.After(asked) {
-		expires = asked.Add(TokenTTL)
+		expires = asked.Add(time.Duration(secs) * time.Second)
 	}
-	return &Token{Dir: dir, RefreshAt: asked.Add(expires.Sub(asked) * 8 / 10)}, nil
+	return tr.Status.Token, asked.Add(expires.Sub(asked) * 8 / 10), nil
 }
 
 // noSecurePort: an apiserver without a secure port signs no tokens, so

@@ -162,16 +162,37 @@ func configMapVolume(ctx context.Context, ns string, src *api.ConfigMapVolumeSou
 	if _, err := fileMode(src.DefaultMode, field+".defaultMode"); err != nil {
 		return err
 	}
-	var data map[string][]byte
-	cm, err := cms.GetConfigMap(ctx, ns, src.Name)
-	switch {
-	case errdefs.IsNotFound(err) && src.Optional != nil && *src.Optional:
-	case err != nil:
-		return fmt.Errorf("%s: configMap %q: %w", field, src.Name, err)
-	default:
-		data = configMapFiles(cm)
+	data, err := objectData(ctx, ns, "configMap", src.Name, field, src.Optional, cms, nil)
+	if err != nil {
+		return err
 	}
 	return keyFiles(dir, data, keySource{field, "configMap " + strconv.Quote(src.Name), src.Items, src.DefaultMode, src.Optional})
+}
+
+// objectData is the keys of the ConfigMap or Secret (kind "configMap" or
+// "secret") a volume or a projected source names: none when it is missing
+// and the source optional, an error naming field otherwise.
+func objectData(ctx context.Context, ns, kind, name, field string, optional *bool, cms ConfigMapGetter, secrets SecretGetter) (map[string][]byte, error) {
+	var data map[string][]byte
+	var err error
+	if kind == "configMap" {
+		var cm *api.ConfigMap
+		if cm, err = cms.GetConfigMap(ctx, ns, name); err == nil {
+			data = configMapFiles(cm)
+		}
+	} else {
+		var s *api.Secret
+		if s, err = secrets.GetSecret(ctx, ns, name); err == nil {
+			data = s.Data
+		}
+	}
+	switch {
+	case errdefs.IsNotFound(err) && optional != nil && *optional:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: %s %q: %w", field, kind, name, err)
+	}
+	return data, nil
 }
 
 // configMapFiles are a ConfigMap's keys and values.
@@ -196,14 +217,9 @@ func secretVolume(ctx context.Context, ns string, src *api.SecretVolumeSource, f
 	if src.SecretName == "" {
 		return errdefs.Invalid(field+".secretName", "a secret volume names its Secret")
 	}
-	var data map[string][]byte
-	s, err := secrets.GetSecret(ctx, ns, src.SecretName)
-	switch {
-	case errdefs.IsNotFound(err) && src.Optional != nil && *src.Optional:
-	case err != nil:
-		return fmt.Errorf("%s: secret %q: %w", field, src.SecretName, err)
-	default:
-		data = s.Data
+	data, err := objectData(ctx, ns, "secret", src.SecretName, field, src.Optional, nil, secrets)
+	if err != nil {
+		return err
 	}
 	return keyFiles(dir, data, keySource{field, "secret " + strconv.Quote(src.SecretName), src.Items, src.DefaultMode, src.Optional})
 }
