@@ -256,7 +256,7 @@ func (h *handlers) initialList(ctx context.Context, ns string, budget *watchBudg
 // bookmark is a BOOKMARK event's object: an empty object of the kind at
 // revision rev; initialEnd marks the end of the initial events.
 func (h *handlers) bookmark(rev int64, initialEnd bool) api.Object {
-	o := h.reg.Resource.New()
+	o := h.newObject()
 	*o.GetTypeMeta() = api.TypeMeta{Kind: h.reg.Resource.Kind, APIVersion: h.groupVersion()}
 	meta := o.GetObjectMeta()
 	meta.ResourceVersion = strconv.FormatInt(rev, 10)

@@ -351,8 +351,13 @@ func (s *server) acquire(ctx context.Context, arrived, deadline time.Time, timeo
 	w, err := s.pool.acquire(qctx)
 	s.queued.Add(-1)
 	cancel()
-	if err == nil {
+	if err == nil && time.Now().Before(deadline) {
 		return w, nil
+	}
+	if err == nil {
+		// A worker came free as the deadline passed: a write bound by it
+		// would fail at once and cost the worker.
+		s.pool.release(w)
 	}
 	queueMs := time.Since(arrived).Milliseconds()
 	if ctx.Err() != nil {

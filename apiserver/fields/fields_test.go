@@ -234,3 +234,41 @@ func TestApplyMergesByKubernetesKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyOverAnEntryOfNoServedVersion: a managedFields entry a client
+// wrote in a version no route serves is dropped, as Kubernetes drops it,
+// instead of making every later apply fail.
+func TestApplyOverAnEntryOfNoServedVersion(t *testing.T) {
+	m, err := New(append(slices.Clone(api.Resources), api.OtherVersions...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		res     api.Resource
+		version string
+		body    []byte
+	}{
+		{api.ConfigMapsResource, "v0", configMap(t, map[string]string{"a": "1"})},
+		{api.HorizontalPodAutoscalersResource, "autoscaling/v2beta2", []byte(`{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"h","namespace":"default"},"spec":{"maxReplicas":3,"scaleTargetRef":{"kind":"Deployment","name":"d"}}}`)},
+	} {
+		data, err := m.Apply(tc.res, "", nil, tc.body, "alice", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := tc.res.New()
+		if err := json.Unmarshal(data, obj); err != nil {
+			t.Fatal(err)
+		}
+		meta := obj.GetObjectMeta()
+		ghost := meta.ManagedFields[0]
+		ghost.Manager, ghost.APIVersion = "ghost", tc.version
+		meta.ManagedFields = append(meta.ManagedFields, ghost)
+		data, err = m.Apply(tc.res, "", obj, tc.body, "alice", false)
+		if err != nil {
+			t.Fatalf("%s: an apply over an entry of %s: %v", tc.res.Kind, tc.version, err)
+		}
+		if strings.Contains(string(data), `"ghost"`) {
+			t.Errorf("%s: the entry of %s is kept: %s", tc.res.Kind, tc.version, data)
+		}
+	}
+}

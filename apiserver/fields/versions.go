@@ -28,14 +28,18 @@ func (versions) ConvertToVersion(in runtime.Object, target runtime.GroupVersione
 	from := in.GetObjectKind().GroupVersionKind()
 	to, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{from})
 	if !ok {
-		return nil, fmt.Errorf("%s is not served in the version asked for", from)
+		return nil, runtime.NewNotRegisteredGVKErrForTarget("minik8s", from, target)
 	}
 	if to == from {
 		return in, nil
 	}
 	u, ok := in.(*unstructured.Unstructured)
-	if !ok || from.Group != api.HorizontalPodAutoscalersResource.Group || from.Kind != api.HorizontalPodAutoscalersResource.Kind {
-		return nil, fmt.Errorf("%s is not served as %s", from, to)
+	// A version no route serves (a client may write any apiVersion in
+	// managedFields) is "not registered": the field manager then drops
+	// its entries, as Kubernetes' does.
+	if !ok || from.Group != api.HorizontalPodAutoscalersResource.Group || from.Kind != api.HorizontalPodAutoscalersResource.Kind ||
+		!served(from) || !served(to) {
+		return nil, runtime.NewNotRegisteredGVKErrForTarget("minik8s", from, target)
 	}
 	data, err := json.Marshal(u.Object)
 	if err != nil {
@@ -61,7 +65,7 @@ func (versions) ConvertToVersion(in runtime.Object, target runtime.GroupVersione
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%s is not served as %s", from, to)
+		return nil, runtime.NewNotRegisteredGVKErrForTarget("minik8s", from, target)
 	}
 	if data, err = json.Marshal(out); err != nil {
 		return nil, err
@@ -76,4 +80,9 @@ func (versions) ConvertToVersion(in runtime.Object, target runtime.GroupVersione
 
 func (versions) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
 	return label, value, nil
+}
+
+// served: the HPA's versions.
+func served(gvk schema.GroupVersionKind) bool {
+	return gvk.Version == api.HorizontalPodAutoscalersResource.Version || gvk.Version == api.HorizontalPodAutoscalersV1Resource.Version
 }

@@ -35,14 +35,17 @@ type strategy interface {
 
 // strategies are the kinds with hooks of their own, by resource name.
 var strategies = map[string]strategy{
-	api.PodsResource.Name:        podStrategy{},
-	api.ReplicaSetsResource.Name: replicaSetStrategy{},
-	api.FuncsResource.Name:       funcStrategy{},
-	api.TriggersResource.Name:    triggerStrategy{},
-	api.JobsResource.Name:        jobStrategy{},
-	api.ServicesResource.Name:    serviceStrategy{},
-	api.NodesResource.Name:       nodeStrategy{},
-	api.NamespacesResource.Name:  namespaceStrategy{},
+	api.PodsResource.Name:                     podStrategy{},
+	api.ReplicaSetsResource.Name:              replicaSetStrategy{},
+	api.FuncsResource.Name:                    funcStrategy{},
+	api.TriggersResource.Name:                 triggerStrategy{},
+	api.JobsResource.Name:                     jobStrategy{},
+	api.ServicesResource.Name:                 serviceStrategy{},
+	api.NodesResource.Name:                    nodeStrategy{},
+	api.NamespacesResource.Name:               namespaceStrategy{},
+	api.DeploymentsResource.Name:              deploymentStrategy{},
+	api.CronJobsResource.Name:                 cronJobStrategy{},
+	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
 }
 
 // strategyFor is the strategy of resource res.
@@ -78,7 +81,24 @@ type (
 	replicaSetStrategy struct{ defaultStrategy }
 	triggerStrategy    struct{ defaultStrategy }
 	funcStrategy       struct{ defaultStrategy }
+	deploymentStrategy struct{ defaultStrategy }
+	cronJobStrategy    struct{ defaultStrategy }
+	hpaStrategy        struct{ defaultStrategy }
 )
+
+func (deploymentStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.Deployment).Status = api.DeploymentStatus{}
+}
+
+func (cronJobStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.CronJob).Status = api.CronJobStatus{}
+}
+
+// An HPA's status (its last scale time, its conditions) is the
+// autoscaler's, whatever a creator says, in either version.
+func (hpaStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.HorizontalPodAutoscaler).Status = api.HorizontalPodAutoscalerStatus{}
+}
 
 // prepareForCreate clears what the client sent of the status; the pod's
 // QoS class is set from its spec, as Kubernetes' strategy does. A new pod
@@ -183,6 +203,10 @@ var (
 
 // jobStrategy keeps the selector the server gave a Job.
 type jobStrategy struct{ defaultStrategy }
+
+func (jobStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.Job).Status = api.JobStatus{}
+}
 
 func (jobStrategy) prepareForUpdate(_ *Store, cur, next api.Object) error {
 	keepJobSelector(cur, next)

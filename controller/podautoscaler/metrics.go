@@ -27,6 +27,7 @@ func (e *metricError) Error() string { return e.err.Error() }
 type sample struct {
 	pods []*api.Pod
 	used map[string]api.PodMetrics
+	err  error // reading them failed: every metric that needs them fails
 }
 
 // propose asks each metric for a replica count and takes the most, with
@@ -57,6 +58,10 @@ func (hc *Controller) propose(ctx context.Context, h *api.HorizontalPodAutoscale
 	if first != nil && (len(statuses) == 0 || best < current) {
 		return 0, statuses, "", &metricError{reason: first.reason, err: fmt.Errorf("%s", strings.Join(invalid, "; "))}
 	}
+	if len(statuses) == 0 {
+		// Defaulting gives every HPA a metric; none is no reason to scale.
+		return 0, nil, "", &metricError{reason: "InvalidMetricSourceType", err: fmt.Errorf("the HPA has no metric")}
+	}
 	return best, statuses, reason, nil
 }
 
@@ -80,10 +85,13 @@ func (hc *Controller) measure(ctx context.Context, h *api.HorizontalPodAutoscale
 	}
 	if *read == nil {
 		s, err := hc.readPods(ctx, h.Namespace, sc.Status.Selector)
-		if err != nil {
-			return 0, api.MetricStatus{}, "", &metricError{reason, err}
+		*read = &sample{err: err}
+		if err == nil {
+			*read = s
 		}
-		*read = s
+	}
+	if err := (*read).err; err != nil {
+		return 0, api.MetricStatus{}, "", &metricError{reason, err}
 	}
 	samples := make([]podSample, 0, len((*read).pods))
 	for _, p := range (*read).pods {

@@ -47,6 +47,9 @@ func HPAFromV1(in *api.HorizontalPodAutoscalerV1) (*api.HorizontalPodAutoscaler,
 	if gv := api.HorizontalPodAutoscalersV1Resource.GroupVersion(); in.APIVersion != "" && in.APIVersion != gv {
 		return nil, errdefs.BadRequest("apiVersion", "%q is not %s, the version of this route", in.APIVersion, gv)
 	}
+	if kind := api.HorizontalPodAutoscalersV1Resource.Kind; in.Kind != "" && in.Kind != kind {
+		return nil, errdefs.BadRequest("kind", "%q does not belong here (want %q)", in.Kind, kind)
+	}
 	for _, key := range []string{MetricSpecsAnnotation, MetricStatusesAnnotation, ConditionsAnnotation, BehaviorAnnotation} {
 		if v, ok := in.Annotations[key]; ok && !json.Valid([]byte(v)) {
 			return nil, errdefs.BadRequest("metadata.annotations["+key+"]", "is not JSON: it carries what autoscaling/v1 has no field for")

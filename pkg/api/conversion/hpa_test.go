@@ -101,6 +101,7 @@ func TestHPAFromV1Refuses(t *testing.T) {
 		{api.HorizontalPodAutoscalerV1{ObjectMeta: api.ObjectMeta{Annotations: map[string]string{MetricSpecsAnnotation: "[{"}}}, MetricSpecsAnnotation},
 		{api.HorizontalPodAutoscalerV1{ObjectMeta: api.ObjectMeta{Annotations: map[string]string{BehaviorAnnotation: "{"}}}, BehaviorAnnotation},
 		{api.HorizontalPodAutoscalerV1{TypeMeta: api.TypeMeta{APIVersion: "autoscaling/v2"}}, "apiVersion"},
+		{api.HorizontalPodAutoscalerV1{TypeMeta: api.TypeMeta{Kind: "Deployment"}}, "kind"},
 	} {
 		if _, err := HPAFromV1(&tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("HPAFromV1(%+v) = %v, want an error naming %s", tc.in, err, tc.want)
