@@ -62,7 +62,7 @@ spec:
 // container has its pod's name and address from the downward API, in its
 // env (and its command, by $(NAME)) and in files, and a directory of the
 // emptyDir by subPath, and one named by its pod (subPathExpr); a subPath through a symlink out of the volume is
-// refused.
+// refused. A label added later reaches the downwardAPI file.
 func TestInitContainersAndDownwardAPI(t *testing.T) {
 	as := applyOnNode(t, "node-i", "127.0.0.31", initPod, nil, "pod/init created")
 	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, as, want, args...) }
@@ -105,6 +105,21 @@ func TestInitContainersAndDownwardAPI(t *testing.T) {
 		}
 		return false
 	})
+	// A label added to the running pod reaches its downwardAPI file, as
+	// in Kubernetes (the kubelet writes such volumes again).
+	run("pod/init labeled", "label", "pod", "init", "tier=db")
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		out, _, _ := kubectl(t, as, "exec", "init", "-c", "app", "--", "cat", "/info/labels")
+		if strings.Contains(out, `tier="db"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the downwardAPI labels file holds %q a minute after the label was added", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
 	// Deleted, the pod's sub path mounts go with its dir.
 	run(`pod "init" deleted`, "delete", "pod", "init", "--grace-period=1")
 }

@@ -52,10 +52,12 @@ func (w *Worker) refreshToken(ctx context.Context, p *api.Pod) {
 	w.log.WithField("refreshAt", tok.RefreshAt.Format(time.RFC3339)).Debug("service account token refreshed")
 }
 
-// refreshProjected writes again the projected volumes whose tokens near
-// their end, while a container of the pod may still run; a failure keeps
-// the old files and tries again shortly.
-func (w *Worker) refreshProjected(ctx context.Context, p *api.Pod) {
+// refreshVolumes writes again the volumes of the API's data that are due
+// (a ConfigMap's or Secret's, the downward API's: every
+// volume.RefreshPeriod; a projected token: at 80% of its life), while a
+// container of the pod may still run; a failure keeps the old files and
+// tries again shortly.
+func (w *Worker) refreshVolumes(ctx context.Context, p *api.Pod) {
 	if !w.anyLeft() {
 		return
 	}
@@ -64,10 +66,10 @@ func (w *Worker) refreshProjected(ctx context.Context, p *api.Pod) {
 		if !ok || vol.RefreshAt.IsZero() || time.Now().Before(vol.RefreshAt) {
 			continue
 		}
-		next, err := volume.Projected(ctx, p, w.dir, i, w.api, w.cfg.Allocatable)
+		next, err := volume.Refresh(ctx, p, w.dir, i, w.api, w.cfg.Allocatable)
 		if err != nil {
 			if ctx.Err() == nil {
-				w.log.WithError(err).WithField("volume", v.Name).Warn("refreshing a projected volume; the old files stay meanwhile")
+				w.log.WithError(err).WithField("volume", v.Name).Warn("refreshing a volume; the old files stay meanwhile")
 			}
 			vol.RefreshAt = time.Now().Add(tokenRetry)
 			w.volumes[v.Name] = vol

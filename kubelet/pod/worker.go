@@ -319,7 +319,7 @@ func (w *Worker) sync(ctx context.Context) bool {
 		}()
 		w.pullCtx = pullCtx
 		w.refreshToken(ctx, p)
-		w.refreshProjected(ctx, p)
+		w.refreshVolumes(ctx, p)
 		if w.syncInit(ctx, p) {
 			for i := range p.Spec.Containers {
 				if ctx.Err() != nil {

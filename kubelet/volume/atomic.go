@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,6 +35,10 @@ func writeFiles(dir string, files map[string][]byte, modeOf func(name string) os
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	if unchanged(dir, names, files, modeOf) {
+		// Written again (a refresh) with nothing new: the files stay.
+		return nil
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -70,6 +75,35 @@ func writeFiles(dir string, files map[string][]byte, modeOf func(name string) os
 		}
 	}
 	return nil
+}
+
+// unchanged says whether dir's current files are exactly these, with
+// these modes.
+func unchanged(dir string, names []string, files map[string][]byte, modeOf func(string) os.FileMode) bool {
+	cur, err := os.Readlink(filepath.Join(dir, dataLink))
+	if err != nil {
+		return false
+	}
+	data := filepath.Join(dir, cur)
+	entries, err := os.ReadDir(data)
+	if err != nil || len(entries) != len(names) {
+		return false
+	}
+	for _, name := range names {
+		path := filepath.Join(data, name)
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != modeOf(name).Perm() || st.Size() != int64(len(files[name])) {
+			return false
+		}
+		if link, err := os.Readlink(filepath.Join(dir, name)); err != nil || link != filepath.Join(dataLink, name) {
+			return false
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, files[name]) {
+			return false
+		}
+	}
+	return true
 }
 
 // fill writes the files into the fresh data dir.

@@ -14,7 +14,8 @@ import (
 // downwardAPIVolume writes the files of a downwardAPI volume: each item's
 // field of the pod (metadata: name, namespace, uid, labels, annotations)
 // or container resource, at the item's path. They are written when the
-// pod starts: a later change of the pod's labels is not seen.
+// pod starts and again every RefreshPeriod: a change of the pod's labels
+// or annotations reaches them, as in Kubernetes.
 func downwardAPIVolume(pod *api.Pod, src *corev1.DownwardAPIVolumeSource, field, dir string, allocatable api.ResourceList) error {
 	mode := os.FileMode(corev1.DownwardAPIVolumeSourceDefaultMode)
 	if src.DefaultMode != nil {

@@ -52,6 +52,13 @@ type Volume struct {
 // Dir is where a pod's volumes live under its pod dir.
 func Dir(podDir string) string { return filepath.Join(podDir, "volumes") }
 
+// RefreshPeriod is how often a volume of the API's data (a ConfigMap's, a
+// Secret's, the downward API's, a projected one) is written again, so
+// that a change of the ConfigMap or of the pod's labels reaches the
+// running containers, as Kubernetes' kubelet does (within its sync
+// period); files that did not change are left as they are.
+const RefreshPeriod = 15 * time.Second
+
 // Prepare makes every volume of the pod ready on the host. An error names
 // the field at fault (errdefs.Invalid) or the missing ConfigMap or Secret
 // (NotFound).
@@ -60,68 +67,87 @@ func Dir(podDir string) string { return filepath.Join(podDir, "volumes") }
 func Prepare(ctx context.Context, pod *api.Pod, podDir string, src Getter, allocatable api.ResourceList) (map[string]Volume, error) {
 	out := map[string]Volume{}
 	for i, v := range pod.Spec.Volumes {
-		field := fmt.Sprintf("spec.volumes[%d]", i)
-		switch {
-		case v.EmptyDir != nil:
-			dir := filepath.Join(Dir(podDir), "empty-dir", v.Name)
-			if err := os.MkdirAll(dir, 0o777); err != nil {
-				return nil, fmt.Errorf("%s: emptyDir: %w", field, err)
-			}
-			if v.EmptyDir.Medium == corev1.StorageMediumMemory {
-				var size int64
-				if v.EmptyDir.SizeLimit != nil {
-					size = v.EmptyDir.SizeLimit.Value()
-				}
-				if err := mountMemory(dir, size); err != nil {
-					return nil, fmt.Errorf("%s: emptyDir: %w", field, err)
-				}
-			}
-			// Containers may run as any user.
-			_ = os.Chmod(dir, 0o777)
-			out[v.Name] = Volume{HostPath: dir}
-		case v.HostPath != nil:
-			if !filepath.IsAbs(v.HostPath.Path) {
-				return nil, errdefs.Invalid(field+".hostPath.path", "%q is not an absolute path", v.HostPath.Path)
-			}
-			if err := os.MkdirAll(v.HostPath.Path, 0o755); err != nil {
-				// A hostPath may name an existing file (a socket, say).
-				if st, serr := os.Stat(v.HostPath.Path); serr != nil || st.IsDir() {
-					return nil, fmt.Errorf("%s: hostPath: %w", field, err)
-				}
-			}
-			out[v.Name] = Volume{HostPath: filepath.Clean(v.HostPath.Path)}
-		case v.ConfigMap != nil:
-			dir := filepath.Join(Dir(podDir), "configmap", v.Name)
-			if err := configMapVolume(ctx, pod.Namespace, v.ConfigMap, field, dir, src); err != nil {
-				return nil, err
-			}
-			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
-		case v.Secret != nil:
-			dir := filepath.Join(Dir(podDir), "secret", v.Name)
-			if err := secretVolume(ctx, pod.Namespace, v.Secret, field, dir, src); err != nil {
-				return nil, err
-			}
-			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
-		case v.Projected != nil:
-			vol, err := Projected(ctx, pod, podDir, i, src, allocatable)
-			if err != nil {
-				return nil, err
-			}
-			out[v.Name] = vol
-			continue // its fsGroup is Projected's, which writes it again
-		case v.DownwardAPI != nil:
-			dir := filepath.Join(Dir(podDir), "downward-api", v.Name)
-			if err := downwardAPIVolume(pod, v.DownwardAPI, field, dir, allocatable); err != nil {
-				return nil, err
-			}
-			out[v.Name] = Volume{HostPath: dir, ReadOnly: true}
-		default:
-			return nil, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap, secret, downwardAPI or projected)", v.Name)
+		vol, err := prepare(ctx, pod, podDir, i, src, allocatable)
+		if err != nil {
+			return nil, err
 		}
-		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil && v.HostPath == nil {
-			if err := SetGroup(out[v.Name].HostPath, *sc.FSGroup, out[v.Name].ReadOnly); err != nil {
-				return nil, fmt.Errorf("%s: giving the volume to fsGroup %d: %w", field, *sc.FSGroup, err)
+		out[v.Name] = vol
+	}
+	return out, nil
+}
+
+// Refresh writes volume i of the pod again, when it holds the API's data
+// (its RefreshAt is set): its files as they are now.
+func Refresh(ctx context.Context, pod *api.Pod, podDir string, i int, src Getter, allocatable api.ResourceList) (Volume, error) {
+	return prepare(ctx, pod, podDir, i, src, allocatable)
+}
+
+// prepare makes volume i ready.
+func prepare(ctx context.Context, pod *api.Pod, podDir string, i int, src Getter, allocatable api.ResourceList) (Volume, error) {
+	v := pod.Spec.Volumes[i]
+	field := fmt.Sprintf("spec.volumes[%d]", i)
+	var out Volume
+	refresh := time.Now().Add(RefreshPeriod)
+	switch {
+	case v.EmptyDir != nil:
+		dir := filepath.Join(Dir(podDir), "empty-dir", v.Name)
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return Volume{}, fmt.Errorf("%s: emptyDir: %w", field, err)
+		}
+		if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			var size int64
+			if v.EmptyDir.SizeLimit != nil {
+				size = v.EmptyDir.SizeLimit.Value()
 			}
+			if err := mountMemory(dir, size); err != nil {
+				return Volume{}, fmt.Errorf("%s: emptyDir: %w", field, err)
+			}
+		}
+		// Containers may run as any user.
+		_ = os.Chmod(dir, 0o777)
+		out = Volume{HostPath: dir}
+	case v.HostPath != nil:
+		if !filepath.IsAbs(v.HostPath.Path) {
+			return Volume{}, errdefs.Invalid(field+".hostPath.path", "%q is not an absolute path", v.HostPath.Path)
+		}
+		if err := os.MkdirAll(v.HostPath.Path, 0o755); err != nil {
+			// A hostPath may name an existing file (a socket, say).
+			if st, serr := os.Stat(v.HostPath.Path); serr != nil || st.IsDir() {
+				return Volume{}, fmt.Errorf("%s: hostPath: %w", field, err)
+			}
+		}
+		return Volume{HostPath: filepath.Clean(v.HostPath.Path)}, nil
+	case v.ConfigMap != nil:
+		dir := filepath.Join(Dir(podDir), "configmap", v.Name)
+		if err := configMapVolume(ctx, pod.Namespace, v.ConfigMap, field, dir, src); err != nil {
+			return Volume{}, err
+		}
+		out = Volume{HostPath: dir, ReadOnly: true, RefreshAt: refresh}
+	case v.Secret != nil:
+		dir := filepath.Join(Dir(podDir), "secret", v.Name)
+		if err := secretVolume(ctx, pod.Namespace, v.Secret, field, dir, src); err != nil {
+			return Volume{}, err
+		}
+		out = Volume{HostPath: dir, ReadOnly: true, RefreshAt: refresh}
+	case v.Projected != nil:
+		// Its fsGroup is Projected's, which writes it again.
+		vol, err := Projected(ctx, pod, podDir, i, src, allocatable)
+		if err == nil && (vol.RefreshAt.IsZero() || refresh.Before(vol.RefreshAt)) {
+			vol.RefreshAt = refresh
+		}
+		return vol, err
+	case v.DownwardAPI != nil:
+		dir := filepath.Join(Dir(podDir), "downward-api", v.Name)
+		if err := downwardAPIVolume(pod, v.DownwardAPI, field, dir, allocatable); err != nil {
+			return Volume{}, err
+		}
+		out = Volume{HostPath: dir, ReadOnly: true, RefreshAt: refresh}
+	default:
+		return Volume{}, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap, secret, downwardAPI or projected)", v.Name)
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		if err := SetGroup(out.HostPath, *sc.FSGroup, out.ReadOnly); err != nil {
+			return Volume{}, fmt.Errorf("%s: giving the volume to fsGroup %d: %w", field, *sc.FSGroup, err)
 		}
 	}
 	return out, nil

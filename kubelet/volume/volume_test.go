@@ -234,3 +234,56 @@ func TestMemoryEmptyDir(t *testing.T) {
 		t.Errorf("pod dir left: %v", err)
 	}
 }
+
+// TestRefreshFollowsTheAPI: written again, a ConfigMap volume holds the
+// ConfigMap's new data and a downwardAPI volume the pod's new labels;
+// with nothing new, the files (and their data dir) stay as they were.
+func TestRefreshFollowsTheAPI(t *testing.T) {
+	cms := fakeConfigMaps{"ns/cfg": {Data: map[string]string{"color": "blue"}}}
+	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"tier": "web"}},
+		Spec: api.PodSpec{Volumes: []api.Volume{
+			{Name: "cfg", ConfigMap: &api.ConfigMapVolumeSource{Name: "cfg"}},
+			{Name: "info", DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}},
+		}}}
+	podDir := t.TempDir()
+	src := fakeGetter{cms, fakeSecrets{}}
+	vols, err := Prepare(context.Background(), pod, podDir, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(vol, name string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(vols[vol].HostPath, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	for _, v := range vols {
+		if d := time.Until(v.RefreshAt); d <= 0 || d > RefreshPeriod {
+			t.Errorf("%s is written again in %v, want within %v", v.HostPath, d, RefreshPeriod)
+		}
+	}
+	before, _ := os.Readlink(filepath.Join(vols["cfg"].HostPath, dataLink))
+	if _, err := Refresh(context.Background(), pod, podDir, 0, src, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Readlink(filepath.Join(vols["cfg"].HostPath, dataLink)); after != before {
+		t.Errorf("an unchanged ConfigMap was written again (%s, then %s)", before, after)
+	}
+
+	cms["ns/cfg"] = &api.ConfigMap{Data: map[string]string{"color": "green"}}
+	pod.Labels["tier"] = "api"
+	for i := range pod.Spec.Volumes {
+		if _, err := Refresh(context.Background(), pod, podDir, i, src, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := read("cfg", "color"); got != "green" {
+		t.Errorf("the ConfigMap volume holds %q after a change, want green", got)
+	}
+	if got := read("info", "labels"); got != `tier="api"` {
+		t.Errorf("the downwardAPI volume holds %q after a label change, want tier=\"api\"", got)
+	}
+}
