@@ -5,11 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"minik8s/controller"
-	"minik8s/scheduler"
-	"minik8s/test/containerdtest"
-	"minik8s/test/framework"
 )
 
 // kubectlAsAUser types, with the real kubectl, the everyday commands of
@@ -90,16 +85,4 @@ func kubectlAsAUser(t *testing.T, kubectl func(args ...string) (string, string, 
 			t.Errorf("kubectl get all lacks %q:\n%s", want, out)
 		}
 	}
-}
-
-// TestKubectlAsAUser: kubectlAsAUser on a cluster of one node on real
-// containerd (TestMinik8sUpBinaries runs it on `minik8s up` too).
-func TestKubectlAsAUser(t *testing.T) {
-	ctd := containerdtest.StartContainerd(t)
-	ctd.ImportPythonRuntime(t)
-	s := framework.StartAPIServer(t)
-	framework.StartControllers(t, s, controller.Config{})
-	framework.StartScheduler(t, s, scheduler.Config{})
-	framework.StartKubelet(t, s.URL, ctd, "node-u", "127.0.0.47")
-	kubectlAsAUser(t, func(args ...string) (string, string, error) { return kubectl(t, s, args...) }, containerdtest.PythonRuntimeImage)
 }
