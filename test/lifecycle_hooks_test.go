@@ -50,11 +50,36 @@ spec:
     image: IMAGE
     command: ["sh", "-c", "echo starting; echo 'oops: no database'; exit 1"]
     terminationMessagePolicy: FallbackToLogsOnError
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: unhealthy
+spec:
+  nodeName: node-h
+  terminationGracePeriodSeconds: 10
+  volumes:
+  - name: out
+    hostPath: {path: OUT}
+  containers:
+  - name: app
+    image: IMAGE
+    command: ["sh", "-c", "trap 'echo term >> /out/live; exit 0' TERM; echo started >> /out/live; while true; do sleep 0.1; done"]
+    volumeMounts:
+    - {name: out, mountPath: /out}
+    livenessProbe:
+      exec: {command: ["sh", "-c", "test ! -e /out/sick"]}
+      periodSeconds: 1
+      failureThreshold: 1
+    lifecycle:
+      preStop:
+        exec: {command: ["sh", "-c", "echo prestop >> /out/live; rm -f /out/sick"]}
 `
 
 // TestPodLifecycleHooks: a container's postStart hook has run when it is
 // running, and when its pod is deleted its preStop hook runs to its end
-// before the process gets SIGTERM, within the grace period; a startup
+// before the process gets SIGTERM, within the grace period (as when its
+// liveness probe kills a container); a startup
 // probe that passes lets the pod be ready. A container's termination
 // message is what it wrote to /dev/termination-log (a non-root user
 // may), or with FallbackToLogsOnError the end of its log.
@@ -79,6 +104,19 @@ func TestPodLifecycleHooks(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(out, "poststart")); err != nil || string(got) != "poststart\n" {
 		t.Errorf("postStart hook: %q, %v", got, err)
 	}
+	// A container its liveness probe kills runs its preStop hook first,
+	// then gets SIGTERM, and starts again.
+	waitPod(t, as.Client, "unhealthy", 60*time.Second, "Running", func(p *api.Pod) bool { return p.Status.Phase == api.PodRunning })
+	if err := os.WriteFile(filepath.Join(out, "sick"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, as.Client, "unhealthy", 60*time.Second, "restarted once", func(p *api.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	if got, err := os.ReadFile(filepath.Join(out, "live")); err != nil || string(got) != "started\nprestop\nterm\nstarted\n" {
+		t.Errorf("the unhealthy container's log of events: %q, %v; want started, prestop, term, then started again", got, err)
+	}
+
 	mustKubectl(t, as, `pod "hooks" deleted`, "delete", "pod", "hooks", "--wait=true", "--timeout=60s")
 	got, err := os.ReadFile(filepath.Join(out, "log"))
 	if err != nil || string(got) != "started\nprestop\nterm\n" {

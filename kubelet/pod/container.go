@@ -57,7 +57,7 @@ func (w *Worker) syncContainer(ctx context.Context, p *api.Pod, i int) {
 				events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "Unhealthy", "Liveness probe failed: %s", msg)
 				events.Eventf(w.cfg.Events, p, api.EventTypeNormal, "Killing", "Container %s failed liveness probe, will be restarted", c.name)
 				c.prober.Stop()
-				grace := c.prober.KillGrace(w.grace(p))
+				grace := w.preStop(ctx, p, spec, c.id, c.prober.KillGrace(w.grace(p)))
 				c.prober = nil
 				if err := w.rt.StopContainer(ctx, c.id, grace); err != nil {
 					w.log.WithError(err).Warn("stopping an unhealthy container")

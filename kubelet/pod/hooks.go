@@ -132,10 +132,7 @@ func (w *Worker) preStops(ctx context.Context, p *api.Pod, grace time.Duration) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.runHook(hctx, spec, c.id, spec.Lifecycle.PreStop); err != nil && hctx.Err() == nil {
-				w.log.WithError(err).WithField("container", spec.Name).Warn("preStop hook failed")
-				events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
-			}
+			w.runPreStop(hctx, p, spec, c.id)
 		}()
 	}
 	wg.Wait()
@@ -143,4 +140,27 @@ func (w *Worker) preStops(ctx context.Context, p *api.Pod, grace time.Duration) 
 		return grace
 	}
 	return max(grace-time.Since(begun), 2*time.Second)
+}
+
+// preStop runs one container's preStop hook, if it has one, before it is
+// killed alone (a failed liveness probe), as Kubernetes does; it returns
+// what is left of grace, as preStops.
+func (w *Worker) preStop(ctx context.Context, p *api.Pod, spec api.Container, id string, grace time.Duration) time.Duration {
+	if spec.Lifecycle == nil || spec.Lifecycle.PreStop == nil || grace <= 0 {
+		return grace
+	}
+	begun := time.Now()
+	hctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	w.runPreStop(hctx, p, spec, id)
+	return max(grace-time.Since(begun), 2*time.Second)
+}
+
+// runPreStop runs the hook, telling its failure (an event): the
+// container is stopped whatever the hook did.
+func (w *Worker) runPreStop(ctx context.Context, p *api.Pod, spec api.Container, id string) {
+	if err := w.runHook(ctx, spec, id, spec.Lifecycle.PreStop); err != nil && ctx.Err() == nil {
+		w.log.WithError(err).WithField("container", spec.Name).Warn("preStop hook failed")
+		events.Eventf(w.cfg.Events, p, api.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
+	}
 }
