@@ -3,6 +3,7 @@ package test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,8 +114,13 @@ func TestPodLifecycleHooks(t *testing.T) {
 	waitPod(t, as.Client, "unhealthy", 60*time.Second, "restarted once", func(p *api.Pod) bool {
 		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == 1 && p.Status.ContainerStatuses[0].State.Running != nil
 	})
-	if got, err := os.ReadFile(filepath.Join(out, "live")); err != nil || string(got) != "started\nprestop\nterm\nstarted\n" {
-		t.Errorf("the unhealthy container's log of events: %q, %v; want started, prestop, term, then started again", got, err)
+	var live []byte
+	waitFor(t, "the restarted container's start in its log of events", 20*time.Second, func() bool {
+		live, _ = os.ReadFile(filepath.Join(out, "live"))
+		return strings.Count(string(live), "started") == 2
+	})
+	if string(live) != "started\nprestop\nterm\nstarted\n" {
+		t.Errorf("the unhealthy container's log of events: %q; want started, prestop, term, then started again", live)
 	}
 
 	mustKubectl(t, as, `pod "hooks" deleted`, "delete", "pod", "hooks", "--wait=true", "--timeout=60s")
