@@ -2,6 +2,7 @@ package volume
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,14 +26,19 @@ func WriteFiles(dir string, files map[string][]byte, mode os.FileMode) error {
 	return writeFiles(dir, files, func(string) os.FileMode { return mode })
 }
 
-// writeFiles is WriteFiles with a mode per file.
+// writeFiles is WriteFiles with a mode per file. A name may be a path
+// ("conf/app.yaml", as an item's path may be): its directories are made
+// in the data dir, and the top one is the symlink through ..data.
 func writeFiles(dir string, files map[string][]byte, modeOf func(name string) os.FileMode) error {
 	names := make([]string, 0, len(files))
+	tops := map[string]bool{}
 	for name := range files {
-		if err := checkFileName(name); err != nil {
+		if err := checkPath(name); err != nil {
 			return err
 		}
 		names = append(names, name)
+		top, _, _ := strings.Cut(name, "/")
+		tops[top] = true
 	}
 	sort.Strings(names)
 	if unchanged(dir, names, files, modeOf) {
@@ -54,8 +60,8 @@ func writeFiles(dir string, files map[string][]byte, modeOf func(name string) os
 		os.RemoveAll(data)
 		return err
 	}
-	for _, name := range names {
-		if err := swapSymlink(filepath.Join(dir, name), filepath.Join(dataLink, name)); err != nil {
+	for top := range tops {
+		if err := swapSymlink(filepath.Join(dir, top), filepath.Join(dataLink, top)); err != nil {
 			return err
 		}
 	}
@@ -67,7 +73,7 @@ func writeFiles(dir string, files map[string][]byte, modeOf func(name string) os
 	}
 	for _, e := range entries {
 		n := e.Name()
-		if _, keep := files[n]; keep || n == dataLink || n == filepath.Base(data) {
+		if tops[n] || n == dataLink || n == filepath.Base(data) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
@@ -85,8 +91,13 @@ func unchanged(dir string, names []string, files map[string][]byte, modeOf func(
 		return false
 	}
 	data := filepath.Join(dir, cur)
-	entries, err := os.ReadDir(data)
-	if err != nil || len(entries) != len(names) {
+	count := 0
+	if err := filepath.WalkDir(data, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			count++
+		}
+		return err
+	}); err != nil || count != len(names) {
 		return false
 	}
 	for _, name := range names {
@@ -95,7 +106,8 @@ func unchanged(dir string, names []string, files map[string][]byte, modeOf func(
 		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != modeOf(name).Perm() || st.Size() != int64(len(files[name])) {
 			return false
 		}
-		if link, err := os.Readlink(filepath.Join(dir, name)); err != nil || link != filepath.Join(dataLink, name) {
+		top, _, _ := strings.Cut(name, "/")
+		if link, err := os.Readlink(filepath.Join(dir, top)); err != nil || link != filepath.Join(dataLink, top) {
 			return false
 		}
 		got, err := os.ReadFile(path)
@@ -111,6 +123,9 @@ func fill(data string, names []string, files map[string][]byte, modeOf func(stri
 	for _, name := range names {
 		path := filepath.Join(data, name)
 		mode := modeOf(name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return errdefs.Invalid("path", "%q: %v (a file and a directory of one name?)", name, err)
+		}
 		if err := os.WriteFile(path, files[name], mode); err != nil {
 			return err
 		}
@@ -119,7 +134,12 @@ func fill(data string, names []string, files map[string][]byte, modeOf func(stri
 			return err
 		}
 	}
-	return os.Chmod(data, 0o755)
+	return filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			err = os.Chmod(path, 0o755)
+		}
+		return err
+	})
 }
 
 // swapSymlink makes path a symlink to target in one rename.
@@ -136,6 +156,22 @@ func swapSymlink(path, target string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return err
+	}
+	return nil
+}
+
+// checkPath refuses an item's path that is absolute, has a ".." or an
+// empty element, or starts with "..", which Kubernetes keeps for the
+// writer's own files; a path of several elements is files in directories,
+// as in Kubernetes.
+func checkPath(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "..") || strings.Contains(p, "\x00") {
+		return errdefs.Invalid("path", "%q must be a relative path not starting with '..'", p)
+	}
+	for _, e := range strings.Split(p, "/") {
+		if e == "" || e == "." || e == ".." {
+			return errdefs.Invalid("path", "%q must be a relative path without '..', '.' or empty elements", p)
+		}
 	}
 	return nil
 }

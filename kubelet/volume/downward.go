@@ -34,8 +34,8 @@ func downwardFiles(pod *api.Pod, items []corev1.DownwardAPIVolumeFile, mode os.F
 	modes := map[string]os.FileMode{}
 	for i, item := range items {
 		at := fmt.Sprintf("%s.items[%d]", field, i)
-		if err := checkFileName(item.Path); err != nil {
-			return nil, nil, errdefs.Invalid(at+".path", "%q: minik8s writes downward API files at the volume's top, as plain names", item.Path)
+		if err := checkPath(item.Path); err != nil {
+			return nil, nil, errdefs.Invalid(at+".path", "%q must be a relative path without '..'", item.Path)
 		}
 		var v string
 		var err error

@@ -104,8 +104,8 @@ func projectedKeys(ctx context.Context, ns, field, kind, name string, items []co
 // source's audience and life, bound to the pod, and says when to ask
 // again.
 func projectedToken(ctx context.Context, pod *api.Pod, field string, s *corev1.ServiceAccountTokenProjection, src TokenRequester) (map[string][]byte, time.Time, error) {
-	if err := checkFileName(s.Path); err != nil {
-		return nil, time.Time{}, errdefs.Invalid(field+".path", "%q: minik8s writes a volume's files at its top, as plain names", s.Path)
+	if err := checkPath(s.Path); err != nil {
+		return nil, time.Time{}, errdefs.Invalid(field+".path", "%q must be a relative path without '..'", s.Path)
 	}
 	secs := int64(defaultProjectedTokenSeconds)
 	if s.ExpirationSeconds != nil {

@@ -118,10 +118,45 @@ func TestWriteFilesInPlace(t *testing.T) {
 }
 
 func TestWriteFilesRefusesBadNames(t *testing.T) {
-	for _, name := range []string{"", ".", "..", "..data", "a/b", "x\x00"} {
+	for _, name := range []string{"", ".", "..", "..data", "/abs", "a/../b", "a//b", "a/./b", "x\x00"} {
 		err := WriteFiles(t.TempDir(), map[string][]byte{name: nil}, 0o644)
 		if !errdefs.IsInvalid(err) {
 			t.Errorf("%q: err = %v", name, err)
 		}
+	}
+}
+
+// TestWriteFilesNested: paths of several elements are files in
+// directories through one top symlink; written again unchanged, nothing
+// moves; changed, the new set replaces the old at once.
+func TestWriteFilesNested(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{"conf/app.yaml": []byte("a: 1"), "conf/sub/x": []byte("x"), "top": []byte("t")}
+	if err := WriteFiles(dir, files, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "conf", "sub", "x")); err != nil || string(got) != "x" {
+		t.Fatalf("conf/sub/x: %q, %v", got, err)
+	}
+	if link, err := os.Readlink(filepath.Join(dir, "conf")); err != nil || link != filepath.Join(dataLink, "conf") {
+		t.Errorf("conf is %q, %v; want a symlink through %s", link, err, dataLink)
+	}
+	before, _ := os.Readlink(filepath.Join(dir, dataLink))
+	if err := WriteFiles(dir, files, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Readlink(filepath.Join(dir, dataLink)); after != before {
+		t.Errorf("unchanged files were written again (%s, then %s)", before, after)
+	}
+	delete(files, "conf/sub/x")
+	files["conf/app.yaml"] = []byte("a: 2")
+	if err := WriteFiles(dir, files, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "conf", "app.yaml")); string(got) != "a: 2" {
+		t.Errorf("conf/app.yaml is %q after a change", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "conf", "sub")); !os.IsNotExist(err) {
+		t.Errorf("conf/sub outlived its only file: %v", err)
 	}
 }

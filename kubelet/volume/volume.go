@@ -294,8 +294,8 @@ func keyFileSet(data map[string][]byte, src keySource) (map[string][]byte, map[s
 			}
 			return nil, nil, errdefs.Invalid(at+".key", "%s has no key %q", src.what, item.Key)
 		}
-		if err := checkFileName(item.Path); err != nil {
-			return nil, nil, errdefs.Invalid(at+".path", "%q: minik8s writes a volume's files at its top, as plain names", item.Path)
+		if err := checkPath(item.Path); err != nil {
+			return nil, nil, errdefs.Invalid(at+".path", "%q must be a relative path without '..'", item.Path)
 		}
 		m := mode
 		if item.Mode != nil {

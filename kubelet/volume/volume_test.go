@@ -160,7 +160,8 @@ func TestFSGroup(t *testing.T) {
 }
 
 // TestDownwardAPIVolume: the pod's fields and a container's resources, as
-// files with their modes; a nested path is refused naming the item.
+// files with their modes; a nested path is files in directories, and a
+// path out of the volume is refused naming the item.
 func TestDownwardAPIVolume(t *testing.T) {
 	mode := int32(0o600)
 	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns", UID: "u-1", Labels: map[string]string{"app": "web", "tier": "front"}},
@@ -188,9 +189,17 @@ func TestDownwardAPIVolume(t *testing.T) {
 		t.Errorf("name's mode: %v, %v", st.Mode(), err)
 	}
 	pod.Spec.Volumes[0].DownwardAPI.Items[0].Path = "sub/name"
+	vols, err = Prepare(context.Background(), pod, t.TempDir(), fakeGetter{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(vols["info"].HostPath, "sub", "name")); err != nil || string(got) != "p" {
+		t.Errorf("a nested path: %q, %v", got, err)
+	}
+	pod.Spec.Volumes[0].DownwardAPI.Items[0].Path = "../name"
 	if _, err := Prepare(context.Background(), pod, t.TempDir(), fakeGetter{}, nil); !errdefs.IsInvalid(err) ||
 		!strings.Contains(err.Error(), "spec.volumes[0].downwardAPI.items[0].path") {
-		t.Errorf("a nested path: %v", err)
+		t.Errorf("a path out of the volume: %v", err)
 	}
 }
 
