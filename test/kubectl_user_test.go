@@ -27,7 +27,10 @@ func kubectlAsAUser(t *testing.T, kubectl func(args ...string) (string, string, 
 		}
 		return out
 	}
-	lab := func(want string, args ...string) string { t.Helper(); return run(want, append([]string{"-n", "lab"}, args...)...) }
+	lab := func(want string, args ...string) string {
+		t.Helper()
+		return run(want, append([]string{"-n", "lab"}, args...)...)
+	}
 	run("namespace/lab created", "create", "namespace", "lab")
 	lab("serviceaccount/robot created", "create", "serviceaccount", "robot")
 	lab("configmap/cfg created", "create", "configmap", "cfg", "--from-literal=color=blue")
