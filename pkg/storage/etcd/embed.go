@@ -3,10 +3,13 @@ package etcd
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -70,6 +73,22 @@ func StartEmbedded(ctx context.Context, dir string, opts ...Option) (*Embedded, 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcd data dir: %w", err)
 	}
+	// A free port is found by listening on :0 and closing, so another
+	// process may take it before etcd binds it: etcd binds before it writes
+	// anything, so a start that lost the race is tried on fresh ports.
+	for attempt := 1; ; attempt++ {
+		e, err := startEmbedded(ctx, dir, opts)
+		if err == nil || attempt == 5 || !addrInUse(err) {
+			return e, err
+		}
+	}
+}
+
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func startEmbedded(ctx context.Context, dir string, opts []Option) (*Embedded, error) {
 	clientURL, err := freeLoopbackURL()
 	if err != nil {
 		return nil, err
