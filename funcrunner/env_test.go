@@ -71,6 +71,13 @@ func (a *fakeAPI) put(obj api.Object, res api.Resource) {
 	a.objs[res.Path(m.Namespace, m.Name)] = data
 }
 
+func (a *fakeAPI) delete(obj api.Object, res api.Resource) {
+	m := obj.GetObjectMeta()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.objs, res.Path(m.Namespace, m.Name))
+}
+
 func (a *fakeAPI) log() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

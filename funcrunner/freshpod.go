@@ -123,18 +123,8 @@ func (s *stepper) waitPod(ctx context.Context, ns, name string) (*api.Pod, error
 }
 
 func podReadyOrFailed(p *api.Pod) (bool, error) {
-	switch p.Status.Phase {
-	case api.PodFailed, api.PodSucceeded:
-		msg := p.Status.Message
-		if msg == "" {
-			msg = p.Status.Reason
-		}
-		return true, fmt.Errorf("pod %s ended (%s) before serving: %s", p.Name, p.Status.Phase, msg)
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "CreateContainerError") {
-			return true, fmt.Errorf("pod %s cannot start: %s: %s", p.Name, w.Reason, w.Message)
-		}
+	if f := function.PodStartFailure(p); f != nil {
+		return true, fmt.Errorf("pod %s cannot start: %w", p.Name, f)
 	}
 	for _, cond := range p.Status.Conditions {
 		if cond.Type == api.PodReady && cond.Status == api.ConditionTrue && p.Status.PodIP != "" {

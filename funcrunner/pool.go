@@ -98,6 +98,13 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 				t = p.join(key)
 				continue
 			}
+			if len(addrs) == 0 {
+				// No pod serves: the function may be gone, or its pods
+				// may fail to start, and waiting would not change that.
+				if err := p.s.cannotStart(ctx, f); err != nil {
+					return nil, stepTarget{}, err
+				}
+			}
 			if recheck == nil {
 				recheck = time.NewTicker(recheckInterval)
 			}
@@ -149,6 +156,32 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 		}
 		return res, tgt, err
 	}
+}
+
+// cannotStart says why a call of f waiting for a pod will not get one: f
+// was deleted (or replaced by a new function of its name) meanwhile, or
+// the functions controller found that the pods of f's current code fail
+// to start (its Ready condition, for the generation it was found on).
+func (s *stepper) cannotStart(ctx context.Context, f *api.Func) error {
+	ns := funcNamespace(f)
+	cur, ok := s.funcs.Get(ns, f.Name)
+	if !ok {
+		// The cache may lag a function just created; the apiserver knows.
+		got, err := s.c.Funcs(ns).Get(ctx, f.Name)
+		if err != nil && !errdefs.IsNotFound(err) {
+			return nil
+		}
+		cur, ok = got, err == nil
+	}
+	if !ok || (f.UID != "" && cur.UID != f.UID) {
+		return fmt.Errorf("the function was deleted while the call waited for a pod: %w", errdefs.ErrNotFound)
+	}
+	for _, c := range cur.Status.Conditions {
+		if c.Type == api.FuncReady && c.Status == api.ConditionFalse && c.ObservedGeneration == cur.Generation {
+			return fmt.Errorf("cannot start: %s: %s", c.Reason, c.Message)
+		}
+	}
+	return nil
 }
 
 // candidates are the ready addresses of the Endpoints key that neither

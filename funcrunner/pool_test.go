@@ -345,3 +345,42 @@ func TestPoolQueueWakesInOrder(t *testing.T) {
 		t.Fatalf("queue left with %d steps", len(q))
 	}
 }
+
+// A call waiting for a pod fails, naming the cause, as soon as the
+// function's Ready condition says its pods cannot start, or the function
+// is deleted; a False condition of an older generation does not count.
+func TestPoolFailsFastWhenPodsCannotStart(t *testing.T) {
+	e := newEnv(t, Config{ColdStartTimeout: time.Minute})
+	cond := func(gen int64) func(*api.Func) {
+		return func(f *api.Func) {
+			f.Generation = 2
+			f.Status.Conditions = []api.FuncCondition{{Type: api.FuncReady, Status: api.ConditionFalse, ObservedGeneration: gen,
+				Reason: "CrashLoopBackOff", Message: "import function.py: SyntaxError: expected ':' (function.py, line 1)"}}
+		}
+	}
+	f := newFunc("f", "", "", cond(1))
+	e.putFunc(f)
+	ch := runSteps(e, "f", "x")
+	select {
+	case out := <-ch:
+		t.Fatalf("the step ended on a stale condition: %+v", out)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.putFunc(newFunc("f", "", "", cond(2)))
+	inst := collect(t, ch, 1)[0]
+	if inst.Status.Phase != api.InstanceFailed ||
+		!strings.Contains(inst.Status.Error, `function "f": cannot start: CrashLoopBackOff: import function.py: SyntaxError: expected ':' (function.py, line 1)`) {
+		t.Errorf("with pods that cannot start: %s %q", inst.Status.Phase, inst.Status.Error)
+	}
+
+	g := newFunc("g", "", "")
+	e.putFunc(g)
+	ch = runSteps(e, "g", "x")
+	time.Sleep(100 * time.Millisecond)
+	send(e, e.funcs, api.Deleted, g, func() (*api.Func, bool) { return e.s.funcs.Get(g.Namespace, g.Name) })
+	e.api.delete(g, api.FuncsResource)
+	inst = collect(t, ch, 1)[0]
+	if inst.Status.Phase != api.InstanceFailed || !strings.Contains(inst.Status.Error, "the function was deleted while the call waited for a pod") {
+		t.Errorf("function deleted while waiting: %s %q", inst.Status.Phase, inst.Status.Error)
+	}
+}

@@ -44,6 +44,9 @@ type Config struct {
 	// WorkerEnv is added to the workers' environment ("KEY=VALUE"): a pod
 	// has it from its container's env; tests and benchmarks set it here.
 	WorkerEnv []string
+	// ExitOnFailure makes a failing preRun or import end Run with a
+	// *StartError, as a pod's runtime does so that its pod says why.
+	ExitOnFailure bool
 	// WorkerLog is where workers write outside calls: the pod log,
 	// os.Stderr unless set.
 	WorkerLog io.Writer

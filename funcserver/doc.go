@@ -2,7 +2,12 @@
 // function from its code dir (the ConfigMap volume, default /func), runs
 // preRun.sh once with bash, imports function.py once into each of a fixed
 // number of long-lived Python workers (worker.py), and serves calls on
-// HOST:PORT. It is ready only once preRun and every import succeeded.
+// HOST:PORT. It is ready only once preRun and every import succeeded. In a
+// pod (the command's --exit-on-failure, its default) a failing preRun or
+// import ends it, leaving the cause as the container's termination
+// message: the pod's status, the Func's Ready condition and the calls
+// waiting for a pod then name it, instead of waiting for a pod that never
+// becomes ready.
 //
 // HTTP contract (all answers JSON):
 //

@@ -646,6 +646,47 @@ func TestNeverReady(t *testing.T) {
 	}
 }
 
+// With ExitOnFailure, as in a pod, a function that cannot start ends Run
+// with a StartError naming the cause, and a good one serves on.
+func TestExitOnFailure(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		reasons []string
+	}{
+		{"syntax", []string{"import function.py: SyntaxError", "line 1"}},
+		{"norun", []string{"defines no run(arg)"}},
+		{"prerunfail", []string{"preRun.sh failed with exit code 7", "boom: no such package"}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{CodeDir: copyFixture(t, tc.fixture), Listener: ln, Workers: 2, Python: python(t), ExitOnFailure: true}
+			done := make(chan error, 1)
+			go func() { done <- Run(context.Background(), cfg) }()
+			select {
+			case err := <-done:
+				var se *StartError
+				if !errors.As(err, &se) {
+					t.Fatalf("Run = %v, want a StartError", err)
+				}
+				for _, want := range tc.reasons {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error lacks %q: %q", want, err)
+					}
+				}
+			case <-time.After(waitFor):
+				t.Fatalf("Run did not return within %s of a failed start", waitFor)
+			}
+		})
+	}
+	s := startReady(t, "errors", func(c *Config) { c.ExitOnFailure = true })
+	if got := s.invokeOK("ok"); got == "" {
+		t.Fatal("no answer from a function that started")
+	}
+}
+
 func TestDrain(t *testing.T) {
 	s := startReady(t, "errors", nil)
 	inFlight := make(chan Response, 1)

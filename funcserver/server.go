@@ -70,8 +70,9 @@ type server struct {
 
 // Run serves the function in cfg.CodeDir until ctx ends, then stops taking
 // calls (503), lets the calls in flight finish and returns nil. A failing
-// preRun or import does not end Run: the server stays up, not ready, and
-// /readyz says why.
+// preRun or import ends Run with a *StartError when cfg.ExitOnFailure is
+// set (a pod's container then stops with the cause as its termination
+// message); otherwise the server stays up, not ready, and /readyz says why.
 func Run(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -121,21 +122,31 @@ func Run(ctx context.Context, cfg Config) error {
 		"timeout": cfg.Timeout, "pod": cfg.PodName}).Info("funcserver listening")
 
 	startCtx, cancelStart := context.WithCancel(ctx)
-	started := make(chan struct{})
-	go func() {
-		defer close(started)
-		s.start(startCtx, codeDir)
-	}()
+	startErr := make(chan error, 1)
+	go func() { startErr <- s.start(startCtx, codeDir) }()
 
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info("draining: no new calls, waiting for calls in flight")
-	case serveErr = <-served:
+	var serveErr, failed error
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("draining: no new calls, waiting for calls in flight")
+			break wait
+		case serveErr = <-served:
+			break wait
+		case err := <-startErr:
+			startErr = nil
+			if err != nil && cfg.ExitOnFailure {
+				failed = err
+				break wait
+			}
+		}
 	}
 	s.beginDrain()
 	cancelStart()
-	<-started
+	if startErr != nil {
+		<-startErr
+	}
 	if serveErr == nil {
 		<-s.idle
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -148,28 +159,38 @@ func Run(ctx context.Context, cfg Config) error {
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
+	if failed != nil {
+		return &StartError{Err: failed}
+	}
 	log.Info("funcserver stopped")
 	return nil
 }
 
-// start runs preRun and imports the function in all workers.
-func (s *server) start(ctx context.Context, codeDir string) {
+// StartError is a function that cannot start: its preRun failed, its
+// import failed or it defines no run. Run returns it with
+// Config.ExitOnFailure.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// start runs preRun and imports the function in all workers; it returns
+// why it failed, if it did.
+func (s *server) start(ctx context.Context, codeDir string) error {
 	if _, err := os.Stat(filepath.Join(codeDir, "function.py")); err != nil {
-		s.fail(fmt.Errorf("no function to serve: %w", err))
-		return
+		return s.fail(fmt.Errorf("no function to serve: %w", err))
 	}
 	s.setStatus(statusPreRun)
 	if err := runPreRun(ctx, s.cfg.Bash, codeDir); err != nil {
-		s.fail(err)
-		return
+		return s.fail(err)
 	}
 	s.setStatus(statusImporting)
 	if err := s.pool.start(ctx); err != nil {
-		s.fail(err)
-		return
+		return s.fail(err)
 	}
 	s.setStatus(statusReady)
 	log.WithField("workers", s.cfg.Workers).Info("function imported, ready")
+	return nil
 }
 
 func (s *server) setStatus(status string) {
@@ -178,14 +199,17 @@ func (s *server) setStatus(status string) {
 	s.status = status
 }
 
-func (s *server) fail(err error) {
+// fail records why the start failed and returns it; nil while draining,
+// when the start was interrupted.
+func (s *server) fail(err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return
+		return nil
 	}
 	s.status, s.reason = statusFailed, err.Error()
 	log.WithError(err).Error("function not ready")
+	return err
 }
 
 func (s *server) readiness() Readiness {

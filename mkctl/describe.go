@@ -655,6 +655,13 @@ func describeFunc(w *describeWriter, f *api.Func) {
 	w.kv(1, "Last Call", timestamp(f.Status.TimeStamp))
 	w.kv(1, "Service ID", f.Status.ServiceUID)
 	w.kv(1, "ReplicaSet ID", f.Status.ReplicaSetUID)
+	if len(f.Status.Conditions) > 0 {
+		w.line(0, "Conditions:")
+		w.line(1, "Type\tStatus\tReason\tMessage")
+		for _, c := range f.Status.Conditions {
+			w.line(1, "%s\t%s\t%s\t%s", c.Type, c.Status, c.Reason, oneLine(c.Message))
+		}
+	}
 	if f.Spec.Image != "" {
 		// The image is the code: its entrypoint serves the calls.
 		return

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,9 +24,22 @@ func main() {
 	}
 }
 
+// writeTerminationMessage leaves why the function could not start where
+// the kubelet reads a container's termination message, if that file is
+// there (it is in a pod): the pod's status, the function's Ready
+// condition and the calls waiting for it then name the cause.
+func writeTerminationMessage(path string, err error) {
+	f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if ferr != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(err.Error())
+}
+
 func run() error {
 	var cfg funcserver.Config
-	var port, level string
+	var port, level, termLog string
 	env := &envErrs{}
 	flag.StringVar(&cfg.CodeDir, "code-dir", envOr("FUNC_CODE_DIR", funcserver.DefaultCodeDir), "directory holding function.py and preRun.sh (env FUNC_CODE_DIR)")
 	flag.StringVar(&cfg.Host, "host", envOr("HOST", funcserver.DefaultHost), "address to listen on (env HOST)")
@@ -34,6 +48,8 @@ func run() error {
 	flag.DurationVar(&cfg.Timeout, "timeout", env.seconds("FUNC_TIMEOUT_SECONDS", "timeout", funcserver.DefaultTimeout), "timeout of one call (env FUNC_TIMEOUT_SECONDS, in seconds)")
 	flag.StringVar(&cfg.Python, "python", funcserver.DefaultPython, "python interpreter")
 	flag.StringVar(&cfg.Bash, "bash", funcserver.DefaultBash, "bash that runs preRun.sh")
+	flag.BoolVar(&cfg.ExitOnFailure, "exit-on-failure", true, "exit when preRun or the import fails, leaving the cause in --termination-log (false: stay up, not ready)")
+	flag.StringVar(&termLog, "termination-log", "/dev/termination-log", "where the cause of a failed start is written, if the file exists (the pod's termination message)")
 	flags.LogLevel(flag.CommandLine, &level, envOr("LOG_LEVEL", "info"))
 	flag.Parse()
 	if err := env.check(); err != nil {
@@ -53,7 +69,12 @@ func run() error {
 	cfg.Port = n
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return funcserver.Run(ctx, cfg)
+	err = funcserver.Run(ctx, cfg)
+	var startErr *funcserver.StartError
+	if errors.As(err, &startErr) {
+		writeTerminationMessage(termLog, err)
+	}
+	return err
 }
 
 func envOr(key, def string) string {

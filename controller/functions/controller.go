@@ -172,6 +172,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	f.Status.ServiceUID, f.Status.ReplicaSetUID, f.Status.Counter = svc.UID, rs.UID, counter
+	c.syncReady(f, now)
 	if !cache.Equal(written, f.Status) {
 		// Conditional on the version read: a decay step written meanwhile
 		// makes this fail and the sync run again on the newer counter.

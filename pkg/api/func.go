@@ -71,7 +71,25 @@ type FuncStatus struct {
 	ReplicaSetUID string     `json:"replicaSetId,omitempty"`
 	Counter       int        `json:"counter,omitempty"`
 	TimeStamp     *time.Time `json:"timeStamp,omitempty"`
+	// Conditions say whether the pods of the function's current code
+	// start (type Ready): True once one served, False with the reason
+	// when they fail to start.
+	Conditions []FuncCondition `json:"conditions,omitempty"`
 }
+
+// FuncCondition is one condition of a Func, as Kubernetes' conditions:
+// ObservedGeneration is the Func's generation it was found for.
+type FuncCondition struct {
+	Type               string     `json:"type"`
+	Status             string     `json:"status"`
+	ObservedGeneration int64      `json:"observedGeneration,omitempty"`
+	LastTransitionTime *time.Time `json:"lastTransitionTime,omitempty"`
+	Reason             string     `json:"reason,omitempty"`
+	Message            string     `json:"message,omitempty"`
+}
+
+// FuncReady is the condition type saying whether a function's pods start.
+const FuncReady = "Ready"
 
 // Names a Func may not take: RETURN ends a chain, template is a route.
 const (

@@ -1,0 +1,64 @@
+package function
+
+import (
+	"strings"
+	"testing"
+
+	"minik8s/pkg/api"
+)
+
+func TestPodStartFailure(t *testing.T) {
+	ready := []api.PodCondition{{Type: api.PodReady, Status: api.ConditionTrue}}
+	status := func(cs api.ContainerStatus) api.PodStatus {
+		cs.Name = "funcserver"
+		return api.PodStatus{Phase: api.PodRunning, ContainerStatuses: []api.ContainerStatus{cs}}
+	}
+	waiting := func(reason, msg string) api.ContainerState {
+		return api.ContainerState{Waiting: &api.ContainerStateWaiting{Reason: reason, Message: msg}}
+	}
+	exited := func(code int32, msg string) api.ContainerState {
+		return api.ContainerState{Terminated: &api.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg}}
+	}
+	syntax := "import function.py: SyntaxError: expected ':' (function.py, line 1)\n"
+	for _, tc := range []struct {
+		name   string
+		status api.PodStatus
+		reason string // "" for no failure
+		msg    string
+	}{
+		{"pending", api.PodStatus{Phase: api.PodPending}, "", ""},
+		{"creating", status(api.ContainerStatus{State: waiting("ContainerCreating", "")}), "", ""},
+		{"running, not ready yet", status(api.ContainerStatus{State: api.ContainerState{Running: &api.ContainerStateRunning{}}}), "", ""},
+		{"ready", api.PodStatus{Phase: api.PodRunning, Conditions: ready,
+			ContainerStatuses: []api.ContainerStatus{{Name: "c", Ready: true, LastState: exited(1, "old")}}}, "", ""},
+		{"first exit with a message, restarting at once", status(api.ContainerStatus{State: waiting("ContainerCreating", ""), LastState: exited(1, syntax)}),
+			"StartFailed", "SyntaxError: expected ':' (function.py, line 1)"},
+		{"back-off after a message", status(api.ContainerStatus{State: waiting("CrashLoopBackOff", "back-off 10s"), LastState: exited(1, "preRun.sh failed with exit code 3")}),
+			"CrashLoopBackOff", "preRun.sh failed with exit code 3"},
+		{"back-off without a message", status(api.ContainerStatus{State: waiting("CrashLoopBackOff", "back-off 10s"), LastState: exited(2, "")}),
+			"CrashLoopBackOff", "container funcserver exited with code 2"},
+		{"killed without a message, restarting", status(api.ContainerStatus{State: waiting("ContainerCreating", ""), LastState: exited(137, "")}), "", ""},
+		{"running again, not ready, after a failure", status(api.ContainerStatus{State: api.ContainerState{Running: &api.ContainerStateRunning{}}, LastState: exited(1, syntax)}),
+			"StartFailed", "SyntaxError"},
+		{"running again after a failure, ready", status(api.ContainerStatus{Ready: true, State: api.ContainerState{Running: &api.ContainerStateRunning{}}, LastState: exited(1, syntax)}), "", ""},
+		{"image not pulled", status(api.ContainerStatus{State: waiting("ErrImagePull", `pull "nope:1": not found`)}), "ErrImagePull", `pull "nope:1": not found`},
+		{"image pull back-off", status(api.ContainerStatus{State: waiting("ImagePullBackOff", "not found")}), "ImagePullBackOff", "not found"},
+		{"pod failed", api.PodStatus{Phase: api.PodFailed, Message: "evicted"}, "PodEnded", "the pod ended (Failed) before serving: evicted"},
+		{"init container failing", api.PodStatus{Phase: api.PodPending,
+			InitContainerStatuses: []api.ContainerStatus{{Name: "init", State: waiting("CrashLoopBackOff", ""), LastState: exited(1, "")}}},
+			"CrashLoopBackOff", "container init exited with code 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := PodStartFailure(&api.Pod{ObjectMeta: api.ObjectMeta{Name: "p"}, Status: tc.status})
+			switch {
+			case tc.reason == "" && f != nil:
+				t.Fatalf("failure %v, want none", f)
+			case tc.reason == "":
+			case f == nil:
+				t.Fatalf("no failure, want %s", tc.reason)
+			case f.Reason != tc.reason || !strings.Contains(f.Message, tc.msg):
+				t.Fatalf("failure %q / %q, want %q with %q", f.Reason, f.Message, tc.reason, tc.msg)
+			}
+		})
+	}
+}
