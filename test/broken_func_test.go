@@ -10,17 +10,20 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/test/framework"
 )
 
-// Code that cannot start fails its calls at once, naming the cause, on
+// checkBrokenFunctionsFailFast: code that cannot start fails its calls at once, naming the cause, on
 // real containerd with pods on their own network: a syntax error (with its
 // line), no run, a preRun that exits 3, an image that cannot be pulled.
 // Without this each call waited out the 2-minute cold start timeout for
 // a pod that never became ready. The Func's Ready condition, `mkctl
 // describe func` and an Event say it too.
-func TestBrokenFunctionsFailFast(t *testing.T) {
-	s := cluster(t)
-	funcTemplate(t, s, "syntaxerr", "def run(arg)\n    return arg\n", "RETURN", "RETURN", nil)
+//
+// It runs in TestE2EFunctionsOnContainerd's cluster.
+func checkBrokenFunctionsFailFast(t *testing.T, s *framework.APIServer) {
+	// At one pod at least, so that its failure stays to be seen.
+	funcTemplate(t, s, "syntaxerr", "def run(arg)\n    return arg\n", "RETURN", "RETURN", map[string]any{"minInstanceNum": 1})
 	funcTemplate(t, s, "norun", "def walk(arg):\n    return arg\n", "RETURN", "RETURN", nil)
 	funcTemplate(t, s, "prerunfails", "def run(arg):\n    return arg\n", "RETURN", "RETURN",
 		map[string]any{"preRun": b64("echo fetching the model\nexit 3\n")})

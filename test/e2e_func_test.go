@@ -189,6 +189,7 @@ func TestE2EFunctionsOnContainerd(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("%d of %d cold calls failed", failed, calls)
 	}
+	t.Run("BrokenFunctionsFailFast", func(t *testing.T) { checkBrokenFunctionsFailFast(t, s) })
 }
 
 func TestE2EFunctionV1FreshPodPerStep(t *testing.T) {
