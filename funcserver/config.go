@@ -29,8 +29,8 @@ type Config struct {
 	Port int
 	// Listener, when set, is served instead of listening on Host:Port.
 	Listener net.Listener
-	// Workers is the number of Python workers, hence of concurrent calls;
-	// further calls queue.
+	// Workers is the most Python workers, hence concurrent calls; further
+	// calls queue. One is started first, more as calls need them.
 	Workers int
 	// Timeout bounds a call from its arrival, queueing included, unless the
 	// request's X-Func-Timeout-Seconds says otherwise.

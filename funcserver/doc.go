@@ -1,13 +1,15 @@
 // Package funcserver is the runtime inside every function pod. It reads the
 // function from its code dir (the ConfigMap volume, default /func), runs
-// preRun.sh once with bash, imports function.py once into each of a fixed
-// number of long-lived Python workers (worker.py), and serves calls on
-// HOST:PORT. It is ready only once preRun and every import succeeded. In a
-// pod (the command's --exit-on-failure, its default) a failing preRun or
-// import ends it, leaving the cause as the container's termination
-// message: the pod's status, the Func's Ready condition and the calls
-// waiting for a pod then name it, instead of waiting for a pod that never
-// becomes ready.
+// preRun.sh once with bash, imports function.py once into each of its
+// long-lived Python workers (worker.py), and serves calls on
+// HOST:PORT. It starts one worker and is ready once preRun and its import
+// succeeded; a call that finds every worker busy starts another, up to
+// Config.Workers, and workers idle for a minute are stopped down to one,
+// so an idle pod holds one interpreter. In a pod (the command's
+// --exit-on-failure, its default) a failing preRun or import ends it,
+// leaving the cause as the container's termination message: the pod's
+// status, the Func's Ready condition and the calls waiting for a pod then
+// name it, instead of waiting for a pod that never becomes ready.
 //
 // HTTP contract (all answers JSON):
 //

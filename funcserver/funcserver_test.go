@@ -561,9 +561,14 @@ func TestIdleWorkerLastInFirstOut(t *testing.T) {
 	}
 }
 
+// Under load the pool grows to its size, each worker importing the
+// function once, and calls run only in workers that imported it.
 func TestImportOncePerWorker(t *testing.T) {
 	const workers, calls = 3, 60
 	s := startReady(t, "imports", func(c *Config) { c.Workers = workers })
+	if st := s.stats(); st.LiveWorkers != 1 || st.WorkerStarts != 1 {
+		t.Fatalf("an idle pod's workers: %+v, want 1", st)
+	}
 	pids := make(chan string, calls)
 	var wg sync.WaitGroup
 	for i := 0; i < calls; i++ {
@@ -579,6 +584,14 @@ func TestImportOncePerWorker(t *testing.T) {
 	}
 	wg.Wait()
 	close(pids)
+	// The workers started for the burst may import after it ended.
+	deadline := time.Now().Add(waitFor)
+	for s.stats().LiveWorkers < workers {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not grow to %d under %d concurrent calls: %+v", workers, calls, s.stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	data, err := os.ReadFile(filepath.Join(s.dir, "imports.log"))
 	if err != nil {
@@ -593,12 +606,75 @@ func TestImportOncePerWorker(t *testing.T) {
 	}
 	for pid := range pids {
 		if !imported[pid] {
-			t.Errorf("a call ran in process %s that did not import at start", pid)
+			t.Errorf("a call ran in process %s that did not import the function", pid)
 		}
 	}
 	if st := s.stats(); st.Calls != calls || st.WorkerStarts != workers {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+func writeWorkerScripts(t *testing.T) string {
+	t.Helper()
+	script, err := writeScripts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// Concurrent calls that each hold a worker grow the pool to its size, and
+// the workers idle for long are stopped down to one.
+func TestPoolGrowsAndTrims(t *testing.T) {
+	dir := copyFixture(t, "imports")
+	p := newPool(workerSpec{python: python(t), script: writeWorkerScripts(t), codeDir: dir}, 3)
+	if err := p.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	live := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.live
+	}
+	if n := live(); n != 1 {
+		t.Fatalf("%d live workers at start, want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	var held []*worker
+	for range 3 {
+		w, err := p.acquire(ctx)
+		if err != nil {
+			t.Fatalf("acquire with %d held: %v", len(held), err)
+		}
+		held = append(held, w)
+	}
+	if n := live(); n != 3 {
+		t.Fatalf("%d live workers with 3 held, want 3", n)
+	}
+	// A fourth waits: the pool is at its size.
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	if w, err := p.acquire(short); err == nil {
+		t.Fatalf("a fourth worker %d beyond the size of 3", w.pid)
+	}
+	for _, w := range held {
+		p.release(w)
+	}
+	if p.trimOne(time.Now().Add(-time.Hour)) {
+		t.Fatal("trimmed a worker idle for less than the cutoff")
+	}
+	for p.trimOne(time.Now().Add(time.Hour)) {
+	}
+	if n := live(); n != 1 {
+		t.Fatalf("%d live workers after trimming, want 1", n)
+	}
+	w, err := p.acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire after trimming: %v", err)
+	}
+	p.release(w)
 }
 
 func TestPreRunSideEffects(t *testing.T) {
@@ -776,7 +852,7 @@ func TestMetrics(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{"funcserver_calls_total 1\n", "funcserver_workers_live 2\n", "funcserver_ready 1\n"} {
+	for _, want := range []string{"funcserver_calls_total 1\n", "funcserver_workers_live 1\n", "funcserver_ready 1\n"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}

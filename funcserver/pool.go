@@ -15,13 +15,24 @@ import (
 const (
 	restartBackoffMin = 200 * time.Millisecond
 	restartBackoffMax = 30 * time.Second
+	// idleTrim is how long a worker beyond the first may stay idle before
+	// it is stopped; trimInterval how often that is looked at.
+	idleTrim     = 60 * time.Second
+	trimInterval = 10 * time.Second
 )
 
-// pool holds the workers. A worker serves one call at a time; a worker that
-// died or was killed is replaced in the background by a fresh import.
+// pool holds the workers. A worker serves one call at a time. The pool
+// starts with one and grows on demand, up to size: a call that finds no
+// idle worker starts one more (it takes whichever worker comes free
+// first), and workers idle for idleTrim are stopped down to one again, so
+// an idle pod holds one interpreter, not size. A worker that died or was
+// killed is replaced in the background by a fresh import when it was the
+// last; otherwise the next call that needs one starts it.
 type pool struct {
 	spec workerSpec
 	size int
+	// min workers are kept live: started first, replaced when they die.
+	min int
 	// idle holds the idle workers, the one that served last on top: under
 	// light load one worker keeps serving with warm caches (round the pool,
 	// each call found its worker's caches cold, and a warm call took 1.6×
@@ -37,9 +48,11 @@ type pool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu         sync.Mutex
-	closed     bool
-	live       int
+	mu     sync.Mutex
+	closed bool
+	live   int
+	// starting counts the workers being started to meet demand.
+	starting   int
 	restartErr error
 
 	starts atomic.Int64
@@ -47,20 +60,33 @@ type pool struct {
 
 func newPool(spec workerSpec, size int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &pool{spec: spec, size: size, idleCount: make(chan struct{}, size), ctx: ctx, cancel: cancel}
+	return &pool{spec: spec, size: size, min: 1, idleCount: make(chan struct{}, size), ctx: ctx, cancel: cancel}
 }
 
-// start imports the function in all workers at once; any failure stops the
-// workers already started and is returned.
+// start imports the function in the first workers; a failure stops the
+// workers already started and is returned. Once started, idle workers
+// beyond the first are trimmed.
 func (p *pool) start(ctx context.Context) error {
+	if err := p.startMin(ctx); err != nil {
+		return err
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.trimLoop()
+	}()
+	return nil
+}
+
+func (p *pool) startMin(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
 		w   *worker
 		err error
 	}
-	results := make(chan result, p.size)
-	for i := 0; i < p.size; i++ {
+	results := make(chan result, p.min)
+	for i := 0; i < p.min; i++ {
 		go func() {
 			w, err := startWorker(ctx, p.spec)
 			if err != nil {
@@ -71,7 +97,7 @@ func (p *pool) start(ctx context.Context) error {
 	}
 	var started []*worker
 	var firstErr error
-	for i := 0; i < p.size; i++ {
+	for i := 0; i < p.min; i++ {
 		r := <-results
 		switch {
 		case r.err == nil:
@@ -97,23 +123,112 @@ func (p *pool) start(ctx context.Context) error {
 	return nil
 }
 
-// acquire takes an idle live worker, waiting until ctx ends.
+// acquire takes an idle live worker, waiting until ctx ends; finding none,
+// it starts one more if the pool may grow.
 func (p *pool) acquire(ctx context.Context) (*worker, error) {
 	for {
+		var ok bool
 		select {
 		case <-p.idleCount:
-			w := p.popIdle()
-			if w.alive() {
-				return w, nil
+			ok = true
+		default:
+			p.grow()
+			select {
+			case <-p.idleCount:
+				ok = true
+			case <-ctx.Done():
 			}
-			// It died while idle, e.g. a thread of the function exited it.
-			log.WithFields(log.Fields{"pid": w.pid, "status": w.waitErr}).Warn("idle worker exited, replacing it")
-			w.kill()
-			p.replace()
-		case <-ctx.Done():
+		}
+		if !ok {
 			return nil, ctx.Err()
 		}
+		w := p.popIdle()
+		if w.alive() {
+			return w, nil
+		}
+		// It died while idle, e.g. a thread of the function exited it.
+		log.WithFields(log.Fields{"pid": w.pid, "status": w.waitErr}).Warn("idle worker exited, replacing it")
+		w.kill()
+		p.replace()
 	}
+}
+
+// grow starts one more worker in the background unless the pool is at its
+// size, counting those being started.
+func (p *pool) grow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.live+p.starting >= p.size {
+		return
+	}
+	p.starting++
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		w, err := startWorker(p.ctx, p.spec)
+		p.mu.Lock()
+		p.starting--
+		if err != nil {
+			p.mu.Unlock()
+			if p.ctx.Err() == nil {
+				log.WithError(err).Error("an extra worker failed to start")
+			}
+			return
+		}
+		if p.closed {
+			p.mu.Unlock()
+			w.stop()
+			return
+		}
+		p.live++
+		p.mu.Unlock()
+		p.starts.Add(1)
+		log.WithField("pid", w.pid).Debug("extra worker imported function.py")
+		p.putIdle(w)
+	}()
+}
+
+// trimLoop stops, every trimInterval, the workers idle for idleTrim beyond
+// the pool's minimum, until the pool closes.
+func (p *pool) trimLoop() {
+	t := time.NewTicker(trimInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			for p.trimOne(time.Now().Add(-idleTrim)) {
+			}
+		}
+	}
+}
+
+// trimOne stops the least recently used idle worker if it has been idle
+// since before cutoff and the pool has more than its minimum.
+func (p *pool) trimOne(cutoff time.Time) bool {
+	select {
+	case <-p.idleCount:
+	default:
+		return false
+	}
+	p.mu.Lock()
+	p.idleMu.Lock()
+	var w *worker
+	if p.live > p.min && len(p.idle) > 0 && p.idle[0].idleSince.Before(cutoff) {
+		w = p.idle[0]
+		p.idle = append(p.idle[:0], p.idle[1:]...)
+		p.live--
+	}
+	p.idleMu.Unlock()
+	p.mu.Unlock()
+	if w == nil {
+		p.idleCount <- struct{}{}
+		return false
+	}
+	log.WithField("pid", w.pid).Debug("stopping a worker idle for long")
+	w.stop()
+	return true
 }
 
 // release gives a worker back, or replaces it if it is dead.
@@ -128,6 +243,7 @@ func (p *pool) release(w *worker) {
 // putIdle pushes w on the idle stack; never blocks, as at most size
 // workers are idle.
 func (p *pool) putIdle(w *worker) {
+	w.idleSince = time.Now()
 	p.idleMu.Lock()
 	p.idle = append(p.idle, w)
 	p.idleMu.Unlock()
@@ -145,13 +261,13 @@ func (p *pool) popIdle() *worker {
 	return w
 }
 
-// replace starts a fresh worker in place of a dead one, retrying with
-// back-off while imports fail.
+// replace counts a worker gone; when the pool fell below its minimum it
+// starts a fresh one, retrying with back-off while imports fail.
 func (p *pool) replace() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.live--
-	if p.closed {
+	if p.closed || p.live+p.starting >= p.min {
 		return
 	}
 	p.wg.Add(1)

@@ -83,12 +83,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("worker script dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "worker.py")
-	if err := os.WriteFile(script, workerScript, 0o644); err != nil {
-		return fmt.Errorf("write worker script: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "minik8s_plugins.py"), pluginsScript, 0o644); err != nil {
-		return fmt.Errorf("write worker script: %w", err)
+	script, err := writeScripts(dir)
+	if err != nil {
+		return err
 	}
 	codeDir, err := filepath.Abs(cfg.CodeDir)
 	if err != nil {
@@ -174,8 +171,21 @@ type StartError struct{ Err error }
 func (e *StartError) Error() string { return e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
-// start runs preRun and imports the function in all workers; it returns
-// why it failed, if it did.
+// writeScripts writes the workers' Python into dir and returns the path
+// of the one to run.
+func writeScripts(dir string) (string, error) {
+	script := filepath.Join(dir, "worker.py")
+	if err := os.WriteFile(script, workerScript, 0o644); err != nil {
+		return "", fmt.Errorf("write worker script: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "minik8s_plugins.py"), pluginsScript, 0o644); err != nil {
+		return "", fmt.Errorf("write worker script: %w", err)
+	}
+	return script, nil
+}
+
+// start runs preRun and imports the function in the first worker; it
+// returns why it failed, if it did.
 func (s *server) start(ctx context.Context, codeDir string) error {
 	if _, err := os.Stat(filepath.Join(codeDir, "function.py")); err != nil {
 		return s.fail(fmt.Errorf("no function to serve: %w", err))

@@ -32,7 +32,9 @@ type worker struct {
 	exited  chan struct{}
 	waitErr error
 	seq     uint64
-	killed  sync.Once
+	// idleSince is when it last came free (the pool trims long-idle ones).
+	idleSince time.Time
+	killed    sync.Once
 }
 
 type workerSpec struct {
