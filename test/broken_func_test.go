@@ -10,6 +10,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/errdefs"
 	"minik8s/test/framework"
 )
 
@@ -85,9 +86,19 @@ func checkBrokenFunctionsFailFast(t *testing.T, s *framework.APIServer) {
 	}
 
 	// Fixed, the function serves: the old failure no longer counts.
-	f.Spec.Function = b64("def run(arg):\n    return arg + ' fixed'\n")
-	if _, err := s.Client.Funcs("default").Update(context.Background(), f); err != nil {
-		t.Fatal(err)
+	for {
+		f.Spec.Function = b64("def run(arg):\n    return arg + ' fixed'\n")
+		_, err := s.Client.Funcs("default").Update(context.Background(), f)
+		if err == nil {
+			break
+		}
+		// The controller writes the status meanwhile.
+		if !errdefs.IsConflict(err) {
+			t.Fatal(err)
+		}
+		if f, err = s.Client.Funcs("default").Get(context.Background(), "syntaxerr"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if v := syncInvoke(t, s, "syntaxerr", "now"); v.Status != api.InstanceSucceeded || v.Result != "now fixed" {
 		t.Fatalf("after the fix: %+v", v)
