@@ -763,6 +763,26 @@ func TestExitOnFailure(t *testing.T) {
 	}
 }
 
+// async def run and check are awaited; a worker whose function is not
+// async never imports asyncio (it costs an idle worker some 8 MB).
+func TestAsyncFunction(t *testing.T) {
+	s := startReady(t, "async", nil)
+	r := s.invoke("apple", nil)
+	if r.Error != nil || r.Result != "APPLE" || r.Check == nil || !*r.Check {
+		t.Fatalf("async run and check: %+v", r)
+	}
+
+	plain := startReady(t, "plain", func(c *Config) {
+		if err := os.WriteFile(filepath.Join(c.CodeDir, "function.py"),
+			[]byte("import sys\n\ndef run(arg):\n    return str('asyncio' in sys.modules)\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := plain.invokeOK("x"); got != "False" {
+		t.Errorf("asyncio imported in a worker of a plain function: %s", got)
+	}
+}
+
 func TestDrain(t *testing.T) {
 	s := startReady(t, "errors", nil)
 	inFlight := make(chan Response, 1)

@@ -18,7 +18,6 @@ reads, even through os.write or a subprocess, can touch the protocol, and
 everything a call writes is its own.
 """
 
-import asyncio
 import contextlib
 import importlib.util
 import inspect
@@ -225,8 +224,16 @@ def event_of(req):
     return {"data": data, "metadata": metadata}
 
 
+def run_coroutine(v):
+    """Runs a coroutine to its end. asyncio is imported only when a
+    function is async: it costs an idle worker some 8 MB."""
+    import asyncio
+
+    return asyncio.run(v)
+
+
 def awaited(v):
-    return asyncio.run(v) if inspect.iscoroutine(v) else v
+    return run_coroutine(v) if inspect.iscoroutine(v) else v
 
 
 def run_call(run, check, req, reply, with_event):
@@ -252,7 +259,7 @@ def run_hooks(ctx, hooks, kind, reply):
         try:
             v = hook(ctx)
             if v is not None and inspect.iscoroutine(v):
-                asyncio.run(v)
+                run_coroutine(v)
         except BaseException as e:
             failed = error_of(e)
         else:
