@@ -11,6 +11,7 @@ import (
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
+	"minik8s/pkg/podstatus"
 )
 
 // invokeInFreshPod runs one step of a v1 function the seed's first way: in
@@ -126,10 +127,5 @@ func podReadyOrFailed(p *api.Pod) (bool, error) {
 	if f := function.PodStartFailure(p); f != nil {
 		return true, fmt.Errorf("pod %s cannot start: %w", p.Name, f)
 	}
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == api.PodReady && cond.Status == api.ConditionTrue && p.Status.PodIP != "" {
-			return true, nil
-		}
-	}
-	return false, nil
+	return podstatus.IsReady(p) && p.Status.PodIP != "", nil
 }

@@ -21,6 +21,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/podstatus"
 	"minik8s/pkg/workqueue"
 )
 
@@ -210,7 +211,7 @@ func Subsets(svc *api.Service, pods []*api.Pod) []api.EndpointSubset {
 			}
 			// A Service that publishes pods not ready (a StatefulSet's
 			// peers finding each other) lists them as ready.
-			if podReady(p) || svc.Spec.PublishNotReadyAddresses {
+			if podstatus.IsReady(p) || svc.Spec.PublishNotReadyAddresses {
 				sub.Addresses = append(sub.Addresses, addr)
 			} else {
 				sub.NotReadyAddresses = append(sub.NotReadyAddresses, addr)
@@ -264,13 +265,4 @@ func TargetPort(sp api.ServicePort, p *api.Pod) (int32, bool) {
 		}
 	}
 	return 0, false
-}
-
-func podReady(p *api.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }

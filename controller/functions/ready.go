@@ -7,6 +7,7 @@ import (
 	"minik8s/pkg/events"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/podstatus"
 )
 
 // syncReady sets the function's Ready condition from its pods, and
@@ -39,7 +40,7 @@ func readyCondition(f *api.Func, pods []*api.Pod, now time.Time) *api.FuncCondit
 		if p.Labels[function.LabelInstance] != "" || p.Labels[function.LabelCode] != hash || p.DeletionTimestamp != nil {
 			continue
 		}
-		if podReady(p) {
+		if podstatus.IsReady(p) {
 			ready = true
 			break
 		}
@@ -89,13 +90,4 @@ func findCondition(conds []api.FuncCondition, typ string) *api.FuncCondition {
 		}
 	}
 	return nil
-}
-
-func podReady(p *api.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }

@@ -23,6 +23,7 @@ import (
 	"minik8s/pkg/events"
 	"minik8s/pkg/names"
 	"minik8s/pkg/owner"
+	"minik8s/pkg/podstatus"
 	"minik8s/pkg/workqueue"
 )
 
@@ -129,7 +130,7 @@ func countPods(pods []*api.Pod, uid string) counts {
 				continue
 			}
 			c.active = append(c.active, p)
-			if podReady(p) {
+			if podstatus.IsReady(p) {
 				c.ready++
 			}
 			for _, cs := range p.Status.ContainerStatuses {
@@ -138,15 +139,6 @@ func countPods(pods []*api.Pod, uid string) counts {
 		}
 	}
 	return c
-}
-
-func podReady(p *api.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }
 
 func finished(j *api.Job) (string, *time.Time) {

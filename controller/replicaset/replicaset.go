@@ -22,6 +22,7 @@ import (
 	"minik8s/pkg/labels"
 	"minik8s/pkg/names"
 	"minik8s/pkg/owner"
+	"minik8s/pkg/podstatus"
 	"minik8s/pkg/workqueue"
 )
 
@@ -308,7 +309,7 @@ func deleteFirst(a, b *api.Pod) bool {
 	if pa, pb := phaseRank(a), phaseRank(b); pa != pb {
 		return pa < pb
 	}
-	if ra, rb := isReady(a), isReady(b); ra != rb {
+	if ra, rb := podstatus.IsReady(a), podstatus.IsReady(b); ra != rb {
 		return !ra
 	}
 	if ra, rb := restarts(a), restarts(b); ra != rb {
@@ -329,15 +330,6 @@ func phaseRank(p *api.Pod) int {
 		return 1
 	}
 	return 2
-}
-
-func isReady(p *api.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }
 
 func restarts(p *api.Pod) int32 {

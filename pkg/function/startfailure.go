@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/podstatus"
 )
 
 // StartFailure is why a pod cannot serve its function: its code does not
@@ -45,10 +46,8 @@ func PodStartFailure(p *api.Pod) *StartFailure {
 		}
 		return &StartFailure{Reason: "PodEnded", Message: fmt.Sprintf("the pod ended (%s) before serving: %s", p.Status.Phase, msg)}
 	}
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == api.PodReady && cond.Status == api.ConditionTrue {
-			return nil
-		}
+	if podstatus.IsReady(p) {
+		return nil
 	}
 	statuses := append(append([]api.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
