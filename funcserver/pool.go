@@ -270,6 +270,9 @@ func (p *pool) replace() {
 	if p.closed || p.live+p.starting >= p.min {
 		return
 	}
+	// Counted as starting until it is live or given up, so that a call
+	// meanwhile does not grow the pool past its size.
+	p.starting++
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -278,6 +281,7 @@ func (p *pool) replace() {
 			w, err := startWorker(p.ctx, p.spec)
 			if err == nil {
 				p.mu.Lock()
+				p.starting--
 				if p.closed {
 					p.mu.Unlock()
 					w.stop()
@@ -292,6 +296,9 @@ func (p *pool) replace() {
 				return
 			}
 			if p.ctx.Err() != nil {
+				p.mu.Lock()
+				p.starting--
+				p.mu.Unlock()
 				return
 			}
 			p.mu.Lock()
@@ -299,6 +306,9 @@ func (p *pool) replace() {
 			p.mu.Unlock()
 			log.WithError(err).WithField("retryIn", backoff).Error("replacement worker failed to start")
 			if !wait.Sleep(p.ctx, backoff) {
+				p.mu.Lock()
+				p.starting--
+				p.mu.Unlock()
 				return
 			}
 			backoff = min(2*backoff, restartBackoffMax)
