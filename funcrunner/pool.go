@@ -162,20 +162,29 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 // was deleted (or replaced by a new function of its name) meanwhile, or
 // the functions controller found that the pods of f's current code fail
 // to start (its Ready condition, for the generation it was found on).
+// The cache only clears a call to go on waiting: it may lag a fix or a
+// new function, so a failure is confirmed with the apiserver.
 func (s *stepper) cannotStart(ctx context.Context, f *api.Func) error {
 	ns := funcNamespace(f)
-	cur, ok := s.funcs.Get(ns, f.Name)
-	if !ok {
-		// The cache may lag a function just created; the apiserver knows.
-		got, err := s.c.Funcs(ns).Get(ctx, f.Name)
-		if err != nil && !errdefs.IsNotFound(err) {
-			return nil
-		}
-		cur, ok = got, err == nil
+	if cur, ok := s.funcs.Get(ns, f.Name); ok && !replaced(f, cur) && startFailure(cur) == nil {
+		return nil
 	}
-	if !ok || (f.UID != "" && cur.UID != f.UID) {
+	cur, err := s.c.Funcs(ns).Get(ctx, f.Name)
+	if errdefs.IsNotFound(err) || (err == nil && replaced(f, cur)) {
 		return fmt.Errorf("the function was deleted while the call waited for a pod: %w", errdefs.ErrNotFound)
 	}
+	if err != nil {
+		return nil
+	}
+	return startFailure(cur)
+}
+
+// replaced says cur is another function of f's name: f was deleted.
+func replaced(f, cur *api.Func) bool { return f.UID != "" && cur.UID != f.UID }
+
+// startFailure is cur's Ready condition when it says, for cur's current
+// generation, that its pods cannot start.
+func startFailure(cur *api.Func) error {
 	for _, c := range cur.Status.Conditions {
 		if c.Type == api.FuncReady && c.Status == api.ConditionFalse && c.ObservedGeneration == cur.Generation {
 			return fmt.Errorf("cannot start: %s: %s", c.Reason, c.Message)

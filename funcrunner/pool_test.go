@@ -373,6 +373,27 @@ func TestPoolFailsFastWhenPodsCannotStart(t *testing.T) {
 		t.Errorf("with pods that cannot start: %s %q", inst.Status.Phase, inst.Status.Error)
 	}
 
+	// The cache lags a fix: the apiserver has the new generation, the
+	// cache still the failure of the old one. The call waits on.
+	h := newFunc("h", "", "", cond(2))
+	h.Namespace = "default"
+	send(e, e.funcs, api.Modified, h, func() (*api.Func, bool) { return e.s.funcs.Get(h.Namespace, h.Name) })
+	fixed := newFunc("h", "", "", cond(2))
+	fixed.Generation = 3
+	e.api.put(fixed, api.FuncsResource)
+	ch = runSteps(e, "h", "x")
+	select {
+	case out := <-ch:
+		t.Fatalf("the step ended on the lagging cache's condition: %+v", out)
+	case <-time.After(300 * time.Millisecond):
+	}
+	fixed = newFunc("h", "", "", cond(3))
+	fixed.Generation = 3
+	e.putFunc(fixed)
+	if inst := collect(t, ch, 1)[0]; inst.Status.Phase != api.InstanceFailed || !strings.Contains(inst.Status.Error, "cannot start: CrashLoopBackOff") {
+		t.Errorf("the fixed code failing too: %s %q", inst.Status.Phase, inst.Status.Error)
+	}
+
 	g := newFunc("g", "", "")
 	e.putFunc(g)
 	ch = runSteps(e, "g", "x")

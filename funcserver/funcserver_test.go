@@ -461,6 +461,37 @@ func TestReplacementFailing(t *testing.T) {
 	}
 }
 
+// A call grows the pool while its only worker is busy; that worker dies,
+// and then the extra one fails to import: the pool, left with none, goes
+// on trying, and the call is served once an import works again.
+func TestGrowFailsAsLastWorkerDies(t *testing.T) {
+	s := startReady(t, "slowfail", func(c *Config) {
+		c.Workers = 2
+		c.Timeout = 20 * time.Second
+	})
+	dying := make(chan Response, 1)
+	go func() { _, r, _ := s.post(PathInvoke, "exit-soon", nil); dying <- r }()
+	s.waitStats("the first call in flight", func(st Stats) bool { return st.InFlight == 1 })
+	answered := make(chan Response, 1)
+	go func() { _, r, _ := s.post(PathInvoke, "b", nil); answered <- r }()
+	if r := <-dying; r.Error == nil || r.Error.Type != ErrorWorkerExited {
+		t.Fatalf("exit-soon answered %+v", r)
+	}
+	// The extra worker's import fails (it waits 0.5 s, then refuses).
+	time.Sleep(time.Second)
+	if err := os.Remove(filepath.Join(s.dir, "imported")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-answered:
+		if r.Error != nil || r.Result != "ok b" {
+			t.Fatalf("the waiting call answered %+v", r)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the waiting call was never served: no worker left, none being started")
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	s := startReady(t, "errors", func(c *Config) {
 		c.Workers = 1
@@ -760,6 +791,37 @@ func TestExitOnFailure(t *testing.T) {
 	s := startReady(t, "errors", func(c *Config) { c.ExitOnFailure = true })
 	if got := s.invokeOK("ok"); got == "" {
 		t.Fatal("no answer from a function that started")
+	}
+
+	// Stopped while its preRun runs: the signal is no failure of the code.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := copyFixture(t, "prerunfail")
+	started := filepath.Join(t.TempDir(), "started")
+	if err := os.WriteFile(filepath.Join(dir, "preRun.sh"), []byte("touch "+started+"\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, Config{CodeDir: dir, Listener: ln, Workers: 1, Python: python(t), ExitOnFailure: true}) }()
+	for deadline := time.Now().Add(waitFor); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("preRun did not start")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run stopped during preRun = %v, want nil", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after its stop")
 	}
 }
 

@@ -51,8 +51,10 @@ type pool struct {
 	mu     sync.Mutex
 	closed bool
 	live   int
-	// starting counts the workers being started to meet demand.
+	// starting counts the workers being started to meet demand, waiting
+	// the calls waiting for a worker.
 	starting   int
+	waiting    int
 	restartErr error
 
 	starts atomic.Int64
@@ -132,12 +134,18 @@ func (p *pool) acquire(ctx context.Context) (*worker, error) {
 		case <-p.idleCount:
 			ok = true
 		default:
+			p.mu.Lock()
+			p.waiting++
+			p.mu.Unlock()
 			p.grow()
 			select {
 			case <-p.idleCount:
 				ok = true
 			case <-ctx.Done():
 			}
+			p.mu.Lock()
+			p.waiting--
+			p.mu.Unlock()
 		}
 		if !ok {
 			return nil, ctx.Err()
@@ -161,30 +169,56 @@ func (p *pool) grow() {
 	if p.closed || p.live+p.starting >= p.size {
 		return
 	}
+	p.launch()
+}
+
+// launch starts a worker in the background; p.mu is held. One that fails
+// to start is tried again, with back-off, while the pool would otherwise
+// stay below its minimum (its failure is then the pool's health); an
+// extra one is given up, the live workers serving on.
+func (p *pool) launch() {
 	p.starting++
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		w, err := startWorker(p.ctx, p.spec)
-		p.mu.Lock()
-		p.starting--
-		if err != nil {
-			p.mu.Unlock()
-			if p.ctx.Err() == nil {
-				log.WithError(err).Error("an extra worker failed to start")
+		backoff := restartBackoffMin
+		for {
+			w, err := startWorker(p.ctx, p.spec)
+			p.mu.Lock()
+			if err == nil {
+				p.starting--
+				if p.closed {
+					p.mu.Unlock()
+					w.stop()
+					return
+				}
+				p.live++
+				p.restartErr = nil
+				p.mu.Unlock()
+				p.starts.Add(1)
+				log.WithField("pid", w.pid).Debug("worker imported function.py")
+				p.putIdle(w)
+				return
 			}
-			return
-		}
-		if p.closed {
+			if p.closed || p.ctx.Err() != nil || p.live+p.starting-1 >= p.min {
+				p.starting--
+				p.mu.Unlock()
+				if p.ctx.Err() == nil {
+					log.WithError(err).Error("an extra worker failed to start")
+				}
+				return
+			}
+			p.restartErr = err
 			p.mu.Unlock()
-			w.stop()
-			return
+			log.WithError(err).WithField("retryIn", backoff).Error("replacement worker failed to start")
+			if !wait.Sleep(p.ctx, backoff) {
+				p.mu.Lock()
+				p.starting--
+				p.mu.Unlock()
+				return
+			}
+			backoff = min(2*backoff, restartBackoffMax)
 		}
-		p.live++
-		p.mu.Unlock()
-		p.starts.Add(1)
-		log.WithField("pid", w.pid).Debug("extra worker imported function.py")
-		p.putIdle(w)
 	}()
 }
 
@@ -261,59 +295,19 @@ func (p *pool) popIdle() *worker {
 	return w
 }
 
-// replace counts a worker gone; when the pool fell below its minimum it
-// starts a fresh one, retrying with back-off while imports fail.
+// replace counts a worker gone and starts a fresh one when the pool fell
+// below its minimum, or when calls wait that the workers being started
+// do not cover (they grew the pool for the worker now gone).
 func (p *pool) replace() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.live--
-	if p.closed || p.live+p.starting >= p.min {
+	if p.closed {
 		return
 	}
-	// Counted as starting until it is live or given up, so that a call
-	// meanwhile does not grow the pool past its size.
-	p.starting++
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		backoff := restartBackoffMin
-		for {
-			w, err := startWorker(p.ctx, p.spec)
-			if err == nil {
-				p.mu.Lock()
-				p.starting--
-				if p.closed {
-					p.mu.Unlock()
-					w.stop()
-					return
-				}
-				p.live++
-				p.restartErr = nil
-				p.mu.Unlock()
-				p.starts.Add(1)
-				log.WithField("pid", w.pid).Info("replacement worker imported function.py")
-				p.putIdle(w)
-				return
-			}
-			if p.ctx.Err() != nil {
-				p.mu.Lock()
-				p.starting--
-				p.mu.Unlock()
-				return
-			}
-			p.mu.Lock()
-			p.restartErr = err
-			p.mu.Unlock()
-			log.WithError(err).WithField("retryIn", backoff).Error("replacement worker failed to start")
-			if !wait.Sleep(p.ctx, backoff) {
-				p.mu.Lock()
-				p.starting--
-				p.mu.Unlock()
-				return
-			}
-			backoff = min(2*backoff, restartBackoffMax)
-		}
-	}()
+	if p.live+p.starting < p.min || (p.waiting > p.starting && p.live+p.starting < p.size) {
+		p.launch()
+	}
 }
 
 // health reports the live workers and, when none is live and replacements

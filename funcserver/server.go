@@ -133,7 +133,9 @@ wait:
 			break wait
 		case err := <-startErr:
 			startErr = nil
-			if err != nil && cfg.ExitOnFailure {
+			// A start cut short by the stop signal is no failure of the code:
+			// its cause would be the signal.
+			if err != nil && cfg.ExitOnFailure && ctx.Err() == nil {
 				failed = err
 				break wait
 			}
@@ -399,8 +401,9 @@ func (s *server) acquire(ctx context.Context, arrived, deadline time.Time, timeo
 		return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorUnavailable, Message: "the caller went away while the call waited for a worker"}}
 	}
 	s.timeouts.Add(1)
+	live, _ := s.pool.health()
 	return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorTimeout,
-		Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d workers busy)", timeout, s.cfg.Workers)}}
+		Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d of at most %d workers live, none free)", timeout, live, s.cfg.Workers)}}
 }
 
 // answer is the response to a call w ran.

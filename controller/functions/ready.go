@@ -26,7 +26,7 @@ func (c *Controller) syncReady(f *api.Func, now time.Time) {
 
 // readyCondition is the function's Ready condition as the pods of its
 // current code show it: True once one is ready; False, with the reason,
-// when none is and one cannot start (the runners fail the calls waiting
+// when none is, one cannot start and no other placed on a node may yet (the runners fail the calls waiting
 // for a pod then, rather than let them wait out the cold start timeout);
 // Unknown when a False one's pods are gone, so that the next call tries a
 // fresh pod. Otherwise (nil) it stays as it was: a function at zero stays
@@ -35,24 +35,30 @@ func readyCondition(f *api.Func, pods []*api.Pod, now time.Time) *api.FuncCondit
 	prev := findCondition(f.Status.Conditions, api.FuncReady)
 	hash := function.CodeHash(&f.Spec)
 	var failure *function.StartFailure
-	ready := false
+	ready, progressing := false, false
 	for _, p := range pods {
-		if p.Labels[function.LabelInstance] != "" || p.Labels[function.LabelCode] != hash || p.DeletionTimestamp != nil {
+		if p.Labels[function.LabelInstance] != "" || p.Labels[function.LabelCode] != hash || p.DeletionTimestamp != nil ||
+			function.EndedByNode(p) {
 			continue
 		}
 		if podstatus.IsReady(p) {
 			ready = true
 			break
 		}
-		if failure == nil {
-			failure = function.PodStartFailure(p)
+		switch f := function.PodStartFailure(p); {
+		case f != nil && failure == nil:
+			failure = f
+		case f == nil && p.Spec.NodeName != "":
+			// Placed, and on its way: it may yet serve (a failure on one
+			// node, a preRun fetch say, need not be one on another).
+			progressing = true
 		}
 	}
 	next := api.FuncCondition{Type: api.FuncReady, ObservedGeneration: f.Generation}
 	switch {
 	case ready:
 		next.Status, next.Reason = api.ConditionTrue, "PodReady"
-	case failure != nil:
+	case failure != nil && !progressing:
 		next.Status, next.Reason, next.Message = api.ConditionFalse, failure.Reason, failure.Message
 	case prev != nil && prev.Status == api.ConditionFalse:
 		next.Status, next.Reason = api.ConditionUnknown, "Starting"
@@ -71,9 +77,6 @@ func readyCondition(f *api.Func, pods []*api.Pod, now time.Time) *api.FuncCondit
 
 // setCondition puts cond in place of the condition of its type.
 func setCondition(conds []api.FuncCondition, cond *api.FuncCondition) []api.FuncCondition {
-	if cond == nil {
-		return conds
-	}
 	out := make([]api.FuncCondition, 0, len(conds)+1)
 	for _, c := range conds {
 		if c.Type != cond.Type {

@@ -26,6 +26,9 @@ func TestReadyCondition(t *testing.T) {
 			LastState: api.ContainerState{Terminated: &api.ContainerStateTerminated{ExitCode: 1, Message: "import function.py: SyntaxError: invalid syntax"}}}}})
 	}
 	starting := pod(hash, api.PodStatus{Phase: api.PodPending})
+	placed := pod(hash, api.PodStatus{Phase: api.PodPending})
+	placed.Spec.NodeName = "n1"
+	lost := pod(hash, api.PodStatus{Phase: api.PodFailed, Reason: "NodeLost", Message: "node n1 is lost"})
 	cond := func(status, reason string, gen int64) api.FuncCondition {
 		return api.FuncCondition{Type: api.FuncReady, Status: status, Reason: reason, ObservedGeneration: gen, LastTransitionTime: &before}
 	}
@@ -43,6 +46,9 @@ func TestReadyCondition(t *testing.T) {
 		{"ready stays ready", f(cond(api.ConditionTrue, "PodReady", 3)), []*api.Pod{readyPod}, api.ConditionTrue, "PodReady", false},
 		{"scaled to zero stays ready", f(cond(api.ConditionTrue, "PodReady", 3)), nil, "", "", false},
 		{"the pod crashes", f(), []*api.Pod{crashing(hash)}, api.ConditionFalse, "CrashLoopBackOff", true},
+		{"one crashes, one placed still starting", f(), []*api.Pod{crashing(hash), placed}, "", "", false},
+		{"one crashes, one not yet placed", f(), []*api.Pod{crashing(hash), starting}, api.ConditionFalse, "CrashLoopBackOff", true},
+		{"its node lost: not the code's failure", f(), []*api.Pod{lost}, "", "", false},
 		{"one crashes, one serves", f(), []*api.Pod{crashing(hash), readyPod}, api.ConditionTrue, "PodReady", true},
 		{"old code crashes: not this code's failure", f(), []*api.Pod{crashing("old")}, "", "", false},
 		{"failed, pods gone: the next call tries", f(cond(api.ConditionFalse, "CrashLoopBackOff", 3)), nil, api.ConditionUnknown, "Starting", true},

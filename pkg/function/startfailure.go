@@ -3,6 +3,7 @@ package function
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/podstatus"
@@ -33,10 +34,12 @@ var waitingFailures = map[string]bool{
 
 // PodStartFailure says why a pod that is not ready cannot start serving,
 // or nil while it may yet (it is being made, pulled, started or probed).
-// A pod that ended is a failure too. A container that stopped with a
-// message of its own (funcserver writes its start's failure there) fails
-// at once, until it is ready again; one that stopped without one fails
-// once its restarts back off.
+// A pod that ended is a failure too. A container whose start failed with
+// a message of its own (funcserver writes its start's failure there)
+// fails at once; one that stopped without one fails once its restarts
+// back off. Either only while the pod has not been ready since that
+// attempt began: a pod that served and then stopped being ready (a
+// liveness restart, a probe failing under load) says nothing of its code.
 func PodStartFailure(p *api.Pod) *StartFailure {
 	switch p.Status.Phase {
 	case api.PodFailed, api.PodSucceeded:
@@ -54,7 +57,7 @@ func PodStartFailure(p *api.Pod) *StartFailure {
 		if cs.Ready {
 			continue
 		}
-		if t := stoppedWithMessage(cs); t != nil {
+		if t := failedStart(cs); t != nil && !readySince(p, t) {
 			return &StartFailure{Reason: startFailedReason(cs), Message: strings.TrimSpace(t.Message)}
 		}
 		w := cs.State.Waiting
@@ -63,6 +66,9 @@ func PodStartFailure(p *api.Pod) *StartFailure {
 		}
 		msg := w.Message
 		if t := cs.LastState.Terminated; w.Reason == "CrashLoopBackOff" && t != nil {
+			if readySince(p, t) {
+				continue
+			}
 			msg = fmt.Sprintf("container %s exited with code %d", cs.Name, t.ExitCode)
 			if t.Reason != "" && t.Reason != "Error" {
 				msg += " (" + t.Reason + ")"
@@ -73,19 +79,53 @@ func PodStartFailure(p *api.Pod) *StartFailure {
 	return nil
 }
 
-// stoppedWithMessage is the container's last stop when it failed and left
-// a message. The kubelet starts a container again at once after its first
-// failure, so the pod may say running (not ready) by the time its status
-// is written: its last attempt is the news.
-func stoppedWithMessage(cs api.ContainerStatus) *api.ContainerStateTerminated {
+// EndedByNode says p ended for its node's sake (the node was lost, the
+// pod evicted), not its own: it says nothing of whether its code starts.
+func EndedByNode(p *api.Pod) bool {
+	switch p.Status.Reason {
+	case "NodeLost", "Evicted", "Shutdown", "Terminated", "NodeShutdown":
+		return p.Status.Phase == api.PodFailed
+	}
+	return false
+}
+
+// failedStart is the container's last stop when its start failed and it
+// left a message: the process exited with an error of its own (not a
+// signal, not the OOM killer, not the kubelet's word that it vanished), or
+// could not be started at all. The kubelet starts a container again at
+// once after its first failure, so the pod may say running (not ready) by
+// the time its status is written: its last attempt is the news.
+func failedStart(cs api.ContainerStatus) *api.ContainerStateTerminated {
 	t := cs.State.Terminated
 	if t == nil {
 		t = cs.LastState.Terminated
 	}
-	if t == nil || t.ExitCode == 0 || strings.TrimSpace(t.Message) == "" {
+	if t == nil || strings.TrimSpace(t.Message) == "" {
 		return nil
 	}
-	return t
+	switch {
+	case t.Reason == "StartError":
+		return t
+	case t.Reason == "Error" && t.ExitCode > 0 && t.ExitCode < 128:
+		return t
+	}
+	return nil
+}
+
+// readySince says the pod was ready after attempt t ended: a later
+// attempt served, so t's failure is old news. The Ready condition turned
+// False after t ended only if it was True between (a pod never ready
+// has it False since its first status, before its first attempt ended).
+// Its time has the second as its unit (as Kubernetes'), so a pod that was
+// ready and unready within the second t ended counts as not ready since.
+func readySince(p *api.Pod, t *api.ContainerStateTerminated) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == api.PodReady {
+			return c.Status == api.ConditionTrue ||
+				(c.LastTransitionTime != nil && t.FinishedAt != nil && c.LastTransitionTime.After(t.FinishedAt.Truncate(time.Second)))
+		}
+	}
+	return false
 }
 
 func startFailedReason(cs api.ContainerStatus) string {

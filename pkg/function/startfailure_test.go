@@ -3,6 +3,7 @@ package function
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"minik8s/pkg/api"
 )
@@ -19,6 +20,16 @@ func TestPodStartFailure(t *testing.T) {
 	exited := func(code int32, msg string) api.ContainerState {
 		return api.ContainerState{Terminated: &api.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg}}
 	}
+	at := time.Date(2026, 11, 28, 10, 0, 0, 500e6, time.UTC)
+	ended := func(reason string, code int32, msg string) api.ContainerState {
+		finished := at
+		return api.ContainerState{Terminated: &api.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: msg, FinishedAt: &finished}}
+	}
+	notReady := func(since time.Time) []api.PodCondition {
+		return []api.PodCondition{{Type: api.PodReady, Status: api.ConditionFalse, LastTransitionTime: &since}}
+	}
+	running := api.ContainerState{Running: &api.ContainerStateRunning{}}
+	withConds := func(st api.PodStatus, c []api.PodCondition) api.PodStatus { st.Conditions = c; return st }
 	syntax := "import function.py: SyntaxError: expected ':' (function.py, line 1)\n"
 	for _, tc := range []struct {
 		name   string
@@ -41,6 +52,17 @@ func TestPodStartFailure(t *testing.T) {
 		{"running again, not ready, after a failure", status(api.ContainerStatus{State: api.ContainerState{Running: &api.ContainerStateRunning{}}, LastState: exited(1, syntax)}),
 			"StartFailed", "SyntaxError"},
 		{"running again after a failure, ready", status(api.ContainerStatus{Ready: true, State: api.ContainerState{Running: &api.ContainerStateRunning{}}, LastState: exited(1, syntax)}), "", ""},
+		{"OOM killed, restarting", status(api.ContainerStatus{State: running, LastState: ended("OOMKilled", 137, "the container used more memory than its limit and was killed")}), "", ""},
+		{"OOM killed, backing off", status(api.ContainerStatus{State: waiting("CrashLoopBackOff", ""), LastState: ended("OOMKilled", 137, "the container used more memory than its limit and was killed")}),
+			"CrashLoopBackOff", "exited with code 137 (OOMKilled)"},
+		{"vanished from containerd", status(api.ContainerStatus{State: running, LastState: ended("Error", 137, "the container disappeared from containerd")}), "", ""},
+		{"could not be started", status(api.ContainerStatus{State: running, LastState: ended("StartError", 128, "exec: no such file")}), "StartFailed", "no such file"},
+		{"failed, never ready since", withConds(status(api.ContainerStatus{State: running, LastState: ended("Error", 1, syntax)}), notReady(at.Add(-5*time.Second))),
+			"StartFailed", "SyntaxError"},
+		{"failed within the second of the first status", withConds(status(api.ContainerStatus{State: running, LastState: ended("Error", 1, syntax)}), notReady(at.Truncate(time.Second))),
+			"StartFailed", "SyntaxError"},
+		{"failed, served since, unready now", withConds(status(api.ContainerStatus{State: running, LastState: ended("Error", 1, syntax)}), notReady(at.Add(5*time.Second))), "", ""},
+		{"killed by liveness after serving, backing off", withConds(status(api.ContainerStatus{State: waiting("CrashLoopBackOff", ""), LastState: ended("Error", 137, "")}), notReady(at.Add(5*time.Second))), "", ""},
 		{"image not pulled", status(api.ContainerStatus{State: waiting("ErrImagePull", `pull "nope:1": not found`)}), "ErrImagePull", `pull "nope:1": not found`},
 		{"image pull back-off", status(api.ContainerStatus{State: waiting("ImagePullBackOff", "not found")}), "ImagePullBackOff", "not found"},
 		{"pod failed", api.PodStatus{Phase: api.PodFailed, Message: "evicted"}, "PodEnded", "the pod ended (Failed) before serving: evicted"},
