@@ -99,6 +99,8 @@ func TestE2ETriggersWakeFromZero(t *testing.T) {
 // a batch. Every message is still called and succeeds, none is lost, and
 // every message has one call.
 func TestQueueTriggerRunnerKilled(t *testing.T) {
+	// Long, and on a cluster of its own: it runs beside the other such tests.
+	t.Parallel()
 	nq := startNATS(t)
 	s := framework.StartAPIServer(t)
 	withNATS := func(c *funcrunner.Config) { c.NATSURL = nq.URL }

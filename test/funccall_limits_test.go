@@ -59,6 +59,8 @@ def log_run():
 // each naming the size and the limit; a step whose outcome etcd refuses
 // ends the instance Failed, run once.
 func TestFuncLimits(t *testing.T) {
+	// Long, and on a cluster of its own: it runs beside the other such tests.
+	t.Parallel()
 	s := framework.StartAPIServer(t)
 	framework.StartFuncRunner(t, s)
 	const limit = 512 << 10

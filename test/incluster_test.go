@@ -23,6 +23,8 @@ import (
 // port is served), checks the serving certificate against the mounted CA,
 // lists the ConfigMaps its Role lets it read and is refused the Secrets.
 func TestClientGoInAPod(t *testing.T) {
+	// Long, and on a cluster of its own: it runs beside the other such tests.
+	t.Parallel()
 	ctx := context.Background()
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportInClusterClient(t)

@@ -52,6 +52,8 @@ type upCluster struct {
 // The first run on a machine builds the runtime image (debootstrap, cached
 // in /var/cache/minik8s): give `go test` a long -timeout (make test: 45m).
 func TestMinik8sUpBinaries(t *testing.T) {
+	// Long, and on a cluster of its own: it runs beside the other such tests.
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		harness.NeedE2E(t, "minik8s up needs root")
 	}
