@@ -804,8 +804,9 @@ func TestExitOnFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg := Config{CodeDir: dir, Listener: ln, Workers: 1, Python: python(t), ExitOnFailure: true}
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Config{CodeDir: dir, Listener: ln, Workers: 1, Python: python(t), ExitOnFailure: true}) }()
+	go func() { done <- Run(ctx, cfg) }()
 	for deadline := time.Now().Add(waitFor); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(started); err == nil {
 			break
