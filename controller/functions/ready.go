@@ -26,8 +26,9 @@ func (c *Controller) syncReady(f *api.Func, now time.Time) {
 
 // readyCondition is the function's Ready condition as the pods of its
 // current code show it: True once one is ready; False, with the reason,
-// when none is, one cannot start and no other placed on a node may yet (the runners fail the calls waiting
-// for a pod then, rather than let them wait out the cold start timeout);
+// when none is, one cannot start and no other placed on a node may yet
+// (the runners fail the calls waiting for a pod then, rather than let
+// them wait out the cold start timeout);
 // Unknown when a False one's pods are gone, so that the next call tries a
 // fresh pod. Otherwise (nil) it stays as it was: a function at zero stays
 // Ready.

@@ -83,7 +83,7 @@ func PodStartFailure(p *api.Pod) *StartFailure {
 // pod evicted), not its own: it says nothing of whether its code starts.
 func EndedByNode(p *api.Pod) bool {
 	switch p.Status.Reason {
-	case "NodeLost", "Evicted", "Shutdown", "Terminated", "NodeShutdown":
+	case "NodeLost", "Evicted", "Terminated": // Terminated: a node's graceful shutdown, in Kubernetes' words
 		return p.Status.Phase == api.PodFailed
 	}
 	return false
@@ -119,13 +119,9 @@ func failedStart(cs api.ContainerStatus) *api.ContainerStateTerminated {
 // Its time has the second as its unit (as Kubernetes'), so a pod that was
 // ready and unready within the second t ended counts as not ready since.
 func readySince(p *api.Pod, t *api.ContainerStateTerminated) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue ||
-				(c.LastTransitionTime != nil && t.FinishedAt != nil && c.LastTransitionTime.After(t.FinishedAt.Truncate(time.Second)))
-		}
-	}
-	return false
+	c := podstatus.ReadyCondition(p)
+	return c != nil && (c.Status == api.ConditionTrue ||
+		(c.LastTransitionTime != nil && t.FinishedAt != nil && c.LastTransitionTime.After(t.FinishedAt.Truncate(time.Second))))
 }
 
 func startFailedReason(cs api.ContainerStatus) string {

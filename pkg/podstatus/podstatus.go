@@ -6,10 +6,16 @@ import "minik8s/pkg/api"
 
 // IsReady says whether the pod's Ready condition is True.
 func IsReady(p *api.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
+	c := ReadyCondition(p)
+	return c != nil && c.Status == api.ConditionTrue
+}
+
+// ReadyCondition is the pod's Ready condition, nil if it has none yet.
+func ReadyCondition(p *api.Pod) *api.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == api.PodReady {
+			return &p.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }
