@@ -87,9 +87,11 @@ func (cb *callbacks) deliver(ctx context.Context, inst *api.FuncInstance) api.Fu
 			st.Error = fmt.Sprintf("callback answered %d %s", code, http.StatusText(code))
 			retry = code >= 500 || code == http.StatusTooManyRequests
 		}
-		if !retry || ctx.Err() != nil || st.Attempts >= cb.attempts {
+		if !retry || st.Attempts >= cb.attempts {
 			break
 		}
+		// A cancel that came while the attempt was answered ends the
+		// wait at once and is said in the status, as one during it.
 		select {
 		case <-ctx.Done():
 		case <-time.After(pause):

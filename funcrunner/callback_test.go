@@ -185,19 +185,31 @@ func TestCallbackNoURL(t *testing.T) {
 
 func TestCallbackContextCancel(t *testing.T) {
 	tests := []struct {
-		name  string
-		block bool // the receiver hangs (cancel during an attempt) or answers 503 (cancel during the backoff)
+		name       string
+		block      bool // the receiver hangs (cancel during an attempt) or answers 503 (cancel during the backoff)
+		withAnswer bool // the cancel comes as the 503 is answered, before the backoff begins
 	}{
-		{"during an attempt", true},
-		{"during the backoff", false},
+		{"during an attempt", true, false},
+		{"during the backoff", false, false},
+		{"as the answer comes", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
 			rcv := &receiver{codes: []int{503}}
 			if tt.block {
 				rcv.block = make(chan struct{})
 			}
-			srv := startReceiver(t, rcv)
+			var h http.Handler = rcv
+			if tt.withAnswer {
+				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					rcv.ServeHTTP(w, r)
+					w.(http.Flusher).Flush()
+					time.Sleep(5 * time.Millisecond) // the client has the answer
+					cancel()
+				})
+			}
+			srv := startReceiver(t, h)
 			defer srv.Close()
 			if tt.block {
 				defer close(rcv.block) // before Close, which waits for the handlers
@@ -205,7 +217,6 @@ func TestCallbackContextCancel(t *testing.T) {
 			cb := testCallbacks(5)
 			cb.backoff = time.Hour // only the cancel can end the pause
 
-			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan api.FuncCallbackStatus, 1)
 			go func() { done <- cb.deliver(ctx, endedInstance(srv.URL, api.InstanceSucceeded)) }()
 			// Cancel once the first post has arrived.
