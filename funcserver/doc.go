@@ -1,11 +1,13 @@
 // Package funcserver is the runtime inside every function pod. It reads the
 // function from its code dir (the ConfigMap volume, default /func), runs
-// preRun.sh once with bash, imports function.py once into each of its
-// long-lived Python workers (worker.py), and serves calls on
-// HOST:PORT. It starts one worker and is ready once preRun and its import
-// succeeded; a call that finds every worker busy starts another, up to
-// Config.Workers, and workers idle for a minute are stopped down to one,
-// so an idle pod holds one interpreter. In a pod (the command's
+// preRun.sh once with bash, imports function.py once into a zygote Python
+// process, and serves calls on HOST:PORT with long-lived workers forked
+// from it (worker.py), which share its pages copy-on-write. It starts one
+// worker and is ready once preRun and the import succeeded; a call that
+// finds every worker busy forks another, up to Config.Workers, and
+// workers idle for a minute are stopped down to one, so an idle pod holds
+// the zygote and one fork. A worker that dies is replaced by a fork; only
+// a zygote that died imports again. In a pod (the command's
 // --exit-on-failure, its default) a failing preRun or import ends it,
 // leaving the cause as the container's termination message: the pod's
 // status, the Func's Ready condition and the calls waiting for a pod then
@@ -42,8 +44,8 @@
 // so concurrent calls in one pod never mix. Outside calls, fds 1 and 2 are
 // the pod log. The timeout counts from the call's
 // arrival, queueing for a worker included; a worker still running at the
-// deadline is killed and replaced by a fresh import, as is one that exits
-// during a call.
+// deadline is killed and replaced by a fork, as is one that exits during a
+// call.
 //
 // When Run's context ends (SIGTERM), /readyz and new calls answer 503, the
 // calls in flight finish (each bounded by its timeout), then Run returns.

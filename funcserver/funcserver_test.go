@@ -525,7 +525,7 @@ func TestTimeout(t *testing.T) {
 			if !strings.Contains(r.Error.Message, tc.timeout.String()) {
 				t.Errorf("message %q does not name the timeout %s", r.Error.Message, tc.timeout)
 			}
-			// The worker was killed; a fresh import serves the next call. Its
+			// The worker was killed; a fresh fork serves the next call. Its
 			// generous timeout covers waiting for the import on a busy machine.
 			r = s.invoke("pid", generous)
 			if r.Error != nil {
@@ -592,15 +592,15 @@ func TestIdleWorkerLastInFirstOut(t *testing.T) {
 	}
 }
 
-// Under load the pool grows to its size, each worker importing the
-// function once, and calls run only in workers that imported it.
-func TestImportOncePerWorker(t *testing.T) {
+// Under load the pool grows to its size, its workers forked from the one
+// process that imported the function, and calls run only in those forks.
+func TestImportOnceForkWorkers(t *testing.T) {
 	const workers, calls = 3, 60
 	s := startReady(t, "imports", func(c *Config) { c.Workers = workers })
 	if st := s.stats(); st.LiveWorkers != 1 || st.WorkerStarts != 1 {
 		t.Fatalf("an idle pod's workers: %+v, want 1", st)
 	}
-	pids := make(chan string, calls)
+	answers := make(chan string, calls)
 	var wg sync.WaitGroup
 	for i := 0; i < calls; i++ {
 		wg.Add(1)
@@ -610,12 +610,12 @@ func TestImportOncePerWorker(t *testing.T) {
 			if err != nil || code != http.StatusOK || r.Error != nil {
 				t.Errorf("call %d: %d %+v %v", i, code, r, err)
 			}
-			pids <- r.Result
+			answers <- r.Result
 		}()
 	}
 	wg.Wait()
-	close(pids)
-	// The workers started for the burst may import after it ended.
+	close(answers)
+	// The workers started for the burst may be forked after it ended.
 	deadline := time.Now().Add(waitFor)
 	for s.stats().LiveWorkers < workers {
 		if time.Now().After(deadline) {
@@ -628,17 +628,20 @@ func TestImportOncePerWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imported := map[string]bool{}
-	for _, pid := range strings.Fields(string(data)) {
-		imported[pid] = true
+	imported := strings.Fields(string(data))
+	if len(imported) != 1 {
+		t.Fatalf("function.py imported %d times, want once (by the zygote): %q", len(imported), data)
 	}
-	if n := len(strings.Fields(string(data))); n != workers || len(imported) != workers {
-		t.Fatalf("function.py imported %d times by %d processes, want %d: %q", n, len(imported), workers, data)
-	}
-	for pid := range pids {
-		if !imported[pid] {
-			t.Errorf("a call ran in process %s that did not import the function", pid)
+	servers := map[string]bool{}
+	for a := range answers {
+		pid, parent, _ := strings.Cut(a, " ")
+		if parent != imported[0] || pid == imported[0] {
+			t.Errorf("a call ran in process %s, child of %s: want a fork of %s", pid, parent, imported[0])
 		}
+		servers[pid] = true
+	}
+	if len(servers) > workers {
+		t.Errorf("calls ran in %d processes, more than the %d workers", len(servers), workers)
 	}
 	if st := s.stats(); st.Calls != calls || st.WorkerStarts != workers {
 		t.Errorf("stats %+v", st)
@@ -1117,5 +1120,22 @@ func TestPlugins(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `funcserver_run_seconds_count{function="",outcome="ok"} 2`) ||
 		!strings.Contains(body, `funcserver_run_seconds_count{function="",outcome="error"} 1`) {
 		t.Errorf("metrics after the calls: %d\n%s", code, body)
+	}
+}
+
+// A function whose import starts a thread its calls need works as it did
+// before zygotes: a fork would lose the thread, so each worker imports the
+// function itself (its pid is in the import log).
+func TestImportStartingThreads(t *testing.T) {
+	s := startReady(t, "threads", func(c *Config) { c.Workers = 2 })
+	if got := s.invokeOK("a"); got != "thread a" {
+		t.Fatalf("result %q", got)
+	}
+	data, err := os.ReadFile(filepath.Join(s.dir, "imports.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Fields(string(data))); n != 2 {
+		t.Fatalf("function.py imported %d times, want twice (by the zygote and by the worker): %q", n, data)
 	}
 }

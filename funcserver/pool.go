@@ -26,10 +26,11 @@ const (
 // idle worker starts one more (it takes whichever worker comes free
 // first), and workers idle for idleTrim are stopped down to one again, so
 // an idle pod holds one interpreter, not size. A worker that died or was
-// killed is replaced in the background by a fresh import when it was the
-// last; otherwise the next call that needs one starts it.
+// killed is replaced in the background when it was the last; otherwise the
+// next call that needs one starts it. Workers are forked from a zygote
+// that imported the function once (zygote.go).
 type pool struct {
-	spec workerSpec
+	zyg  *zygote
 	size int
 	// min workers are kept live: started first, replaced when they die.
 	min int
@@ -62,7 +63,7 @@ type pool struct {
 
 func newPool(spec workerSpec, size int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &pool{spec: spec, size: size, min: 1, idleCount: make(chan struct{}, size), ctx: ctx, cancel: cancel}
+	return &pool{zyg: &zygote{spec: spec}, size: size, min: 1, idleCount: make(chan struct{}, size), ctx: ctx, cancel: cancel}
 }
 
 // start imports the function in the first workers; a failure stops the
@@ -90,7 +91,7 @@ func (p *pool) startMin(ctx context.Context) error {
 	results := make(chan result, p.min)
 	for i := 0; i < p.min; i++ {
 		go func() {
-			w, err := startWorker(ctx, p.spec)
+			w, err := p.zyg.fork(ctx)
 			if err != nil {
 				cancel()
 			}
@@ -183,7 +184,7 @@ func (p *pool) launch() {
 		defer p.wg.Done()
 		backoff := restartBackoffMin
 		for {
-			w, err := startWorker(p.ctx, p.spec)
+			w, err := p.zyg.fork(p.ctx)
 			p.mu.Lock()
 			if err == nil {
 				p.starting--
@@ -341,6 +342,7 @@ func (p *pool) close() {
 			}()
 		default:
 			wg.Wait()
+			p.zyg.close()
 			return
 		}
 	}

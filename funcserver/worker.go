@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -19,24 +18,29 @@ import (
 // before it is killed.
 const workerStopGrace = 3 * time.Second
 
-// worker is one long-lived Python process that imported function.py and
-// serves one call at a time over its stdin/stdout (see worker.py).
+// worker is one long-lived Python process, forked from the zygote that
+// imported function.py, that serves one call at a time over its pipes
+// (see worker.py).
 type worker struct {
-	cmd      *exec.Cmd
 	pid      int
 	hasCheck bool
 	in       *os.File
 	// replies carries the worker's protocol lines; closed at EOF.
 	replies chan []byte
 	// exited is closed once the process was reaped; waitErr is then set.
-	exited  chan struct{}
-	waitErr error
-	seq     uint64
+	exited   chan struct{}
+	waitErr  error
+	exitOnce sync.Once
+	// signal kills the worker and its process group; its exit is then
+	// reported (zygote.go).
+	signal func() error
+	seq    uint64
 	// idleSince is when it last came free (the pool trims long-idle ones).
 	idleSince time.Time
 	killed    sync.Once
 }
 
+// workerSpec is how the zygote is started.
 type workerSpec struct {
 	python  string
 	script  string
@@ -90,88 +94,41 @@ type runMetrics struct {
 	Outcome string  `json:"outcome"`
 }
 
-// startWorker starts a worker and waits until it imported the function; ctx
-// bounds only the start.
-func startWorker(ctx context.Context, spec workerSpec) (*worker, error) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("worker stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("worker stdout pipe: %w", err)
-	}
-	cmd := exec.Command(spec.python, "-u", spec.script, spec.codeDir)
-	cmd.Dir = spec.codeDir
-	if len(spec.env) > 0 {
-		cmd.Env = append(os.Environ(), spec.env...)
-	}
-	cmd.Stdin = inR
-	cmd.Stdout = outW
-	// The function's own logging and tracebacks outside calls are pod logs.
-	cmd.Stderr = os.Stderr
-	if spec.log != nil {
-		cmd.Stderr = spec.log
-	}
-	cmd.SysProcAttr = childAttr()
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		return nil, fmt.Errorf("start %s: %w", spec.python, err)
-	}
-	w := &worker{
-		cmd:     cmd,
-		pid:     cmd.Process.Pid,
-		in:      inW,
-		replies: make(chan []byte, 1),
-		exited:  make(chan struct{}),
-	}
-	go w.wait()
-	go w.read(outR)
-
+// awaitHello waits until the worker, just forked, says it serves; ctx
+// bounds only the wait.
+func (w *worker) awaitHello(ctx context.Context) (*worker, error) {
 	select {
 	case line, ok := <-w.replies:
 		if !ok {
-			<-w.exited
-			w.in.Close()
-			return nil, fmt.Errorf("worker exited while importing function.py: %v", w.waitErr)
+			w.kill()
+			return nil, fmt.Errorf("worker exited before it served: %v", w.waitErr)
 		}
 		var h hello
-		if err := json.Unmarshal(line, &h); err != nil {
-			w.kill()
-			return nil, fmt.Errorf("worker sent a bad hello %q: %w", line, err)
-		}
-		switch h.Type {
-		case "ready":
+		err := json.Unmarshal(line, &h)
+		switch {
+		case err == nil && h.Type == "ready":
 			w.hasCheck = h.HasCheck
 			return w, nil
-		case "importError":
+		case err == nil && h.Type == "importError" && h.Error != nil:
+			// A worker that imports the function itself (worker.py's
+			// --serve) failed to.
 			w.kill()
-			if h.Error == nil {
-				h.Error = &Error{Message: "unknown import error", Type: "ImportError"}
-			}
 			return nil, &ImportError{Err: *h.Error}
-		default:
-			w.kill()
-			return nil, fmt.Errorf("worker sent a hello of type %q", h.Type)
 		}
+		w.kill()
+		return nil, fmt.Errorf("worker sent a bad hello %.200q", line)
 	case <-ctx.Done():
 		w.kill()
 		return nil, ctx.Err()
 	}
 }
 
-func (w *worker) wait() {
-	w.waitErr = w.cmd.Wait()
-	if w.waitErr == nil {
-		w.waitErr = errors.New("exit status 0")
-	}
-	close(w.exited)
+// exit records the worker's end; only the first call counts.
+func (w *worker) exit(err error) {
+	w.exitOnce.Do(func() {
+		w.waitErr = err
+		close(w.exited)
+	})
 }
 
 func (w *worker) read(r *os.File) {
@@ -200,7 +157,7 @@ func (w *worker) alive() bool {
 // kill ends the worker and everything it spawned and waits until it is reaped.
 func (w *worker) kill() {
 	w.killed.Do(func() {
-		if err := killGroup(w.pid); err != nil && w.alive() {
+		if err := w.signal(); err != nil && w.alive() {
 			log.WithError(err).WithField("pid", w.pid).Warn("kill worker")
 		}
 		w.in.Close()

@@ -1,17 +1,19 @@
-"""minik8s function worker: imports function.py once, then serves calls.
+"""minik8s function workers: a zygote imports function.py once, then
+forks the workers that serve calls (see Zygote).
 
-Started by funcserver as `python3 -u worker.py CODE_DIR`. Protocol: one JSON
-object per line in each direction.
+Started by funcserver as `python3 -u worker.py CODE_DIR` with its control
+socket at fd 3. Protocol of each worker, on its own pipes, and of the
+zygote's hello: one JSON object per line in each direction.
 
   worker -> server, once:  {"type": "ready", "hasCheck": bool, "pid": int}
-                       or  {"type": "importError", "error": ERROR}
+                       or  {"type": "importError", "error": ERROR} (the zygote)
   server -> worker:        {"id": int, "arg": str, "event": dict, "context": dict}
   worker -> server:        {"type": "result", "id": int, "result": str,
                             "check": bool or null, "output": str,
                             "error": null or ERROR}
   ERROR = {"message": str, "type": str, "trace": str}
 
-The protocol runs on private duplicates of fds 0 and 1. Fd 0 is then
+The protocols run on private fds that no subprocess inherits. Fd 0 is
 /dev/null and fds 1 and 2 are the worker's stderr (the pod log) outside
 calls and the call's output during one, so nothing user code prints or
 reads, even through os.write or a subprocess, can touch the protocol, and
@@ -327,10 +329,187 @@ def with_plugins(run, check, req, reply, with_event, plugins):
         reply["metrics"] = ctx.metrics
 
 
-def main():
-    code_dir = os.path.abspath(sys.argv[1])
-    proto_in = os.fdopen(os.dup(0), "rb")
-    proto_out = os.fdopen(os.dup(1), "wb")
+def load_function(code_dir):
+    """Imports function.py and the plugins it names: (run, check,
+    plugins), or the ERROR saying why it cannot serve."""
+    try:
+        mod = load(code_dir)
+    except BaseException as e:
+        return None, error_of(e)
+    run = getattr(mod, "run", None)
+    if run is None:
+        return None, plain_error("function.py defines no run(arg)", "AttributeError")
+    if not callable(run):
+        return None, plain_error("run in function.py is not callable", "TypeError")
+    check = getattr(mod, "check", None)
+    if check is not None and not callable(check):
+        return None, plain_error("check in function.py is not callable", "TypeError")
+    plugins = None
+    pre, post = minik8s_plugins.names("FUNC_PLUGINS_PRE"), minik8s_plugins.names("FUNC_PLUGINS_POST")
+    if pre or post:
+        try:
+            plugins = minik8s_plugins.load(pre, post)
+        except BaseException as e:
+            return None, error_of(e)
+    return (run, check, plugins), None
+
+
+def line_writer(f):
+    def send(msg):
+        f.write(json.dumps(msg).encode("utf-8") + b"\n")
+        f.flush()
+
+    return send
+
+
+def serve(in_fd, out_fd, fn, routers, pod_log):
+    """A forked worker: serves calls one at a time on its own pipes."""
+    run, check, plugins = fn
+    proto_in = os.fdopen(in_fd, "rb")
+    send = line_writer(os.fdopen(out_fd, "wb"))
+    send({"type": "ready", "hasCheck": check is not None, "pid": os.getpid()})
+    with_event = takes_event(run)
+    for line in proto_in:
+        send(call(run, check, json.loads(line), routers, pod_log, plugins, with_event))
+    return 0
+
+
+class Zygote:
+    """Holds the imported function and forks workers from it on request,
+    copy-on-write, so a worker costs a fork, not an interpreter and an
+    import. The workers are its children: it reaps them and reports their
+    exits, and kills one only while it has not reaped it, so a kill never
+    reaches a recycled pid. Control protocol, one JSON object per line on
+    the socket at fd 3:
+
+      zygote -> server, once: the hello of the module docstring
+      server -> zygote:  {"op": "fork"} with two fds (SCM_RIGHTS): the
+                         worker's call input and its answer output
+                         {"op": "kill", "pid": int}
+      zygote -> server:  {"type": "forked", "pid": int}
+                         {"type": "exit", "pid": int, "status": int (wait status)}
+    """
+
+    def __init__(self, ctrl, code_dir, fn, routers, pod_log):
+        import ctypes
+        import signal
+
+        self.ctrl, self.code_dir, self.fn, self.routers, self.pod_log = ctrl, code_dir, fn, routers, pod_log
+        # A fork keeps only the thread that forked: when the import started
+        # threads, the function may need them, and each worker is a fresh
+        # interpreter that imports it (exec'd by the fork), as it would be
+        # without a zygote.
+        threading = sys.modules.get("threading")
+        self.threaded = threading is not None and threading.active_count() > 1
+        if self.threaded:
+            print("function.py started threads at import: each worker imports it anew", file=sys.__stderr__, flush=True)
+        self.send = lambda msg: ctrl.sendall(json.dumps(msg).encode("utf-8") + b"\n")
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.signal = signal
+        self.pid = os.getpid()
+        self.children = set()
+        self.fds = []
+        # SIGCHLD wakes the loop through this pipe.
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def loop(self):
+        import select
+        import socket
+
+        # What the import made is shared with every fork: out of the
+        # collector's reach, its pages are not copied by a collection.
+        import gc
+
+        gc.freeze()
+        buf = b""
+        while True:
+            readable, _, _ = select.select([self.ctrl, self.wake_r], [], [])
+            if self.wake_r in readable:
+                try:
+                    os.read(self.wake_r, 4096)
+                except BlockingIOError:
+                    pass
+            self.reap()
+            if self.ctrl not in readable:
+                continue
+            data, fds, _, _ = socket.recv_fds(self.ctrl, 65536, 16)
+            if not data:
+                return 0
+            self.fds.extend(fds)
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                self.handle(json.loads(line))
+
+    def handle(self, op):
+        if op["op"] == "fork":
+            in_fd, out_fd = self.fds.pop(0), self.fds.pop(0)
+            pid = os.fork()
+            if pid == 0:
+                self.child(in_fd, out_fd)
+            os.close(in_fd)
+            os.close(out_fd)
+            try:
+                os.setpgid(pid, pid)  # as the child does: whichever runs first
+            except OSError:
+                pass
+            self.children.add(pid)
+            self.send({"type": "forked", "pid": pid})
+        elif op["op"] == "kill":
+            pid = op["pid"]
+            if pid in self.children:
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, self.signal.SIGKILL)
+                        break
+                    except OSError:
+                        pass
+
+    def reap(self):
+        for pid in list(self.children):
+            try:
+                got, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                got, status = pid, 0
+            if got:
+                self.children.discard(pid)
+                self.send({"type": "exit", "pid": pid, "status": status})
+
+    def child(self, in_fd, out_fd):
+        code = 1
+        try:
+            os.setpgid(0, 0)  # a kill of its group reaches what it spawns
+            self.libc.prctl(1, self.signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the zygote
+            if os.getppid() != self.pid:
+                os._exit(1)
+            self.signal.set_wakeup_fd(-1)
+            self.signal.signal(self.signal.SIGCHLD, self.signal.SIG_DFL)
+            self.ctrl.close()
+            for fd in [self.wake_r, self.wake_w] + self.fds:
+                os.close(fd)
+            if self.threaded:
+                os.set_inheritable(in_fd, True)
+                os.set_inheritable(out_fd, True)
+                sys.__stderr__.flush()
+                os.execv(sys.executable, [sys.executable, "-u", WORKER_FILE, self.code_dir, "--serve", str(in_fd), str(out_fd)])
+            code = serve(in_fd, out_fd, self.fn, self.routers, self.pod_log)
+        except BaseException:
+            traceback.print_exc(file=sys.__stderr__)
+        finally:
+            try:
+                sys.__stderr__.flush()
+            finally:
+                os._exit(code)
+
+
+def setup(code_dir):
+    """Puts /dev/null on fd 0 and the pod log on fds 1 and 2, routes
+    sys.stdout and sys.stderr through Routers, and makes the code dir the
+    working directory and the first place imports look."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -338,47 +517,41 @@ def main():
     pod_log = os.dup(2)
     routers = (Router(sys.stdout, 1), Router(sys.stderr, 2))
     sys.stdout, sys.stderr = routers
-
-    def send(msg):
-        proto_out.write(json.dumps(msg).encode("utf-8") + b"\n")
-        proto_out.flush()
-
     # The code dir is a read-only volume in a pod: no __pycache__.
     sys.dont_write_bytecode = True
     os.chdir(code_dir)
     # Python put this script's own directory first; the function's goes there.
     sys.path[0] = code_dir
+    return routers, pod_log
 
-    try:
-        mod = load(code_dir)
-    except BaseException as e:
-        send({"type": "importError", "error": error_of(e)})
-        return 1
-    run = getattr(mod, "run", None)
-    if run is None:
-        send({"type": "importError", "error": plain_error("function.py defines no run(arg)", "AttributeError")})
-        return 1
-    if not callable(run):
-        send({"type": "importError", "error": plain_error("run in function.py is not callable", "TypeError")})
-        return 1
-    check = getattr(mod, "check", None)
-    if check is not None and not callable(check):
-        send({"type": "importError", "error": plain_error("check in function.py is not callable", "TypeError")})
-        return 1
-    plugins = None
-    pre, post = minik8s_plugins.names("FUNC_PLUGINS_PRE"), minik8s_plugins.names("FUNC_PLUGINS_POST")
-    if pre or post:
-        try:
-            plugins = minik8s_plugins.load(pre, post)
-        except BaseException as e:
-            send({"type": "importError", "error": error_of(e)})
+
+def main():
+    code_dir = os.path.abspath(sys.argv[1])
+    if len(sys.argv) == 5 and sys.argv[2] == "--serve":
+        # A worker of a zygote whose import started threads, which a fork
+        # would lose: it imports the function itself.
+        in_fd, out_fd = int(sys.argv[3]), int(sys.argv[4])
+        os.set_inheritable(in_fd, False)
+        os.set_inheritable(out_fd, False)
+        routers, pod_log = setup(code_dir)
+        fn, err = load_function(code_dir)
+        if err is not None:
+            line_writer(os.fdopen(out_fd, "wb"))({"type": "importError", "error": err})
             return 1
-    send({"type": "ready", "hasCheck": check is not None, "pid": os.getpid()})
+        return serve(in_fd, out_fd, fn, routers, pod_log)
 
-    with_event = takes_event(run)
-    for line in proto_in:
-        send(call(run, check, json.loads(line), routers, pod_log, plugins, with_event))
-    return 0
+    import socket
+
+    ctrl = socket.socket(fileno=3)
+    os.set_inheritable(ctrl.fileno(), False)
+    routers, pod_log = setup(code_dir)
+    fn, err = load_function(code_dir)
+    if err is not None:
+        ctrl.sendall(json.dumps({"type": "importError", "error": err}).encode("utf-8") + b"\n")
+        return 1
+    z = Zygote(ctrl, code_dir, fn, routers, pod_log)
+    z.send({"type": "ready", "hasCheck": fn[1] is not None, "pid": os.getpid()})
+    return z.loop()
 
 
 if __name__ == "__main__":

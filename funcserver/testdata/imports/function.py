@@ -1,4 +1,5 @@
-# Every import appends the importing process's pid.
+# Every import appends the importing process's pid; a call answers its
+# worker's pid and parent pid.
 import os
 
 with open("imports.log", "a") as f:
@@ -6,4 +7,4 @@ with open("imports.log", "a") as f:
 
 
 def run(arg):
-    return str(os.getpid())
+    return "%d %d" % (os.getpid(), os.getppid())

@@ -1,0 +1,323 @@
+package funcserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	log "github.com/sirupsen/logrus"
+)
+
+// zygoteWaitDelay bounds waiting for a zygote's output once it exited:
+// a daemon its import started may hold the pod log's pipe for good.
+const zygoteWaitDelay = time.Second
+
+// zygote starts the Python process that imports function.py once and
+// forks the workers from it (worker.py's Zygote): a worker costs a fork
+// of an interpreter that has everything imported, sharing its pages
+// copy-on-write, not an interpreter of its own and a fresh import. A
+// zygote that exited (its workers die with it) is started again by the
+// next fork.
+type zygote struct {
+	spec workerSpec
+
+	// mu serializes starts and forks: a fork's answer is matched to the
+	// one fork in flight.
+	mu  sync.Mutex
+	cur *zygoteProc
+}
+
+// zygoteProc is one started zygote.
+type zygoteProc struct {
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+	wmu  sync.Mutex // one message at a time on conn
+
+	hello  chan []byte
+	forked chan int
+	// exited is closed once the process was reaped and every worker it
+	// forked was told.
+	exited  chan struct{}
+	waitErr error
+
+	mu      sync.Mutex
+	pending *worker // the fork in flight
+	workers map[int]*worker
+}
+
+// zygoteMsg is a line the zygote sends on its control socket.
+type zygoteMsg struct {
+	Type   string `json:"type"`
+	PID    int    `json:"pid"`
+	Status int    `json:"status"`
+}
+
+// fork starts a worker, starting the zygote first when none runs, and
+// waits until the worker serves; ctx bounds the start only. An import
+// that fails is an *ImportError.
+func (z *zygote) fork(ctx context.Context) (*worker, error) {
+	z.mu.Lock()
+	zp, err := z.live(ctx)
+	if err != nil {
+		z.mu.Unlock()
+		return nil, err
+	}
+	w, outR, err := zp.fork()
+	z.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	go w.read(outR)
+	return w.awaitHello(ctx)
+}
+
+// live returns the running zygote, or starts one; z.mu is held.
+func (z *zygote) live(ctx context.Context) (*zygoteProc, error) {
+	if z.cur != nil {
+		select {
+		case <-z.cur.exited:
+			log.WithField("status", z.cur.waitErr).Warn("the zygote exited; starting another")
+		default:
+			return z.cur, nil
+		}
+	}
+	zp, err := startZygote(ctx, z.spec)
+	if err != nil {
+		return nil, err
+	}
+	z.cur = zp
+	return zp, nil
+}
+
+// close ends the zygote: told its input ended, it exits, and any worker
+// left dies with it.
+func (z *zygote) close() {
+	z.mu.Lock()
+	zp := z.cur
+	z.cur = nil
+	z.mu.Unlock()
+	if zp == nil {
+		return
+	}
+	_ = zp.conn.CloseWrite()
+	select {
+	case <-zp.exited:
+	case <-time.After(workerStopGrace):
+		_ = killGroup(zp.cmd.Process.Pid)
+		<-zp.exited
+	}
+}
+
+// startZygote starts a zygote and waits until it imported the function.
+func startZygote(ctx context.Context, spec workerSpec) (*zygoteProc, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("zygote control socket: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "zygote"), os.NewFile(uintptr(fds[1]), "zygote-child")
+	fc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		theirs.Close()
+		return nil, fmt.Errorf("zygote control socket: %w", err)
+	}
+	conn := fc.(*net.UnixConn)
+	cmd := exec.Command(spec.python, "-u", spec.script, spec.codeDir)
+	cmd.Dir = spec.codeDir
+	if len(spec.env) > 0 {
+		cmd.Env = append(os.Environ(), spec.env...)
+	}
+	cmd.ExtraFiles = []*os.File{theirs} // fd 3
+	// The function's own logging and tracebacks outside calls are pod logs.
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if spec.log != nil {
+		cmd.Stdout, cmd.Stderr = spec.log, spec.log
+	}
+	cmd.WaitDelay = zygoteWaitDelay
+	cmd.SysProcAttr = childAttr()
+	err = cmd.Start()
+	// Only the zygote holds its end: its exit is the end of conn.
+	theirs.Close()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("start %s: %w", spec.python, err)
+	}
+	zp := &zygoteProc{cmd: cmd, conn: conn, hello: make(chan []byte, 1), forked: make(chan int, 1),
+		exited: make(chan struct{}), workers: map[int]*worker{}}
+	go zp.read()
+
+	select {
+	case line := <-zp.hello:
+		var h hello
+		if err := json.Unmarshal(line, &h); err != nil {
+			zp.kill()
+			return nil, fmt.Errorf("the zygote sent a bad hello %.200q: %w", line, err)
+		}
+		switch h.Type {
+		case "ready":
+			return zp, nil
+		case "importError":
+			zp.kill()
+			if h.Error == nil {
+				h.Error = &Error{Message: "unknown import error", Type: "ImportError"}
+			}
+			return nil, &ImportError{Err: *h.Error}
+		default:
+			zp.kill()
+			return nil, fmt.Errorf("the zygote sent a hello of type %q", h.Type)
+		}
+	case <-zp.exited:
+		return nil, fmt.Errorf("worker exited while importing function.py: %v", zp.waitErr)
+	case <-ctx.Done():
+		zp.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// kill ends the zygote and its process group and waits until it was
+// reaped; its workers die with it.
+func (zp *zygoteProc) kill() {
+	_ = killGroup(zp.cmd.Process.Pid)
+	<-zp.exited
+}
+
+// read dispatches the zygote's messages until it exits, then reaps it and
+// tells every worker it forked.
+func (zp *zygoteProc) read() {
+	br := bufio.NewReader(zp.conn)
+	first := true
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		if first {
+			first = false
+			zp.hello <- line
+			continue
+		}
+		var m zygoteMsg
+		if err := json.Unmarshal(line, &m); err != nil {
+			log.WithError(err).Errorf("the zygote sent a bad message %.200q; ending it", line)
+			_ = killGroup(zp.cmd.Process.Pid)
+			continue
+		}
+		zp.handle(m)
+	}
+	zp.conn.Close()
+	err := zp.cmd.Wait()
+	if err == nil {
+		err = errors.New("exit status 0")
+	}
+	zp.waitErr = err
+	zp.mu.Lock()
+	gone := fmt.Errorf("its zygote exited (%v)", err)
+	for pid, w := range zp.workers {
+		w.exit(gone)
+		delete(zp.workers, pid)
+	}
+	zp.mu.Unlock()
+	close(zp.exited)
+}
+
+func (zp *zygoteProc) handle(m zygoteMsg) {
+	zp.mu.Lock()
+	defer zp.mu.Unlock()
+	switch m.Type {
+	case "forked":
+		if w := zp.pending; w != nil {
+			zp.pending = nil
+			w.pid = m.PID
+			zp.workers[m.PID] = w
+			zp.forked <- m.PID
+		}
+	case "exit":
+		if w, ok := zp.workers[m.PID]; ok {
+			delete(zp.workers, m.PID)
+			w.exit(waitStatusError(syscall.WaitStatus(m.Status)))
+		}
+	}
+}
+
+// waitStatusError says how a worker ended, as os/exec says it of a process.
+func waitStatusError(ws syscall.WaitStatus) error {
+	switch {
+	case ws.Exited():
+		return fmt.Errorf("exit status %d", ws.ExitStatus())
+	case ws.Signaled():
+		return fmt.Errorf("signal: %v", ws.Signal())
+	}
+	return fmt.Errorf("wait status %#x", int(ws))
+}
+
+// fork asks the zygote for a worker on two fresh pipes and returns it with
+// the end its answers come on, once the zygote said it forked.
+func (zp *zygoteProc) fork() (*worker, *os.File, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("worker input pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, fmt.Errorf("worker output pipe: %w", err)
+	}
+	w := &worker{in: inW, replies: make(chan []byte, 1), exited: make(chan struct{})}
+	zp.mu.Lock()
+	zp.pending = w
+	zp.mu.Unlock()
+	err = zp.send(map[string]any{"op": "fork"}, inR, outW)
+	// The worker has its own copies now (or never will).
+	inR.Close()
+	outW.Close()
+	if err == nil {
+		select {
+		case pid := <-zp.forked:
+			w.signal = func() error { return zp.send(map[string]any{"op": "kill", "pid": pid}) }
+			return w, outR, nil
+		case <-zp.exited:
+			err = fmt.Errorf("the zygote exited before it forked a worker: %v", zp.waitErr)
+		}
+	}
+	zp.mu.Lock()
+	zp.pending = nil
+	zp.mu.Unlock()
+	inW.Close()
+	outR.Close()
+	return nil, nil, fmt.Errorf("fork a worker: %w", err)
+}
+
+// send writes one control message, with files passed along.
+func (zp *zygoteProc) send(msg map[string]any, files ...*os.File) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = syscall.UnixRights(fds...)
+	}
+	zp.wmu.Lock()
+	defer zp.wmu.Unlock()
+	select {
+	case <-zp.exited:
+		return errors.New("the zygote exited")
+	default:
+	}
+	_, _, err = zp.conn.WriteMsgUnix(b, oob, nil)
+	return err
+}
