@@ -1,18 +1,9 @@
 package funcrunner
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/hex"
 	"fmt"
-	"math/big"
 	"net"
-	"time"
 
 	"minik8s/pkg/pki"
 )
@@ -26,7 +17,7 @@ import (
 
 // secureListener wraps ln in TLS; it returns the certificate's hash.
 func secureListener(ln net.Listener, caPEM []byte) (net.Listener, string, error) {
-	cert, sum, err := selfSigned(ln.Addr())
+	cert, sum, err := pki.SelfSigned("minik8s-funcrunner", ln.Addr())
 	if err != nil {
 		return nil, "", err
 	}
@@ -35,27 +26,4 @@ func secureListener(ln net.Listener, caPEM []byte) (net.Listener, string, error)
 		return nil, "", fmt.Errorf("funcrunner: the cluster CA: %w", err)
 	}
 	return tls.NewListener(ln, cfg), sum, nil
-}
-
-func selfSigned(addr net.Addr) (tls.Certificate, string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, "", err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return tls.Certificate{}, "", err
-	}
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "minik8s-funcrunner"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	if tcp, ok := addr.(*net.TCPAddr); ok {
-		tmpl.IPAddresses = []net.IP{tcp.IP}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, "", err
-	}
-	sum := sha256.Sum256(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, hex.EncodeToString(sum[:]), nil
 }

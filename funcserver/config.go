@@ -39,6 +39,19 @@ type Config struct {
 	Bash    string
 	// MaxBodyBytes bounds a call's argument.
 	MaxBodyBytes int64
+	// FuncName is the function's name, in each call's context; default
+	// $FUNC_NAME. A generic server is told it when specialised.
+	FuncName string
+	// Generic starts a server with no function: it serves the one it is
+	// handed on SpecializeListener (or SpecializePort), over TLS, by a
+	// function runner of the cluster CA in CAPEM (see specialize.go).
+	// Once specialised it serves as any other, and after a restart it
+	// serves the function it was handed (kept in CodeDir, which must be
+	// writable and outlive the process: an emptyDir).
+	Generic            bool
+	SpecializePort     int
+	SpecializeListener net.Listener
+	CAPEM              []byte
 	// PodName is reported in every answer; default $POD_NAME or the host name.
 	PodName string
 	// WorkerEnv is added to the workers' environment ("KEY=VALUE"): a pod
@@ -77,6 +90,9 @@ func (c Config) withDefaults() Config {
 	if c.PodName == "" {
 		c.PodName = os.Getenv("POD_NAME")
 	}
+	if c.FuncName == "" {
+		c.FuncName = os.Getenv("FUNC_NAME")
+	}
 	if c.PodName == "" {
 		c.PodName, _ = os.Hostname()
 	}
@@ -91,6 +107,10 @@ func (c Config) validate() error {
 		return errdefs.Invalid("timeout", "must be positive, got %s", c.Timeout)
 	case c.Port < 0 || c.Port > 65535:
 		return errdefs.Invalid("port", "must be in 0..65535, got %d", c.Port)
+	case c.SpecializePort < 0 || c.SpecializePort > 65535:
+		return errdefs.Invalid("specializePort", "must be in 0..65535, got %d", c.SpecializePort)
+	case c.Generic && len(c.CAPEM) == 0:
+		return errdefs.Invalid("caPEM", "a generic server needs the cluster CA: only the function runners it names may specialise it")
 	case c.MaxBodyBytes < 0:
 		return errdefs.Invalid("maxBodyBytes", "must be positive, got %d", c.MaxBodyBytes)
 	}

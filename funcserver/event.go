@@ -27,7 +27,8 @@ func (s *server) callInput(r *http.Request, body []byte) (callInput, error) {
 		}
 		in.event = json.RawMessage(v)
 	}
-	cc := function.CallContext{FunctionName: os.Getenv("FUNC_NAME"), Timeout: int(s.cfg.Timeout.Seconds())}
+	fn := s.fn.Load()
+	cc := function.CallContext{FunctionName: fn.name, Timeout: int(fn.timeout.Seconds())}
 	if v := r.Header.Get(function.HeaderContext); v != "" {
 		if s.memoryLimit == "" && json.Valid([]byte(v)) && strings.HasPrefix(v, "{") {
 			// Nothing to fill in: passed on as it came (every call).

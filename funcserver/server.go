@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/pkg/function"
 	"minik8s/pkg/metrics"
 )
 
@@ -34,7 +36,9 @@ const (
 	statusPreRun    = "preRun"
 	statusImporting = "importing"
 	statusReady     = "ready"
-	statusFailed    = "failed"
+	// statusGeneric: no function yet; ready to be specialised.
+	statusGeneric = "generic"
+	statusFailed  = "failed"
 	// statusRestarting: every worker died and replacements fail to import.
 	statusRestarting = "restarting"
 	statusDraining   = "draining"
@@ -47,16 +51,30 @@ const (
 const shutdownGrace = time.Second
 
 type server struct {
-	cfg         Config
-	pool        *pool
+	cfg Config
+	// fn is the function served: set at start, or once specialised.
+	fn          atomic.Pointer[serving]
+	codeDir     string
+	script      string
 	memoryLimit string
 	runs        *metrics.Vec
 
-	mu       sync.Mutex
-	status   string
-	reason   string
-	draining bool
-	inFlight int64
+	// startCtx bounds a start (ended when draining begins); starts counts
+	// the starts under way, started carries their outcome to Run.
+	startCtx context.Context
+	starts   sync.WaitGroup
+	started  chan error
+
+	mu sync.Mutex
+	// spec is what a generic server was handed; startDone is closed once
+	// its start ended, with startErr.
+	spec      *function.Specialization
+	startDone chan struct{}
+	startErr  error
+	status    string
+	reason    string
+	draining  bool
+	inFlight  int64
 	// idle is closed once draining and no call is in flight.
 	idle chan struct{}
 
@@ -99,28 +117,58 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
 	}
+	startCtx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
 	s := &server{
-		cfg:    cfg,
-		pool:   newPool(workerSpec{python: cfg.Python, script: script, codeDir: codeDir, env: cfg.WorkerEnv, log: cfg.WorkerLog}, cfg.Workers),
-		status: statusStarting,
-		idle:   make(chan struct{}),
+		cfg:      cfg,
+		codeDir:  codeDir,
+		script:   script,
+		status:   statusStarting,
+		idle:     make(chan struct{}),
+		startCtx: startCtx,
+		started:  make(chan error, 1),
 		// Read once: a pod's limit does not change while it runs.
 		memoryLimit: memoryLimit(),
 		runs:        newRunHistogram(),
 	}
-	hs := &http.Server{
-		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       90 * time.Second,
+	spec, err := s.specialization(ln)
+	if err != nil {
+		ln.Close()
+		return err
 	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	var servers []*http.Server
+	served := make(chan error, 2)
+	serve := func(ln net.Listener, h http.Handler) {
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second}
+		servers = append(servers, hs)
+		go func() { served <- hs.Serve(ln) }()
+	}
+	serve(ln, s.routes())
+	if spec.ln != nil {
+		serve(spec.ln, s.specializeRoutes())
+	}
 	log.WithFields(log.Fields{"address": ln.Addr().String(), "codeDir": codeDir, "workers": cfg.Workers,
-		"timeout": cfg.Timeout, "pod": cfg.PodName}).Info("funcserver listening")
+		"timeout": cfg.Timeout, "pod": cfg.PodName, "generic": cfg.Generic}).Info("funcserver listening")
 
-	startCtx, cancelStart := context.WithCancel(ctx)
-	startErr := make(chan error, 1)
-	go func() { startErr <- s.start(startCtx, codeDir) }()
+	switch {
+	case !cfg.Generic:
+		s.fn.Store(s.serving(cfg.FuncName, cfg.Timeout, cfg.Workers, nil))
+	case spec.saved != nil:
+		// Specialised before a restart: it serves that function again.
+		if err := s.apply(spec.saved); err != nil {
+			return err
+		}
+		s.startDone = make(chan struct{})
+	default:
+		s.setStatus(statusGeneric)
+	}
+	if s.fn.Load() != nil {
+		s.starts.Add(1)
+		go func() {
+			defer s.starts.Done()
+			_ = s.runStart()
+		}()
+	}
 
 	var serveErr, failed error
 wait:
@@ -131,8 +179,7 @@ wait:
 			break wait
 		case serveErr = <-served:
 			break wait
-		case err := <-startErr:
-			startErr = nil
+		case err := <-s.started:
 			// A start cut short by the stop signal is no failure of the code:
 			// its cause would be the signal.
 			if err != nil && cfg.ExitOnFailure && ctx.Err() == nil {
@@ -143,18 +190,24 @@ wait:
 	}
 	s.beginDrain()
 	cancelStart()
-	if startErr != nil {
-		<-startErr
-	}
+	s.starts.Wait()
 	if serveErr == nil {
 		<-s.idle
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		if err := hs.Shutdown(shutdownCtx); err != nil {
-			hs.Close()
+		for _, hs := range servers {
+			if err := hs.Shutdown(shutdownCtx); err != nil {
+				hs.Close()
+			}
 		}
 		cancel()
+	} else {
+		for _, hs := range servers {
+			hs.Close()
+		}
 	}
-	s.pool.close()
+	if fn := s.fn.Load(); fn != nil {
+		fn.pool.close()
+	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
@@ -163,6 +216,20 @@ wait:
 	}
 	log.Info("funcserver stopped")
 	return nil
+}
+
+// serving is the function a server serves: its name, its call timeout and
+// its workers.
+type serving struct {
+	name    string
+	timeout time.Duration
+	pool    *pool
+}
+
+func (s *server) serving(name string, timeout time.Duration, workers int, env []string) *serving {
+	spec := workerSpec{python: s.cfg.Python, script: s.script, codeDir: s.codeDir,
+		env: append(slices.Clip(s.cfg.WorkerEnv), env...), log: s.cfg.WorkerLog}
+	return &serving{name: name, timeout: timeout, pool: newPool(spec, workers)}
 }
 
 // StartError is a function that cannot start: its preRun failed, its
@@ -197,11 +264,12 @@ func (s *server) start(ctx context.Context, codeDir string) error {
 		return s.fail(err)
 	}
 	s.setStatus(statusImporting)
-	if err := s.pool.start(ctx); err != nil {
+	fn := s.fn.Load()
+	if err := fn.pool.start(ctx); err != nil {
 		return s.fail(err)
 	}
 	s.setStatus(statusReady)
-	log.WithField("workers", s.cfg.Workers).Info("function imported, ready")
+	log.WithFields(log.Fields{"function": fn.name, "workers": fn.pool.size}).Info("function imported, ready")
 	return nil
 }
 
@@ -231,8 +299,11 @@ func (s *server) readiness() Readiness {
 	switch {
 	case draining:
 		return Readiness{Status: statusDraining, Reason: "shutting down: calls in flight finish, no new calls"}
+	case status == statusGeneric:
+		// Ready to be specialised; no calls until then (enter).
+		return Readiness{Ready: true, Status: statusGeneric}
 	case status == statusReady:
-		if _, err := s.pool.health(); err != nil {
+		if _, err := s.fn.Load().pool.health(); err != nil {
 			return Readiness{Status: statusRestarting, Reason: "no live worker, replacements fail: " + err.Error()}
 		}
 		return Readiness{Ready: true, Status: statusReady}
@@ -250,7 +321,7 @@ func (s *server) enter() (Readiness, bool) {
 	defer s.mu.Unlock()
 	// Admission and the drain flag change under one lock, so a call is
 	// either refused or waited for.
-	if !r.Ready || s.draining {
+	if !r.Ready || r.Status != statusReady || s.draining {
 		return r, false
 	}
 	s.inFlight++
@@ -350,6 +421,9 @@ func (s *server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 func (s *server) callTimeout(r *http.Request) (time.Duration, error) {
 	v := r.Header.Get(HeaderTimeout)
 	if v == "" {
+		if fn := s.fn.Load(); fn != nil {
+			return fn.timeout, nil
+		}
 		return s.cfg.Timeout, nil
 	}
 	secs, err := strconv.ParseFloat(v, 64)
@@ -362,8 +436,9 @@ func (s *server) callTimeout(r *http.Request) (time.Duration, error) {
 // call runs one call on a free worker; the timeout counts from arrival.
 func (s *server) call(ctx context.Context, in callInput, arrived time.Time, timeout time.Duration) Response {
 	deadline := arrived.Add(timeout)
+	pool := s.fn.Load().pool
 	for {
-		w, fail := s.acquire(ctx, arrived, deadline, timeout)
+		w, fail := s.acquire(ctx, pool, arrived, deadline, timeout)
 		if fail != nil {
 			return *fail
 		}
@@ -371,20 +446,20 @@ func (s *server) call(ctx context.Context, in callInput, arrived time.Time, time
 		// if the caller goes away: killing the worker would cost a re-import.
 		queueMs := time.Since(arrived).Milliseconds()
 		if rep, err := w.call(in, deadline); !errors.Is(err, errNotDelivered) {
-			defer s.pool.release(w)
+			defer pool.release(w)
 			return s.answer(w, rep, err, timeout, queueMs)
 		}
 		// It never ran: the next worker takes it, within the same deadline.
 		log.WithFields(log.Fields{"pid": w.pid, "status": w.waitErr}).Warn("idle worker exited, replacing it; the call goes to another")
-		s.pool.release(w)
+		pool.release(w)
 	}
 }
 
 // acquire takes a free worker by the call's deadline, or says why not.
-func (s *server) acquire(ctx context.Context, arrived, deadline time.Time, timeout time.Duration) (*worker, *Response) {
+func (s *server) acquire(ctx context.Context, pool *pool, arrived, deadline time.Time, timeout time.Duration) (*worker, *Response) {
 	qctx, cancel := context.WithDeadline(ctx, deadline)
 	s.queued.Add(1)
-	w, err := s.pool.acquire(qctx)
+	w, err := pool.acquire(qctx)
 	s.queued.Add(-1)
 	cancel()
 	if err == nil && time.Now().Before(deadline) {
@@ -393,7 +468,7 @@ func (s *server) acquire(ctx context.Context, arrived, deadline time.Time, timeo
 	if err == nil {
 		// A worker came free as the deadline passed: a write bound by it
 		// would fail at once and cost the worker.
-		s.pool.release(w)
+		pool.release(w)
 	}
 	queueMs := time.Since(arrived).Milliseconds()
 	if ctx.Err() != nil {
@@ -401,9 +476,9 @@ func (s *server) acquire(ctx context.Context, arrived, deadline time.Time, timeo
 		return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorUnavailable, Message: "the caller went away while the call waited for a worker"}}
 	}
 	s.timeouts.Add(1)
-	live, _ := s.pool.health()
+	live, _ := pool.health()
 	return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorTimeout,
-		Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d of at most %d workers live, none free)", timeout, live, s.cfg.Workers)}}
+		Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d of at most %d workers live, none free)", timeout, live, pool.size)}}
 }
 
 // answer is the response to a call w ran.
@@ -436,7 +511,12 @@ func (s *server) stats() Stats {
 	s.mu.Lock()
 	inFlight := s.inFlight
 	s.mu.Unlock()
-	live, _ := s.pool.health()
+	var live, size int
+	var starts int64
+	if fn := s.fn.Load(); fn != nil {
+		live, _ = fn.pool.health()
+		size, starts = fn.pool.size, fn.pool.starts.Load()
+	}
 	return Stats{
 		Calls:        s.calls.Load(),
 		Errors:       s.errors.Load(),
@@ -445,8 +525,8 @@ func (s *server) stats() Stats {
 		Rejected:     s.rejected.Load(),
 		InFlight:     inFlight,
 		Queued:       s.queued.Load(),
-		WorkerStarts: s.pool.starts.Load(),
-		Workers:      s.cfg.Workers,
+		WorkerStarts: starts,
+		Workers:      size,
 		LiveWorkers:  live,
 		Ready:        s.readiness().Ready,
 	}

@@ -39,7 +39,7 @@ func writeTerminationMessage(path string, err error) {
 
 func run() error {
 	var cfg funcserver.Config
-	var port, level, termLog string
+	var port, level, termLog, caFile string
 	env := &envErrs{}
 	flag.StringVar(&cfg.CodeDir, "code-dir", envOr("FUNC_CODE_DIR", funcserver.DefaultCodeDir), "directory holding function.py and preRun.sh (env FUNC_CODE_DIR)")
 	flag.StringVar(&cfg.Host, "host", envOr("HOST", funcserver.DefaultHost), "address to listen on (env HOST)")
@@ -49,6 +49,9 @@ func run() error {
 	flag.StringVar(&cfg.Python, "python", funcserver.DefaultPython, "python interpreter")
 	flag.StringVar(&cfg.Bash, "bash", funcserver.DefaultBash, "bash that runs preRun.sh")
 	flag.BoolVar(&cfg.ExitOnFailure, "exit-on-failure", true, "exit when preRun or the import fails, leaving the cause in --termination-log (false: stay up, not ready)")
+	flag.BoolVar(&cfg.Generic, "generic", os.Getenv("FUNC_GENERIC") == "true", "start with no function and serve the one a function runner hands it on --specialize-port (env FUNC_GENERIC=true); --code-dir must be writable")
+	flag.IntVar(&cfg.SpecializePort, "specialize-port", env.int("SPECIALIZE_PORT", "specialize-port", 0), "port of the TLS specialise endpoint of a --generic server, 0 for any free one (env SPECIALIZE_PORT)")
+	flag.StringVar(&caFile, "ca-file", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "the cluster CA, whose function runners alone may specialise a --generic server")
 	flag.StringVar(&termLog, "termination-log", "/dev/termination-log", "where the cause of a failed start is written, if the file exists (the pod's termination message)")
 	flags.LogLevel(flag.CommandLine, &level, envOr("LOG_LEVEL", "info"))
 	flag.Parse()
@@ -67,6 +70,11 @@ func run() error {
 		return fmt.Errorf("--port: not a number: %q", port)
 	}
 	cfg.Port = n
+	if cfg.Generic {
+		if cfg.CAPEM, err = os.ReadFile(caFile); err != nil {
+			return fmt.Errorf("--ca-file: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = funcserver.Run(ctx, cfg)

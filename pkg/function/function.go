@@ -172,16 +172,7 @@ func PodSpec(f *api.Func) api.PodSpec {
 	if python {
 		env = append(env, api.EnvVar{Name: "FUNC_CODE_DIR", Value: CodeDir})
 	}
-	env = append(env, api.EnvVar{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(timeout)})
-	if p := f.Spec.Plugins; p != nil && len(p.Pre)+len(p.Post) > 0 {
-		env = append(env, api.EnvVar{Name: EnvPluginsPre, Value: strings.Join(p.Pre, ",")},
-			api.EnvVar{Name: EnvPluginsPost, Value: strings.Join(p.Post, ",")})
-	}
-	if f.Spec.ContainerConcurrency != nil {
-		// One worker per concurrent call: the pod itself never runs more
-		// than containerConcurrency calls at once.
-		env = append(env, api.EnvVar{Name: "FUNC_WORKERS", Value: strconv.Itoa(*f.Spec.ContainerConcurrency)})
-	}
+	env = append(env, RuntimeEnv(f)[1:]...)
 	c := api.Container{
 		Name:  "funcserver",
 		Image: Runtime(&f.Spec),
@@ -200,6 +191,23 @@ func PodSpec(f *api.Func) api.PodSpec {
 	}
 	spec.Containers = []api.Container{c}
 	return spec
+}
+
+// RuntimeEnv is what the runtime is told of f besides its code: its name,
+// its call timeout, its plugins and its worker count.
+func RuntimeEnv(f *api.Func) []api.EnvVar {
+	env := []api.EnvVar{{Name: "FUNC_NAME", Value: f.Name},
+		{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(TimeoutSeconds(&f.Spec))}}
+	if p := f.Spec.Plugins; p != nil && len(p.Pre)+len(p.Post) > 0 {
+		env = append(env, api.EnvVar{Name: EnvPluginsPre, Value: strings.Join(p.Pre, ",")},
+			api.EnvVar{Name: EnvPluginsPost, Value: strings.Join(p.Post, ",")})
+	}
+	if f.Spec.ContainerConcurrency != nil {
+		// One worker per concurrent call: the pod itself never runs more
+		// than containerConcurrency calls at once.
+		env = append(env, api.EnvVar{Name: "FUNC_WORKERS", Value: strconv.Itoa(*f.Spec.ContainerConcurrency)})
+	}
+	return env
 }
 
 // PodTemplate is the template of a function's ReplicaSet.
