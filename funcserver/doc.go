@@ -47,6 +47,11 @@
 // deadline is killed and replaced by a fork, as is one that exits during a
 // call.
 //
+// A generic server (--generic) starts with no function and is handed one,
+// once, by a function runner on its TLS specialise port (specialize.go):
+// a warm runtime pod that serves a function without a pod of its own
+// being created for it.
+//
 // When Run's context ends (SIGTERM), /readyz and new calls answer 503, the
 // calls in flight finish (each bounded by its timeout), then Run returns.
 package funcserver

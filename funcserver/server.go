@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -136,6 +134,12 @@ func Run(ctx context.Context, cfg Config) error {
 		ln.Close()
 		return err
 	}
+	// The status is set before anything is served.
+	if err := s.begin(spec.saved); err != nil {
+		ln.Close()
+		spec.ln.Close()
+		return err
+	}
 	var servers []*http.Server
 	served := make(chan error, 2)
 	serve := func(ln net.Listener, h http.Handler) {
@@ -150,18 +154,6 @@ func Run(ctx context.Context, cfg Config) error {
 	log.WithFields(log.Fields{"address": ln.Addr().String(), "codeDir": codeDir, "workers": cfg.Workers,
 		"timeout": cfg.Timeout, "pod": cfg.PodName, "generic": cfg.Generic}).Info("funcserver listening")
 
-	switch {
-	case !cfg.Generic:
-		s.fn.Store(s.serving(cfg.FuncName, cfg.Timeout, cfg.Workers, nil))
-	case spec.saved != nil:
-		// Specialised before a restart: it serves that function again.
-		if err := s.apply(spec.saved); err != nil {
-			return err
-		}
-		s.startDone = make(chan struct{})
-	default:
-		s.setStatus(statusGeneric)
-	}
 	if s.fn.Load() != nil {
 		s.starts.Add(1)
 		go func() {
@@ -170,27 +162,61 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 
-	var serveErr, failed error
-wait:
+	serveErr, failed := s.wait(ctx, served)
+	s.beginDrain()
+	cancelStart()
+	s.starts.Wait()
+	s.shutdown(servers, serveErr)
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	if failed != nil {
+		return &StartError{Err: failed}
+	}
+	log.Info("funcserver stopped")
+	return nil
+}
+
+// begin sets what the server serves first: the function of its config, or,
+// generic, the one it was handed before a restart, or none yet.
+func (s *server) begin(saved *function.Specialization) error {
+	switch {
+	case !s.cfg.Generic:
+		s.fn.Store(s.serving(s.cfg.FuncName, s.cfg.Timeout, s.cfg.Workers, nil))
+	case saved != nil:
+		if err := s.apply(saved); err != nil {
+			return err
+		}
+		s.startDone = make(chan struct{})
+	default:
+		s.setStatus(statusGeneric)
+	}
+	return nil
+}
+
+// wait serves until ctx ends, a server fails, or the start fails with
+// ExitOnFailure.
+func (s *server) wait(ctx context.Context, served <-chan error) (serveErr, failed error) {
 	for {
 		select {
 		case <-ctx.Done():
 			log.Info("draining: no new calls, waiting for calls in flight")
-			break wait
-		case serveErr = <-served:
-			break wait
+			return nil, nil
+		case err := <-served:
+			return err, nil
 		case err := <-s.started:
 			// A start cut short by the stop signal is no failure of the code:
 			// its cause would be the signal.
-			if err != nil && cfg.ExitOnFailure && ctx.Err() == nil {
-				failed = err
-				break wait
+			if err != nil && s.cfg.ExitOnFailure && ctx.Err() == nil {
+				return nil, err
 			}
 		}
 	}
-	s.beginDrain()
-	cancelStart()
-	s.starts.Wait()
+}
+
+// shutdown waits for the calls in flight, closes the servers and stops
+// the workers.
+func (s *server) shutdown(servers []*http.Server, serveErr error) {
 	if serveErr == nil {
 		<-s.idle
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -208,14 +234,6 @@ wait:
 	if fn := s.fn.Load(); fn != nil {
 		fn.pool.close()
 	}
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", serveErr)
-	}
-	if failed != nil {
-		return &StartError{Err: failed}
-	}
-	log.Info("funcserver stopped")
-	return nil
 }
 
 // serving is the function a server serves: its name, its call timeout and
@@ -369,194 +387,6 @@ func (s *server) routes() http.Handler {
 	})
 	mux.HandleFunc("GET "+PathMetrics, s.handleMetrics)
 	return mux
-}
-
-func (s *server) handleInvoke(w http.ResponseWriter, r *http.Request) {
-	arrived := time.Now()
-	refuse := func(code int, typ, msg string) {
-		s.rejected.Add(1)
-		writeJSON(w, code, Response{Error: &Error{Type: typ, Message: msg}, Pod: s.cfg.PodName,
-			DurationMs: time.Since(arrived).Milliseconds()})
-	}
-	timeout, err := s.callTimeout(r)
-	if err != nil {
-		refuse(http.StatusBadRequest, ErrorBadRequest, err.Error())
-		return
-	}
-	ready, ok := s.enter()
-	if !ok {
-		refuse(http.StatusServiceUnavailable, ErrorUnavailable, "function not ready ("+ready.Status+"): "+ready.Reason)
-		return
-	}
-	defer s.leave()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			refuse(http.StatusRequestEntityTooLarge, ErrorTooLarge,
-				fmt.Sprintf("body: the argument is larger than %d bytes", s.cfg.MaxBodyBytes))
-			return
-		}
-		refuse(http.StatusBadRequest, ErrorBadRequest, "body: "+err.Error())
-		return
-	}
-
-	in, err := s.callInput(r, body)
-	if err != nil {
-		refuse(http.StatusBadRequest, ErrorBadRequest, err.Error())
-		return
-	}
-	resp := s.call(r.Context(), in, arrived, timeout)
-	resp.DurationMs = time.Since(arrived).Milliseconds()
-	resp.Pod = s.cfg.PodName
-	s.calls.Add(1)
-	if resp.Error != nil {
-		s.errors.Add(1)
-	}
-	log.WithFields(log.Fields{"durationMs": resp.DurationMs, "failed": resp.Error != nil}).Debug("call answered")
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// callTimeout is the server's timeout or the request's override.
-func (s *server) callTimeout(r *http.Request) (time.Duration, error) {
-	v := r.Header.Get(HeaderTimeout)
-	if v == "" {
-		if fn := s.fn.Load(); fn != nil {
-			return fn.timeout, nil
-		}
-		return s.cfg.Timeout, nil
-	}
-	secs, err := strconv.ParseFloat(v, 64)
-	if err != nil || secs <= 0 || math.IsInf(secs, 0) || math.IsNaN(secs) || secs > math.MaxInt64/float64(time.Second) {
-		return 0, fmt.Errorf("header %s: want a positive number of seconds, got %q", HeaderTimeout, v)
-	}
-	return time.Duration(secs * float64(time.Second)), nil
-}
-
-// call runs one call on a free worker; the timeout counts from arrival.
-func (s *server) call(ctx context.Context, in callInput, arrived time.Time, timeout time.Duration) Response {
-	deadline := arrived.Add(timeout)
-	pool := s.fn.Load().pool
-	for {
-		w, fail := s.acquire(ctx, pool, arrived, deadline, timeout)
-		if fail != nil {
-			return *fail
-		}
-		// Past this point the call runs to its answer or its deadline even
-		// if the caller goes away: killing the worker would cost a re-import.
-		queueMs := time.Since(arrived).Milliseconds()
-		if rep, err := w.call(in, deadline); !errors.Is(err, errNotDelivered) {
-			defer pool.release(w)
-			return s.answer(w, rep, err, timeout, queueMs)
-		}
-		// It never ran: the next worker takes it, within the same deadline.
-		log.WithFields(log.Fields{"pid": w.pid, "status": w.waitErr}).Warn("idle worker exited, replacing it; the call goes to another")
-		pool.release(w)
-	}
-}
-
-// acquire takes a free worker by the call's deadline, or says why not.
-func (s *server) acquire(ctx context.Context, pool *pool, arrived, deadline time.Time, timeout time.Duration) (*worker, *Response) {
-	qctx, cancel := context.WithDeadline(ctx, deadline)
-	s.queued.Add(1)
-	w, err := pool.acquire(qctx)
-	s.queued.Add(-1)
-	cancel()
-	if err == nil && time.Now().Before(deadline) {
-		return w, nil
-	}
-	if err == nil {
-		// A worker came free as the deadline passed: a write bound by it
-		// would fail at once and cost the worker.
-		pool.release(w)
-	}
-	queueMs := time.Since(arrived).Milliseconds()
-	if ctx.Err() != nil {
-		// The caller went away; nobody reads this answer.
-		return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorUnavailable, Message: "the caller went away while the call waited for a worker"}}
-	}
-	s.timeouts.Add(1)
-	live, _ := pool.health()
-	return nil, &Response{QueueMs: queueMs, Error: &Error{Type: ErrorTimeout,
-		Message: fmt.Sprintf("no worker became free within the call's timeout of %s (%d of at most %d workers live, none free)", timeout, live, pool.size)}}
-}
-
-// answer is the response to a call w ran.
-func (s *server) answer(w *worker, rep *reply, err error, timeout time.Duration, queueMs int64) Response {
-	resp := Response{HasCheck: w.hasCheck, QueueMs: queueMs}
-	var ce *callError
-	switch {
-	case err == nil:
-		resp.Result, resp.Check, resp.Output, resp.Error = rep.Result, rep.Check, rep.Output, rep.Error
-		resp.PluginErrors, resp.Spans = rep.PluginErrors, rep.Spans
-		if rep.Metrics != nil {
-			observeRun(s.runs, rep.Metrics.Outcome, rep.Metrics.Seconds)
-		}
-	case errors.Is(err, errCallTimeout):
-		s.timeouts.Add(1)
-		log.WithFields(log.Fields{"pid": w.pid, "timeout": timeout}).Warn("call timed out, worker killed")
-		resp.Error = &Error{Type: ErrorTimeout,
-			Message: fmt.Sprintf("the call did not finish within its timeout of %s; its worker was killed and is replaced", timeout)}
-	case errors.As(err, &ce):
-		s.workerExits.Add(1)
-		log.WithFields(log.Fields{"pid": w.pid, "status": w.waitErr}).Warn("worker exited during a call")
-		resp.Error = &ce.Err
-	default:
-		resp.Error = &Error{Type: ErrorWorkerExited, Message: err.Error()}
-	}
-	return resp
-}
-
-func (s *server) stats() Stats {
-	s.mu.Lock()
-	inFlight := s.inFlight
-	s.mu.Unlock()
-	var live, size int
-	var starts int64
-	if fn := s.fn.Load(); fn != nil {
-		live, _ = fn.pool.health()
-		size, starts = fn.pool.size, fn.pool.starts.Load()
-	}
-	return Stats{
-		Calls:        s.calls.Load(),
-		Errors:       s.errors.Load(),
-		Timeouts:     s.timeouts.Load(),
-		WorkerExits:  s.workerExits.Load(),
-		Rejected:     s.rejected.Load(),
-		InFlight:     inFlight,
-		Queued:       s.queued.Load(),
-		WorkerStarts: starts,
-		Workers:      size,
-		LiveWorkers:  live,
-		Ready:        s.readiness().Ready,
-	}
-}
-
-func (s *server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
-	st := s.stats()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	ready := 0
-	if st.Ready {
-		ready = 1
-	}
-	for _, m := range []struct {
-		name, kind, help string
-		v                int64
-	}{
-		{"funcserver_calls_total", "counter", "Calls answered.", st.Calls},
-		{"funcserver_call_errors_total", "counter", "Calls answered with an error.", st.Errors},
-		{"funcserver_call_timeouts_total", "counter", "Calls that timed out.", st.Timeouts},
-		{"funcserver_worker_exits_total", "counter", "Workers that exited during a call.", st.WorkerExits},
-		{"funcserver_rejected_total", "counter", "Requests refused before a call.", st.Rejected},
-		{"funcserver_worker_starts_total", "counter", "Workers that imported the function.", st.WorkerStarts},
-		{"funcserver_in_flight", "gauge", "Calls in flight.", st.InFlight},
-		{"funcserver_queued", "gauge", "Calls waiting for a free worker.", st.Queued},
-		{"funcserver_workers_live", "gauge", "Live workers.", int64(st.LiveWorkers)},
-		{"funcserver_ready", "gauge", "1 when ready for calls.", int64(ready)},
-	} {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.kind, m.name, m.v)
-	}
-	s.runs.Write(w)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -65,16 +65,26 @@ type zygoteMsg struct {
 // that fails is an *ImportError.
 func (z *zygote) fork(ctx context.Context) (*worker, error) {
 	z.mu.Lock()
-	zp, err := z.live(ctx)
-	if err != nil {
-		z.mu.Unlock()
-		return nil, err
+	var w *worker
+	var outR *os.File
+	for attempt := 0; ; attempt++ {
+		zp, err := z.live(ctx)
+		if err != nil {
+			z.mu.Unlock()
+			return nil, err
+		}
+		if w, outR, err = zp.fork(); err == nil {
+			break
+		}
+		// It died before its exit was seen (a worker may have killed
+		// it): once reaped, the next one is started.
+		zp.kill()
+		if attempt > 0 {
+			z.mu.Unlock()
+			return nil, err
+		}
 	}
-	w, outR, err := zp.fork()
 	z.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
 	go w.read(outR)
 	return w.awaitHello(ctx)
 }
