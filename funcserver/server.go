@@ -69,10 +69,12 @@ type server struct {
 	spec      *function.Specialization
 	startDone chan struct{}
 	startErr  error
-	status    string
-	reason    string
-	draining  bool
-	inFlight  int64
+	// warm is a generic server's zygote, started before its function.
+	warm     *zygoteProc
+	status   string
+	reason   string
+	draining bool
+	inFlight int64
 	// idle is closed once draining and no call is in flight.
 	idle chan struct{}
 
@@ -189,7 +191,11 @@ func (s *server) begin(saved *function.Specialization) error {
 		}
 		s.startDone = make(chan struct{})
 	default:
-		s.setStatus(statusGeneric)
+		s.starts.Add(1)
+		go func() {
+			defer s.starts.Done()
+			s.prewarm()
+		}()
 	}
 	return nil
 }
@@ -234,6 +240,13 @@ func (s *server) shutdown(servers []*http.Server, serveErr error) {
 	if fn := s.fn.Load(); fn != nil {
 		fn.pool.close()
 	}
+	s.mu.Lock()
+	warm := s.warm
+	s.warm = nil
+	s.mu.Unlock()
+	if warm != nil {
+		warm.kill()
+	}
 }
 
 // serving is the function a server serves: its name, its call timeout and
@@ -245,9 +258,43 @@ type serving struct {
 }
 
 func (s *server) serving(name string, timeout time.Duration, workers int, env []string) *serving {
-	spec := workerSpec{python: s.cfg.Python, script: s.script, codeDir: s.codeDir,
+	p := newPool(s.workerSpec(env), workers)
+	s.mu.Lock()
+	warm := s.warm
+	s.warm = nil
+	s.mu.Unlock()
+	if warm != nil {
+		p.zyg.adopt(warm)
+	}
+	return &serving{name: name, timeout: timeout, pool: p}
+}
+
+func (s *server) workerSpec(env []string) workerSpec {
+	return workerSpec{python: s.cfg.Python, script: s.script, codeDir: s.codeDir,
 		env: append(slices.Clip(s.cfg.WorkerEnv), env...), log: s.cfg.WorkerLog}
-	return &serving{name: name, timeout: timeout, pool: newPool(spec, workers)}
+}
+
+// prewarm starts the zygote a generic server's function will be forked
+// from, before it is handed one; it says "generic" (ready to be
+// specialised) once that is done, or failed: a specialisation without a
+// warm zygote starts one, as a function's own pod does.
+func (s *server) prewarm() {
+	zp, err := prestart(s.startCtx, s.workerSpec(nil))
+	if err != nil && s.startCtx.Err() == nil {
+		log.WithError(err).Error("generic: the warm zygote did not start; a specialisation starts one")
+	}
+	s.mu.Lock()
+	if s.spec == nil && !s.draining && zp != nil {
+		s.warm, zp = zp, nil
+	}
+	if s.spec == nil && s.status == statusStarting {
+		s.status = statusGeneric
+	}
+	s.mu.Unlock()
+	if zp != nil {
+		// Specialised meanwhile (without it) or stopping.
+		zp.kill()
+	}
 }
 
 // StartError is a function that cannot start: its preRun failed, its

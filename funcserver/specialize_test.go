@@ -7,7 +7,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,7 @@ type testCA struct {
 	runner, nodeCert tls.Certificate
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"), "test-ca")
@@ -106,6 +108,7 @@ const plainCode = "def run(arg):\n    return 'hello ' + arg\n"
 
 func TestSpecialize(t *testing.T) {
 	g := startGeneric(t, newTestCA(t), "", nil)
+	g.waitStatus(func(r Readiness) bool { return r.Status != statusStarting })
 	if code, r := g.readiness(); code != http.StatusOK || r.Status != statusGeneric {
 		t.Fatalf("a generic server's readiness: %d %+v, want 200 %s", code, r, statusGeneric)
 	}
@@ -217,4 +220,48 @@ func TestSpecializeBrokenCode(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("Run did not end after the failed start")
 	}
+}
+
+// A generic server forks its function's workers from the zygote it
+// started before it was handed the function: no interpreter is started
+// on the call's path.
+func TestSpecializeUsesWarmZygote(t *testing.T) {
+	ca := newTestCA(t)
+	g := startGeneric(t, ca, "", nil)
+	g.waitStatus(func(r Readiness) bool { return r.Status == statusGeneric })
+	before := pythonChildren(t)
+	if len(before) == 0 {
+		t.Fatal("no warm zygote runs")
+	}
+	sp := plainSpec("import os\n\ndef run(arg):\n    return str(os.getppid())\n")
+	if code, body, err := g.specialize(&ca.runner, sp); err != nil || code != http.StatusOK {
+		t.Fatalf("specialise: %d %s %v", code, body, err)
+	}
+	zygote := g.invokeOK("x")
+	if !before[zygote] {
+		t.Fatalf("the worker's parent %s is no zygote started before the specialisation (%v)", zygote, before)
+	}
+}
+
+// pythonChildren are the pids of this process's children.
+func pythonChildren(t *testing.T) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := strconv.Itoa(os.Getpid())
+	out := map[string]bool{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, not ")".
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == me {
+			out[e.Name()] = true
+		}
+	}
+	return out
 }

@@ -2,7 +2,8 @@
 forks the workers that serve calls (see Zygote).
 
 Started by funcserver as `python3 -u worker.py CODE_DIR` with its control
-socket at fd 3. Protocol of each worker, on its own pipes, and of the
+socket at fd 3; with --generic it first says {"type": "generic"} and
+waits for {"op": "load", "env": {...}} before it imports the function. Protocol of each worker, on its own pipes, and of the
 zygote's hello: one JSON object per line in each direction.
 
   worker -> server, once:  {"type": "ready", "hasCheck": bool, "pid": int}
@@ -416,7 +417,7 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
-    def loop(self):
+    def loop(self, buf=b""):
         import select
         import socket
 
@@ -425,7 +426,6 @@ class Zygote:
         import gc
 
         gc.freeze()
-        buf = b""
         while True:
             readable, _, _ = select.select([self.ctrl, self.wake_r], [], [])
             if self.wake_r in readable:
@@ -545,13 +545,25 @@ def main():
     ctrl = socket.socket(fileno=3)
     os.set_inheritable(ctrl.fileno(), False)
     routers, pod_log = setup(code_dir)
+    buf = b""
+    if "--generic" in sys.argv[2:]:
+        # A warm zygote: the runtime is imported; the function is not
+        # there yet. It is loaded when told, with the env it comes with.
+        ctrl.sendall(json.dumps({"type": "generic", "pid": os.getpid()}).encode("utf-8") + b"\n")
+        while b"\n" not in buf:
+            data = ctrl.recv(65536)
+            if not data:
+                return 0
+            buf += data
+        line, buf = buf.split(b"\n", 1)
+        os.environ.update(json.loads(line).get("env") or {})
     fn, err = load_function(code_dir)
     if err is not None:
         ctrl.sendall(json.dumps({"type": "importError", "error": err}).encode("utf-8") + b"\n")
         return 1
     z = Zygote(ctrl, code_dir, fn, routers, pod_log)
     z.send({"type": "ready", "hasCheck": fn[1] is not None, "pid": os.getpid()})
-    return z.loop()
+    return z.loop(buf)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,7 +40,9 @@ type zygote struct {
 type zygoteProc struct {
 	cmd  *exec.Cmd
 	conn *net.UnixConn
-	wmu  sync.Mutex // one message at a time on conn
+	// generic: started warm, the function not loaded yet.
+	generic bool
+	wmu     sync.Mutex // one message at a time on conn
 
 	hello  chan []byte
 	forked chan int
@@ -89,22 +92,49 @@ func (z *zygote) fork(ctx context.Context) (*worker, error) {
 	return w.awaitHello(ctx)
 }
 
-// live returns the running zygote, or starts one; z.mu is held.
+// live returns the running zygote, or starts one; z.mu is held. A warm
+// one (adopt) loads the function first.
 func (z *zygote) live(ctx context.Context) (*zygoteProc, error) {
 	if z.cur != nil {
 		select {
 		case <-z.cur.exited:
 			log.WithField("status", z.cur.waitErr).Warn("the zygote exited; starting another")
 		default:
-			return z.cur, nil
+			if !z.cur.generic {
+				return z.cur, nil
+			}
+			err := z.cur.load(ctx, z.spec.env)
+			var ie *ImportError
+			if err == nil || errors.As(err, &ie) || ctx.Err() != nil {
+				if err != nil {
+					z.cur = nil
+				}
+				return z.cur, err
+			}
+			log.WithError(err).Warn("the warm zygote failed; starting another")
 		}
 	}
-	zp, err := startZygote(ctx, z.spec)
+	zp, err := startZygote(ctx, z.spec, false)
 	if err != nil {
 		return nil, err
 	}
 	z.cur = zp
 	return zp, nil
+}
+
+// adopt makes a warm zygote (prestart) the one to fork from; it loads the
+// function on the first fork.
+func (z *zygote) adopt(zp *zygoteProc) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.cur = zp
+}
+
+// prestart starts a warm zygote: the interpreter and the runtime
+// imported, no function yet (worker.py's --generic), so that a generic
+// server's specialisation costs the function's import and a fork.
+func prestart(ctx context.Context, spec workerSpec) (*zygoteProc, error) {
+	return startZygote(ctx, spec, true)
 }
 
 // close ends the zygote: told its input ended, it exits, and any worker
@@ -126,8 +156,9 @@ func (z *zygote) close() {
 	}
 }
 
-// startZygote starts a zygote and waits until it imported the function.
-func startZygote(ctx context.Context, spec workerSpec) (*zygoteProc, error) {
+// startZygote starts a zygote and waits until it imported the function,
+// or, generic, until it is ready to.
+func startZygote(ctx context.Context, spec workerSpec, generic bool) (*zygoteProc, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("zygote control socket: %w", err)
@@ -140,7 +171,11 @@ func startZygote(ctx context.Context, spec workerSpec) (*zygoteProc, error) {
 		return nil, fmt.Errorf("zygote control socket: %w", err)
 	}
 	conn := fc.(*net.UnixConn)
-	cmd := exec.Command(spec.python, "-u", spec.script, spec.codeDir)
+	args := []string{"-u", spec.script, spec.codeDir}
+	if generic {
+		args = append(args, "--generic")
+	}
+	cmd := exec.Command(spec.python, args...)
 	cmd.Dir = spec.codeDir
 	if len(spec.env) > 0 {
 		cmd.Env = append(os.Environ(), spec.env...)
@@ -161,34 +196,62 @@ func startZygote(ctx context.Context, spec workerSpec) (*zygoteProc, error) {
 		return nil, fmt.Errorf("start %s: %w", spec.python, err)
 	}
 	zp := &zygoteProc{cmd: cmd, conn: conn, hello: make(chan []byte, 1), forked: make(chan int, 1),
-		exited: make(chan struct{}), workers: map[int]*worker{}}
+		exited: make(chan struct{}), workers: map[int]*worker{}, generic: generic}
 	go zp.read()
+	if err := zp.awaitHello(ctx); err != nil {
+		return nil, err
+	}
+	return zp, nil
+}
 
+// load has a warm zygote import the function, with env ("KEY=VALUE")
+// added to its environment.
+func (zp *zygoteProc) load(ctx context.Context, env []string) error {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	if err := zp.send(map[string]any{"op": "load", "env": m}); err != nil {
+		return fmt.Errorf("load the function in the warm zygote: %w", err)
+	}
+	zp.generic = false
+	return zp.awaitHello(ctx)
+}
+
+// awaitHello waits for the zygote's hello: "generic" when it was started
+// so, else "ready" once the function was imported; an import that failed
+// is an *ImportError, and the zygote is then gone.
+func (zp *zygoteProc) awaitHello(ctx context.Context) error {
+	want := "ready"
+	if zp.generic {
+		want = "generic"
+	}
 	select {
 	case line := <-zp.hello:
 		var h hello
 		if err := json.Unmarshal(line, &h); err != nil {
 			zp.kill()
-			return nil, fmt.Errorf("the zygote sent a bad hello %.200q: %w", line, err)
+			return fmt.Errorf("the zygote sent a bad hello %.200q: %w", line, err)
 		}
 		switch h.Type {
-		case "ready":
-			return zp, nil
+		case want:
+			return nil
 		case "importError":
 			zp.kill()
 			if h.Error == nil {
 				h.Error = &Error{Message: "unknown import error", Type: "ImportError"}
 			}
-			return nil, &ImportError{Err: *h.Error}
+			return &ImportError{Err: *h.Error}
 		default:
 			zp.kill()
-			return nil, fmt.Errorf("the zygote sent a hello of type %q", h.Type)
+			return fmt.Errorf("the zygote sent a hello of type %q, want %q", h.Type, want)
 		}
 	case <-zp.exited:
-		return nil, fmt.Errorf("worker exited while importing function.py: %v", zp.waitErr)
+		return fmt.Errorf("worker exited while importing function.py: %v", zp.waitErr)
 	case <-ctx.Done():
 		zp.kill()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -203,18 +266,16 @@ func (zp *zygoteProc) kill() {
 // tells every worker it forked.
 func (zp *zygoteProc) read() {
 	br := bufio.NewReader(zp.conn)
-	first := true
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
 			break
 		}
-		if first {
-			first = false
+		var m zygoteMsg
+		if json.Unmarshal(line, &m) == nil && (m.Type == "generic" || m.Type == "ready" || m.Type == "importError") {
 			zp.hello <- line
 			continue
 		}
-		var m zygoteMsg
 		if err := json.Unmarshal(line, &m); err != nil {
 			log.WithError(err).Errorf("the zygote sent a bad message %.200q; ending it", line)
 			_ = killGroup(zp.cmd.Process.Pid)
