@@ -73,6 +73,7 @@ func idlePod(name string) *api.Pod {
 // and under a burst of calls the function's replica count changes on the
 // page without a reload.
 func TestDashboardInChromium(t *testing.T) {
+	t.Parallel()
 	s := clusterWith(t, "dash-1", "127.0.0.97", nil, nil)
 	dashboardWorkloads(t, s)
 	b := framework.StartBrowser(t)

@@ -121,6 +121,7 @@ func trySyncInvoke(s *framework.APIServer, fn, arg string, within time.Duration)
 }
 
 func TestE2EFunctionsOnContainerd(t *testing.T) {
+	t.Parallel()
 	s := cluster(t)
 	ctx := context.Background()
 	funcTemplate(t, s, "append_world", "def run(arg):\n    print('got', arg)\n    return arg + ' world'\n", "RETURN", "RETURN",
@@ -193,6 +194,7 @@ func TestE2EFunctionsOnContainerd(t *testing.T) {
 }
 
 func TestE2EFunctionV1FreshPodPerStep(t *testing.T) {
+	t.Parallel()
 	s := cluster(t)
 	ctx := context.Background()
 	body := `{"apiVersion":"v1","kind":"Func","metadata":{"name":"once"},"spec":{"name":"once","function":"` +

@@ -17,6 +17,7 @@ import (
 // a failing pre plugin fails the call naming it, and the run in the pod
 // is a span under its step's.
 func TestE2EPluginsOnContainerd(t *testing.T) {
+	t.Parallel()
 	s := cluster(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {

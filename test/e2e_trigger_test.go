@@ -24,6 +24,7 @@ import (
 // queue subject), and each call reaches the function with the metadata of
 // its trigger, which the function reads back.
 func TestE2ETriggersWakeFromZero(t *testing.T) {
+	t.Parallel()
 	nq := startNATS(t)
 	gw := framework.FreeAddr(t)
 	s := clusterWith(t, "node-trig", "127.0.0.23", nil, func(c *funcrunner.Config) { c.GatewayAddress, c.NATSURL = gw, nq.URL })

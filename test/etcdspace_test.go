@@ -35,6 +35,7 @@ func getBody(t *testing.T, url string) (int, string) {
 // the objects are deleted the apiserver compacts, defragments and disarms
 // the alarm on its own: writes come back within a minute.
 func TestEtcdFullRecovers(t *testing.T) {
+	t.Parallel()
 	const quota = 16 << 20
 	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.EtcdQuotaBytes = quota })
 	ctx := context.Background()

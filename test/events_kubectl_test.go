@@ -17,6 +17,7 @@ import (
 // `mkctl describe` show under the object, and `kubectl get events` lists;
 // a crashing container's back-offs fold into one event whose count grows.
 func TestEventsInDescribe(t *testing.T) {
+	t.Parallel()
 	cl := framework.StartCluster(t, controller.Config{}, "evnode", 1, 80)
 	s := cl.APIServer
 	cl.Containerd.ImportPythonRuntime(t)

@@ -253,6 +253,7 @@ func TestFuncFailuresAreAnswers(t *testing.T) {
 }
 
 func TestFuncColdStartManyCalls(t *testing.T) {
+	t.Parallel()
 	s := framework.StartAPIServer(t)
 	framework.StartFuncRunner(t, s)
 	logFile := filepath.Join(t.TempDir(), "calls.log")

@@ -30,6 +30,7 @@ import (
 // Service address and at its pod's, and a call through the apiserver (its
 // runner on node 1) works.
 func TestFunctionPodsServeThePlatformOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)

@@ -189,6 +189,7 @@ func TestTrickledBodyCutOff(t *testing.T) {
 // watcher that does not read is cut off, not buffered without bound: it
 // resumes from the last version it got and misses nothing.
 func TestWatchLimits(t *testing.T) {
+	t.Parallel()
 	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.MaxWatchesPerClient = 3 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

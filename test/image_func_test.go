@@ -27,6 +27,7 @@ func imageCluster(t *testing.T) *framework.APIServer {
 // zero pods when idle and the next call starts it from zero; a v1 image
 // function runs in a fresh pod.
 func TestImageFuncChainsWithPython(t *testing.T) {
+	t.Parallel()
 	s := imageCluster(t)
 	ctx := context.Background()
 	pods := func(fn string) []*api.Pod {

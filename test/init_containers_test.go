@@ -64,6 +64,7 @@ spec:
 // emptyDir by subPath, and one named by its pod (subPathExpr); a subPath through a symlink out of the volume is
 // refused. A label added later reaches the downwardAPI file.
 func TestInitContainersAndDownwardAPI(t *testing.T) {
+	t.Parallel()
 	as := applyOnNode(t, "node-i", "127.0.0.31", initPod, nil, "pod/init created")
 	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, as, want, args...) }
 

@@ -29,6 +29,7 @@ func pythonJob(name, script string, completions, parallelism, backoffLimit int32
 // backoffLimit, Failed with the reason, and so does one whose container
 // restarts in its pod (OnFailure); kubectl get jobs shows them.
 func TestJobs(t *testing.T) {
+	t.Parallel()
 	cl := framework.StartCluster(t, controller.Config{}, "job", 2, 88)
 	cl.Containerd.ImportPythonRuntime(t)
 	s := cl.APIServer

@@ -29,6 +29,7 @@ import (
 // kubelet on real containerd: output on stdout and stderr apart, the exit
 // code passed on, stdin to its end.
 func TestKubectlExec(t *testing.T) {
+	t.Parallel()
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	as := framework.StartAPIServer(t)

@@ -18,6 +18,7 @@ import (
 // node's network (this kubelet's pods share it) is the node's resolver;
 // spec.hostname names the pod's host, and hostAliases add to its hosts.
 func TestKubectlRunAndPodDNS(t *testing.T) {
+	t.Parallel()
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	as := framework.StartAPIServer(t)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestKubeletRestartAdoptsAndCleansUp(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, "node-k", "127.0.0.15")
 	ctx := context.Background()
 	for _, name := range []string{"keep", "gone", "marked"} {
@@ -82,6 +83,7 @@ func TestKubeletRestartAdoptsAndCleansUp(t *testing.T) {
 // view) running; kubelet a comes back, removes its orphan and adopts the
 // pod it still has.
 func TestKubeletsShareOneContainerd(t *testing.T) {
+	t.Parallel()
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	as := framework.StartAPIServer(t)

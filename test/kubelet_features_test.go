@@ -15,6 +15,7 @@ import (
 )
 
 func TestKubeletVolumesLogsProbesAndGrace(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, "node-f", "127.0.0.18")
 	ctx := context.Background()
 

@@ -25,6 +25,7 @@ func mk(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestMkctlImageAndLogs(t *testing.T) {
+	t.Parallel()
 	ctd := containerdtest.StartContainerd(t)
 	// Build (or take from the cache) the archive and import it with mkctl.
 	ctx := context.Background()

@@ -64,6 +64,7 @@ while True:
 // token it is the service account to the API: forbidden until a binding
 // gives the account the view role.
 func TestPodSecretsAndServiceAccountToken(t *testing.T) {
+	t.Parallel()
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportPythonRuntime(t)
 	s := framework.StartSecureAPIServer(t, "")

@@ -155,6 +155,7 @@ func nodeContainers(t *testing.T, rt *containerd.Runtime, nodeName string) []con
 }
 
 func TestKubeletRegistersNodeWithHeartbeat(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, "node-hb", "127.0.0.21")
 	var node *api.Node
 	deadline := time.Now().Add(30 * time.Second)
@@ -351,6 +352,7 @@ func TestKubeletRestartPolicies(t *testing.T) {
 }
 
 func TestKubeletMissingImageAndOOM(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, "node-i", "127.0.0.14")
 	ctx := context.Background()
 

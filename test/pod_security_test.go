@@ -77,6 +77,7 @@ spec:
 // from starting and says why; and what minik8s does not do is refused
 // naming the field.
 func TestPodSecurityContext(t *testing.T) {
+	t.Parallel()
 	as := applyOnNode(t, "node-s", "127.0.0.29", securityPod, nil, "pod/sec created")
 	run := func(want string, args ...string) string { t.Helper(); return mustKubectl(t, as, want, args...) }
 

@@ -23,6 +23,7 @@ import (
 // 2 the Service's cluster IP answers every request once its Endpoints and
 // node 2's rules no longer name the dead node's pods.
 func TestNodeFailureWithOwnNetwork(t *testing.T) {
+	t.Parallel()
 	u := framework.StartUnderlay(t, 3)
 	s := u.StartAPIServer(t, nil)
 	ctd := containerdtest.StartContainerd(t)

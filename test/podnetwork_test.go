@@ -188,6 +188,7 @@ sys.exit(0 if ok else 1)
 // in full and as the search path completes it; it cannot connect to what
 // listens on its node's loopback.
 func TestPodsAcrossNodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	u := framework.StartUnderlay(t, 3)
 	s := u.StartAPIServer(t, nil)

@@ -159,6 +159,7 @@ func mustJSON(v any) string {
 // itself, the only privileged pods that appear are those of the admin's
 // objects. Server-side apply, creating and updating, is refused alike.
 func TestPrivilegedTemplatesRefused(t *testing.T) {
+	t.Parallel()
 	s := framework.StartSecureAPIServer(t, templateTokens)
 	rbacObject(t, s, "/namespaces/default/rolebindings", binding("RoleBinding", "default", "team-a-edit", "ClusterRole", "edit",
 		api.Subject{Kind: api.GroupKind, APIGroup: api.RBACGroup, Name: "team-a"}))

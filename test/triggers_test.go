@@ -206,6 +206,7 @@ func TestHTTPTrigger(t *testing.T) {
 // missed late: every tick between the trigger's creation and its last
 // fire is called exactly once.
 func TestScheduleTrigger(t *testing.T) {
+	t.Parallel()
 	s := framework.StartAPIServer(t)
 	runners := []*framework.FuncRunner{framework.StartFuncRunner(t, s), framework.StartFuncRunner(t, s)}
 	code := "def run(arg):\n    return 'tick ' + arg\n"

@@ -108,6 +108,7 @@ func cutOffs(t *testing.T, s *framework.APIServer) int {
 // both pkg/client's watch and client-go's informer resume from the last
 // version they got: every change arrives, once, in order.
 func TestWatchCutOffResumes(t *testing.T) {
+	t.Parallel()
 	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) {
 		c.MaxWatchBytes, c.MaxWatchBytesPerClient = 256<<10, 256<<10
 	})
