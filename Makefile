@@ -19,9 +19,10 @@ build:
 # The tests: unit tests beside the code, integration and end-to-end tests
 # in test/, all against real etcd (embedded) and, where needed, a containerd
 # the tests start themselves. MINIK8S_E2E=1 makes a missing containerd a
-# failure instead of a skip.
+# failure instead of a skip. Most of test/'s parallel tests wait on
+# clusters of their own more than they compute: three run at once.
 test: build
-	MINIK8S_E2E=1 $(GO) test -race -count=1 -timeout 45m ./...
+	MINIK8S_E2E=1 $(GO) test -race -count=1 -parallel 3 -timeout 45m ./...
 
 unit:
 	$(GO) test -count=1 ./pkg/... ./apiserver/...
