@@ -103,24 +103,38 @@ func (w *worker) awaitHello(ctx context.Context) (*worker, error) {
 			w.kill()
 			return nil, fmt.Errorf("worker exited before it served: %v", w.waitErr)
 		}
-		var h hello
-		err := json.Unmarshal(line, &h)
-		switch {
-		case err == nil && h.Type == "ready":
-			w.hasCheck = h.HasCheck
-			return w, nil
-		case err == nil && h.Type == "importError" && h.Error != nil:
-			// A worker that imports the function itself (worker.py's
-			// --serve) failed to.
+		// A worker that imports the function itself (worker.py's --serve)
+		// may fail to.
+		h, err := readHello(line, "the worker", "ready")
+		if err != nil {
 			w.kill()
-			return nil, &ImportError{Err: *h.Error}
+			return nil, err
 		}
-		w.kill()
-		return nil, fmt.Errorf("worker sent a bad hello %.200q", line)
+		w.hasCheck = h.HasCheck
+		return w, nil
 	case <-ctx.Done():
 		w.kill()
 		return nil, ctx.Err()
 	}
+}
+
+// readHello reads the first line of a zygote or a worker: a hello of
+// type want, or an *ImportError when it could not import the function.
+func readHello(line []byte, who, want string) (hello, error) {
+	var h hello
+	if err := json.Unmarshal(line, &h); err != nil {
+		return h, fmt.Errorf("%s sent a bad hello %.200q: %w", who, line, err)
+	}
+	switch h.Type {
+	case want:
+		return h, nil
+	case "importError":
+		if h.Error == nil {
+			h.Error = &Error{Message: "unknown import error", Type: "ImportError"}
+		}
+		return h, &ImportError{Err: *h.Error}
+	}
+	return h, fmt.Errorf("%s sent a hello of type %q, want %q", who, h.Type, want)
 }
 
 // exit records the worker's end; only the first call counts.

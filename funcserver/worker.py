@@ -355,9 +355,14 @@ def load_function(code_dir):
     return (run, check, plugins), None
 
 
+def encode_line(msg):
+    """A protocol message as it travels: one JSON object on a line."""
+    return json.dumps(msg).encode("utf-8") + b"\n"
+
+
 def line_writer(f):
     def send(msg):
-        f.write(json.dumps(msg).encode("utf-8") + b"\n")
+        f.write(encode_line(msg))
         f.flush()
 
     return send
@@ -404,7 +409,7 @@ class Zygote:
         self.threaded = threading is not None and threading.active_count() > 1
         if self.threaded:
             print("function.py started threads at import: each worker imports it anew", file=sys.__stderr__, flush=True)
-        self.send = lambda msg: ctrl.sendall(json.dumps(msg).encode("utf-8") + b"\n")
+        self.send = lambda msg: ctrl.sendall(encode_line(msg))
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.signal = signal
         self.pid = os.getpid()
@@ -549,7 +554,7 @@ def main():
     if "--generic" in sys.argv[2:]:
         # A warm zygote: the runtime is imported; the function is not
         # there yet. It is loaded when told, with the env it comes with.
-        ctrl.sendall(json.dumps({"type": "generic", "pid": os.getpid()}).encode("utf-8") + b"\n")
+        ctrl.sendall(encode_line({"type": "generic", "pid": os.getpid()}))
         while b"\n" not in buf:
             data = ctrl.recv(65536)
             if not data:
@@ -559,7 +564,7 @@ def main():
         os.environ.update(json.loads(line).get("env") or {})
     fn, err = load_function(code_dir)
     if err is not None:
-        ctrl.sendall(json.dumps({"type": "importError", "error": err}).encode("utf-8") + b"\n")
+        ctrl.sendall(encode_line({"type": "importError", "error": err}))
         return 1
     z = Zygote(ctrl, code_dir, fn, routers, pod_log)
     z.send({"type": "ready", "hasCheck": fn[1] is not None, "pid": os.getpid()})

@@ -229,24 +229,11 @@ func (zp *zygoteProc) awaitHello(ctx context.Context) error {
 	}
 	select {
 	case line := <-zp.hello:
-		var h hello
-		if err := json.Unmarshal(line, &h); err != nil {
+		if _, err := readHello(line, "the zygote", want); err != nil {
 			zp.kill()
-			return fmt.Errorf("the zygote sent a bad hello %.200q: %w", line, err)
+			return err
 		}
-		switch h.Type {
-		case want:
-			return nil
-		case "importError":
-			zp.kill()
-			if h.Error == nil {
-				h.Error = &Error{Message: "unknown import error", Type: "ImportError"}
-			}
-			return &ImportError{Err: *h.Error}
-		default:
-			zp.kill()
-			return fmt.Errorf("the zygote sent a hello of type %q, want %q", h.Type, want)
-		}
+		return nil
 	case <-zp.exited:
 		return fmt.Errorf("worker exited while importing function.py: %v", zp.waitErr)
 	case <-ctx.Done():
@@ -272,13 +259,13 @@ func (zp *zygoteProc) read() {
 			break
 		}
 		var m zygoteMsg
-		if json.Unmarshal(line, &m) == nil && (m.Type == "generic" || m.Type == "ready" || m.Type == "importError") {
-			zp.hello <- line
-			continue
-		}
 		if err := json.Unmarshal(line, &m); err != nil {
 			log.WithError(err).Errorf("the zygote sent a bad message %.200q; ending it", line)
 			_ = killGroup(zp.cmd.Process.Pid)
+			continue
+		}
+		if m.Type == "generic" || m.Type == "ready" || m.Type == "importError" {
+			zp.hello <- line
 			continue
 		}
 		zp.handle(m)
