@@ -58,6 +58,8 @@ type Config struct {
 	// FuncInstanceBudget is how many finished call records are kept
 	// (funcinstancegc.DefaultBudget).
 	FuncInstanceBudget int
+	// WarmPoolSize: see controller.Config.
+	WarmPoolSize int
 	// FuncRunners is how many function runners run in this process; 0
 	// leaves function calls to runners started apart (bin/funcrunner).
 	FuncRunners int

@@ -92,7 +92,8 @@ func runComponents(ctx context.Context, cancel context.CancelFunc, cfg Config, c
 	}
 	run("controller manager", func(ctx context.Context) error {
 		return controller.Run(ctx, controller.Config{Client: clients.controllers,
-			FuncScaleInterval: cfg.FuncScaleInterval, FuncIdleWindow: cfg.FuncIdleWindow, FuncInstanceBudget: cfg.FuncInstanceBudget})
+			FuncScaleInterval: cfg.FuncScaleInterval, FuncIdleWindow: cfg.FuncIdleWindow, FuncInstanceBudget: cfg.FuncInstanceBudget,
+			WarmPoolSize: cfg.WarmPoolSize})
 	})
 	run("scheduler", func(ctx context.Context) error {
 		return scheduler.Run(ctx, scheduler.Config{Client: clients.scheduler, Policy: cfg.SchedulerPolicy})

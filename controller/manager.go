@@ -27,6 +27,7 @@ import (
 	"minik8s/controller/nodelifecycle"
 	"minik8s/controller/podautoscaler"
 	"minik8s/controller/replicaset"
+	"minik8s/controller/warmpool"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
@@ -56,6 +57,10 @@ type Config struct {
 	// FuncInstanceBudget is how many finished call records (FuncInstances)
 	// are kept across the cluster; older ones are deleted (default 10000).
 	FuncInstanceBudget int
+	// WarmPoolSize is how many warm generic function pods are kept per
+	// runtime, namespace with Python functions and node (0: none; the
+	// commands default to warmpool.DefaultSize).
+	WarmPoolSize int
 }
 
 // Context is what a controller is built from.
@@ -94,6 +99,7 @@ var Controllers = []struct {
 		return functions.New(c.Client, c.Informers,
 			functions.Config{ScaleInterval: c.Config.FuncScaleInterval, IdleWindow: c.Config.FuncIdleWindow, Events: c.Events})
 	}},
+	{warmpool.Name, func(c *Context) Runner { return warmpool.New(c.Client, c.Informers, c.Config.WarmPoolSize) }},
 	// Its own informer, of slimmed instances: it waits for it in Run.
 	{funcinstancegc.Name, func(c *Context) Runner { return funcinstancegc.New(c.Client, c.Config.FuncInstanceBudget) }},
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -70,6 +71,7 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 	waiting := false
 	var waitStart, waitEnd time.Time // the first wait for a pod, for the trace
 	var t turn                       // our place in the function's queue while we wait
+	triedWarm := false
 	defer func() {
 		if t != nil {
 			p.leave(key, t)
@@ -84,6 +86,23 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 	for {
 		addrs := p.candidates(f, key)
 		addr, ok := p.reserve(key, addrs, cc)
+		if !ok && len(addrs) == 0 && !triedWarm {
+			// No pod at all: a warm pod claimed now serves at once, and
+			// before the demand says the function waits, so that its
+			// ReplicaSet adopts the pod instead of making one.
+			triedWarm = true
+			claimStart := time.Now()
+			err := p.s.warm.claim(ctx, f, key)
+			if err == nil {
+				if waitStart.IsZero() {
+					waitStart, waitEnd = claimStart, time.Now()
+				}
+				continue
+			}
+			if !errors.Is(err, errNoWarmPod) {
+				return nil, stepTarget{}, err
+			}
+		}
 		if !ok {
 			if !waiting {
 				waiting = true
@@ -130,7 +149,8 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 			p.s.demand.unwait(fnKey)
 			waitEnd = time.Now()
 		}
-		if err := p.owners.check(ctx, f, addr); err != nil {
+		// A pod this runner handed the function needs no owner check.
+		if err := p.checkOwner(ctx, f, key, addr); err != nil {
 			p.release(key, addr)
 			if errors.Is(err, errNotOwned) {
 				// Its verdict is kept: candidates leaves it out from now on.
@@ -152,10 +172,20 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 		if errors.Is(err, errNotServed) && ctx.Err() == nil {
 			// The pod went away or is draining: the call did not run there.
 			p.drop(key, addr)
+			p.s.warm.forget(key, addr)
 			continue
 		}
 		return res, tgt, err
 	}
+}
+
+// checkOwner is the owner check of addr, passed by the pods this runner
+// claimed for f lately.
+func (p *pool) checkOwner(ctx context.Context, f *api.Func, key string, addr api.EndpointAddress) error {
+	if p.s.warm.isClaimed(key, addr) {
+		return nil
+	}
+	return p.owners.check(ctx, f, addr)
 }
 
 // cannotStart says why a call of f waiting for a pod will not get one: f
@@ -196,11 +226,16 @@ func startFailure(cur *api.Func) error {
 // candidates are the ready addresses of the Endpoints key that neither
 // refused a call lately nor are known not to be the function's pods.
 func (p *pool) candidates(f *api.Func, key string) []api.EndpointAddress {
-	ep, ok := p.eps.GetByKey(key)
-	if !ok {
-		return nil
+	var all []api.EndpointAddress
+	if ep, ok := p.eps.GetByKey(key); ok {
+		all = readyAddresses(ep)
 	}
-	all := readyAddresses(ep)
+	// The pods claimed lately, until the Endpoints list them.
+	for _, c := range p.s.warm.addresses(key) {
+		if !slices.ContainsFunc(all, func(a api.EndpointAddress) bool { return addrKey(a) == addrKey(c) }) {
+			all = append(all, c)
+		}
+	}
 	now := time.Now()
 	p.mu.Lock()
 	dropped := p.drops[key]

@@ -31,6 +31,8 @@ type stepper struct {
 	http   *http.Client
 	demand *demand
 	pool   *pool
+	// warm claims warm generic pods for cold calls (nil: none).
+	warm *warm
 	// changes wakes the v1 steps that wait for their pod.
 	changes *wait.Notifier
 	// exporter sends the spans of calls (nil: kept with the instance only).
@@ -51,6 +53,7 @@ func newStepper(cfg Config, c *client.Client, funcs *cache.Informer[api.Func, *a
 		metrics: newCallMetrics(),
 	}
 	s.pool = newPool(s, eps.Lister())
+	s.warm = newWarm(s, c)
 	s.watch(funcs, pods, eps)
 	return s
 }

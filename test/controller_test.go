@@ -226,8 +226,9 @@ func TestReplicaSetLifecycle(t *testing.T) {
 	})
 }
 
-// A ReplicaSet adopts nothing: a pod matching its selector that it does
-// not own is neither counted nor deleted.
+// A ReplicaSet adopts no pod but a claimed warm function pod: another
+// pod matching its selector that it does not own is neither counted nor
+// deleted.
 func TestReplicaSetAdoptsNothing(t *testing.T) {
 	srv := framework.StartAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())

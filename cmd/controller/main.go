@@ -14,6 +14,7 @@ import (
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/controller/nodelifecycle"
+	"minik8s/controller/warmpool"
 	"minik8s/pkg/cli/flags"
 	"minik8s/pkg/client"
 )
@@ -28,6 +29,7 @@ func main() {
 	fs.IntVar(&cfg.Workers, "workers", 4, "workers per controller")
 	flags.FuncScaling(fs, &cfg.FuncScaleInterval, functions.DefaultScaleInterval, &cfg.FuncIdleWindow, functions.DefaultIdleWindow)
 	flags.FuncInstanceBudget(fs, &cfg.FuncInstanceBudget, funcinstancegc.DefaultBudget)
+	flags.WarmPoolSize(fs, &cfg.WarmPoolSize, warmpool.DefaultSize)
 	fs.StringVar(&only, "controllers", "", "comma-separated controllers to run (default all: "+controller.Names()+")")
 	flags.LogLevel(fs, &level, "info")
 	flag.Parse()

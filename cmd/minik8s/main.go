@@ -13,6 +13,7 @@ import (
 	"minik8s/cluster"
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
+	"minik8s/controller/warmpool"
 	"minik8s/kubelet"
 	"minik8s/pkg/cli/flags"
 	"minik8s/scheduler"
@@ -50,6 +51,7 @@ func main() {
 	flags.ClusterCIDR(fs, &cfg.ClusterCIDR)
 	flags.NodeCIDRMaskSize(fs, &cfg.NodeCIDRMaskSize, apiserver.DefaultNodeCIDRMaskSize)
 	flags.FuncInstanceBudget(fs, &cfg.FuncInstanceBudget, funcinstancegc.DefaultBudget)
+	flags.WarmPoolSize(fs, &cfg.WarmPoolSize, warmpool.DefaultSize)
 	flags.PendingCalls(fs, &cfg.MaxPendingCalls, apiserver.DefaultMaxPendingCalls, &cfg.MaxPendingCallBytes)
 	flags.EtcdQuotaBytes(fs, &cfg.EtcdQuotaBytes)
 	flags.FuncInstanceTTL(fs, &cfg.FuncInstanceTTL, apiserver.DefaultFuncInstanceTTL)

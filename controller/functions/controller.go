@@ -22,6 +22,7 @@ import (
 	"minik8s/pkg/events"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/owner"
 	"minik8s/pkg/workqueue"
 )
 
@@ -169,6 +170,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if err := c.replaceOldPods(ctx, f); err != nil {
+		return err
+	}
+	if err := c.removeStrayClaims(ctx, key, f); err != nil {
 		return err
 	}
 	f.Status.ServiceUID, f.Status.ReplicaSetUID, f.Status.Counter = svc.UID, rs.UID, counter
@@ -321,6 +325,42 @@ func (c *Controller) replaceOldPods(ctx context.Context, f *api.Func) error {
 			return err
 		}
 		log.WithFields(log.Fields{"func": f.Name, "pod": p.Name}).Info("replacing a pod running old code")
+	}
+	return nil
+}
+
+// claimGrace is how long a warm pod a runner claimed for a function may
+// stay without its ReplicaSet adopting it. The ReplicaSet adopts it when
+// short of replicas, which the claiming call's demand makes it within a
+// report; one it never adopts (the function went back to zero first, or
+// the claim's runner died before the call was counted) is removed.
+const claimGrace = 30 * time.Second
+
+// removeStrayClaims deletes f's claimed warm pods that no ReplicaSet
+// adopted within claimGrace, and looks again when the youngest is due.
+func (c *Controller) removeStrayClaims(ctx context.Context, key string, f *api.Func) error {
+	sel := labels.SelectorFromSet(function.Selector(f.Name))
+	var next time.Duration
+	for _, p := range c.pods.Lister().ListNamespace(f.Namespace, sel) {
+		at, claimed := p.Annotations[function.AnnotationClaimed]
+		if !claimed || owner.ControllerOf(&p.ObjectMeta) != nil || p.DeletionTimestamp != nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if age := c.now().Sub(t); err == nil && age < claimGrace {
+			if d := claimGrace - age; next == 0 || d < next {
+				next = d
+			}
+			continue
+		}
+		if _, err := c.client.Pods(f.Namespace).Delete(ctx, p.Name, client.DeleteOptions{UID: p.UID, ResourceVersion: p.ResourceVersion}); err != nil &&
+			!errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+			return err
+		}
+		log.WithFields(log.Fields{"func": f.Name, "pod": p.Name}).Info("removing a claimed warm pod its ReplicaSet did not adopt")
+	}
+	if next > 0 {
+		c.queue.AddAfter(key, next)
 	}
 	return nil
 }

@@ -62,6 +62,15 @@ func (e *expectations) expectCreations(key string, n int) {
 	x.adds, x.at = n, e.now()
 }
 
+// addCreations records n more pods about to appear (adoptions beside
+// creations).
+func (e *expectations) addCreations(key string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x := e.get(key)
+	x.adds, x.at = x.adds+n, e.now()
+}
+
 // expectDeletions records the pods about to be deleted.
 func (e *expectations) expectDeletions(key string, uids []string) {
 	e.mu.Lock()

@@ -1,6 +1,7 @@
 // Package replicaset keeps the number of pods of each ReplicaSet at its
 // spec.replicas: it creates pods from the template, owned by the
-// ReplicaSet, deletes the surplus (unscheduled, then not ready, then newest
+// ReplicaSet (or, short of replicas, adopts a warm function pod a runner
+// claimed for its function), deletes the surplus (unscheduled, then not ready, then newest
 // first) and reports the counts in the ReplicaSet's status.
 package replicaset
 
@@ -19,6 +20,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
+	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/names"
 	"minik8s/pkg/owner"
@@ -35,6 +37,7 @@ const burstReplicas = 500
 // API is what the controller writes.
 type API interface {
 	CreatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error)
+	UpdatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error)
 	DeletePod(ctx context.Context, namespace, name, uid string) error
 	GetReplicaSet(ctx context.Context, namespace, name string) (*api.ReplicaSet, error)
 	UpdateReplicaSetStatus(ctx context.Context, rs *api.ReplicaSet) (*api.ReplicaSet, error)
@@ -46,6 +49,10 @@ type clientAPI struct{ c *client.Client }
 
 func (a clientAPI) CreatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error) {
 	return a.c.Pods(pod.Namespace).Create(ctx, pod)
+}
+
+func (a clientAPI) UpdatePod(ctx context.Context, pod *api.Pod) (*api.Pod, error) {
+	return a.c.Pods(pod.Namespace).Update(ctx, pod)
 }
 
 func (a clientAPI) DeletePod(ctx context.Context, ns, name, uid string) error {
@@ -95,6 +102,7 @@ func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controll
 		OnAdd: func(p *api.Pod) {
 			key, ok := rc.owner(p)
 			if !ok {
+				rc.enqueueSelecting(p)
 				return
 			}
 			if p.DeletionTimestamp != nil {
@@ -110,7 +118,12 @@ func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controll
 			}
 			key, ok := rc.owner(cur)
 			if !ok {
+				rc.enqueueSelecting(cur)
 				return
+			}
+			if _, was := rc.owner(old); !was {
+				// Adopted: counted as a creation.
+				rc.exp.creationObserved(key)
 			}
 			if cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
 				rc.exp.deletionObserved(key, cur.UID)
@@ -134,6 +147,30 @@ func (rc *Controller) Run(ctx context.Context, workers int) {
 	workqueue.Run(ctx, rc.queue, workers, Name, rc.sync)
 }
 
+// enqueueSelecting queues the ReplicaSets whose selector matches an
+// orphan pod: one short of replicas adopts it.
+func (rc *Controller) enqueueSelecting(p *api.Pod) {
+	if !adoptable(p) {
+		return
+	}
+	for _, rs := range rc.rss.ListNamespace(p.Namespace, labels.Selector{}) {
+		if sel, err := labels.FromLabelSelector(rs.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(p.Labels) {
+			rc.queue.Add(cache.Key(rs))
+		}
+	}
+}
+
+// adoptable says whether p is an orphan a ReplicaSet may adopt: a warm
+// function pod a runner claimed (function.AnnotationClaimed), with no
+// controller, alive. Other orphans are left alone, as they were before
+// warm pods: adopting any pod that matches would let whoever may create
+// pods in a namespace have a ReplicaSet take them for its own.
+func adoptable(p *api.Pod) bool {
+	_, claimed := p.Annotations[function.AnnotationClaimed]
+	return claimed && owner.ControllerOf(&p.ObjectMeta) == nil && p.DeletionTimestamp == nil &&
+		p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed
+}
+
 // owner returns the key of the ReplicaSet controlling the pod.
 func (rc *Controller) owner(p *api.Pod) (string, bool) {
 	return owner.ControllerKey(&p.ObjectMeta, api.ReplicaSetsResource.Kind)
@@ -152,10 +189,13 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 		log.WithError(err).WithField("replicaset", key).Warn("invalid selector")
 		return nil
 	}
-	var active []*api.Pod
+	var active, orphans []*api.Pod
 	for _, p := range rc.pods.ListNamespace(ns, sel) {
 		if !owner.IsControlledBy(&p.ObjectMeta, rs.UID) {
-			continue // not ours: a ReplicaSet adopts nothing
+			if !sel.Empty() && adoptable(p) {
+				orphans = append(orphans, p)
+			}
+			continue
 		}
 		if p.DeletionTimestamp == nil && p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed {
 			active = append(active, p)
@@ -165,7 +205,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	// A ReplicaSet being deleted (in the foreground: its finalizer keeps
 	// it while the garbage collector deletes its pods) makes no more.
 	if rc.exp.satisfied(key) && rs.DeletionTimestamp == nil {
-		manageErr = rc.manage(ctx, key, rs, active)
+		manageErr = rc.manage(ctx, key, rs, active, orphans)
 	}
 	if err := rc.updateStatus(ctx, rs, active); err != nil {
 		return errors.Join(manageErr, err)
@@ -180,13 +220,24 @@ func want(rs *api.ReplicaSet) int {
 	return int(*rs.Spec.Replicas)
 }
 
-// manage creates or deletes pods so that active has want(rs) pods.
-func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet, active []*api.Pod) error {
+// manage creates or deletes pods so that active has want(rs) pods. Short
+// of pods, it adopts orphans first: unlike Kubernetes' it adopts none it
+// would then delete as a surplus (a warm function pod claimed while its
+// function is still at zero replicas must live until the function's
+// counter rises).
+func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet, active, orphans []*api.Pod) error {
 	diff := len(active) - want(rs)
+	if diff < 0 && len(orphans) > 0 {
+		adopted, err := rc.adopt(ctx, key, rs, orphans, -diff)
+		if err != nil {
+			return err
+		}
+		diff += adopted
+	}
 	switch {
 	case diff < 0:
 		n := min(-diff, burstReplicas)
-		rc.exp.expectCreations(key, n)
+		rc.exp.addCreations(key, n)
 		log.WithFields(log.Fields{"replicaset": key, "create": n}).Info("creating pods")
 		created, err := slowStartBatch(n, func() error { return rc.createPod(ctx, rs) })
 		// Creations that did not happen will never be observed.
@@ -222,6 +273,32 @@ func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet
 		return errors.Join(errs...)
 	}
 	return nil
+}
+
+// adopt makes rs the controller of up to n orphans, ready ones and older
+// ones first; it returns how many it adopted. An orphan changed meanwhile
+// (a conflict) or gone is left for the next sync.
+func (rc *Controller) adopt(ctx context.Context, key string, rs *api.ReplicaSet, orphans []*api.Pod, n int) (int, error) {
+	sorted := append([]*api.Pod(nil), orphans...)
+	sort.SliceStable(sorted, func(i, j int) bool { return deleteFirst(sorted[j], sorted[i]) })
+	adopted := 0
+	for _, p := range sorted[:min(n, len(sorted))] {
+		next := cache.DeepCopy(p)
+		next.OwnerReferences = append(next.OwnerReferences, owner.ControllerRef(api.ReplicaSetsResource, rs))
+		rc.exp.addCreations(key, 1)
+		_, err := rc.api.UpdatePod(ctx, next)
+		if err != nil {
+			rc.exp.creationObserved(key)
+			if errdefs.IsConflict(err) || errdefs.IsNotFound(err) {
+				continue
+			}
+			return adopted, fmt.Errorf("adopting pod %s: %w", p.Name, err)
+		}
+		adopted++
+		log.WithFields(log.Fields{"replicaset": key, "pod": p.Name}).Info("adopted an orphan pod")
+		events.Eventf(rc.events, rs, api.EventTypeNormal, "SuccessfulAdopt", "Adopted pod: %s", p.Name)
+	}
+	return adopted, nil
 }
 
 // slowStartBatch calls fn n times, in batches of 1, 2, 4, ... run at once,

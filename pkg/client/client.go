@@ -45,11 +45,17 @@ type Client struct {
 	stream *http.Client
 	// ca is the cluster CA the client trusts (nil for plain HTTP).
 	ca []byte
+	// cert is the client's certificate, if it has one.
+	cert *tls.Certificate
 }
 
 // CA is the CA (PEM) the client verifies the apiserver with, nil when it
 // talks plain HTTP: components that serve the apiserver verify it with it.
 func (c *Client) CA() []byte { return c.ca }
+
+// Certificate is the client certificate the client presents, nil when it
+// has none: a function runner presents it to the pods it specialises.
+func (c *Client) Certificate() *tls.Certificate { return c.cert }
 
 // New returns a client of the apiserver at server ("http://host:port";
 // a bare "host:port" is taken as http), without credentials: for the
@@ -94,6 +100,7 @@ func NewForConfig(cfg Config) (*Client, error) {
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   false,
 	}
+	var cert *tls.Certificate
 	if len(cfg.CAData) > 0 || len(cfg.CertData) > 0 {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if len(cfg.CAData) > 0 {
@@ -109,6 +116,7 @@ func NewForConfig(cfg Config) (*Client, error) {
 				return nil, errdefs.BadRequest("client-certificate-data", "the client certificate and key: %v", err)
 			}
 			tc.Certificates = []tls.Certificate{pair}
+			cert = &pair
 		}
 		transport.TLSClientConfig = tc
 	}
@@ -122,6 +130,7 @@ func NewForConfig(cfg Config) (*Client, error) {
 		http:   &http.Client{Transport: rt, Timeout: 60 * time.Second},
 		stream: &http.Client{Transport: rt},
 		ca:     cfg.CAData,
+		cert:   cert,
 	}, nil
 }
 

@@ -108,12 +108,14 @@ func TimeoutSeconds(spec *api.FuncSpec) int {
 	return api.DefaultFuncTimeoutSeconds
 }
 
-// IsFunctionPod tells a pod serving a function (a pool's or a fresh step's)
-// by its labels: the kubelet fences such pods, which serve the platform
-// only (runners and nodes), so that calls go through funcs/invoke.
+// IsFunctionPod tells a pod serving a function (a pool's, a fresh step's
+// or a warm generic one) by its labels: the kubelet fences such pods, which
+// serve the platform only (runners and nodes), so that calls go through
+// funcs/invoke.
 func IsFunctionPod(labels map[string]string) bool {
-	_, ok := labels[LabelFunc]
-	return ok
+	_, fn := labels[LabelFunc]
+	_, warm := labels[LabelWarm]
+	return fn || warm
 }
 
 // Selector selects the pods serving a function.

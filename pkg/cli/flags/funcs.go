@@ -26,6 +26,11 @@ func PendingCalls(fs *flag.FlagSet, calls *int, callsDef int, bytes *int64) {
 	fs.Int64Var(bytes, "max-pending-call-bytes", 0, "bytes the arguments of asynchronous calls waiting to run may hold, beyond which new ones get 429 (default 256 MiB, or an eighth of --etcd-quota-bytes when less; -1: no bound)")
 }
 
+// WarmPoolSize registers --warm-pool-size.
+func WarmPoolSize(fs *flag.FlagSet, p *int, def int) {
+	fs.IntVar(p, "warm-pool-size", def, "warm generic function pods kept per runtime, namespace with Python functions and node, which a cold call specialises instead of waiting for a new pod (0: none)")
+}
+
 // FuncScaling registers how idle functions scale down:
 // --func-scale-interval and --func-idle-window.
 func FuncScaling(fs *flag.FlagSet, interval *time.Duration, intervalDef time.Duration, idle *time.Duration, idleDef time.Duration) {
