@@ -276,6 +276,10 @@ func (h *handlers) updateObject(c *gin.Context, obj api.Object) {
 	if err == nil {
 		err = h.srv.admit(c.Request.Context(), h.ns(c), obj)
 	}
+	if err == nil {
+		// The runners' role grants update (not patch) on pods for claims.
+		err = h.srv.admitRunnerPodUpdate(c.Request.Context(), obj)
+	}
 	var out api.Object
 	if err == nil {
 		out, err = reg.Update(c.Request.Context(), h.ns(c), c.Param("name"), obj)

@@ -202,6 +202,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("create", "update", "patch", "delete"), groups(coordinationGroup), "leases"),
 			// A v1 function runs each step in a pod of its own.
 			rule(verbs("create", "delete"), groups(coreGroup), "pods"),
+			// Claiming a warm pod relabels it, and nothing else
+			// (apiserver's admitRunnerPodUpdate).
+			rule(verbs("update"), groups(coreGroup), "pods"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
 		),
 		clusterRole(FunctionInvoker,

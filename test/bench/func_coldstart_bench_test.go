@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
+	"minik8s/pkg/podstatus"
 	"minik8s/scheduler"
 	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
@@ -20,10 +22,13 @@ import (
 // its first result: the counter rises, the ReplicaSet scales up, the pod is
 // scheduled, started on containerd and probed ready, and the call runs.
 // Between runs the function goes back to zero pods as an idle function
-// does (a short idle window). Two clusters take turns in one run: one whose
-// pods share their node's network, one whose pods have their own (kubelet
-// and runner in a node's namespace, the runner calling pods by pod IP). At
-// least 20 runs each.
+// does (a short idle window). Three clusters take turns in one run: one
+// whose pods share their node's network, one whose pods have their own
+// (kubelet and runner in a node's namespace, the runner calling pods by pod
+// IP), and one as the second with a warm pool (issue 28: the first call
+// specialises a warm generic pod made before it). At least 20 runs each,
+// then as many bare `python3 -c pass` starts, the floor a cold start is
+// compared with.
 func BenchmarkFuncScaleFromZero(b *testing.B) {
 	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportFunctionRuntime(b)
@@ -43,9 +48,22 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 	framework.StartScheduler(b, own, scheduler.Config{})
 	framework.StartNetKubelet(b, u.Nodes[0], own, ctd, "node-bench-own")
 
+	// The same on a node of its own, with a warm pool of one pod (as
+	// minik8s up keeps): the runner, holding its certificate of the
+	// cluster CA as a node's does, specialises the warm pod.
+	wu := framework.StartUnderlay(b, 1)
+	cp := wu.ControlPlane(b)
+	warm := wu.StartSecureAPIServer(b, cp)
+	framework.StartSecureNetFuncRunner(b, wu.Nodes[0], warm, framework.AdvertisedURL(warm, cp))
+	wcc := cc
+	wcc.WarmPoolSize = 1
+	framework.StartControllers(b, warm, wcc)
+	framework.StartScheduler(b, warm, scheduler.Config{})
+	framework.StartNetKubelet(b, wu.Nodes[0], warm, ctd, "node-bench-warm")
+
 	ctx := context.Background()
 	zero := 0
-	clusters := map[string]*framework.APIServer{"host": host, "own": own}
+	clusters := map[string]*framework.APIServer{"host": host, "own": own, "warm": warm}
 	for _, s := range clusters {
 		f := &api.Func{TypeMeta: api.TypeMeta{APIVersion: "v2"}, ObjectMeta: api.ObjectMeta{Name: "cold"},
 			Spec: api.FuncSpec{Name: "cold", Function: base64.StdEncoding.EncodeToString([]byte(echoCode)),
@@ -58,13 +76,16 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 	lat := map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := 0; i < runs; i++ {
-		for _, network := range []string{"host", "own"} {
+		for _, network := range []string{"host", "own", "warm"} {
 			s := clusters[network]
-			// Both at zero: the other's pod is not being torn down
-			// meanwhile (its kubelet deletes it once it has).
+			// All at zero: the other's pod is not being torn down
+			// meanwhile (its kubelet deletes it once it has); the warm
+			// pool refilled and ready.
 			b.StopTimer()
 			toZero(b, host, "cold")
 			toZero(b, own, "cold")
+			toZero(b, warm, "cold")
+			warmReady(b, warm)
 			b.StartTimer()
 			t0 := time.Now()
 			v := syncCall(b, s, "cold", fmt.Sprintf("run-%d", i))
@@ -75,12 +96,46 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	// A bare Python start beside it, as the runtime image's interpreter.
+	var bare []time.Duration
+	for range runs {
+		t0 := time.Now()
+		if err := exec.Command("/usr/bin/python3", "-c", "pass").Run(); err != nil {
+			b.Fatalf("python3 -c pass: %v", err)
+		}
+		bare = append(bare, time.Since(t0))
+	}
+	b.ReportMetric(percentile(lat["warm"], 50), "warm-pool-cold-p50-ms")
+	b.ReportMetric(percentile(lat["warm"], 99), "warm-pool-cold-p99-ms")
+	b.ReportMetric(percentile(bare, 50), "python3-c-pass-p50-ms")
+	b.ReportMetric(percentile(lat["warm"], 50)/percentile(bare, 50), "warm-vs-python-start-ratio")
+	b.ReportMetric(percentile(lat["own"], 50)/percentile(bare, 50), "own-vs-python-start-ratio")
 	b.ReportMetric(percentile(lat["host"], 50), "cold-p50-ms")
 	b.ReportMetric(percentile(lat["host"], 99), "cold-p99-ms")
 	b.ReportMetric(percentile(lat["own"], 50), "own-network-cold-p50-ms")
 	b.ReportMetric(percentile(lat["own"], 99), "own-network-cold-p99-ms")
 	b.ReportMetric(percentile(lat["own"], 50)/percentile(lat["host"], 50), "own-vs-host-ratio")
 	b.ReportMetric(float64(runs), "runs")
+}
+
+// warmReady waits until s has a ready warm pod in default.
+func warmReady(b *testing.B, s *framework.APIServer) {
+	ctx := context.Background()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{LabelSelector: function.LabelWarm})
+		if err == nil {
+			for _, p := range pods {
+				if p.DeletionTimestamp == nil && podstatus.IsReady(p) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("no warm pod became ready: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // toZero waits until function fn has no pod and no endpoint left: the
