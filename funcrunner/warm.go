@@ -92,13 +92,22 @@ func (w *warm) addresses(key string) []api.EndpointAddress {
 	var out []api.EndpointAddress
 	now := time.Now()
 	for k, c := range w.claimed[key] {
-		if now.After(c.until) {
+		if now.After(c.until) || !w.alive(c.addr) {
 			delete(w.claimed[key], k)
 			continue
 		}
 		out = append(out, c.addr)
 	}
 	return out
+}
+
+// alive says whether a claimed pod is still there as claimed: a pod
+// deleted (the function went back to zero) must not be called again at
+// an address that now leads nowhere.
+func (w *warm) alive(addr api.EndpointAddress) bool {
+	ref := addr.TargetRef
+	p, ok := w.s.pods.Get(ref.Namespace, ref.Name)
+	return ok && p.UID == ref.UID && p.DeletionTimestamp == nil && p.Status.PodIP == addr.IP
 }
 
 // isClaimed says whether addr is a pod this runner claimed for key lately:
@@ -110,7 +119,7 @@ func (w *warm) isClaimed(key string, addr api.EndpointAddress) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c, ok := w.claimed[key][addrKey(addr)]
-	return ok && time.Now().Before(c.until)
+	return ok && time.Now().Before(c.until) && w.alive(c.addr)
 }
 
 // forget drops a claimed address that refused a call.
@@ -200,14 +209,16 @@ func (w *warm) claimOne(ctx context.Context, f *api.Func, key string) error {
 }
 
 // candidates are the ready warm pods of f's namespace and runtime, in a
-// random order, so that runners claiming at once seldom meet.
+// random order, so that runners claiming at once seldom meet. A pod is a
+// candidate by its spec, not only its label: anyone who may create pods
+// in the namespace may label one warm (function.IsWarmPodSpec).
 func (w *warm) candidates(f *api.Func) []*api.Pod {
 	runtime := function.Runtime(&f.Spec)
 	sel := labels.SelectorFromSet(map[string]string{function.LabelWarm: function.WarmRuntime(runtime)})
 	var out []*api.Pod
 	for _, p := range w.s.pods.ListNamespace(funcNamespace(f), sel) {
 		if p.DeletionTimestamp != nil || !podstatus.IsReady(p) || p.Status.PodIP == "" ||
-			len(p.Spec.Containers) == 0 || p.Spec.Containers[0].Image != runtime ||
+			!function.IsWarmPodSpec(&p.Spec, runtime) ||
 			podPort(p, function.PortName) == 0 || podPort(p, function.SpecializePortName) == 0 {
 			continue
 		}

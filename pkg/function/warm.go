@@ -3,6 +3,8 @@ package function
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
+	"slices"
 
 	"minik8s/pkg/api"
 )
@@ -70,6 +72,25 @@ func WarmPodSpec(runtime string) api.PodSpec {
 		Containers:                    []api.Container{c},
 		Volumes:                       []api.Volume{{Name: "code", EmptyDir: &api.EmptyDirVolumeSource{}}},
 	}
+}
+
+// IsWarmPodSpec says whether spec runs what WarmPodSpec(runtime) runs:
+// the runtime image's funcserver --generic alone, with its env, and its
+// code dir an emptyDir and nothing else mounted. A runner hands a function
+// (its code, then its calls) only to such a pod: labels are anyone's who
+// may create pods in the namespace, but a pod of this spec runs the
+// platform's server, whoever made it.
+func IsWarmPodSpec(spec *api.PodSpec, runtime string) bool {
+	want := WarmPodSpec(runtime)
+	w := want.Containers[0]
+	if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 || len(spec.EphemeralContainers) != 0 || len(spec.Volumes) != 1 {
+		return false
+	}
+	c := spec.Containers[0]
+	v := spec.Volumes[0]
+	return c.Image == w.Image && slices.Equal(c.Command, w.Command) && len(c.Args) == 0 &&
+		slices.Equal(c.Env, w.Env) && len(c.EnvFrom) == 0 && reflect.DeepEqual(c.VolumeMounts, w.VolumeMounts) &&
+		v.EmptyDir != nil && reflect.DeepEqual(v, api.Volume{Name: want.Volumes[0].Name, EmptyDir: v.EmptyDir})
 }
 
 // ClaimLabels are the labels of a warm pod once claimed for f: f's own
