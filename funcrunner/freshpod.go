@@ -2,6 +2,7 @@ package funcrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +21,9 @@ func (s *stepper) invokeInFreshPod(ctx context.Context, f *api.Func, inst *api.F
 	ns := funcNamespace(f)
 	name := freshPodName(f, inst)
 	waitStart := time.Now()
+	if res, tgt, err := s.invokeInWarmPod(ctx, f, call); !errors.Is(err, errNoWarmPod) {
+		return res, tgt, err
+	}
 	pod := &api.Pod{
 		ObjectMeta: api.ObjectMeta{
 			Name: name,
@@ -54,6 +58,30 @@ func (s *stepper) invokeInFreshPod(ctx context.Context, f *api.Func, inst *api.F
 		return nil, tgt, fmt.Errorf("pod %s reports no %q port", name, function.PortName)
 	}
 	res, err := postStep(ctx, s.http, ready.Status.PodIP, port, f, call)
+	return res, tgt, err
+}
+
+// invokeInWarmPod runs one step of a v1 function in a warm pod
+// specialised for it (relabelled as its, so that no one else takes it) and
+// removed when the step ends: a fresh pod still, made before the call.
+// errNoWarmPod: none was ready, the step takes a pod of its own.
+func (s *stepper) invokeInWarmPod(ctx context.Context, f *api.Func, call stepCall) (*function.Result, stepTarget, error) {
+	waitStart := time.Now()
+	p, err := s.warm.take(ctx, f)
+	if err != nil {
+		return nil, stepTarget{}, err
+	}
+	relabelled := make(chan struct{})
+	go func() {
+		defer close(relabelled)
+		s.warm.relabel(context.WithoutCancel(ctx), f, p)
+	}()
+	defer func() {
+		<-relabelled
+		s.warm.remove(context.WithoutCancel(ctx), p)
+	}()
+	tgt := stepTarget{pod: p.Name, node: p.Spec.NodeName, waitStart: waitStart, waitEnd: time.Now()}
+	res, err := postStep(ctx, s.http, p.Status.PodIP, podPort(p, function.PortName), f, call)
 	return res, tgt, err
 }
 

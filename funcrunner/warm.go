@@ -162,50 +162,64 @@ func (w *warm) claim(ctx context.Context, f *api.Func, key string) error {
 }
 
 func (w *warm) claimOne(ctx context.Context, f *api.Func, key string) error {
+	p, err := w.take(ctx, f)
+	if err != nil {
+		return err
+	}
+	addr := api.EndpointAddress{IP: p.Status.PodIP, Port: podPort(p, function.PortName), NodeName: p.Spec.NodeName,
+		TargetRef: &api.ObjectReference{Kind: api.PodsResource.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
+	w.mu.Lock()
+	if w.claimed[key] == nil {
+		w.claimed[key] = map[string]claimedPod{}
+	}
+	w.claimed[key][addrKey(addr)] = claimedPod{addr: addr, until: time.Now().Add(claimTTL)}
+	w.mu.Unlock()
+	// The relabel runs beside the call: the ReplicaSet adopts the pod
+	// once the call's demand has raised the function's counter, a report
+	// later.
+	go w.relabel(context.WithoutCancel(ctx), f, p)
+	return nil
+}
+
+// take specialises a warm pod of f's namespace and runtime for f and
+// returns it; errNoWarmPod when none took f; a start error (the function's
+// import failed in the pod) fails the call.
+func (w *warm) take(ctx context.Context, f *api.Func) (*api.Pod, error) {
+	if w == nil || !function.CanUseWarm(f) {
+		return nil, errNoWarmPod
+	}
 	pods := w.candidates(f)
 	if len(pods) == 0 {
-		return errNoWarmPod
+		return nil, errNoWarmPod
 	}
 	sp, err := function.Specialize(f)
 	if err != nil {
-		return errNoWarmPod
+		return nil, errNoWarmPod
 	}
 	body, err := json.Marshal(sp)
 	if err != nil {
-		return errNoWarmPod
+		return nil, errNoWarmPod
 	}
 	for _, p := range pods {
 		err := w.specialize(ctx, p, body)
 		var startErr *startError
 		switch {
 		case err == nil:
-			addr := api.EndpointAddress{IP: p.Status.PodIP, Port: podPort(p, function.PortName), NodeName: p.Spec.NodeName,
-				TargetRef: &api.ObjectReference{Kind: api.PodsResource.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
-			w.mu.Lock()
-			if w.claimed[key] == nil {
-				w.claimed[key] = map[string]claimedPod{}
-			}
-			w.claimed[key][addrKey(addr)] = claimedPod{addr: addr, until: time.Now().Add(claimTTL)}
-			w.mu.Unlock()
-			// The relabel runs beside the call: the ReplicaSet adopts the
-			// pod once the call's demand has raised the function's
-			// counter, a report later.
-			go w.relabel(context.WithoutCancel(ctx), f, p)
-			return nil
+			return p, nil
 		case errors.As(err, &startErr):
 			// The pod ends, and would start this function again after a
 			// restart: it is of no use to anyone.
 			go w.remove(context.WithoutCancel(ctx), p)
-			return fmt.Errorf("cannot start: %s", startErr.msg)
+			return nil, fmt.Errorf("cannot start: %s", startErr.msg)
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return nil, ctx.Err()
 		default:
 			// Claimed by another function, draining, or unreachable: the
 			// next one.
-			log.WithError(err).WithFields(log.Fields{"function": key, "pod": p.Name}).Debug("function runner: a warm pod could not be claimed")
+			log.WithError(err).WithFields(log.Fields{"function": f.Namespace + "/" + f.Name, "pod": p.Name}).Debug("function runner: a warm pod could not be claimed")
 		}
 	}
-	return errNoWarmPod
+	return nil, errNoWarmPod
 }
 
 // candidates are the ready warm pods of f's namespace and runtime, in a

@@ -148,6 +148,24 @@ func TestWarmClaim(t *testing.T) {
 			return slices.Contains(e.api.log(), "DELETE /api/v1/namespaces/default/pods/warm-a")
 		})
 	})
+	t.Run("a v1 step in a warm pod, removed after it", func(t *testing.T) {
+		e := warmEnv(t)
+		fp := newFakeWarmPod(t, e, "warm-a", http.StatusOK, `{}`)
+		f := newFunc("f", "RETURN", "RETURN", func(f *api.Func) { f.APIVersion = api.FuncAPIVersionV1 })
+		e.putFunc(f)
+		inst := newInstance("f", "x")
+		res, tgt, err := e.s.invokeInFreshPod(e.ctx, f, inst, newStepCall(inst, f, "x", ""))
+		if err != nil || res.Result != "warm-a:x" || tgt.pod != "warm-a" {
+			t.Fatalf("got %+v at %+v, %v; want warm-a's answer", res, tgt, err)
+		}
+		log := e.api.log()
+		if !slices.Contains(log, "DELETE /api/v1/namespaces/default/pods/warm-a") || slices.Contains(log, "POST /api/v1/namespaces/default/pods") {
+			t.Errorf("requests %v: want the warm pod removed and no pod made", log)
+		}
+		if n := fp.specialised.Load(); n != 1 {
+			t.Errorf("specialised %d times", n)
+		}
+	})
 	t.Run("labelled warm, running something else", func(t *testing.T) {
 		e := warmEnv(t)
 		for i, mut := range []func(*api.PodSpec){

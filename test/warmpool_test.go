@@ -33,7 +33,7 @@ const whereCode = "import os\ndef run(arg):\n    return os.environ.get('POD_NAME
 // at zero answers its first call from a warm generic pod created before
 // the call, and no pod of the function is created for it; the pod joins
 // the function's ReplicaSet, the pool is refilled, and the function goes
-// back to zero. A function of another namespace is served by its own
+// back to zero. A v1 function's step runs in a warm pod, removed after it. A function of another namespace is served by its own
 // namespace's warm pod: neither's code runs in the other's pod. A function
 // that cannot use a warm pod (a call timeout above a warm pod's grace)
 // takes the path of its own pods and still answers.
@@ -132,7 +132,24 @@ func TestWarmPoolColdCalls(t *testing.T) {
 	})
 	readyWarmPod(t, c, "default", warmA.Name)
 
-	// A function whose calls outlast a warm pod's grace takes its own pods.
+	// A v1 function (a fresh pod per step) runs its step in a warm pod
+	// made before the call, removed after it.
+	warmFunc(t, s, "default", "once", map[string]any{"apiVersion": "v1"})
+	pool0 := podUIDs(t, c)
+	v = warmCall(t, s, "default", "once", "v1")
+	if !strings.HasPrefix(v.Result, "default func-warm-") {
+		t.Fatalf("the v1 step ran in %q, not a warm pod", v.Result)
+	}
+	stepPod, err := c.Pods("default").Get(ctx, v.Steps[0].Pod)
+	if err == nil && !pool0[stepPod.UID] {
+		t.Fatalf("the v1 step's pod %s was made during the call", stepPod.Name)
+	}
+	waitUntil(t, time.Minute, "the v1 step's warm pod removed", func() bool {
+		p, err := c.Pods("default").Get(ctx, v.Steps[0].Pod)
+		return errdefs.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil)
+	})
+
+		// A function whose calls outlast a warm pod's grace takes its own pods.
 	long := function.WarmTimeoutSeconds + 1
 	warmFunc(t, s, "default", "long", map[string]any{"timeoutSeconds": long})
 	pool := podUIDs(t, c)
@@ -168,7 +185,12 @@ func warmFunc(t *testing.T, s *framework.APIServer, ns, name string, extra map[s
 	for k, v := range extra {
 		spec[k] = v
 	}
-	body, _ := json.Marshal(map[string]any{"apiVersion": "v2", "kind": "Func",
+	version := "v2"
+	if v, ok := extra["apiVersion"].(string); ok {
+		version = v
+		delete(spec, "apiVersion")
+	}
+	body, _ := json.Marshal(map[string]any{"apiVersion": version, "kind": "Func",
 		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec})
 	if code, data := httpDo(t, "POST", s.URL+"/api/funcs/template", "application/json", body); code != http.StatusCreated {
 		t.Fatalf("create func %s/%s: %d %s", ns, name, code, data)

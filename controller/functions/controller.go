@@ -147,7 +147,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if f.APIVersion == api.FuncAPIVersionV1 {
-		// v1 runs every step in a fresh pod: no pool, no Service.
+		// v1 runs every step in a fresh pod: no pool, no Service. A warm
+		// pod claimed for a step is removed by its runner at the step's
+		// end; one whose runner died first, here.
+		if err := c.removeStrayClaims(ctx, key, f, claimGrace+time.Duration(function.TimeoutSeconds(&f.Spec))*time.Second); err != nil {
+			return err
+		}
 		return c.removePool(ctx, ns, name)
 	}
 	svc, err := c.syncService(ctx, f)
@@ -172,7 +177,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.replaceOldPods(ctx, f); err != nil {
 		return err
 	}
-	if err := c.removeStrayClaims(ctx, key, f); err != nil {
+	if err := c.removeStrayClaims(ctx, key, f, claimGrace); err != nil {
 		return err
 	}
 	f.Status.ServiceUID, f.Status.ReplicaSetUID, f.Status.Counter = svc.UID, rs.UID, counter
@@ -337,8 +342,8 @@ func (c *Controller) replaceOldPods(ctx context.Context, f *api.Func) error {
 const claimGrace = 30 * time.Second
 
 // removeStrayClaims deletes f's claimed warm pods that no ReplicaSet
-// adopted within claimGrace, and looks again when the youngest is due.
-func (c *Controller) removeStrayClaims(ctx context.Context, key string, f *api.Func) error {
+// adopted within grace, and looks again when the youngest is due.
+func (c *Controller) removeStrayClaims(ctx context.Context, key string, f *api.Func, grace time.Duration) error {
 	sel := labels.SelectorFromSet(function.Selector(f.Name))
 	var next time.Duration
 	for _, p := range c.pods.Lister().ListNamespace(f.Namespace, sel) {
@@ -347,8 +352,8 @@ func (c *Controller) removeStrayClaims(ctx context.Context, key string, f *api.F
 			continue
 		}
 		t, err := time.Parse(time.RFC3339Nano, at)
-		if age := c.now().Sub(t); err == nil && age < claimGrace {
-			if d := claimGrace - age; next == 0 || d < next {
+		if age := c.now().Sub(t); err == nil && age < grace {
+			if d := grace - age; next == 0 || d < next {
 				next = d
 			}
 			continue
