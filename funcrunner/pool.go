@@ -91,6 +91,10 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 			// before the demand says the function waits, so that its
 			// ReplicaSet adopts the pod instead of making one.
 			triedWarm = true
+			// Code known not to start would only spend a warm pod.
+			if err := p.s.cannotStart(ctx, f); err != nil {
+				return nil, stepTarget{}, err
+			}
 			claimStart := time.Now()
 			err := p.s.warm.claim(ctx, f, key)
 			if err == nil {

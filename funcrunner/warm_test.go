@@ -148,6 +148,23 @@ func TestWarmClaim(t *testing.T) {
 			return slices.Contains(e.api.log(), "DELETE /api/v1/namespaces/default/pods/warm-a")
 		})
 	})
+	t.Run("code known not to start spends no warm pod", func(t *testing.T) {
+		e := warmEnv(t)
+		fp := newFakeWarmPod(t, e, "warm-a", http.StatusOK, `{}`)
+		f := newFunc("f", "RETURN", "RETURN", func(f *api.Func) {
+			f.Generation = 2
+			f.Status.Conditions = []api.FuncCondition{{Type: api.FuncReady, Status: api.ConditionFalse, ObservedGeneration: 2,
+				Reason: "StartFailed", Message: "import function.py: SyntaxError"}}
+		})
+		e.putFunc(f)
+		_, _, err := invokeOnce(e, f, "x")
+		if err == nil || !strings.Contains(err.Error(), "cannot start: StartFailed") {
+			t.Fatalf("got %v, want the function's start failure", err)
+		}
+		if n := fp.specialised.Load(); n != 0 {
+			t.Errorf("specialised %d times", n)
+		}
+	})
 	t.Run("a v1 step in a warm pod, removed after it", func(t *testing.T) {
 		e := warmEnv(t)
 		fp := newFakeWarmPod(t, e, "warm-a", http.StatusOK, `{}`)

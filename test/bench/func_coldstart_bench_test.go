@@ -12,7 +12,6 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
-	"minik8s/pkg/podstatus"
 	"minik8s/scheduler"
 	"minik8s/test/containerdtest"
 	"minik8s/test/framework"
@@ -85,7 +84,7 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 			toZero(b, host, "cold")
 			toZero(b, own, "cold")
 			toZero(b, warm, "cold")
-			warmReady(b, warm)
+			warmPods(b, warm, 1)
 			b.StartTimer()
 			t0 := time.Now()
 			v := syncCall(b, s, "cold", fmt.Sprintf("run-%d", i))
@@ -116,26 +115,6 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 	b.ReportMetric(percentile(lat["own"], 99), "own-network-cold-p99-ms")
 	b.ReportMetric(percentile(lat["own"], 50)/percentile(lat["host"], 50), "own-vs-host-ratio")
 	b.ReportMetric(float64(runs), "runs")
-}
-
-// warmReady waits until s has a ready warm pod in default.
-func warmReady(b *testing.B, s *framework.APIServer) {
-	ctx := context.Background()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{LabelSelector: function.LabelWarm})
-		if err == nil {
-			for _, p := range pods {
-				if p.DeletionTimestamp == nil && podstatus.IsReady(p) {
-					return
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("no warm pod became ready: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // toZero waits until function fn has no pod and no endpoint left: the
