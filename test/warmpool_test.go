@@ -149,7 +149,7 @@ func TestWarmPoolColdCalls(t *testing.T) {
 		return errdefs.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil)
 	})
 
-		// A function whose calls outlast a warm pod's grace takes its own pods.
+	// A function whose calls outlast a warm pod's grace takes its own pods.
 	long := function.WarmTimeoutSeconds + 1
 	warmFunc(t, s, "default", "long", map[string]any{"timeoutSeconds": long})
 	pool := podUIDs(t, c)
