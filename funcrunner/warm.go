@@ -98,6 +98,9 @@ func (w *warm) addresses(key string) []api.EndpointAddress {
 		}
 		out = append(out, c.addr)
 	}
+	if len(w.claimed[key]) == 0 {
+		delete(w.claimed, key)
+	}
 	return out
 }
 

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"minik8s/controller"
+	"minik8s/controller/warmpool"
 	"minik8s/pkg/api"
+	"minik8s/pkg/client/cache"
 	"minik8s/pkg/function"
 	"minik8s/scheduler"
 	"minik8s/test/containerdtest"
@@ -28,7 +30,9 @@ import (
 // workers), the pod alone on its node, pods on their own network. Idle:
 // after one call; busy: while 4 calls hold 4 workers (containerConcurrency
 // 4, the default); idle again once the extra workers were trimmed is not
-// waited for (a minute).
+// waited for (a minute). Then a warm generic pod (a warm pool of one,
+// started afterwards): its own PSS beside the function's pod, and what the
+// two together cost more than the function's pod alone did.
 func BenchmarkFuncPodMemory(b *testing.B) {
 	ctd := containerdtest.StartContainerd(b)
 	ctd.ImportFunctionRuntime(b)
@@ -66,6 +70,22 @@ func BenchmarkFuncPodMemory(b *testing.B) {
 		wg.Wait()
 	}
 	b.StopTimer()
+
+	// A warm generic pod beside it (issue 28): what it costs alone, and
+	// what it adds to the node (the two share the runtime's pages, which
+	// PSS splits between them).
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wp := warmpool.New(s.Client, cache.NewFactory(s.Client), 1)
+	go wp.Run(wctx, 1)
+	warmPods(b, s, 1)
+	time.Sleep(2 * time.Second) // its zygote settles
+	warm := measurePod(b, warmShim(b))
+	idleBeside := measurePod(b, shim)
+	b.ReportMetric(warm.pssMB, "warm-pod-pss-MB")
+	b.ReportMetric(warm.pssMB+idleBeside.pssMB-idle.pssMB, "warm-pod-added-pss-MB")
+	b.Logf("warm pod: %d processes, %.1f MB PSS, %.1f MB RSS: %s", warm.procs, warm.pssMB, warm.rssMB, warm.detail)
+
 	b.ReportMetric(idle.pssMB, "idle-pod-pss-MB")
 	b.ReportMetric(float64(idle.procs), "idle-pod-procs")
 	b.ReportMetric(idle.rssMB, "idle-pod-rss-MB")
@@ -73,6 +93,22 @@ func BenchmarkFuncPodMemory(b *testing.B) {
 	b.ReportMetric(float64(busy.procs), "busy-pod-procs")
 	b.Logf("idle pod: %d processes, %.1f MB PSS, %.1f MB RSS: %s", idle.procs, idle.pssMB, idle.rssMB, idle.detail)
 	b.Logf("4 calls running: %d processes, %.1f MB PSS: %s", busy.procs, busy.pssMB, busy.detail)
+}
+
+// warmShim finds the containerd shim of a warm generic pod: the parent of
+// a funcserver started with --generic.
+func warmShim(b *testing.B) int {
+	b.Helper()
+	for _, pid := range allPIDs() {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if bytes.HasPrefix(cmd, []byte(function.RuntimeBinary+"\x00")) && bytes.Contains(cmd, []byte("\x00--generic")) {
+			if ppid := parentPID(pid); ppid > 1 {
+				return ppid
+			}
+		}
+	}
+	b.Fatal("no generic funcserver process found")
+	return 0
 }
 
 type podMemory struct {
