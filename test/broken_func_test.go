@@ -73,13 +73,17 @@ func checkBrokenFunctionsFailFast(t *testing.T, s *framework.APIServer) {
 	if !strings.Contains(out, "Ready") || !strings.Contains(out, "False") || !strings.Contains(out, "SyntaxError: expected ':'") {
 		t.Errorf("describe func syntaxerr says nothing of the failure:\n%s", out)
 	}
-	evs, _, err := s.Client.Events("default").List(context.Background(), client.ListOptions{FieldSelector: "involvedObject.name=syntaxerr"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Events are written apart from the status, and retried while the
+	// apiserver is busy: waited for.
+	var evs []*api.Event
 	found := false
-	for _, e := range evs {
-		found = found || (e.Reason == "FailedStart" && strings.Contains(e.Message, "SyntaxError"))
+	for deadline := time.Now().Add(30 * time.Second); !found && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if evs, _, err = s.Client.Events("default").List(context.Background(), client.ListOptions{FieldSelector: "involvedObject.name=syntaxerr"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			found = found || (e.Reason == "FailedStart" && strings.Contains(e.Message, "SyntaxError"))
+		}
 	}
 	if !found {
 		t.Errorf("no FailedStart event for syntaxerr among %d events", len(evs))

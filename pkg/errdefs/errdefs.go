@@ -178,6 +178,7 @@ func IsTooLarge(err error) bool             { return errors.Is(err, ErrTooLarge)
 func IsUnavailable(err error) bool          { return errors.Is(err, ErrUnavailable) }
 func IsUnauthorized(err error) bool         { return errors.Is(err, ErrUnauthorized) }
 func IsForbidden(err error) bool            { return errors.Is(err, ErrForbidden) }
+func IsTimeout(err error) bool              { return errors.Is(err, ErrTimeout) }
 func IsTooManyRequests(err error) bool {
 	return errors.Is(err, ErrTooManyRequests)
 }

@@ -38,6 +38,9 @@ type Recorder struct {
 	seen map[string]*api.Event // by what makes a repeat
 }
 
+// writeTries bounds the tries of one event.
+const writeTries = 5
+
 // New returns a recorder for component (on host, when it runs on one);
 // Run writes what it records.
 func New(c *client.Client, component, host string) *Recorder {
@@ -51,10 +54,30 @@ func (r *Recorder) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case e := <-r.queue:
-			if err := r.write(ctx, e); err != nil && ctx.Err() == nil {
+			if err := r.writeRetrying(ctx, e); err != nil && ctx.Err() == nil {
 				log.WithError(err).WithFields(log.Fields{"reason": e.Reason, "object": e.InvolvedObject.Name}).Debug("event not recorded")
 			}
 		}
+	}
+}
+
+// writeRetrying is write, tried again a few times while the apiserver
+// cannot answer (a busy etcd, a timeout): an event is recorded once, and
+// a controller that found what it says does not say it again (client-go's
+// recorder tries an event up to 12 times).
+func (r *Recorder) writeRetrying(ctx context.Context, e *api.Event) error {
+	backoff := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		err := r.write(ctx, e)
+		if err == nil || try == writeTries || !(errdefs.IsUnavailable(err) || errdefs.IsTimeout(err) || errdefs.IsTooManyRequests(err)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff *= 2
 	}
 }
 
