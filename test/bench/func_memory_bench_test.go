@@ -39,7 +39,15 @@ func BenchmarkFuncPodMemory(b *testing.B) {
 	u := framework.StartUnderlay(b, 1)
 	s := u.StartAPIServer(b, nil)
 	framework.StartNetFuncRunner(b, u.Nodes[0], s)
-	framework.StartControllers(b, s, controller.Config{})
+	// Every controller but the warm pool's, started below once the
+	// function's pod was measured alone.
+	var ctls []string
+	for _, c := range controller.Controllers {
+		if c.Name != warmpool.Name {
+			ctls = append(ctls, c.Name)
+		}
+	}
+	framework.StartControllers(b, s, controller.Config{Controllers: ctls})
 	framework.StartScheduler(b, s, scheduler.Config{})
 	framework.StartNetKubelet(b, u.Nodes[0], s, ctd, "node-mem")
 
