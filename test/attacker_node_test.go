@@ -158,13 +158,20 @@ func (n *nodeAttack) writes(t *testing.T) {
 	// An admin's taint keeps pods off the node: not the node's to lift.
 	taint := func(taints []corev1.Taint) {
 		t.Helper()
-		node, err := n.c.s.Client.Nodes().Get(ctx, n.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		node.Spec.Taints = taints
-		if _, err := n.c.s.Client.Nodes().Update(ctx, node); err != nil {
-			t.Fatal(err)
+		for {
+			node, err := n.c.s.Client.Nodes().Get(ctx, n.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			node.Spec.Taints = taints
+			_, err = n.c.s.Client.Nodes().Update(ctx, node)
+			if err == nil {
+				return
+			}
+			// The node's kubelet writes it too (its status): read again.
+			if !errdefs.IsConflict(err) {
+				t.Fatal(err)
+			}
 		}
 	}
 	taint([]corev1.Taint{{Key: "dedicated", Value: "secure", Effect: corev1.TaintEffectNoSchedule}})

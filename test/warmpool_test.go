@@ -48,7 +48,7 @@ func TestWarmPoolColdCalls(t *testing.T) {
 	// A runner as a node runs one: with its certificate of the cluster CA,
 	// which warm pods ask of whoever specialises them.
 	framework.StartSecureNetFuncRunner(t, u.Nodes[0], s, framework.AdvertisedURL(s, cp))
-	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 2 * time.Second, WarmPoolSize: 1})
+	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 5 * time.Second, WarmPoolSize: 1})
 	framework.StartScheduler(t, s, scheduler.Config{})
 	framework.StartNetKubelet(t, u.Nodes[0], s, ctd, "warm-1")
 	c := s.Client
@@ -77,6 +77,11 @@ func TestWarmPoolColdCalls(t *testing.T) {
 		}
 	}
 
+	// A second call goes to the same pod (before the function can go idle).
+	if v := warmCall(t, s, "default", "hot", "two"); v.Result != "default "+warmA.Name+" two" {
+		t.Fatalf("the second call ran in %q, want %s", v.Result, warmA.Name)
+	}
+
 	// The pod joins the function's ReplicaSet, and no other is made.
 	waitUntil(t, time.Minute, "the claimed pod owned by the function's ReplicaSet", func() bool {
 		f, err := c.Funcs("default").Get(ctx, "hot")
@@ -84,6 +89,9 @@ func TestWarmPoolColdCalls(t *testing.T) {
 		return err == nil && perr == nil && f.Status.ReplicaSetUID != "" && owner.IsControlledBy(&p.ObjectMeta, f.Status.ReplicaSetUID) &&
 			p.Labels[function.LabelWarm] == "" && p.Labels[function.LabelCode] == function.CodeHash(&f.Spec)
 	})
+	if n := len(funcPods(t, c, "default", "hot")); n != 1 {
+		t.Fatalf("the function has %d pods after two calls, want the claimed one", n)
+	}
 	// A runner may update a pod only to claim a warm one: not to relabel
 	// the function's pod into another Service, nor the refill's spec.
 	runner := runnerClient(t, s)
@@ -105,13 +113,6 @@ func TestWarmPoolColdCalls(t *testing.T) {
 	refill.Spec.Containers[0].Image = "evil"
 	if _, err := runner.Pods("default").Update(ctx, refill); !errdefs.IsForbidden(err) {
 		t.Fatalf("a runner changing a warm pod's spec: %v, want forbidden", err)
-	}
-	// A second call goes to the same pod, now the function's own.
-	if v := warmCall(t, s, "default", "hot", "two"); v.Result != "default "+warmA.Name+" two" {
-		t.Fatalf("the second call ran in %q, want %s", v.Result, warmA.Name)
-	}
-	if n := len(funcPods(t, c, "default", "hot")); n != 1 {
-		t.Fatalf("the function has %d pods after two calls, want the claimed one", n)
 	}
 
 	// Another namespace: its own warm pod, never default's.
