@@ -13,6 +13,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/subprocess"
 )
 
 const (
@@ -49,7 +51,7 @@ func runPreRun(ctx context.Context, bash, codeDir string) error {
 
 	log.WithField("bash", bash).Info("running preRun.sh")
 	start := time.Now()
-	err = cmd.Start()
+	wait, err := subprocess.Start(cmd)
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -63,7 +65,7 @@ func runPreRun(ctx context.Context, bash, codeDir string) error {
 		defer pr.Close()
 		_, _ = io.Copy(io.MultiWriter(os.Stderr, tail), pr)
 	}()
-	err = cmd.Wait()
+	err = wait()
 	select {
 	case <-copied:
 	case <-time.After(preRunOutputWait):

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/subprocess"
 )
 
 // zygoteWaitDelay bounds waiting for a zygote's output once it exited:
@@ -39,6 +41,7 @@ type zygote struct {
 // zygoteProc is one started zygote.
 type zygoteProc struct {
 	cmd  *exec.Cmd
+	wait func() error // cmd's Wait, on the thread that started it
 	conn *net.UnixConn
 	// generic: started warm, the function not loaded yet.
 	generic bool
@@ -188,7 +191,7 @@ func startZygote(ctx context.Context, spec workerSpec, generic bool) (*zygotePro
 	}
 	cmd.WaitDelay = zygoteWaitDelay
 	cmd.SysProcAttr = childAttr()
-	err = cmd.Start()
+	wait, err := subprocess.Start(cmd)
 	// Only the zygote holds its end: its exit is the end of conn.
 	theirs.Close()
 	if err != nil {
@@ -196,7 +199,7 @@ func startZygote(ctx context.Context, spec workerSpec, generic bool) (*zygotePro
 		return nil, fmt.Errorf("start %s: %w", spec.python, err)
 	}
 	zp := &zygoteProc{cmd: cmd, conn: conn, hello: make(chan []byte, 1), forked: make(chan int, 1),
-		exited: make(chan struct{}), workers: map[int]*worker{}, generic: generic}
+		exited: make(chan struct{}), workers: map[int]*worker{}, generic: generic, wait: wait}
 	go zp.read()
 	if err := zp.awaitHello(ctx); err != nil {
 		return nil, err
@@ -271,7 +274,7 @@ func (zp *zygoteProc) read() {
 		zp.handle(m)
 	}
 	zp.conn.Close()
-	err := zp.cmd.Wait()
+	err := zp.wait()
 	if err == nil {
 		err = errors.New("exit status 0")
 	}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/pkg/subprocess"
 	"minik8s/test/harness"
 )
 
@@ -72,10 +72,8 @@ type binProc struct {
 }
 
 // startBinary starts a long-running binary writing to logPath. Pdeathsig
-// delivers deathSig to it if this test process dies without its cleanup;
-// since the kernel sends it when the forking thread exits (not the
-// process), the fork happens on a goroutine locked to its thread that
-// stays there, in Wait, for the child's life.
+// delivers deathSig to it if this test process dies without its cleanup
+// (subprocess.Start keeps the forking thread for the child's life).
 func startBinary(t *testing.T, name, dir, logPath string, env []string, deathSig syscall.Signal, bin string, args ...string) *binProc {
 	t.Helper()
 	logf, err := os.Create(logPath)
@@ -88,22 +86,16 @@ func startBinary(t *testing.T, name, dir, logPath string, env []string, deathSig
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: deathSig}
 	p := &binProc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
-		defer logf.Close()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	wait, err := subprocess.Start(cmd)
+	if err != nil {
+		logf.Close()
 		t.Fatalf("starting %s: %v", name, err)
 	}
+	go func() {
+		p.err = wait()
+		logf.Close()
+		close(p.done)
+	}()
 	return p
 }
 

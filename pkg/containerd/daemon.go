@@ -13,9 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
+
+	"minik8s/pkg/subprocess"
 )
 
 // Binary is the Debian package's daemon.
@@ -97,25 +98,13 @@ func Start(ctx context.Context, dir, address string, log io.Writer, opts ...Opti
 	d.cmd = exec.Command(Binary, "--config", cfgPath)
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: o.pdeathsig}
-	started := make(chan error, 1)
-	go func() {
-		// The parent death signal fires when the OS thread that forked the
-		// daemon exits, and Go retires idle threads (golang/go#27505): the
-		// goroutine that starts the daemon keeps its thread for the daemon's
-		// whole life by also waiting for it there.
-		runtime.LockOSThread()
-		if err := d.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		d.done <- d.cmd.Wait()
-		// Still locked: the thread ends with this goroutine, which is fine
-		// now that the daemon is gone.
-	}()
-	if err := <-started; err != nil {
+	// Forked from a thread kept for the daemon's life: the parent death
+	// signal fires when the forking thread ends.
+	wait, err := subprocess.Start(d.cmd)
+	if err != nil {
 		return nil, fmt.Errorf("starting containerd: %w", err)
 	}
+	go func() { d.done <- wait() }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if c, err := net.DialTimeout("unix", address, time.Second); err == nil {

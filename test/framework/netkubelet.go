@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 	"minik8s/apiserver"
 	"minik8s/kubelet"
 	"minik8s/pkg/netns"
+	"minik8s/pkg/subprocess"
 
 	"minik8s/test/containerdtest"
 	"minik8s/test/harness"
@@ -228,23 +228,20 @@ func (p *netProcess) Start() {
 	}
 	// nsenter execs the component in place: it dies with the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started, done := make(chan error, 1), make(chan error, 1)
-	go func() {
-		// The parent death signal fires when the thread that forked the
-		// process exits, as locked threads of NetNode.Do do: this one is
-		// kept, locked, for the process's life (as pkg/containerd does).
-		runtime.LockOSThread()
-		defer logf.Close()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		done <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	// The parent death signal fires when the thread that forked the process
+	// exits, as locked threads of NetNode.Do do: subprocess forks from a
+	// thread kept for the process's life.
+	wait, err := subprocess.Start(cmd)
+	if err != nil {
+		logf.Close()
 		p.t.Fatalf("starting %s: %v", p.what, err)
 	}
+	done := make(chan error, 1)
+	go func() {
+		err := wait()
+		logf.Close()
+		done <- err
+	}()
 	p.cmd, p.done = cmd, done
 }
 
