@@ -26,6 +26,7 @@ import (
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/nodecondition"
+	"minik8s/pkg/wait"
 	"minik8s/pkg/workqueue"
 )
 
@@ -132,21 +133,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	for _, inf := range []interface{ Start(context.Context) }{c.funcs, c.pods, c.nodes} {
 		inf.Start(ctx)
 	}
-	go func() {
-		// Pools wait for a CA, pods for the cache past pendingTTL.
-		t := time.NewTicker(caRecheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				for _, ns := range c.namespaces() {
-					c.queue.Add(ns)
-				}
-			}
+	// Pools wait for a CA, pods for the cache past pendingTTL.
+	go wait.Every(ctx, caRecheck, func() {
+		for _, ns := range c.namespaces() {
+			c.queue.Add(ns)
 		}
-	}()
+	})
 	workqueue.Run(ctx, c.queue, workers, Name, c.sync)
 }
 
