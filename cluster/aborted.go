@@ -59,7 +59,7 @@ func readBundle(dir string) taskBundle {
 // context of containerd's request, which ends when containerd stops, so
 // stopping containerd while a kubelet of another node starts a container
 // on it kills runc create midway; the shim that remains has no container,
-// and shutdownIdleShim stops it.
+// and shutdownOrphanShim stops it.
 //
 // It runs once the bundle's shim is gone, so that no runc create of the
 // container can still be under way, and touches only a container that

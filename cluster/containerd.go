@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	shimapi "github.com/containerd/containerd/api/runtime/task/v2"
@@ -136,20 +137,22 @@ func drainContainers(dataDir string) {
 		return
 	}
 	removeContainers(d.Address)
-	// What is left is shims whose container was never created: containerd
-	// stopped in the middle of starting it. containerd 1.6 keeps such a
-	// shim (1.7 shuts it down on restart, containerd#6860), and its runc
-	// create was killed midway (see removeAbortedCreate).
+	// What is left is shims of containers containerd does not know:
+	// containerd stopped in the middle of starting them. Either runc
+	// create was killed midway (see removeAbortedCreate; containerd 1.6
+	// keeps such a shim, 1.7 shuts it down on restart, containerd#6860),
+	// or it completed and the container's record went with the failed
+	// create, leaving runc init waiting under its shim.
 	idle, _ := filepath.Glob(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "*", "*"))
 	for _, b := range idle {
-		shutdownIdleShim(ctx, b)
+		shutdownOrphanShim(ctx, b)
 	}
 	d.Stop()
 }
 
-// shutdownIdleShim stops the shim of a task bundle when it runs no
-// process; containerd then removes the bundle.
-func shutdownIdleShim(ctx context.Context, bundle string) {
+// shutdownOrphanShim stops the shim of a task bundle, removing the
+// container it still holds first; containerd then removes the bundle.
+func shutdownOrphanShim(ctx context.Context, bundle string) {
 	id := filepath.Base(bundle)
 	logger := log.WithField("container", id)
 	addr, err := os.ReadFile(filepath.Join(bundle, "address"))
@@ -165,8 +168,20 @@ func shutdownIdleShim(ctx context.Context, bundle string) {
 	defer c.Close()
 	shim := shimapi.NewTaskClient(c)
 	if pids, err := shim.Pids(ctx, &shimapi.PidsRequest{ID: id}); err == nil && len(pids.Processes) > 0 {
-		logger.WithField("pids", len(pids.Processes)).Warn("a container outlived containerd")
-		return
+		// A container no containerd knows of (the create of a kubelet of
+		// another node raced containerd's stop, and its record is gone):
+		// nobody could start or stop it any more. The shim kills it and
+		// deletes it (runc's state and cgroups, the rootfs mount).
+		logger.WithField("pids", len(pids.Processes)).Info("removing a container that outlived containerd")
+		if _, err := shim.Kill(ctx, &shimapi.KillRequest{ID: id, Signal: uint32(syscall.SIGKILL), All: true}); err != nil {
+			logger.WithError(err).Warn("killing a container that outlived containerd")
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, _ = shim.Wait(wctx, &shimapi.WaitRequest{ID: id})
+		cancel()
+		if _, err := shim.Delete(ctx, &shimapi.DeleteRequest{ID: id}); err != nil {
+			logger.WithError(err).Warn("deleting a container that outlived containerd")
+		}
 	}
 	logger.Info("stopping a shim without container")
 	// The shim exits before it answers: the error says nothing.
