@@ -39,29 +39,6 @@ func moduleRoot(t *testing.T) string {
 	return filepath.Dir(gomod)
 }
 
-// buildBinaries builds every command into a temp dir as `make build` does
-// (funcserver static, for the runtime image) and returns the dir.
-func buildBinaries(t *testing.T) string {
-	t.Helper()
-	root := moduleRoot(t)
-	dir := t.TempDir()
-	for _, b := range []struct {
-		env  []string
-		args []string
-	}{
-		{nil, []string{"build", "-o", dir + "/", "./cmd/..."}},
-		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(dir, "funcserver"), "./cmd/funcserver"}},
-	} {
-		cmd := exec.Command("go", b.args...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), b.env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(b.args, " "), err, out)
-		}
-	}
-	return dir
-}
-
 // binProc is a binary started by startBinary.
 type binProc struct {
 	name string

@@ -34,7 +34,7 @@ import (
 // Ctrl-C leaves nothing of the cluster behind.
 func TestMinik8sUpFuncRunners(t *testing.T) {
 	needUpPrereqs(t)
-	bin := buildBinaries(t)
+	bin := harness.Binaries(t)
 	tmp, err := os.MkdirTemp("", "fr-up") // in the run dir: see TestMinik8sUpBinaries
 	if err != nil {
 		t.Fatal(err)

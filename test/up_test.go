@@ -69,7 +69,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		}
 	}
 	root := moduleRoot(t)
-	bin := buildBinaries(t)
+	bin := harness.Binaries(t)
 	u := framework.StartUnderlay(t, 1)
 	machine := u.Nodes[0]
 	netnsNode := filepath.Join(root, "hack", "netns-node")
