@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -27,8 +28,8 @@ import (
 // path users run (issue 28, part 4): `minik8s up` as the README starts it
 // (pods on their own network, Services in the kernel), each cluster in a
 // network namespace of the benchmark's own, the callers in it too, so that
-// no userspace forwarder sits on any measured path. Two clusters side by
-// side: one as `minik8s up` runs (the runner in its process), one with
+// no userspace forwarder sits on any measured path. Two clusters in turn:
+// one as `minik8s up` runs (the runner in its process), one with
 // `--funcrunners 0` and two bin/funcrunner processes. On each, a warm
 // function is called at its Service's cluster IP, at its pod's IP, and
 // synchronously through the apiserver: one caller (latency), then 16
@@ -36,64 +37,55 @@ import (
 func BenchmarkFuncWarmCallDefaultPath(b *testing.B) {
 	u := framework.StartUnderlay(b, 2)
 	bin := harness.Binaries(b)
-	// One after the other: the first may build the runtime image.
-	local := startUp(b, bin, u.Nodes[0], 0)
-	remote := startUp(b, bin, u.Nodes[1], 2)
-
-	type target struct {
-		name, url string
-		hc        *http.Client
-	}
-	var targets []target
-	for _, c := range []*upNode{local, remote} {
+	b.StopTimer()
+	// One cluster at a time: the other's background work (probes, status,
+	// leases) stays off the figures.
+	for i, runners := range []int{0, 2} {
+		c := startUp(b, bin, u.Nodes[i], runners)
 		service, pod := c.warmFunc(b, "echo", echoCode)
-		targets = append(targets,
-			target{c.name + "-service", service, c.hc},
-			target{c.name + "-pod", pod, c.hc},
-			target{c.name + "-api", c.server + "/api/funcs/echo?wait=60s", c.hc})
-	}
-	call := func(tg target) error {
-		_, err := tryPostWith(tg.hc, tg.url, "hello", http.StatusOK)
-		return err
-	}
-	for _, tg := range targets {
-		if err := call(tg); err != nil {
-			b.Fatalf("%s: %v", tg.name, err)
+		targets := []struct{ name, url string }{
+			{c.name + "-service", service}, {c.name + "-pod", pod},
+			{c.name + "-api", c.server + "/api/funcs/echo?wait=60s"}}
+		call := func(url string) error {
+			_, err := tryPostWith(c.hc, url, "hello", http.StatusOK)
+			return err
 		}
-	}
-	p50, p99, cp50, perSec := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
-	b.ResetTimer()
-	for _, tg := range targets {
-		lat := make([]time.Duration, 0, b.N)
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
-			if err := call(tg); err != nil {
+		for _, tg := range targets {
+			if err := call(tg.url); err != nil {
 				b.Fatalf("%s: %v", tg.name, err)
 			}
-			lat = append(lat, time.Since(t0))
 		}
-		p50[tg.name], p99[tg.name] = percentile(lat, 50), percentile(lat, 99)
-	}
-	for _, tg := range targets {
-		lat, ps, errs, first := concurrently(b.N, callers, func(int) error { return call(tg) })
-		if errs > 0 {
-			b.Fatalf("%s: %d of %d concurrent calls failed, first: %v", tg.name, errs, b.N, first)
+		b.StartTimer()
+		// Latency: the three in turn, call by call, so that whatever the
+		// machine does meanwhile falls on each alike.
+		lat := make([][]time.Duration, len(targets))
+		for range b.N {
+			for k, tg := range targets {
+				t0 := time.Now()
+				if err := call(tg.url); err != nil {
+					b.Fatalf("%s: %v", tg.name, err)
+				}
+				lat[k] = append(lat[k], time.Since(t0))
+			}
 		}
-		cp50[tg.name], perSec[tg.name] = percentile(lat, 50), ps
+		perSec := make([]float64, len(targets))
+		for k, tg := range targets {
+			b.ReportMetric(percentile(lat[k], 50), tg.name+"-p50-ms")
+			b.ReportMetric(percentile(lat[k], 99), tg.name+"-p99-ms")
+			clat, ps, errs, first := concurrently(b.N, callers, func(int) error { return call(tg.url) })
+			if errs > 0 {
+				b.Fatalf("%s: %d of %d concurrent calls failed, first: %v", tg.name, errs, b.N, first)
+			}
+			b.ReportMetric(percentile(clat, 50), tg.name+"-c16-p50-ms")
+			b.ReportMetric(ps, tg.name+"-c16-calls/s")
+			perSec[k] = ps
+		}
+		b.StopTimer()
+		b.ReportMetric(percentile(lat[2], 50)/percentile(lat[0], 50), c.name+"-p50-ratio")
+		b.ReportMetric(perSec[2]/perSec[0], c.name+"-c16-throughput-share")
+		c.stop()
 	}
-	b.StopTimer()
 	b.ReportMetric(float64(dials.Load()), "dials")
-	for _, tg := range targets {
-		b.ReportMetric(p50[tg.name], tg.name+"-p50-ms")
-		b.ReportMetric(p99[tg.name], tg.name+"-p99-ms")
-		b.ReportMetric(cp50[tg.name], tg.name+"-c16-p50-ms")
-		b.ReportMetric(perSec[tg.name], tg.name+"-c16-calls/s")
-	}
-	for _, c := range []*upNode{local, remote} {
-		svc, api := c.name+"-service", c.name+"-api"
-		b.ReportMetric(p50[api]/p50[svc], c.name+"-p50-ratio")
-		b.ReportMetric(perSec[api]/perSec[svc], c.name+"-c16-throughput-share")
-	}
 }
 
 // dials counts the callers' connections: each is made on a thread moved
@@ -109,6 +101,9 @@ type upNode struct {
 	server string       // the local port, in the namespace
 	hc     *http.Client // dials from the namespace
 	admin  *client.Client
+	stop   func() // Ctrl-C, once
+	// runners stop the cluster's bin/funcrunner processes.
+	runners []func(grace time.Duration)
 }
 
 // startUp runs `minik8s up` with the README's defaults in node's
@@ -142,10 +137,17 @@ func startUp(b *testing.B, bin string, node *framework.NetNode, runners int) *up
 		args = append(args, "--funcrunners", "0", "--token-auth-file", tokens)
 	}
 	stop := startNamespaced(b, "minik8s up ("+name+")", filepath.Join(tmp, "up.log"), args...)
-	b.Cleanup(func() {
-		stop(3 * time.Minute)
-		_ = os.RemoveAll(tmp)
-	})
+	var once sync.Once
+	c.stop = func() {
+		once.Do(func() {
+			for _, r := range c.runners {
+				r(time.Minute)
+			}
+			stop(3 * time.Minute)
+			_ = os.RemoveAll(tmp)
+		})
+	}
+	b.Cleanup(c.stop)
 	// The admin's client, for the setup only: through a forwarder.
 	c.admin = client.New("http://" + node.Expose(b, "127.0.0.1:8080"))
 	waitFor(b, 25*time.Minute, "minik8s up's node ready", func() bool { // the first run may build the image
@@ -182,7 +184,7 @@ func (c *upNode) startRunners(b *testing.B, bin string, n int) {
 		name := fmt.Sprintf("bench-runner-%d", i)
 		stop := startNamespaced(b, name, filepath.Join(filepath.Dir(c.data), name+".log"),
 			"--net="+c.node.Path(), filepath.Join(bin, "funcrunner"), "--kubeconfig", kubeconfig, "--identity", name)
-		b.Cleanup(func() { stop(time.Minute) })
+		c.runners = append(c.runners, stop)
 	}
 	waitFor(b, time.Minute, strconv.Itoa(n)+" runners' Leases", func() bool {
 		leases, _, err := c.admin.Leases(function.RunnerNamespace).List(context.Background(),
