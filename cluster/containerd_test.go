@@ -48,7 +48,8 @@ func TestShutdownOrphanShimRemovesItsContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shutdownOrphanShim(ctx, filepath.Join(ctd.Dir, "state", "io.containerd.runtime.v2.task", containerd.Namespace, id))
+	bundle := filepath.Join(ctd.Dir, "state", "io.containerd.runtime.v2.task", containerd.Namespace, id)
+	shutdownOrphanShim(ctx, bundle)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for syscall.Kill(pid, 0) == nil {
@@ -59,5 +60,14 @@ func TestShutdownOrphanShimRemovesItsContainer(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(runcRoot, containerd.Namespace, id)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("runc state of the orphan left: %v", err)
+	}
+	// The test's containerd, still running, sees the shim go and cleans up
+	// after it (a `shim delete` of its own), then removes the bundle: wait
+	// for that before its teardown looks for leftovers.
+	for _, err := os.Stat(bundle); err == nil; _, err = os.Stat(bundle) {
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatalf("containerd kept the orphan's bundle %s", bundle)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -135,8 +136,17 @@ func streamName(subject string) string {
 // marks the trigger ready.
 func (q *Queues) start(ctx context.Context, t *api.Trigger) error {
 	qt := t.Spec.Queue
-	if _, err := q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: streamName(qt.Subject), Subjects: []string{qt.Subject},
-		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}); err != nil {
+	// Created, not updated: every runner makes the same stream, and the
+	// server's update of an existing stream races with another runner's
+	// consumer create on it (nats-server's fileStore, under -race).
+	cfg := jetstream.StreamConfig{Name: streamName(qt.Subject), Subjects: []string{qt.Subject},
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}
+	_, err := q.js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		// Made otherwise before (an older version): brought in line.
+		_, err = q.js.UpdateStream(ctx, cfg)
+	}
+	if err != nil {
 		return fmt.Errorf("the stream of %q: %w", qt.Subject, err)
 	}
 	cons, err := q.js.CreateOrUpdateConsumer(ctx, streamName(qt.Subject), jetstream.ConsumerConfig{
