@@ -150,7 +150,7 @@ func startUp(b *testing.B, bin string, node *framework.NetNode, runners int) *up
 	b.Cleanup(c.stop)
 	// The admin's client, for the setup only: through a forwarder.
 	c.admin = client.New("http://" + node.Expose(b, "127.0.0.1:8080"))
-	waitFor(b, 25*time.Minute, "minik8s up's node ready", func() bool { // the first run may build the image
+	waitBench(b, 25*time.Minute, "minik8s up's node ready", func() bool { // the first run may build the image
 		nodes, _, err := c.admin.Nodes().List(context.Background(), client.ListOptions{})
 		if err != nil || len(nodes) == 0 {
 			return false
@@ -186,7 +186,7 @@ func (c *upNode) startRunners(b *testing.B, bin string, n int) {
 			"--net="+c.node.Path(), filepath.Join(bin, "funcrunner"), "--kubeconfig", kubeconfig, "--identity", name)
 		c.runners = append(c.runners, stop)
 	}
-	waitFor(b, time.Minute, strconv.Itoa(n)+" runners' Leases", func() bool {
+	waitBench(b, time.Minute, strconv.Itoa(n)+" runners' Leases", func() bool {
 		leases, _, err := c.admin.Leases(function.RunnerNamespace).List(context.Background(),
 			client.ListOptions{LabelSelector: function.LabelComponent + "=" + function.ComponentRunner})
 		live := 0
@@ -212,7 +212,7 @@ func (c *upNode) warmFunc(b *testing.B, name, code string) (service, pod string)
 	if _, err := c.admin.Funcs("default").Create(ctx, f); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, 3*time.Minute, "the function's pod in its Endpoints", func() bool {
+	waitBench(b, 3*time.Minute, "the function's pod in its Endpoints", func() bool {
 		ep, err := c.admin.Endpoints("default").Get(ctx, function.ObjectName(name))
 		if err != nil || len(ep.Subsets) == 0 || len(ep.Subsets[0].Addresses) == 0 || len(ep.Subsets[0].Ports) == 0 {
 			return false
@@ -265,17 +265,5 @@ func startNamespaced(b *testing.B, what, logPath string, args ...string) (stop f
 			_ = cmd.Process.Kill()
 			<-done
 		}
-	}
-}
-
-// waitFor polls ok until it holds, failing the benchmark after timeout.
-func waitFor(b *testing.B, timeout time.Duration, what string, ok func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			b.Fatalf("no %s after %v", what, timeout)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
