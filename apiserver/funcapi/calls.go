@@ -172,6 +172,19 @@ func newInstance(ctx context.Context, req function.CallRequest, callbackURL stri
 	return call.New(req, call.Origin{User: rbac.UserOf(ctx).Name, CallbackURL: callbackURL})
 }
 
+// assign stores an asynchronous call already claimed by a live runner, in
+// turn, as a trigger's call is by the runner that made it: the runner then
+// drives it without a claim write of its own (one write of the call's
+// three or four less). A runner that is gone before it ends it loses it
+// as it loses any claim: another takes it over once its Lease expires.
+// With no live runner, the first to come claims it.
+func (c *Calls) assign(inst *api.FuncInstance) *api.FuncInstance {
+	if r, ok := c.runners.pick(); ok {
+		call.Claim(inst, r.identity)
+	}
+	return inst
+}
+
 // Start stores an asynchronous call for a runner to claim.
 func (c *Calls) Start(ctx context.Context, req function.CallRequest, callbackURL string, span *api.FuncSpan) (*api.FuncInstance, error) {
 	ns, fn, arg := req.Namespace, req.Function, req.Arg
@@ -187,7 +200,7 @@ func (c *Calls) Start(ctx context.Context, req function.CallRequest, callbackURL
 	if err != nil {
 		return nil, err
 	}
-	created, err := c.instances.Create(ctx, ns, c.endSpan(newInstance(ctx, req, callbackURL), span))
+	created, err := c.instances.Create(ctx, ns, c.endSpan(c.assign(newInstance(ctx, req, callbackURL)), span))
 	if err != nil {
 		done(nil)
 		return nil, err
