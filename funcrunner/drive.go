@@ -10,7 +10,6 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
@@ -134,7 +133,7 @@ func (in *instances) run1(ctx context.Context, inst *api.FuncInstance) *api.Func
 // runner must stop driving it (another runner has it, it was deleted, or
 // the runner stops).
 func (in *instances) record(ctx context.Context, inst, next *api.FuncInstance) (*api.FuncInstance, bool) {
-	write := cache.DeepCopy(next)
+	write := call.Copy(next)
 	write.ResourceVersion = inst.ResourceVersion
 	call.Claim(write, in.self)
 	backoff := 100 * time.Millisecond
@@ -224,7 +223,7 @@ func (in *instances) finish(ctx context.Context, inst *api.FuncInstance) {
 	}
 	st := in.calls.deliver(ctx, inst)
 	for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
-		write := cache.DeepCopy(inst)
+		write := call.Copy(inst)
 		call.Delivered(write, st)
 		_, err := in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write)
 		if err == nil || errdefs.IsNotFound(err) {
@@ -250,7 +249,7 @@ func (in *instances) release(inst *api.FuncInstance) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	write := cache.DeepCopy(inst)
+	write := call.Copy(inst)
 	call.Claim(write, "")
 	if _, err := in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write); err != nil && !errdefs.IsConflict(err) && !errdefs.IsNotFound(err) {
 		log.WithError(err).WithField("instance", inst.Name).Debug("funcrunner: releasing an instance failed; it moves when the lease expires")

@@ -88,7 +88,7 @@ func (in *instances) sync(ctx context.Context, key string) error {
 	if inst.Status.Runner == in.self {
 		// Ours (resumed after a restart under the same identity, or handed
 		// over by a synchronous call whose driver has ended).
-		in.drive(key, cache.DeepCopy(inst))
+		in.drive(key, call.Copy(inst))
 		return nil
 	}
 	now := time.Now()
@@ -100,7 +100,7 @@ func (in *instances) sync(ctx context.Context, key string) error {
 		in.queue.AddAfter(key, claimDelay)
 		return nil
 	}
-	claim := cache.DeepCopy(inst)
+	claim := call.Copy(inst)
 	prev := claim.Status.Runner
 	call.Claim(claim, in.self)
 	claimed, err := in.client.FuncInstances(ns).UpdateStatus(ctx, claim)
