@@ -367,6 +367,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	endpoints, etcdTLS := cfg.EtcdEndpoints, cfg.EtcdTLS
+	var store *etcd.Store
 	if len(endpoints) == 0 {
 		dir := filepath.Join(cfg.DataDir, "etcd")
 		log.WithField("dir", dir).Info("starting embedded etcd")
@@ -379,20 +380,31 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		defer e.Close()
-		endpoints, etcdTLS = e.Endpoints, clientFiles
-	}
-	var tlsConfig *tls.Config
-	if etcdTLS != (etcd.TLSFiles{}) {
-		if tlsConfig, err = etcdTLS.Config(); err != nil {
+		// Reads and writes call the etcd in process; watches, leases and
+		// maintenance go through its listener.
+		tlsConfig, err := clientFiles.Config()
+		if err != nil {
 			return fmt.Errorf("etcd TLS: %w", err)
 		}
+		client, err := etcd.NewClient(e.Endpoints, tlsConfig)
+		if err != nil {
+			return err
+		}
+		store = etcd.NewInProcess(client, e.Client())
+	} else {
+		var tlsConfig *tls.Config
+		if etcdTLS != (etcd.TLSFiles{}) {
+			if tlsConfig, err = etcdTLS.Config(); err != nil {
+				return fmt.Errorf("etcd TLS: %w", err)
+			}
+		}
+		client, err := etcd.NewClient(endpoints, tlsConfig)
+		if err != nil {
+			return err
+		}
+		store = etcd.New(client)
 	}
-	client, err := etcd.NewClient(endpoints, tlsConfig)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	store := etcd.New(client)
+	defer store.Close()
 	go store.RunCompactor(ctx, etcd.DefaultCompactInterval)
 	go store.RunSpaceRecovery(ctx, etcd.DefaultSpaceCheckInterval)
 	srv := New(cfg, store)

@@ -34,7 +34,7 @@ func (s *Store) RunCompactor(ctx context.Context, interval time.Duration) {
 			continue
 		}
 		if last > 0 {
-			if _, err := s.client.Compact(ctx, last); err != nil && !errors.Is(err, rpctypes.ErrCompacted) && ctx.Err() == nil {
+			if _, err := s.kv.Compact(ctx, last); err != nil && !errors.Is(err, rpctypes.ErrCompacted) && ctx.Err() == nil {
 				log.WithError(err).WithField("revision", last).Warn("etcd compaction failed")
 			}
 		}

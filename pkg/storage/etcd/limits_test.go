@@ -13,9 +13,14 @@ import (
 
 // TestSizeLimits: a value is stored as sent whatever it contains, and what
 // etcd refuses for its size is ErrTooLarge (413), naming the size, whether
-// the server or the client's gRPC limit refuses it.
+// the server or the client's gRPC limit refuses it; the same with a
+// client in etcd's process, where no gRPC limit is on the way.
 func TestSizeLimits(t *testing.T) {
-	store := etcdtest.Start(t)
+	t.Run("network", func(t *testing.T) { testSizeLimits(t, etcdtest.Start(t)) })
+	t.Run("in-process", func(t *testing.T) { testSizeLimits(t, etcdtest.StartInProcess(t)) })
+}
+
+func testSizeLimits(t *testing.T, store *etcd.Store) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string

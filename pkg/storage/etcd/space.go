@@ -147,7 +147,7 @@ func (s *Store) checkSpace(ctx context.Context) {
 	if rev, err := s.Revision(ctx); err == nil {
 		// Physical: the freed pages are reusable (and defragmentable)
 		// once it returns.
-		if _, err := s.client.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		if _, err := s.kv.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 			log.WithError(err).Warn("etcd is out of space: compacting failed")
 			return
 		}

@@ -26,7 +26,12 @@ import (
 
 // Store is an etcd-backed storage.Interface.
 type Store struct {
-	client *clientv3.Client
+	// client watches, grants leases and asks for the members' status,
+	// alarms and defragmentation; kv reads and writes (client's, or an
+	// in-process client's: NewInProcess).
+	client  *clientv3.Client
+	kv      clientv3.KV
+	closeKV func() error
 
 	mu    sync.Mutex
 	lease leaseCache
@@ -40,7 +45,29 @@ var _ storage.Interface = (*Store)(nil)
 
 // New returns a store on an open etcd client.
 func New(client *clientv3.Client) *Store {
-	return &Store{client: client, spaceCheck: make(chan struct{}, 1)}
+	return &Store{client: client, kv: client.KV, spaceCheck: make(chan struct{}, 1)}
+}
+
+// NewInProcess returns a store whose reads and writes call the etcd
+// server of this process through inProcess (Embedded.Client), and whose
+// watches, leases and maintenance go through client, a client of its
+// listener. Only unary calls take the in-process way: etcd's adapter for
+// streams can block for good when a watch is cancelled while events flow
+// (etcd-io/etcd#20716), and its maintenance server has no defragmentation
+// wired.
+func NewInProcess(client, inProcess *clientv3.Client) *Store {
+	s := New(client)
+	s.kv, s.closeKV = inProcess.KV, inProcess.Close
+	return s
+}
+
+// Close closes the store's clients.
+func (s *Store) Close() error {
+	err := s.client.Close()
+	if s.closeKV != nil {
+		err = errors.Join(err, s.closeKV())
+	}
+	return err
 }
 
 // leaseCache shares one lease among objects created close together with
@@ -176,7 +203,7 @@ func (s *Store) Create(ctx context.Context, key string, obj api.Object, ttl time
 	if err != nil {
 		return err
 	}
-	resp, err := s.client.Txn(leader(ctx)).
+	resp, err := s.kv.Txn(leader(ctx)).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(data), opts...)).
 		Commit()
@@ -211,7 +238,7 @@ func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.D
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0))
 		puts = append(puts, clientv3.OpPut(it.Key, string(data), opts...))
 	}
-	resp, err := s.client.Txn(leader(ctx)).If(cmps...).Then(puts...).Commit()
+	resp, err := s.kv.Txn(leader(ctx)).If(cmps...).Then(puts...).Commit()
 	if err != nil {
 		s.noteWriteErr(err)
 		if isTooLarge(err) {
@@ -231,7 +258,7 @@ func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.D
 }
 
 func (s *Store) Get(ctx context.Context, key string, out api.Object) error {
-	resp, err := s.client.Get(leader(ctx), key)
+	resp, err := s.kv.Get(leader(ctx), key)
 	if err != nil {
 		return wrapErr(err)
 	}
@@ -242,7 +269,7 @@ func (s *Store) Get(ctx context.Context, key string, out api.Object) error {
 }
 
 func (s *Store) List(ctx context.Context, prefix string, newObj storage.NewFunc) ([]api.Object, int64, error) {
-	resp, err := s.client.Get(leader(ctx), prefix, clientv3.WithPrefix())
+	resp, err := s.kv.Get(leader(ctx), prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, wrapErr(err)
 	}
@@ -260,7 +287,7 @@ func (s *Store) List(ctx context.Context, prefix string, newObj storage.NewFunc)
 // ListAt returns the objects under prefix as they were at revision rev:
 // a compacted revision is ErrGone ("too old resource version").
 func (s *Store) ListAt(ctx context.Context, prefix string, rev int64, newObj storage.NewFunc) ([]api.Object, error) {
-	resp, err := s.client.Get(leader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
+	resp, err := s.kv.Get(leader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
 	if err != nil {
 		return nil, wrapErr(err)
 	}
@@ -284,7 +311,7 @@ func (s *Store) ListPage(ctx context.Context, prefix string, rev int64, after st
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
 	}
-	resp, err := s.client.Get(leader(ctx), from, opts...)
+	resp, err := s.kv.Get(leader(ctx), from, opts...)
 	if err != nil {
 		return storage.Page{}, wrapErr(err)
 	}
@@ -319,7 +346,7 @@ func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 		}
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", rev)
 	}
-	resp, err := s.client.Txn(leader(ctx)).
+	resp, err := s.kv.Txn(leader(ctx)).
 		If(cmp).
 		Then(clientv3.OpPut(key, string(data), clientv3.WithIgnoreLease())).
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
@@ -341,7 +368,7 @@ func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
 
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, newObj storage.NewFunc, fn storage.UpdateFunc) (api.Object, error) {
 	for {
-		resp, err := s.client.Get(leader(ctx), key)
+		resp, err := s.kv.Get(leader(ctx), key)
 		if err != nil {
 			return nil, wrapErr(err)
 		}
@@ -390,7 +417,7 @@ func (s *Store) Delete(ctx context.Context, key string, out api.Object, precondi
 		}
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", rev)
 	}
-	resp, err := s.client.Txn(leader(ctx)).
+	resp, err := s.kv.Txn(leader(ctx)).
 		If(cmp).
 		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
@@ -412,7 +439,7 @@ func (s *Store) Delete(ctx context.Context, key string, out api.Object, precondi
 }
 
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(leader(ctx), "/", clientv3.WithCountOnly())
+	resp, err := s.kv.Get(leader(ctx), "/", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, wrapErr(err)
 	}

@@ -8,5 +8,6 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, etcdtest.Start(t))
+	t.Run("network", func(t *testing.T) { storagetest.Run(t, etcdtest.Start(t)) })
+	t.Run("in-process", func(t *testing.T) { storagetest.Run(t, etcdtest.StartInProcess(t)) })
 }

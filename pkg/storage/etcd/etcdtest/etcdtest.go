@@ -31,3 +31,24 @@ func Start(t testing.TB) *etcd.Store {
 	})
 	return etcd.New(c)
 }
+
+// StartInProcess is Start with the store's reads and writes calling the
+// etcd in this process, as an apiserver with its own etcd does.
+func StartInProcess(t testing.TB) *etcd.Store {
+	t.Helper()
+	e, err := etcd.StartEmbedded(context.Background(), filepath.Join(t.TempDir(), "etcd"))
+	if err != nil {
+		t.Fatalf("embedded etcd: %v", err)
+	}
+	c, err := etcd.NewClient(e.Endpoints)
+	if err != nil {
+		e.Close()
+		t.Fatal(err)
+	}
+	s := etcd.NewInProcess(c, e.Client())
+	t.Cleanup(func() {
+		s.Close()
+		e.Close()
+	})
+	return s
+}
