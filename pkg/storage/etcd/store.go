@@ -456,6 +456,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRV int64, newObj s
 	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix,
 		clientv3.WithPrefix(), clientv3.WithRev(fromRV+1), clientv3.WithPrevKV())
 	out := make(chan storage.Event, WatchBuffer)
+	recent := newRecentObjects(recentKeys)
 	go func() {
 		defer cancel()
 		defer close(out)
@@ -483,7 +484,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRV int64, newObj s
 				return
 			}
 			for _, ev := range resp.Events {
-				e, err := convert(ev, newObj)
+				e, err := convert(ev, newObj, recent)
 				if err != nil {
 					send(storage.Event{Type: api.Error, Err: err})
 					return
@@ -504,9 +505,12 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRV int64, newObj s
 	return out, nil
 }
 
-func convert(ev *clientv3.Event, newObj storage.NewFunc) (storage.Event, error) {
+// recentKeys is how many keys' last objects a watch holds (recentObjects).
+const recentKeys = 1024
+
+func convert(ev *clientv3.Event, newObj storage.NewFunc, recent *recentObjects) (storage.Event, error) {
 	obj := newObj()
-	rev := ev.Kv.ModRevision
+	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
 	switch {
 	case ev.Type == clientv3.EventTypeDelete:
 		if ev.PrevKv == nil {
@@ -515,11 +519,13 @@ func convert(ev *clientv3.Event, newObj storage.NewFunc) (storage.Event, error) 
 		if err := decode(ev.PrevKv.Value, rev, obj); err != nil {
 			return storage.Event{}, err
 		}
+		recent.forget(key)
 		return storage.Event{Type: api.Deleted, Object: obj, Revision: rev}, nil
 	case ev.IsCreate():
 		if err := decode(ev.Kv.Value, rev, obj); err != nil {
 			return storage.Event{}, err
 		}
+		recent.put(key, rev, obj)
 		return storage.Event{Type: api.Added, Object: obj, Revision: rev}, nil
 	default:
 		if err := decode(ev.Kv.Value, rev, obj); err != nil {
@@ -527,12 +533,16 @@ func convert(ev *clientv3.Event, newObj storage.NewFunc) (storage.Event, error) 
 		}
 		e := storage.Event{Type: api.Modified, Object: obj, Revision: rev}
 		if ev.PrevKv != nil {
-			prev := newObj()
-			if err := decode(ev.PrevKv.Value, ev.PrevKv.ModRevision, prev); err != nil {
-				return storage.Event{}, err
+			prev := recent.get(key, ev.PrevKv.ModRevision)
+			if prev == nil {
+				prev = newObj()
+				if err := decode(ev.PrevKv.Value, ev.PrevKv.ModRevision, prev); err != nil {
+					return storage.Event{}, err
+				}
 			}
 			e.PrevObject = prev
 		}
+		recent.put(key, rev, obj)
 		return e, nil
 	}
 }

@@ -416,6 +416,37 @@ func testWatchPrevObject(t *testing.T, s storage.Interface, p string) {
 	if ev.Type != api.Modified || ev.PrevObject == nil || ev.PrevObject.(*api.ConfigMap).Data["k"] != "before" {
 		t.Fatalf("modified event without the previous state: %+v", ev)
 	}
+	// The previous state of a change the watch saw the last of, and of
+	// one after a delete and a new create under the same key.
+	obj.Data["k"] = "again"
+	if err := s.Update(c, p+"a", obj); err != nil {
+		t.Fatal(err)
+	}
+	ev = next(t, ch)
+	if ev.Type != api.Modified || ev.PrevObject == nil || ev.PrevObject.(*api.ConfigMap).Data["k"] != "after" ||
+		ev.PrevObject.GetObjectMeta().ResourceVersion == ev.Object.GetObjectMeta().ResourceVersion {
+		t.Fatalf("second change: previous state %+v, want the first change's", ev.PrevObject)
+	}
+	if err := s.Delete(c, p+"a", &api.ConfigMap{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if ev = next(t, ch); ev.Type != api.Deleted {
+		t.Fatalf("event %s, want DELETED", ev.Type)
+	}
+	again := cm("a", "reborn")
+	if err := s.Create(c, p+"a", again, 0); err != nil {
+		t.Fatal(err)
+	}
+	again.Data["k"] = "changed"
+	if err := s.Update(c, p+"a", again); err != nil {
+		t.Fatal(err)
+	}
+	if ev = next(t, ch); ev.Type != api.Added {
+		t.Fatalf("event %s, want ADDED", ev.Type)
+	}
+	if ev = next(t, ch); ev.Type != api.Modified || ev.PrevObject == nil || ev.PrevObject.(*api.ConfigMap).Data["k"] != "reborn" {
+		t.Fatalf("change after a new create: previous state %+v, want the new object's", ev.PrevObject)
+	}
 }
 
 func testTTL(t *testing.T, s storage.Interface, p string) {
