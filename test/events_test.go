@@ -213,6 +213,15 @@ func TestTriggerEvents(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.Contains(string(data), "source") {
 		t.Errorf("an event without a source: %d %s", code, data)
 	}
+	// So is an event of a version not read here, on the API and the
+	// gateway alike: not a plain call that drops its attributes.
+	for _, url := range []string{s.URL + "/api/funcs/meta?wait=30s", "http://" + gw + "/meta"} {
+		code, _, data = ceCall(t, "POST", url, map[string]string{
+			"Ce-Specversion": "0.3x", "Ce-Id": "x", "Ce-Source": "/s", "Ce-Type": "t"}, "x")
+		if code != http.StatusBadRequest || !strings.Contains(string(data), `0.3x\" is not a CloudEvents version`) {
+			t.Errorf("%s: an event of specversion 0.3x: %d %s", url, code, data)
+		}
+	}
 
 	// Errors come back as error events {message, type, trace}.
 	for _, url := range []string{s.URL + "/api/funcs/boom?wait=30s", "http://" + gw + "/boom"} {

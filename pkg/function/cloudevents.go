@@ -49,6 +49,13 @@ const (
 func ReadEvent(header http.Header, body []byte, plain api.FuncEvent) (*api.FuncEvent, []byte, error) {
 	msg := cehttp.NewMessage(header, io.NopCloser(bytes.NewReader(body)))
 	if msg.ReadEncoding() == binding.EncodingUnknown {
+		// The SDK knows a binary event by a version it reads: any other
+		// Ce-Specversion is an event this platform cannot read, not a
+		// plain call whose Ce-* headers would silently go.
+		if v := header.Get("Ce-Specversion"); v != "" {
+			return nil, nil, errdefs.BadRequest("cloudevent.specversion", "%q is not a CloudEvents version read here: send %s (or %s)",
+				v, cloudevents.VersionV1, cloudevents.VersionV03)
+		}
 		ev := plain
 		ev.SpecVersion = cloudevents.VersionV1
 		if ev.DataContentType == "" {
@@ -63,8 +70,16 @@ func ReadEvent(header http.Header, body []byte, plain api.FuncEvent) (*api.FuncE
 	if err != nil {
 		return nil, nil, errdefs.BadRequest("cloudevent", "the request is not a valid CloudEvent: %v", err)
 	}
+	// A 0.3 event (seed 001 was written against it) is read as the 1.0
+	// event it converts to, the version functions and callbacks get.
+	if e.SpecVersion() == cloudevents.VersionV03 {
+		e.SetSpecVersion(cloudevents.VersionV1)
+		// The data is decoded already: its 0.3 encoding no longer applies.
+		e.SetExtension("datacontentencoding", nil)
+	}
 	if e.SpecVersion() != cloudevents.VersionV1 {
-		return nil, nil, errdefs.BadRequest("cloudevent.specversion", "%q is not supported, only %s", e.SpecVersion(), cloudevents.VersionV1)
+		return nil, nil, errdefs.BadRequest("cloudevent.specversion", "%q is not a CloudEvents version read here: send %s (or %s)",
+			e.SpecVersion(), cloudevents.VersionV1, cloudevents.VersionV03)
 	}
 	ev := &api.FuncEvent{
 		SpecVersion: e.SpecVersion(), ID: e.ID(), Source: e.Source(), Type: e.Type(),

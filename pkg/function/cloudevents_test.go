@@ -28,6 +28,10 @@ func TestReadEvent(t *testing.T) {
 	badBinary := http.Header{}
 	badBinary.Set("Ce-Specversion", "1.0")
 	badBinary.Set("Ce-Id", "e-8")
+	oddVersion := binary.Clone()
+	oddVersion.Set("Ce-Specversion", "0.3x")
+	v03 := binary.Clone()
+	v03.Set("Ce-Specversion", "0.3")
 	for _, tc := range []struct {
 		name      string
 		header    http.Header
@@ -49,6 +53,16 @@ func TestReadEvent(t *testing.T) {
 			body:     `{"specversion":"1.0","id":"s-2","source":"/s","type":"t.s","datacontenttype":"text/plain","data":"hello"}`,
 			wantData: `hello`,
 			want:     api.FuncEvent{SpecVersion: "1.0", ID: "s-2", Source: "/s", Type: "t.s", DataContentType: "text/plain"}},
+		{name: "binary 0.3, read as 1.0", header: v03, body: `{"n":1}`, wantData: `{"n":1}`,
+			want: api.FuncEvent{SpecVersion: "1.0", ID: "e-7", Source: "/orders", Type: "com.example.order", Subject: "o-1",
+				Time: "2026-11-26T10:00:00Z", DataContentType: "application/json", Extensions: map[string]string{"tenant": "acme"}}},
+		{name: "structured 0.3 base64, read as 1.0", header: structured,
+			body:     `{"specversion":"0.3","id":"s-3","source":"/s","type":"t.s","datacontenttype":"text/plain","datacontentencoding":"base64","data":"aGVsbG8="}`,
+			wantData: `hello`,
+			want:     api.FuncEvent{SpecVersion: "1.0", ID: "s-3", Source: "/s", Type: "t.s", DataContentType: "text/plain"}},
+		{name: "binary of an unknown version", header: oddVersion, body: "x", wantError: `"0.3x" is not a CloudEvents version`},
+		{name: "structured of an unknown version", header: structured,
+			body: `{"specversion":"0.3x","id":"s-4","source":"/s","type":"t.s"}`, wantError: "not a valid CloudEvent"},
 		{name: "binary without source", header: badBinary, body: "x", wantError: "source"},
 		{name: "structured not JSON", header: structured, body: "{", wantError: "not a valid CloudEvent"},
 	} {
