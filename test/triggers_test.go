@@ -183,8 +183,14 @@ func TestHTTPTrigger(t *testing.T) {
 		return err == nil && inst.Status.Phase == "Succeeded" && inst.Spec.Trigger != nil &&
 			inst.Spec.Trigger.Name == "greet-web" && inst.Spec.Trigger.Type == "http"
 	})
-	if status, data := httpDo(t, "GET", "http://"+gw+"/greet", "", nil); status != http.StatusMethodNotAllowed {
-		t.Errorf("GET on a POST route: %d %s", status, data)
+	if resp, err := http.Get("http://" + gw + "/greet"); err != nil {
+		t.Fatal(err)
+	} else {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" || !strings.Contains(string(data), "takes POST, not GET") {
+			t.Errorf("GET on a POST route: %d, Allow %q, %s", resp.StatusCode, resp.Header.Get("Allow"), data)
+		}
 	}
 	if status, data := httpDo(t, "POST", "http://"+gw+"/nope", "text/plain", nil); status != http.StatusNotFound {
 		t.Errorf("a path no trigger serves: %d %s", status, data)

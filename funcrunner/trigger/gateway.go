@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -86,8 +87,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t := found[0]
 	if m := t.Spec.HTTP.Methods; len(m) > 0 && !slices.Contains(m, r.Method) {
-		w.Header().Set("Allow", fmt.Sprint(m))
-		function.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("trigger %s/%s takes %v, not %s", t.Namespace, t.Name, m, r.Method))
+		allow := strings.Join(m, ", ")
+		w.Header().Set("Allow", allow)
+		function.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("trigger %s/%s takes %s, not %s", t.Namespace, t.Name, allow, r.Method))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBytes))
