@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func errorMiddleware() gin.HandlerFunc {
 		if code == http.StatusTooManyRequests || errors.As(err, &tooLarge) {
 			c.Header("Retry-After", "1")
 		}
-		st := api.Status{Error: err.Error(), Reason: reason, Field: errdefs.Field(err), Code: code}
+		st := api.Status{Error: keyless(err.Error()), Reason: reason, Field: errdefs.Field(err), Code: code}
 		if requestOf(c).fn == nil && !isReferenceRoute(c.Request.URL.Path) {
 			kubernetesStatus(&st, err, requestAttributes(c))
 		}
@@ -57,15 +58,15 @@ func errorMiddleware() gin.HandlerFunc {
 }
 
 // keyless says "/registry/pods/default/web: not found" as Kubernetes
-// does, `pods "web" not found`: storage keys are no business of clients.
+// does, `pods "web" not found`, wherever the key is in the message:
+// storage keys are no business of clients.
 func keyless(msg string) string {
-	key, rest, ok := strings.Cut(msg, ": ")
-	if !ok || !strings.HasPrefix(key, storage.KeyRoot) {
-		return msg
-	}
-	parts := strings.Split(strings.TrimPrefix(key, storage.KeyRoot), "/")
-	return fmt.Sprintf("%s %q %s", parts[0], parts[len(parts)-1], rest)
+	return storageKey.ReplaceAllString(msg, `$1 "$2" `)
 }
+
+// storageKey is a storage key followed by ": ": the resource, an optional
+// namespace, and the name.
+var storageKey = regexp.MustCompile(regexp.QuoteMeta(storage.KeyRoot) + `([a-z0-9.-]+)/(?:[^/:\s]+/)?([^/:\s]+): `)
 
 // isReferenceRoute: the reference design's function API (/api/funcs...,
 // /api/watch/funcs...), whose error answers keep its own format and whose

@@ -67,6 +67,11 @@ func TestFuncTemplateReferenceFormat(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, data)
 	}
+	// A second create names the function, never its storage key.
+	code, data = httpDo(t, "POST", s.URL+"/api/funcs/template/", "application/json", body)
+	if code != http.StatusConflict || !strings.Contains(string(data), `funcs \"append_world\" already exists`) || strings.Contains(string(data), "/registry/") {
+		t.Fatalf("create again: %d %s, want 409 naming the function", code, data)
+	}
 	for _, path := range []string{"/api/funcs/template/append_world", "/api/v1/namespaces/default/funcs/append_world"} {
 		code, data = httpDo(t, "GET", s.URL+path, "", nil)
 		if code != http.StatusOK {

@@ -248,7 +248,7 @@ func (s *Store) CreateMany(ctx context.Context, items []storage.Item, ttl time.D
 		return wrapErr(err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("one of %d keys (the first %s) is taken: %w", len(items), items[0].Key, errdefs.ErrAlreadyExists)
+		return fmt.Errorf("one of the %d objects written together (%q the first) exists: %w", len(items), items[0].Object.GetObjectMeta().Name, errdefs.ErrAlreadyExists)
 	}
 	rv := strconv.FormatInt(resp.Header.Revision, 10)
 	for _, it := range items {
