@@ -363,7 +363,8 @@ func newFuncInvokeCommand(o *Options) *cobra.Command {
 			"the call's instance at once; with it, wait (60s unless given) and print the result,\n" +
 			"or fail with the function's error. 'mkctl func result ID' and 'mkctl func logs ID'\n" +
 			"show a call later. Without -d, the argument is read from stdin, or, when stdin is a\n" +
-			"terminal, edited in $EDITOR (starting from the previous payload); --again sends the\n" +
+			"terminal, edited in $EDITOR (starting from the previous payload; saving it empty\n" +
+			"cancels the call); --again sends the\n" +
 			"previous payload (kept per user in ~/.minik8s/payloads). A function reached only by\n" +
 			"a schedule or a queue is called with a synthetic event of that kind (--as names the\n" +
 			"trigger, --as api makes a plain call). --log prints what the call printed to stderr.",

@@ -75,7 +75,12 @@ func editPayload(fn string, start []byte) ([]byte, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("the editor (%s) failed: %w", editor, err)
 	}
-	return os.ReadFile(f.Name())
+	data, err := os.ReadFile(f.Name())
+	if err == nil && len(data) == 0 {
+		// As kubectl edit does with an emptied file: nothing is sent.
+		return nil, errors.New("the payload was left empty in the editor: the call is cancelled (-d '' sends an empty payload)")
+	}
+	return data, err
 }
 
 // payload is the call's argument: from -d or --data-file, the previous one
@@ -96,7 +101,7 @@ func (f *invokeFlags) payload(o *Options, fn string, fsChanged func(string) bool
 		return nil, nil // the caller reads the flags
 	case o.In == nil:
 		return []byte{}, nil
-	case isCharDevice(o.In): // a terminal: nobody pipes a payload in
+	case isTTY(o.In): // a terminal: nobody pipes a payload in
 		start := template
 		if prev, ok := previousPayload(o.Namespace, fn); ok {
 			start = prev

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 )
@@ -38,18 +40,15 @@ func newWaitIndicator(w io.Writer, start time.Time) *waitIndicator {
 
 // isTerminal reports whether w is a terminal, where redrawing a line works.
 func isTerminal(w io.Writer) bool {
-	return os.Getenv("TERM") != "dumb" && isCharDevice(w)
+	return os.Getenv("TERM") != "dumb" && isTTY(w)
 }
 
-// isCharDevice reports whether v (a reader or a writer) is a file on a
-// character device: a terminal.
-func isCharDevice(v any) bool {
+// isTTY reports whether v (a reader or a writer) is a terminal: a file
+// on a character device that answers a terminal's ioctl, which /dev/null
+// (cron's, nohup's and CI's stdin) does not.
+func isTTY(v any) bool {
 	f, ok := v.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // Start shows the indicator with label.

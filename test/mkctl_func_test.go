@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -104,6 +105,20 @@ func TestMkctlFuncCreateInvokeResultLogs(t *testing.T) {
 		r = runMkctl(t, s, "piped", "func", "invoke", "greet", "-d", "@-", "--wait")
 		if r.code != 0 || r.out != "hello piped\n" {
 			t.Errorf("invoke -d @-: %+v", r)
+		}
+		// /dev/null (cron's, nohup's, CI's stdin) is a character device but
+		// no terminal: it is the payload, empty, and no editor opens.
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		t.Setenv("EDITOR", "false")
+		var out, errOut bytes.Buffer
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if code := mkctl.RunWithInput(wctx, []string{"--server", s.URL, "func", "invoke", "greet", "--wait"}, null, &out, &errOut); code != 0 || out.String() != "hello \n" {
+			t.Errorf("invoke --wait </dev/null: exit %d, %q %q", code, out.String(), errOut.String())
 		}
 	})
 
