@@ -588,3 +588,42 @@ func TestFuncBacklogBound(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestAsyncCallStoredClaimed: an asynchronous call is stored already
+// claimed by a live runner, so that no claim write is on its path: the
+// record's first version, as a watch sees it, names the runner. (Until
+// the apiserver's runner directory has seen the runner's Lease, a call is
+// stored unclaimed and the runner claims it: the test waits for that.)
+func TestAsyncCallStoredClaimed(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	r := framework.StartFuncRunner(t, s)
+	funcTemplate(t, s, "claimed", "def run(arg):\n    return arg\n", "RETURN", "", nil)
+	insts := s.Client.FuncInstances("default")
+	firstVersion := func() *api.FuncInstance {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, rv, err := insts.List(ctx, client.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := insts.Watch(ctx, client.ListOptions{ResourceVersion: rv})
+		id := invoke(t, s, "claimed", "x")
+		for ev := range events {
+			if ev.Object != nil && ev.Object.Name == id {
+				if ev.Type != api.Added {
+					t.Fatalf("first event of %s: %s, want ADDED", id, ev.Type)
+				}
+				return ev.Object
+			}
+		}
+		t.Fatalf("no event of %s within 10s", id)
+		return nil
+	}
+	waitUntil(t, 30*time.Second, "an asynchronous call stored claimed by the runner", func() bool {
+		inst := firstVersion()
+		if inst.Status.Runner != "" && inst.Status.Runner != r.Identity {
+			t.Fatalf("stored claimed by %q, want %s", inst.Status.Runner, r.Identity)
+		}
+		return inst.Status.Runner == r.Identity
+	})
+}
