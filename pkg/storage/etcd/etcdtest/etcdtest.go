@@ -16,25 +16,17 @@ import (
 // serving from the store).
 func Start(t testing.TB) *etcd.Store {
 	t.Helper()
-	e, err := etcd.StartEmbedded(context.Background(), filepath.Join(t.TempDir(), "etcd"))
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
-	}
-	c, err := etcd.NewClient(e.Endpoints)
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		e.Close()
-	})
-	return etcd.New(c)
+	return start(t, false)
 }
 
 // StartInProcess is Start with the store's reads and writes calling the
 // etcd in this process, as an apiserver with its own etcd does.
 func StartInProcess(t testing.TB) *etcd.Store {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, inProcess bool) *etcd.Store {
 	t.Helper()
 	e, err := etcd.StartEmbedded(context.Background(), filepath.Join(t.TempDir(), "etcd"))
 	if err != nil {
@@ -45,7 +37,10 @@ func StartInProcess(t testing.TB) *etcd.Store {
 		e.Close()
 		t.Fatal(err)
 	}
-	s := etcd.NewInProcess(c, e.Client())
+	s := etcd.New(c)
+	if inProcess {
+		s = etcd.NewInProcess(c, e.Client())
+	}
 	t.Cleanup(func() {
 		s.Close()
 		e.Close()
