@@ -162,8 +162,16 @@ func (in *instances) record(ctx context.Context, inst, next *api.FuncInstance) (
 				return nil, false
 			}
 			if !call.SameCursor(cur, inst) {
-				// A step call moved the cursor: go on from there.
-				return cur, true
+				// A step call moved the cursor while the step ran: the
+				// step's record is kept, superseded, and the call goes on
+				// from the new cursor.
+				kept, ok := call.KeepSuperseded(cur, inst, next)
+				if !ok {
+					return cur, true
+				}
+				write = kept
+				call.Claim(write, in.self)
+				continue
 			}
 			write.ResourceVersion = cur.ResourceVersion
 		case errdefs.IsTooLarge(err) || errdefs.IsInvalid(err) || errors.Is(err, errdefs.ErrBadRequest):

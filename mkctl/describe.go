@@ -716,6 +716,9 @@ func describeFuncInstance(w *describeWriter, fi *api.FuncInstance) {
 			printers.Truncate(oneLine(s.Result), 40), printers.Truncate(oneLine(s.Error), 60))
 	}
 	for i, s := range fi.Status.Steps {
+		if s.Superseded {
+			w.kv(0, fmt.Sprintf("Superseded (step %d)", i+1), "a step call moved the call on while it ran: its outcome was not followed")
+		}
 		for _, e := range s.PluginErrors {
 			w.kv(0, fmt.Sprintf("Post Plugin Failed (step %d)", i+1), oneLine(e))
 		}

@@ -63,6 +63,9 @@ func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (step
 	for i := first; i < len(steps); i++ {
 		s := steps[i]
 		fmt.Fprintf(b, "\nStep %d: %s\n", i+1, s.Function)
+		if s.Superseded {
+			b.WriteString("  (a step call moved the call on while this step ran: its outcome was not followed)\n")
+		}
 		where := printers.OrNone(s.Pod)
 		if s.Node != "" {
 			where += " on " + s.Node

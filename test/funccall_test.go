@@ -404,3 +404,25 @@ func etcdLeases(t *testing.T, s *framework.APIServer, keys ...string) map[string
 	}
 	return out
 }
+
+// TestStepCallKeepsTheRunningStep: a step call (PUT /api/funcs/RETURN/ID)
+// on a call whose step is running ends it with the step call's result,
+// and the step that was running stays in the record, marked superseded
+// with its own outcome, instead of vanishing.
+func TestStepCallKeepsTheRunningStep(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	framework.StartFuncRunner(t, s)
+	code := "import time\n\ndef run(arg):\n    time.sleep(5)\n    return 'slept ' + arg\n"
+	funcTemplate(t, s, "sleeper", code, "RETURN", "RETURN", nil)
+	publish(t, s, "sleeper", runtime(t, code))
+	id := invoke(t, s, "sleeper", "x")
+	waitDemand(t, s, "sleeper", func(d function.FuncDemand) bool { return d.InFlight >= 1 })
+	if code, data := httpDo(t, "PUT", s.URL+"/api/funcs/RETURN/"+id, "text/plain", []byte("stopped")); code != http.StatusAccepted {
+		t.Fatalf("PUT RETURN on a running call: %d %s", code, data)
+	}
+	v := result(t, s, id, 30*time.Second)
+	if v.Status != api.InstanceSucceeded || v.Result != "stopped" || len(v.Steps) != 1 ||
+		!v.Steps[0].Superseded || v.Steps[0].Function != "sleeper" || v.Steps[0].Result != "slept x" {
+		t.Fatalf("after a step call during a step: %s %q with steps %+v, want Succeeded \"stopped\" keeping the superseded step", v.Status, v.Result, v.Steps)
+	}
+}

@@ -271,8 +271,11 @@ type FuncStepRecord struct {
 	Output   string `json:"output,omitempty"`
 	Error    string `json:"error,omitempty"`
 	// PluginErrors are the post plugins that failed (the call stands).
-	PluginErrors []string   `json:"pluginErrors,omitempty"`
-	Start        *time.Time `json:"start,omitempty"`
+	PluginErrors []string `json:"pluginErrors,omitempty"`
+	// Superseded: a step call (PUT /api/funcs/NAME/ID) moved the call on
+	// while this step ran; it ran, and its outcome was not followed.
+	Superseded bool       `json:"superseded,omitempty"`
+	Start      *time.Time `json:"start,omitempty"`
 	// DurationMs is the whole step as the caller saw it, a cold start
 	// included; RunMs is the function's own run (and check) time.
 	DurationMs int64 `json:"durationMs"`

@@ -74,6 +74,47 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+func TestKeepSuperseded(t *testing.T) {
+	from := New(function.CallRequest{Namespace: "ns", Function: "f", ID: "id", Arg: []byte("a")}, Origin{Runner: "r"})
+	rec := &api.FuncStepRecord{Function: "f", Arg: "a", Result: "b"}
+	ran := Then(from, rec, "g", "b")  // the step's outcome
+	ended := End(from, rec, "b", nil) // the step's outcome, ending the call
+	moved := Copy(from)               // a step call moved the cursor meanwhile
+	if err := Goto(moved, api.FuncReturn, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		cur    *api.FuncInstance
+		ran    *api.FuncInstance
+		wantOK bool
+	}{
+		{"a step that goes on", moved, ran, true},
+		{"a step that ends the call", moved, ended, true},
+		{"no new record", moved, from, false},
+		{"the record is there already", Then(moved, rec, api.FuncReturn, "stop"), ran, false},
+		{"the call ended meanwhile", End(moved, nil, "stop", nil), ran, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, ok := KeepSuperseded(tc.cur, from, tc.ran)
+			if ok != tc.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			st := out.Status
+			if len(st.Steps) != 1 || !st.Steps[0].Superseded || st.Steps[0].Result != "b" || st.Hops != 1 ||
+				st.Next.Function != api.FuncReturn || st.Next.Arg != "stop" || Terminal(out) {
+				t.Fatalf("kept: %+v", st)
+			}
+			if len(tc.cur.Status.Steps) != 0 || tc.ran.Status.Steps[0].Superseded {
+				t.Fatal("KeepSuperseded changed its input")
+			}
+		})
+	}
+}
+
 func TestSetStatus(t *testing.T) {
 	running := New(function.CallRequest{Function: "f", ID: "id"}, Origin{})
 	ended := End(running, nil, "r", nil)

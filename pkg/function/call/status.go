@@ -74,6 +74,25 @@ func Goto(inst *api.FuncInstance, fn, arg string) error {
 	return nil
 }
 
+// KeepSuperseded is cur, whose cursor a step call moved while the step
+// that started from from ran (ran is that step's outcome), with the
+// step's record kept in its history, marked superseded: the step ran, and
+// the call goes on from cur's cursor instead of its outcome. ok is false
+// when ran holds no new record, or when cur's history is no longer
+// from's (the record is there already).
+func KeepSuperseded(cur, from, ran *api.FuncInstance) (out *api.FuncInstance, ok bool) {
+	n := len(from.Status.Steps)
+	if Terminal(cur) || len(ran.Status.Steps) <= n || len(cur.Status.Steps) != n {
+		return nil, false
+	}
+	out = Copy(cur)
+	rec := copyRecord(ran.Status.Steps[n])
+	rec.Superseded = true
+	out.Status.Steps = append(out.Status.Steps, rec)
+	out.Status.Hops++
+	return out, true
+}
+
 // Claim makes runner the driver of inst ("" releases it for another
 // runner to take at once).
 func Claim(inst *api.FuncInstance, runner string) {
