@@ -21,6 +21,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
+	"minik8s/pkg/expectations"
 	"minik8s/pkg/names"
 	"minik8s/pkg/owner"
 	"minik8s/pkg/podstatus"
@@ -73,6 +74,7 @@ type Controller struct {
 	jobs   *cache.Lister[api.Job, *api.Job]
 	pods   *cache.Lister[api.Pod, *api.Pod]
 	queue  *workqueue.Queue
+	exp    *expectations.Expectations
 	events events.EventRecorder
 	now    func() time.Time
 }
@@ -80,11 +82,42 @@ type Controller struct {
 // New returns the controller, registered with the factory's informers.
 func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controller {
 	jobInf, podInf := f.Jobs(), f.Pods()
-	jc := &Controller{api: clientAPI{c}, jobs: jobInf.Lister(), pods: podInf.Lister(), queue: workqueue.New(), events: rec, now: time.Now}
+	jc := &Controller{api: clientAPI{c}, jobs: jobInf.Lister(), pods: podInf.Lister(), queue: workqueue.New(), exp: expectations.New(), events: rec, now: time.Now}
 	enqueue := func(j *api.Job) { jc.queue.Add(cache.Key(j)) }
-	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueue, OnUpdate: func(_, j *api.Job) { enqueue(j) }})
-	podInf.AddEventHandler(cache.ControllerHandler[*api.Pod](api.JobsResource.Kind, jc.queue.Add))
+	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueue, OnUpdate: func(_, j *api.Job) { enqueue(j) },
+		OnDelete: func(j *api.Job) { jc.exp.Forget(cache.Key(j)) }})
+	podInf.AddEventHandler(cache.Handler[*api.Pod]{
+		OnAdd: func(p *api.Pod) {
+			if key, ok := jc.owner(p); ok {
+				if p.DeletionTimestamp != nil {
+					jc.exp.DeletionObserved(key, p.UID)
+				} else {
+					jc.exp.CreationObserved(key)
+				}
+				jc.queue.Add(key)
+			}
+		},
+		OnUpdate: func(old, cur *api.Pod) {
+			if key, ok := jc.owner(cur); ok {
+				if cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+					jc.exp.DeletionObserved(key, cur.UID)
+				}
+				jc.queue.Add(key)
+			}
+		},
+		OnDelete: func(p *api.Pod) {
+			if key, ok := jc.owner(p); ok {
+				jc.exp.DeletionObserved(key, p.UID)
+				jc.queue.Add(key)
+			}
+		},
+	})
 	return jc
+}
+
+// owner returns the key of the Job controlling the pod.
+func (jc *Controller) owner(p *api.Pod) (string, bool) {
+	return owner.ControllerKey(&p.ObjectMeta, api.JobsResource.Kind)
 }
 
 // Run works the queue until ctx ends.
@@ -154,13 +187,16 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	ns, name := cache.SplitKey(key)
 	cached, ok := jc.jobs.Get(ns, name)
 	if !ok || cached.DeletionTimestamp != nil {
+		if !ok {
+			jc.exp.Forget(key)
+		}
 		return nil
 	}
 	j := cache.DeepCopy(cached)
 	now := jc.now().UTC().Truncate(time.Second)
 	if typ, at := finished(j); typ != "" {
 		// Pods whose deletion failed when the Job ended are deleted now.
-		return errors.Join(jc.deleteAll(ctx, jc.count(j).active), jc.expire(ctx, j, at, now))
+		return errors.Join(jc.deleteAll(ctx, key, jc.count(j).active), jc.expire(ctx, j, at, now))
 	}
 	c := jc.count(j)
 	st := j.Status
@@ -170,7 +206,7 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	var errs []error
 	switch reason, msg := failure(j, c, now); {
 	case reason != "":
-		errs = append(errs, jc.deleteAll(ctx, c.active))
+		errs = append(errs, jc.deleteAll(ctx, key, c.active))
 		c.failed += int32(len(c.active)) // pods stopped unfinished failed, as Kubernetes counts them
 		st.Conditions = append(st.Conditions,
 			api.JobCondition{Type: api.JobFailureTarget, Status: api.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: &now, LastTransitionTime: &now},
@@ -178,7 +214,7 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 		events.Eventf(jc.events, j, api.EventTypeWarning, reason, "%s", msg)
 		c.active = nil
 	case complete(j, c):
-		errs = append(errs, jc.deleteAll(ctx, c.active))
+		errs = append(errs, jc.deleteAll(ctx, key, c.active))
 		c.active = nil
 		st.Conditions = append(st.Conditions,
 			api.JobCondition{Type: api.JobSuccessCriteriaMet, Status: api.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: &now, LastTransitionTime: &now},
@@ -228,9 +264,15 @@ func complete(j *api.Job, c counts) bool {
 // needed), after the back-off of the last failure, or removes extra ones.
 func (jc *Controller) manage(ctx context.Context, j *api.Job, c *counts, now time.Time) error {
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
-		err := jc.deleteAll(ctx, c.active)
+		err := jc.deleteAll(ctx, cache.Key(j), c.active)
 		c.active = nil
 		return err
+	}
+	// Until the cache has seen the pods this controller last created or
+	// deleted, its count is short of them: acting on it would start more
+	// than parallelism (the Job's own status write comes back first).
+	if !jc.exp.Satisfied(cache.Key(j)) {
+		return nil
 	}
 	want := int32(1)
 	if j.Spec.Parallelism != nil {
@@ -243,7 +285,7 @@ func (jc *Controller) manage(ctx context.Context, j *api.Job, c *counts, now tim
 	}
 	active := int32(len(c.active))
 	if active > want {
-		err := jc.deleteAll(ctx, c.active[want:])
+		err := jc.deleteAll(ctx, cache.Key(j), c.active[want:])
 		c.active = c.active[:want]
 		return err
 	}
@@ -258,9 +300,11 @@ func (jc *Controller) manage(ctx context.Context, j *api.Job, c *counts, now tim
 		}
 	}
 	var errs []error
+	jc.exp.ExpectCreations(cache.Key(j), int(want-active))
 	for i := active; i < want; i++ {
 		p, err := jc.api.CreatePod(ctx, podFor(j))
 		if err != nil {
+			jc.exp.CreationObserved(cache.Key(j)) // a pod that will never appear
 			errs = append(errs, fmt.Errorf("creating a pod of job %s: %w", cache.Key(j), err))
 			events.Eventf(jc.events, j, api.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 			continue
@@ -284,10 +328,20 @@ func podFor(j *api.Job) *api.Pod {
 	}
 }
 
-func (jc *Controller) deleteAll(ctx context.Context, pods []*api.Pod) error {
+// deleteAll deletes pods of the Job of key.
+func (jc *Controller) deleteAll(ctx context.Context, key string, pods []*api.Pod) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	uids := make([]string, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	jc.exp.ExpectDeletions(key, uids)
 	var errs []error
 	for _, p := range pods {
 		if err := jc.api.DeletePod(ctx, p.Namespace, p.Name, p.UID); err != nil && !errdefs.IsNotFound(err) {
+			jc.exp.DeletionObserved(key, p.UID) // a deletion that will never be seen
 			errs = append(errs, fmt.Errorf("deleting pod %s: %w", cache.Key(p), err))
 		}
 	}

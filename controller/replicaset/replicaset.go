@@ -20,6 +20,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/events"
+	"minik8s/pkg/expectations"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/names"
@@ -74,7 +75,7 @@ type Controller struct {
 	rss    *cache.Lister[api.ReplicaSet, *api.ReplicaSet]
 	pods   *cache.Lister[api.Pod, *api.Pod]
 	queue  *workqueue.Queue
-	exp    *expectations
+	exp    *expectations.Expectations
 	events events.EventRecorder
 }
 
@@ -88,13 +89,13 @@ func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controll
 		rss:    rsInf.Lister(),
 		pods:   podInf.Lister(),
 		queue:  workqueue.New(),
-		exp:    newExpectations(),
+		exp:    expectations.New(),
 	}
 	rsInf.AddEventHandler(cache.Handler[*api.ReplicaSet]{
 		OnAdd:    func(rs *api.ReplicaSet) { rc.queue.Add(cache.Key(rs)) },
 		OnUpdate: func(_, rs *api.ReplicaSet) { rc.queue.Add(cache.Key(rs)) },
 		OnDelete: func(rs *api.ReplicaSet) {
-			rc.exp.forget(cache.Key(rs))
+			rc.exp.Forget(cache.Key(rs))
 			rc.queue.Add(cache.Key(rs))
 		},
 	})
@@ -106,9 +107,9 @@ func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controll
 				return
 			}
 			if p.DeletionTimestamp != nil {
-				rc.exp.deletionObserved(key, p.UID)
+				rc.exp.DeletionObserved(key, p.UID)
 			} else {
-				rc.exp.creationObserved(key)
+				rc.exp.CreationObserved(key)
 			}
 			rc.queue.Add(key)
 		},
@@ -123,10 +124,10 @@ func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controll
 			}
 			if _, was := rc.owner(old); !was {
 				// Adopted: counted as a creation.
-				rc.exp.creationObserved(key)
+				rc.exp.CreationObserved(key)
 			}
 			if cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-				rc.exp.deletionObserved(key, cur.UID)
+				rc.exp.DeletionObserved(key, cur.UID)
 			}
 			rc.queue.Add(key)
 		},
@@ -135,7 +136,7 @@ func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controll
 			if !ok {
 				return
 			}
-			rc.exp.deletionObserved(key, p.UID)
+			rc.exp.DeletionObserved(key, p.UID)
 			rc.queue.Add(key)
 		},
 	})
@@ -180,7 +181,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	ns, name := cache.SplitKey(key)
 	rs, ok := rc.rss.Get(ns, name)
 	if !ok {
-		rc.exp.forget(key)
+		rc.exp.Forget(key)
 		return nil
 	}
 	sel, err := labels.FromLabelSelector(rs.Spec.Selector)
@@ -204,7 +205,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	var manageErr error
 	// A ReplicaSet being deleted (in the foreground: its finalizer keeps
 	// it while the garbage collector deletes its pods) makes no more.
-	if rc.exp.satisfied(key) && rs.DeletionTimestamp == nil {
+	if rc.exp.Satisfied(key) && rs.DeletionTimestamp == nil {
 		manageErr = rc.manage(ctx, key, rs, active, orphans)
 	}
 	if err := rc.updateStatus(ctx, rs, active); err != nil {
@@ -237,12 +238,12 @@ func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet
 	switch {
 	case diff < 0:
 		n := min(-diff, burstReplicas)
-		rc.exp.addCreations(key, n)
+		rc.exp.AddCreations(key, n)
 		log.WithFields(log.Fields{"replicaset": key, "create": n}).Info("creating pods")
 		created, err := slowStartBatch(n, func() error { return rc.createPod(ctx, rs) })
 		// Creations that did not happen will never be observed.
 		for i := created; i < n; i++ {
-			rc.exp.creationObserved(key)
+			rc.exp.CreationObserved(key)
 		}
 		return err
 	case diff > 0:
@@ -251,7 +252,7 @@ func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet
 		for i, p := range victims {
 			uids[i] = p.UID
 		}
-		rc.exp.expectDeletions(key, uids)
+		rc.exp.ExpectDeletions(key, uids)
 		log.WithFields(log.Fields{"replicaset": key, "delete": len(victims)}).Info("deleting pods")
 		var wg sync.WaitGroup
 		errs := make([]error, len(victims))
@@ -264,7 +265,7 @@ func (rc *Controller) manage(ctx context.Context, key string, rs *api.ReplicaSet
 					events.Eventf(rc.events, rs, api.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 				}
 				if err != nil && !errdefs.IsNotFound(err) {
-					rc.exp.deletionObserved(key, p.UID)
+					rc.exp.DeletionObserved(key, p.UID)
 					errs[i] = fmt.Errorf("deleting pod %s: %w", p.Name, err)
 				}
 			}()
@@ -285,10 +286,10 @@ func (rc *Controller) adopt(ctx context.Context, key string, rs *api.ReplicaSet,
 	for _, p := range sorted[:min(n, len(sorted))] {
 		next := cache.DeepCopy(p)
 		next.OwnerReferences = append(next.OwnerReferences, owner.ControllerRef(api.ReplicaSetsResource, rs))
-		rc.exp.addCreations(key, 1)
+		rc.exp.AddCreations(key, 1)
 		_, err := rc.api.UpdatePod(ctx, next)
 		if err != nil {
-			rc.exp.creationObserved(key)
+			rc.exp.CreationObserved(key)
 			if errdefs.IsConflict(err) || errdefs.IsNotFound(err) {
 				continue
 			}

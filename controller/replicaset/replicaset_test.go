@@ -11,48 +11,6 @@ import (
 	"minik8s/pkg/api"
 )
 
-func TestExpectations(t *testing.T) {
-	e := newExpectations()
-	clock := time.Unix(1000, 0)
-	e.now = func() time.Time { return clock }
-	const k = "ns/rs"
-	if !e.satisfied(k) {
-		t.Fatal("nothing expected, yet not satisfied")
-	}
-	e.expectCreations(k, 2)
-	if e.satisfied(k) {
-		t.Fatal("satisfied with two creations outstanding")
-	}
-	e.creationObserved(k)
-	if e.satisfied(k) {
-		t.Fatal("satisfied with one creation outstanding")
-	}
-	e.creationObserved(k)
-	if !e.satisfied(k) {
-		t.Fatal("not satisfied after both creations were seen")
-	}
-	e.creationObserved(k) // an extra observation does not go negative
-	e.expectDeletions(k, []string{"u1", "u2"})
-	e.deletionObserved(k, "u1")
-	e.deletionObserved(k, "u1") // marked, then gone: counted once
-	if e.satisfied(k) {
-		t.Fatal("satisfied with u2 not yet deleted")
-	}
-	e.deletionObserved(k, "u2")
-	if !e.satisfied(k) {
-		t.Fatal("not satisfied after both deletions")
-	}
-	e.expectCreations(k, 1)
-	clock = clock.Add(expectationsTTL + time.Second)
-	if !e.satisfied(k) {
-		t.Fatal("expectations never expire")
-	}
-	e.forget(k)
-	if len(e.m) != 0 {
-		t.Fatal("forget kept the record")
-	}
-}
-
 func at(sec int64) *time.Time {
 	t := time.Unix(sec, 0)
 	return &t
