@@ -11,6 +11,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
+	"minik8s/pkg/client/cache/cachetest"
 	"minik8s/pkg/function"
 )
 
@@ -77,13 +78,13 @@ func TestRunnerEgressGuard(t *testing.T) {
 	lease := &api.Lease{ObjectMeta: api.ObjectMeta{Name: "runner-other", Namespace: function.RunnerNamespace,
 		Annotations: map[string]string{function.AnnotationRunnerURL: "https://192.0.2.20:7070"}}}
 
-	nodes := newFakeLW(node)
+	nodes := cachetest.NewLW(node)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	nodeInf := cache.NewInformer[api.Node](nodes)
-	svcInf := cache.NewInformer[api.Service](newFakeLW(svc, headless))
-	epInf := cache.NewInformer[api.Endpoints](newFakeLW(kube))
-	leaseInf := cache.NewInformer[api.Lease](newFakeLW(lease))
+	svcInf := cache.NewInformer[api.Service](cachetest.NewLW(svc, headless))
+	epInf := cache.NewInformer[api.Endpoints](cachetest.NewLW(kube))
+	leaseInf := cache.NewInformer[api.Lease](cachetest.NewLW(lease))
 	for _, inf := range []interface{ Start(context.Context) }{nodeInf, svcInf, epInf, leaseInf} {
 		inf.Start(ctx)
 	}
@@ -131,7 +132,7 @@ func TestRunnerEgressGuard(t *testing.T) {
 	joined := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n2"},
 		Status: api.NodeStatus{Addresses: []api.NodeAddress{{Type: "InternalIP", Address: "192.0.2.99"}}}}
 	joined.ResourceVersion = "2"
-	nodes.events <- client.Event[*api.Node]{Type: api.Added, Object: joined}
+	nodes.Events <- client.Event[*api.Node]{Type: api.Added, Object: joined}
 	waitFor(t, "node n2 in the cache", func() bool { _, ok := nodeInf.Lister().Get("", "n2"); return ok })
 	if err := g.Check(netip.MustParseAddr("192.0.2.99")); err == nil || !strings.Contains(err.Error(), "node n2") {
 		t.Errorf("192.0.2.99 after node n2 joined with it: %v, want refused", err)

@@ -16,42 +16,9 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
+	"minik8s/pkg/client/cache/cachetest"
 	"minik8s/pkg/function"
 )
-
-// fakeLW feeds an informer: an initial list, then the events the test sends.
-type fakeLW[T any, PT client.Object[T]] struct {
-	items  []PT
-	events chan client.Event[PT]
-}
-
-func newFakeLW[T any, PT client.Object[T]](items ...PT) *fakeLW[T, PT] {
-	return &fakeLW[T, PT]{items: items, events: make(chan client.Event[PT])}
-}
-
-func (f *fakeLW[T, PT]) List(ctx context.Context, opts client.ListOptions) ([]PT, string, error) {
-	return f.items, "1", nil
-}
-
-func (f *fakeLW[T, PT]) Watch(ctx context.Context, opts client.ListOptions) <-chan client.Event[PT] {
-	out := make(chan client.Event[PT])
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case ev := <-f.events:
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
-}
 
 // fakeAPI answers the few apiserver requests the stepper makes: gets of
 // stored objects, pod creates and deletes.
@@ -128,9 +95,9 @@ type testEnv struct {
 	t      *testing.T
 	ctx    context.Context
 	api    *fakeAPI
-	funcs  *fakeLW[api.Func, *api.Func]
-	pods   *fakeLW[api.Pod, *api.Pod]
-	eps    *fakeLW[api.Endpoints, *api.Endpoints]
+	funcs  *cachetest.LW[*api.Func]
+	pods   *cachetest.LW[*api.Pod]
+	eps    *cachetest.LW[*api.Endpoints]
 	podInf *cache.Informer[api.Pod, *api.Pod]
 	s      *stepper
 	d      *demand
@@ -144,7 +111,7 @@ func newEnv(t *testing.T, cfg Config) *testEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e := &testEnv{t: t, ctx: ctx, api: &fakeAPI{objs: map[string][]byte{}},
-		funcs: newFakeLW[api.Func](), pods: newFakeLW[api.Pod](), eps: newFakeLW[api.Endpoints]()}
+		funcs: cachetest.NewLW[*api.Func](), pods: cachetest.NewLW[*api.Pod](), eps: cachetest.NewLW[*api.Endpoints]()}
 	srv := httptest.NewServer(e.api)
 	t.Cleanup(srv.Close)
 	funcs := cache.NewInformer[api.Func](e.funcs)
@@ -170,13 +137,13 @@ func (e *testEnv) nextRV() string {
 
 // send hands an object to an informer (as added or modified) and waits
 // until its cache holds it.
-func send[T any, PT client.Object[T]](e *testEnv, lw *fakeLW[T, PT], typ api.EventType, obj PT, cached func() (PT, bool)) {
+func send[T any, PT client.Object[T]](e *testEnv, lw *cachetest.LW[PT], typ api.EventType, obj PT, cached func() (PT, bool)) {
 	e.t.Helper()
 	if typ != api.Deleted {
 		obj.GetObjectMeta().ResourceVersion = e.nextRV()
 	}
 	select {
-	case lw.events <- client.Event[PT]{Type: typ, Object: obj}:
+	case lw.Events <- client.Event[PT]{Type: typ, Object: obj}:
 	case <-time.After(20 * time.Second):
 		e.t.Fatal("informer does not take events")
 	}

@@ -81,7 +81,7 @@ func TestFreshPod(t *testing.T) {
 							e.api.mu.Unlock()
 						}
 						select {
-						case e.pods.events <- client.Event[*api.Pod]{Type: typ, Object: &cp}:
+						case e.pods.Events <- client.Event[*api.Pod]{Type: typ, Object: &cp}:
 						case <-e.ctx.Done():
 							return
 						}

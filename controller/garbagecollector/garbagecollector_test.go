@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"minik8s/pkg/api"
-	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
+	"minik8s/pkg/client/cache/cachetest"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/workqueue"
 )
@@ -44,21 +44,6 @@ func (f *fakeAPI) Do(_ context.Context, method, path string, in, out any) error 
 	return fmt.Errorf("unexpected %s %s", method, path)
 }
 
-type staticLW[PT any] struct{ items []PT }
-
-func (s staticLW[PT]) List(context.Context, client.ListOptions) ([]PT, string, error) {
-	return s.items, "1", nil
-}
-
-func (s staticLW[PT]) Watch(ctx context.Context, _ client.ListOptions) <-chan client.Event[PT] {
-	ch := make(chan client.Event[PT])
-	go func() {
-		<-ctx.Done()
-		close(ch)
-	}()
-	return ch
-}
-
 func ownedBy(kind, name, uid string) []api.OwnerReference {
 	yes := true
 	return []api.OwnerReference{{Kind: kind, Name: name, UID: uid, Controller: &yes}}
@@ -82,8 +67,8 @@ func TestCollectsOnlyWhenEveryOwnerIsGone(t *testing.T) {
 	fa := &fakeAPI{objects: map[string]api.Object{
 		api.ReplicaSetsResource.Path("default", "new"): &api.ReplicaSet{ObjectMeta: api.ObjectMeta{Name: "new", UID: "rs-new"}},
 	}}
-	podInf := cache.NewInformer[api.Pod](staticLW[*api.Pod]{pods})
-	rsInf := cache.NewInformer[api.ReplicaSet](staticLW[*api.ReplicaSet]{[]*api.ReplicaSet{rsLive}})
+	podInf := cache.NewInformer[api.Pod](cachetest.NewLW(pods...))
+	rsInf := cache.NewInformer[api.ReplicaSet](cachetest.NewLW(rsLive))
 	gc := &Controller{c: fa, kinds: map[string]kind{}, queue: workqueue.New()}
 	follow(gc, api.PodsResource, podInf)
 	follow(gc, api.ReplicaSetsResource, rsInf)

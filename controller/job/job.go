@@ -81,8 +81,11 @@ type Controller struct {
 
 // New returns the controller, registered with the factory's informers.
 func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controller {
-	jobInf, podInf := f.Jobs(), f.Pods()
-	jc := &Controller{api: clientAPI{c}, jobs: jobInf.Lister(), pods: podInf.Lister(), queue: workqueue.New(), exp: expectations.New(), events: rec, now: time.Now}
+	return newController(clientAPI{c}, f.Jobs(), f.Pods(), rec)
+}
+
+func newController(a API, jobInf *cache.Informer[api.Job, *api.Job], podInf *cache.Informer[api.Pod, *api.Pod], rec events.EventRecorder) *Controller {
+	jc := &Controller{api: a, jobs: jobInf.Lister(), pods: podInf.Lister(), queue: workqueue.New(), exp: expectations.New(), events: rec, now: time.Now}
 	enqueue := func(j *api.Job) { jc.queue.Add(cache.Key(j)) }
 	jobInf.AddEventHandler(cache.Handler[*api.Job]{OnAdd: enqueue, OnUpdate: func(_, j *api.Job) { enqueue(j) },
 		OnDelete: func(j *api.Job) { jc.exp.Forget(cache.Key(j)) }})

@@ -1,10 +1,16 @@
 package job
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache"
+	"minik8s/pkg/client/cache/cachetest"
 )
 
 func jobPod(uid, phase string, restarts int32) *api.Pod {
@@ -65,5 +71,100 @@ func TestFailure(t *testing.T) {
 				t.Fatalf("reason %q, want %q", reason, tc.reason)
 			}
 		})
+	}
+}
+
+// fakeAPI records the pods the controller creates and deletes.
+type fakeAPI struct {
+	mu      sync.Mutex
+	created []*api.Pod
+	deleted []string
+}
+
+func (f *fakeAPI) CreatePod(_ context.Context, p *api.Pod) (*api.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p = cache.DeepCopy(p)
+	p.UID = fmt.Sprintf("uid-%d", len(f.created))
+	f.created = append(f.created, p)
+	return p, nil
+}
+
+func (f *fakeAPI) DeletePod(_ context.Context, _, _, uid string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, uid)
+	return nil
+}
+
+func (f *fakeAPI) UpdateJobStatus(_ context.Context, j *api.Job) (*api.Job, error) { return j, nil }
+func (f *fakeAPI) DeleteJob(context.Context, string, string, string) error         { return nil }
+
+func (f *fakeAPI) counts() (int, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.created), len(f.deleted)
+}
+
+// A sync that runs before the cache has seen the pods the last one
+// created (the Job's own status write comes back first) starts none:
+// a Job of parallelism 2 never has more than 2 pods.
+func TestSyncWaitsForItsOwnCreations(t *testing.T) {
+	two, five := int32(2), int32(5)
+	j := &api.Job{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "j", UID: "job-uid"},
+		Spec: api.JobSpec{Parallelism: &two, Completions: &five}}
+	jobs, pods := cachetest.NewLW(j), cachetest.NewLW[*api.Pod]()
+	jobInf, podInf := cache.NewInformer[api.Job](jobs), cache.NewInformer[api.Pod](pods)
+	fake := &fakeAPI{}
+	jc := newController(fake, jobInf, podInf, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jobInf.Start(ctx)
+	podInf.Start(ctx)
+	if !cache.WaitForSync(ctx, jobInf, podInf) {
+		t.Fatal("informers did not sync")
+	}
+	sync := func() {
+		t.Helper()
+		if err := jc.sync(ctx, "default/j"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := func(typ api.EventType, p *api.Pod) {
+		t.Helper()
+		pods.Events <- client.Event[*api.Pod]{Type: typ, Object: p}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			got, ok := jc.pods.Get(p.Namespace, p.Name)
+			if typ != api.Deleted && ok && got.Status.Phase == p.Status.Phase {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cache never saw %s %s", typ, p.Name)
+			}
+		}
+	}
+
+	sync()
+	sync() // the cache has not seen the two pods yet
+	if created, _ := fake.counts(); created != 2 {
+		t.Fatalf("created %d pods before the cache saw the first two, want 2", created)
+	}
+	first, second := cache.DeepCopy(fake.created[0]), cache.DeepCopy(fake.created[1])
+	seen(api.Added, first)
+	sync() // one of two seen: still waiting
+	if created, _ := fake.counts(); created != 2 {
+		t.Fatalf("created %d pods with one creation unseen, want 2", created)
+	}
+	seen(api.Added, second)
+	sync()
+	if created, _ := fake.counts(); created != 2 {
+		t.Fatalf("created %d pods with two running, want 2", created)
+	}
+	first.Status.Phase = api.PodSucceeded
+	seen(api.Modified, first)
+	sync()
+	sync()
+	if created, _ := fake.counts(); created != 3 {
+		t.Fatalf("created %d pods after one succeeded, want 3", created)
 	}
 }

@@ -11,39 +11,10 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
+	"minik8s/pkg/client/cache/cachetest"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/nodecondition"
 )
-
-// fakeLW lists fixed objects and forwards events sent by the test.
-type fakeLW[PT any] struct {
-	items  []PT
-	events chan client.Event[PT]
-}
-
-func (f *fakeLW[PT]) List(context.Context, client.ListOptions) ([]PT, string, error) {
-	return f.items, "1", nil
-}
-
-func (f *fakeLW[PT]) Watch(ctx context.Context, _ client.ListOptions) <-chan client.Event[PT] {
-	out := make(chan client.Event[PT])
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case ev := <-f.events:
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
-}
 
 type fakeAPI struct {
 	mu      sync.Mutex
@@ -108,7 +79,7 @@ func boundPod(name, node string) *api.Pod {
 type env struct {
 	nc    *Controller
 	api   *fakeAPI
-	nodes *fakeLW[*api.Node]
+	nodes *cachetest.LW[*api.Node]
 	clock time.Time
 	mu    sync.Mutex
 }
@@ -122,9 +93,9 @@ func (e *env) advance(d time.Duration) {
 func setup(t *testing.T, nodes []*api.Node, pods []*api.Pod) *env {
 	t.Helper()
 	e := &env{api: &fakeAPI{}, clock: time.Unix(10000, 0),
-		nodes: &fakeLW[*api.Node]{items: nodes, events: make(chan client.Event[*api.Node])}}
+		nodes: cachetest.NewLW(nodes...)}
 	nodeInf := cache.NewInformer[api.Node](e.nodes)
-	podInf := cache.NewInformer[api.Pod](&fakeLW[*api.Pod]{items: pods, events: make(chan client.Event[*api.Pod])})
+	podInf := cache.NewInformer[api.Pod](cachetest.NewLW(pods...))
 	e.nc = newController(e.api, nodeInf, podInf, 20*time.Second)
 	e.nc.now = func() time.Time {
 		e.mu.Lock()
@@ -192,9 +163,9 @@ func TestReturningKubeletIsNotFought(t *testing.T) {
 	}
 	// The informer sees the controller's own write (same heartbeat), then
 	// the kubelet's (a new one, on a clock 1h off).
-	e.nodes.events <- client.Event[*api.Node]{Type: api.Modified, Object: e.api.nodes[0]}
+	e.nodes.Events <- client.Event[*api.Node]{Type: api.Modified, Object: e.api.nodes[0]}
 	back := node("n1", start.Add(time.Hour))
-	e.nodes.events <- client.Event[*api.Node]{Type: api.Modified, Object: back}
+	e.nodes.Events <- client.Event[*api.Node]{Type: api.Modified, Object: back}
 	// Wait for the controller's handler, not the informer's store: the
 	// store holds the update before the handler has observed it.
 	deadline := time.Now().Add(10 * time.Second)
