@@ -20,9 +20,14 @@ import (
 )
 
 const (
-	// Step records keep this much of an argument, result or output; the
-	// final result is kept whole.
+	// Step records keep this much of an argument or result; the final
+	// result is kept whole.
 	maxRecordBytes = 16 << 10
+	// A step's output is kept as the runtime cuts it (after 1 MiB), and a
+	// record keeps at most maxRecordOutputBytes of output over all its
+	// steps, so that a chain of 100 chatty steps still fits in etcd.
+	maxOutputBytes       = 1 << 20
+	maxRecordOutputBytes = 2 << 20
 	// maxAnswerBytes bounds a runtime's answer: a result over the limit
 	// must still be read to be refused by its size, and the answer is
 	// JSON, where a control character of the result or of the output

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	log "github.com/sirupsen/logrus"
 
@@ -194,7 +196,7 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 // outcome is the instance after a step that got the runtime's answer.
 func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStepRecord, res *function.Result) *api.FuncInstance {
 	rec.RunMs = res.DurationMs
-	rec.Output = truncate(res.Output)
+	rec.Output = recordOutput(inst, res)
 	rec.PluginErrors = res.PluginErrors
 	if res.Pod != "" && rec.Pod == "" {
 		rec.Pod = res.Pod
@@ -262,6 +264,32 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxRecordBytes] + fmt.Sprintf("… (%d bytes cut)", len(s)-maxRecordBytes)
+}
+
+// recordOutput is a step's output as its record keeps it: at most
+// maxOutputBytes, and no more than the record's output budget leaves,
+// every cut (the runtime's own included) counted in one note at its end.
+func recordOutput(inst *api.FuncInstance, res *function.Result) string {
+	kept := 0
+	for _, st := range inst.Status.Steps {
+		kept += len(st.Output)
+	}
+	room := max(min(maxOutputBytes, maxRecordOutputBytes-kept), 0)
+	body, dropped := res.Output, res.OutputDropped
+	if dropped > 0 {
+		body = strings.TrimSuffix(body, function.OutputNote(dropped))
+	}
+	if len(body) <= room {
+		if dropped == 0 {
+			return body
+		}
+		return body + function.OutputNote(dropped)
+	}
+	keep := room
+	for keep > 0 && !utf8.RuneStart(body[keep]) {
+		keep--
+	}
+	return body[:keep] + function.OutputNote(dropped+int64(len(body)-keep))
 }
 
 // callStart is when a call began, as precisely as it is known: its

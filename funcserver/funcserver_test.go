@@ -23,6 +23,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
 )
 
 // waitFor bounds every wait of these tests; it is generous because the
@@ -435,7 +436,7 @@ func TestOutputCapped(t *testing.T) {
 		t.Fatalf("answered %+v", r.Error)
 	}
 	if !strings.HasPrefix(r.Output, "before chatty\n"+strings.Repeat("x", 1000)) ||
-		!strings.HasSuffix(r.Output, "[output truncated: 2097167 bytes dropped]\n") {
+		!strings.HasSuffix(r.Output, function.OutputNote(2097167)) || r.OutputDropped != 2097167 {
 		t.Fatalf("output of %d characters not cut as expected: ...%q", len(r.Output), r.Output[max(0, len(r.Output)-80):])
 	}
 }

@@ -81,7 +81,9 @@ type reply struct {
 	Result string `json:"result"`
 	Check  *bool  `json:"check"`
 	Output string `json:"output"`
-	Error  *Error `json:"error"`
+	// OutputDropped counts the bytes of output cut (noted in Output).
+	OutputDropped int64  `json:"outputDropped"`
+	Error         *Error `json:"error"`
 
 	PluginErrors []string        `json:"pluginErrors"`
 	Spans        json.RawMessage `json:"spans"`

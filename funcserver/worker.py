@@ -11,7 +11,7 @@ zygote's hello: one JSON object per line in each direction.
   server -> worker:        {"id": int, "arg": str, "event": dict, "context": dict}
   worker -> server:        {"type": "result", "id": int, "result": str,
                             "check": bool or null, "output": str,
-                            "error": null or ERROR}
+                            "outputDropped": int, "error": null or ERROR}
   ERROR = {"message": str, "type": str, "trace": str}
 
 The protocols run on private fds that no subprocess inherits. Fd 0 is
@@ -70,7 +70,8 @@ class CallOutput:
             data = data[n:]
 
     def close(self):
-        """Puts the pod log back on fds 1 and 2 and returns the output."""
+        """Puts the pod log back on fds 1 and 2 and returns the output
+        (with the cut noted) and how many bytes were cut."""
         os.dup2(self.pod_log, 1)
         os.dup2(self.pod_log, 2)
         size = os.fstat(self.fd).st_size
@@ -80,7 +81,7 @@ class CallOutput:
         cut = max(size - MAX_OUTPUT_BYTES, 0) + self.dropped
         if cut:
             text += "\n[output truncated: %d bytes dropped]\n" % cut
-        return text
+        return text, cut
 
 
 PLUGINS_FILE = os.path.abspath(minik8s_plugins.__file__)
@@ -304,7 +305,7 @@ def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
     finally:
         # Whatever happened, the pod log is back on fds 1 and 2, and what a
         # plugin set up for the call alone is undone.
-        reply["output"] = out.close() if out else ""
+        reply["output"], reply["outputDropped"] = out.close() if out else ("", 0)
         logging.setLogRecordFactory(factory)
         if plugins is not None:
             minik8s_plugins.end_call()

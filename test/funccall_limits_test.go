@@ -76,6 +76,7 @@ func TestFuncLimits(t *testing.T) {
 	grow := logRun(growLog) + "\ndef run(arg):\n    log_run()\n    print('\\x01' * 20000)\n    return arg\n"
 	for _, f := range []struct{ name, code, left string }{
 		{"echo", echo, "RETURN"}, {"lt", lt, "RETURN"}, {"huge", huge, "RETURN"}, {"grow", grow, "grow"},
+		{"chatty", "def run(arg):\n    print('x' * int(arg))\n    return 'ok'\n", "RETURN"},
 	} {
 		funcTemplate(t, s, f.name, f.code, f.left, f.left, nil)
 		s.PublishFunctionPods(t, f.name, runtime(t, f.code))
@@ -106,6 +107,27 @@ func TestFuncLimits(t *testing.T) {
 				data = data[:300]
 			}
 			t.Errorf("400 KB of <: %d %s", code, data)
+		}
+	})
+	t.Run("output is kept up to 1 MiB, every cut byte counted", func(t *testing.T) {
+		for _, tc := range []struct{ printed, kept, dropped int }{
+			{printed: 100_000, kept: 100_001},
+			{printed: 1_500_000, kept: 1 << 20, dropped: 1_500_001 - 1<<20},
+		} {
+			code, v, data := syncCall(t, s, "chatty", []byte(fmt.Sprint(tc.printed)))
+			if code != http.StatusOK || v.Status != api.InstanceSucceeded || len(v.Steps) != 1 {
+				t.Fatalf("printing %d bytes: %d %.300s", tc.printed, code, data)
+			}
+			out := v.Steps[0].Output
+			if tc.dropped > 0 {
+				var ok bool
+				if out, ok = strings.CutSuffix(out, function.OutputNote(int64(tc.dropped))); !ok {
+					t.Errorf("printing %d bytes: the record's output does not end with the note of %d bytes cut: ...%q", tc.printed, tc.dropped, out[max(len(out)-80, 0):])
+				}
+			}
+			if len(out) != tc.kept || strings.Trim(out, "x\n") != "" {
+				t.Errorf("printing %d bytes: the record kept %d bytes of output, want %d", tc.printed, len(out), tc.kept)
+			}
 		}
 	})
 	t.Run("result above the limit fails the call", func(t *testing.T) {

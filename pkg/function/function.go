@@ -229,9 +229,12 @@ type Result struct {
 	// run failed.
 	Check    *bool `json:"check"`
 	HasCheck bool  `json:"hasCheck"`
-	// Output is what the call printed to sys.stdout and sys.stderr.
+	// Output is what the call printed to sys.stdout and sys.stderr, cut
+	// after 1 MiB with the cut noted (OutputNote) at its end.
 	Output string `json:"output"`
-	Error  *Error `json:"error"`
+	// OutputDropped is how many bytes of output were cut.
+	OutputDropped int64  `json:"outputDropped,omitempty"`
+	Error         *Error `json:"error"`
 	// PluginErrors are the post plugins that failed, "NAME: TYPE: message".
 	PluginErrors []string `json:"pluginErrors,omitempty"`
 	// Spans are the pod's spans of the call (the tracing plugin's): a JSON
@@ -257,4 +260,9 @@ func (e *Error) String() string {
 		return e.Message
 	}
 	return e.Type + ": " + e.Message
+}
+
+// OutputNote ends an output that was cut: how many bytes were dropped.
+func OutputNote(dropped int64) string {
+	return fmt.Sprintf("\n[output truncated: %d bytes dropped]\n", dropped)
 }
