@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,23 +25,33 @@ type getOptions struct {
 func newGetCommand(o *Options) *cobra.Command {
 	g := &getOptions{}
 	cmd := &cobra.Command{
-		Use:   "get KIND [NAME...]",
+		Use:   "get KIND[,KIND...] [NAME...]",
 		Short: "List objects of a kind as a table, YAML or JSON",
-		Long: "List objects of a kind, or the named ones. Kinds: " + kindList() + ".\n" +
+		Long: "List objects of a kind (or of several, comma-separated), or the named ones. Kinds: " + kindList() + ".\n" +
 			"-w prints the table and then one row per change until interrupted.",
-		Example: "  mkctl get pods\n  mkctl get po web -o yaml\n  mkctl get funcs -A\n  mkctl get pods -l app=web -w",
+		Example: "  mkctl get pods\n  mkctl get po web -o yaml\n  mkctl get funcs -A\n  mkctl get pods -l app=web -w\n  mkctl get jobs,cronjobs",
 		Args:    kindArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := lookupKind(args[0])
-			if err != nil {
-				return err
+			var kinds []api.Resource
+			for _, k := range strings.Split(args[0], ",") {
+				res, err := lookupKind(k)
+				if err != nil {
+					return err
+				}
+				kinds = append(kinds, res)
 			}
 			switch g.output {
 			case "", "wide", "yaml", "json", "name":
 			default:
 				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown output format %q (want wide, yaml, json or name)", g.output)}
 			}
-			return o.runGet(cmd.Context(), res, args[1:], g)
+			if len(kinds) > 1 {
+				if g.watch {
+					return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("-w watches one kind, not %d (%s)", len(kinds), args[0])}
+				}
+				return o.runGetKinds(cmd.Context(), kinds, args[1:], g)
+			}
+			return o.runGet(cmd.Context(), kinds[0], args[1:], g)
 		},
 	}
 	f := cmd.Flags()
@@ -60,26 +71,9 @@ func (o *Options) runGet(ctx context.Context, res api.Resource, names []string, 
 	}
 	dyn := o.Client().Resource(res, ns)
 	opts := client.ListOptions{LabelSelector: g.selector}
-
-	var objs []api.Object
-	var rv string
-	if len(names) == 0 {
-		list, listRV, err := dyn.List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		objs, rv = list, listRV
-	} else {
-		if ns == "" && res.Namespaced {
-			return fmt.Errorf("a name cannot be combined with --all-namespaces")
-		}
-		for _, n := range names {
-			obj, err := dyn.Get(ctx, n)
-			if err != nil {
-				return err
-			}
-			objs = append(objs, obj)
-		}
+	objs, rv, err := fetch(ctx, dyn, res, ns, names, opts)
+	if err != nil {
+		return err
 	}
 
 	printer := NewTablePrinter(res, g.output == "wide", g.allNamespaces, g.showLabels)
@@ -117,6 +111,79 @@ func (o *Options) runGet(ctx context.Context, res api.Resource, names []string, 
 		return nil
 	}
 	return o.watch(ctx, dyn, opts, names, rv, objs, printer, g.output)
+}
+
+// fetch lists the objects of res, or gets the named ones.
+func fetch(ctx context.Context, dyn *client.Dynamic, res api.Resource, ns string, names []string, opts client.ListOptions) ([]api.Object, string, error) {
+	if len(names) == 0 {
+		return dyn.List(ctx, opts)
+	}
+	if ns == "" && res.Namespaced {
+		return nil, "", fmt.Errorf("a name cannot be combined with --all-namespaces")
+	}
+	var objs []api.Object
+	for _, n := range names {
+		obj, err := dyn.Get(ctx, n)
+		if err != nil {
+			return nil, "", err
+		}
+		objs = append(objs, obj)
+	}
+	return objs, "", nil
+}
+
+// runGetKinds prints the objects of several kinds (get jobs,cronjobs), as
+// kubectl does: a table per kind that has objects, its names prefixed
+// with the kind, or one List of them all.
+func (o *Options) runGetKinds(ctx context.Context, kinds []api.Resource, names []string, g *getOptions) error {
+	var all []api.Object
+	ns, tables := "", 0
+	for _, res := range kinds {
+		ns = o.namespaceFor(res)
+		if g.allNamespaces {
+			ns = ""
+		}
+		objs, _, err := fetch(ctx, o.Client().Resource(res, ns), res, ns, names, client.ListOptions{LabelSelector: g.selector})
+		if err != nil {
+			return err
+		}
+		all = append(all, objs...)
+		switch {
+		case g.output == "yaml" || g.output == "json":
+		case g.output == "name":
+			for _, obj := range objs {
+				fmt.Fprintln(o.Out, kindName(res, obj.GetObjectMeta().Name))
+			}
+		case len(objs) > 0:
+			if res.Name == api.FuncsResource.Name {
+				if objs, err = o.withFuncPools(ctx, ns, objs); err != nil {
+					return err
+				}
+			}
+			if tables++; tables > 1 {
+				fmt.Fprintln(o.Out)
+			}
+			printer := NewTablePrinter(res, g.output == "wide", g.allNamespaces, g.showLabels)
+			printer.kindPrefix = true
+			if err := printer.PrintTable(o.Out, objs, time.Now()); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case g.output == "yaml" || g.output == "json":
+		if all == nil {
+			all = []api.Object{}
+		}
+		return PrintObject(o.Out, g.output, struct {
+			api.TypeMeta `json:",inline"`
+			Metadata     api.ListMeta `json:"metadata"`
+			Items        []api.Object `json:"items"`
+		}{api.TypeMeta{APIVersion: "v1", Kind: "List"}, api.ListMeta{}, all})
+	case len(all) == 0 && g.output != "name":
+		fmt.Fprintln(o.ErrOut, noResources(kinds[0], ns))
+	}
+	return nil
 }
 
 func noResources(res api.Resource, ns string) string {

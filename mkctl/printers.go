@@ -23,7 +23,9 @@ type TablePrinter struct {
 	showLabels    bool
 	// eventColumn prefixes each row with the watch event type.
 	eventColumn bool
-	widths      []int
+	// kindPrefix names objects kind/name, as in a table of several kinds.
+	kindPrefix bool
+	widths     []int
 }
 
 // NewTablePrinter returns the table printer of res.
@@ -58,6 +60,9 @@ func (p *TablePrinter) cells(event api.EventType, obj api.Object, now time.Time)
 		r = append(r, obj.GetObjectMeta().Namespace)
 	}
 	cells, wide := p.cols.Row(obj, now)
+	if p.kindPrefix && len(cells) > 0 && len(p.cols.Headers) > 0 && p.cols.Headers[0] == "NAME" {
+		cells[0] = kindName(p.res, cells[0])
+	}
 	r = append(r, cells...)
 	if p.wide {
 		r = append(r, wide...)

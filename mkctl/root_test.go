@@ -1,6 +1,7 @@
 package mkctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -57,5 +58,25 @@ func TestLookupKind(t *testing.T) {
 	}
 	if got := kindName(api.ReplicaSetsResource, "web"); got != "replicaset/web" {
 		t.Errorf("kindName = %q", got)
+	}
+}
+
+// Mistakes in the command line are named as what they are, before any
+// request (the server here answers nothing).
+func TestCommandLineMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trigger", "add", "kafka", "orders", "--function", "f"}, `unknown trigger kind "kafka": want http, schedule or queue`},
+		{[]string{"trigger", "add", "http", "t", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"get", "jobs,pods", "-w"}, "-w watches one kind, not 2"},
+		{[]string{"get", "jobs,statefulsets"}, `resource type "statefulsets"`},
+	} {
+		var out, errOut strings.Builder
+		code := Run(context.Background(), append([]string{"--server", "http://127.0.0.1:1"}, tc.args...), &out, &errOut)
+		if code == 0 || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("mkctl %s: exit %d, %q; want an error saying %q", strings.Join(tc.args, " "), code, errOut.String(), tc.want)
+		}
 	}
 }

@@ -24,7 +24,16 @@ func newTriggerCommand(o *Options) *cobra.Command {
 			"  curl -d world 127.0.0.1:8081/hello\n" +
 			"  mkctl trigger ls\n  mkctl trigger rm hello-web",
 	}
-	add := &cobra.Command{Use: "add", Short: "Add a trigger (http, schedule or queue)"}
+	add := &cobra.Command{Use: "add KIND NAME --function F ...", Short: "Add a trigger (http, schedule or queue)",
+		// A kind that is not one is named as such, not as a flag the
+		// parent does not know (mkctl trigger add kafka t --function f).
+		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown trigger kind %q: want http, schedule or queue", args[0])}
+		}}
 	add.AddCommand(newTriggerAddCommand(o, api.TriggerHTTP), newTriggerAddCommand(o, api.TriggerSchedule), newTriggerAddCommand(o, api.TriggerQueue))
 	cmd.AddCommand(add, newTriggerListCommand(o), newTriggerRemoveCommand(o))
 	return cmd

@@ -105,6 +105,19 @@ func TestJobs(t *testing.T) {
 	if code, out, errOut := mk(t, "--server", s.URL, "describe", "job", "fails"); code != 0 || !strings.Contains(out, "BackoffLimitExceeded") {
 		t.Errorf("mkctl describe job fails: %d\n%s%s", code, out, errOut)
 	}
+	// The README's comma list of kinds: a table per kind with objects,
+	// names prefixed by their kind.
+	if code, out, errOut := mk(t, "--server", s.URL, "get", "jobs,cronjobs"); code != 0 || !strings.Contains(out, "job/five ") ||
+		!strings.Contains(out, "Complete") || strings.Contains(out, "cronjob") {
+		t.Errorf("mkctl get jobs,cronjobs: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := mk(t, "--server", s.URL, "get", "jobs,pods", "-o", "name"); code != 0 || !strings.Contains(out, "job/five\n") ||
+		!strings.Contains(out, "pod/five-") {
+		t.Errorf("mkctl get jobs,pods -o name: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := mk(t, "--server", s.URL, "get", "jobs,pods", "-w"); code == 0 || !strings.Contains(errOut, "-w watches one kind") {
+		t.Errorf("mkctl get jobs,pods -w: %d\n%s%s", code, out, errOut)
+	}
 }
 
 // TestCronJobs: a CronJob runs on its schedule and keeps its last two
