@@ -19,14 +19,19 @@ import (
 
 // admitTrigger checks what a trigger's validation cannot see alone: its
 // function exists, and its gateway path (one gateway serves every
-// namespace) is no other trigger's. Both are 422 naming the field.
+// namespace) is no other trigger's. Both are 422 naming the field. The
+// trigger then belongs to its function (an owner reference): deleting
+// the function deletes its triggers, which would otherwise stay ready
+// to make calls that can only fail.
 func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) error {
-	if _, err := s.registries[api.FuncsResource.Name].Get(ctx, ns, t.Spec.Function); err != nil {
+	f, err := s.registries[api.FuncsResource.Name].Get(ctx, ns, t.Spec.Function)
+	if err != nil {
 		if errdefs.IsNotFound(err) {
 			return errdefs.Invalid("spec.function", "function %q does not exist in namespace %q", t.Spec.Function, ns)
 		}
 		return err
 	}
+	ownedByFunc(&t.ObjectMeta, f)
 	if t.Spec.App != "" {
 		if _, err := s.registries[api.AppsResource.Name].Get(ctx, ns, t.Spec.App); err != nil {
 			if errdefs.IsNotFound(err) {
@@ -52,6 +57,13 @@ func (s *Server) admitTrigger(ctx context.Context, ns string, t *api.Trigger) er
 		}
 	}
 	return nil
+}
+
+// ownedByFunc makes f the one Func among m's owners.
+func ownedByFunc(m *api.ObjectMeta, f api.Object) {
+	refs := slices.DeleteFunc(m.OwnerReferences, func(r api.OwnerReference) bool { return r.Kind == api.FuncsResource.Kind })
+	fm := f.GetObjectMeta()
+	m.OwnerReferences = append(refs, api.OwnerReference{APIVersion: api.FuncsResource.GroupVersion(), Kind: api.FuncsResource.Kind, Name: fm.Name, UID: fm.UID})
 }
 
 // createTriggerRecord serves a REST create of a FuncInstance, which only

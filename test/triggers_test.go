@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/controller"
+	"minik8s/controller/garbagecollector"
 	"minik8s/funcrunner"
 	"minik8s/mkctl"
 	"minik8s/pkg/client"
@@ -118,6 +120,34 @@ func TestTriggerAPI(t *testing.T) {
 			return code == http.StatusOK && strings.Contains(string(data), `"trigger":{"name":"web"`)
 		})
 	}
+
+	// A trigger belongs to its function: deleting the function deletes
+	// its triggers (they would stay ready, calling a function that is
+	// gone), and only its own.
+	ctx := context.Background()
+	hello, err := s.Client.Funcs("default").Get(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, err := s.Client.Triggers("default").Get(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs := web.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Func" || refs[0].Name != "hello" || refs[0].UID != hello.UID {
+		t.Errorf("trigger web's owners: %+v, want func hello (uid %s)", refs, hello.UID)
+	}
+	funcTemplate(t, s, "other", "def run(arg):\n    return arg\n", "RETURN", "RETURN", nil)
+	if code, out := post(`{"metadata":{"name":"keep"},"spec":{"function":"other","schedule":{"cron":"@every 1h"}}}`); code != http.StatusCreated {
+		t.Fatalf("create keep: %d %v", code, out)
+	}
+	framework.StartControllers(t, s, controller.Config{Controllers: []string{garbagecollector.Name}})
+	if _, err := s.Client.Funcs("default").Delete(ctx, "hello", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the triggers of the deleted function deleted", func() bool {
+		list, _, err := s.Client.Triggers("default").List(ctx, client.ListOptions{})
+		return err == nil && len(list) == 1 && list[0].Name == "keep"
+	})
 }
 
 // funcTemplateNS stores a trivial function in namespace ns.
