@@ -3,7 +3,10 @@ package test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +113,68 @@ func TestQueueTrigger(t *testing.T) {
 		}
 		return len(ok) == n
 	})
+
+	// Removing a trigger removes its consumer, and the stream once no
+	// trigger reads its subject; what a trigger removed while no runner
+	// ran left is swept too, and streams that are not minik8s's stay.
+	bg := context.Background()
+	if rc := mkctl.Run(bg, []string{"--server", s.URL, "trigger", "add", "queue", "audit", "--function", "consume",
+		"--subject", "orders.created"}, &out, &errOut); rc != 0 {
+		t.Fatalf("mkctl trigger add queue audit: %d %s", rc, errOut.String())
+	}
+	orders, err := s.Client.Triggers("default").Get(bg, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, err := s.Client.Triggers("default").Get(bg, "audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []jetstream.StreamConfig{{Name: "MINIK8S_ORPHAN", Subjects: []string{"gone.subject"}}, {Name: "USER", Subjects: []string{"user.subject"}}} {
+		st, err := js.CreateStream(bg, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CreateConsumer(bg, jetstream.ConsumerConfig{Durable: "trigger-0f0f0f0f-gone", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumers := func(stream string) (names []string) {
+		st, err := js.Stream(bg, stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := st.ConsumerNames(bg)
+		for c := range l.Name() {
+			names = append(names, c)
+		}
+		return names
+	}
+	stream := orders.Status.Message[len("stream "):strings.Index(orders.Status.Message, ",")]
+	waitUntil(t, 30*time.Second, "the audit trigger consumed", func() bool {
+		return slices.Contains(consumers(stream), "trigger-"+audit.UID)
+	})
+	if rc := mkctl.Run(bg, []string{"--server", s.URL, "trigger", "rm", "orders"}, &out, &errOut); rc != 0 {
+		t.Fatalf("mkctl trigger rm orders: %d %s", rc, errOut.String())
+	}
+	waitUntil(t, 30*time.Second, "the consumer of the removed trigger and the orphan stream deleted", func() bool {
+		_, orphan := js.Stream(bg, "MINIK8S_ORPHAN")
+		got := consumers(stream)
+		return errors.Is(orphan, jetstream.ErrStreamNotFound) && slices.Equal(got, []string{"trigger-" + audit.UID})
+	})
+	if rc := mkctl.Run(bg, []string{"--server", s.URL, "trigger", "rm", "audit"}, &out, &errOut); rc != 0 {
+		t.Fatalf("mkctl trigger rm audit: %d %s", rc, errOut.String())
+	}
+	waitUntil(t, 30*time.Second, "the stream no trigger reads deleted", func() bool {
+		_, err := js.Stream(bg, stream)
+		return errors.Is(err, jetstream.ErrStreamNotFound)
+	})
+	if got := consumers("USER"); !slices.Equal(got, []string{"trigger-0f0f0f0f-gone"}) {
+		t.Errorf("a stream that is not minik8s's lost its consumers: %v", got)
+	}
 }
 
 // startNATS runs an embedded NATS server with JetStream for the test.

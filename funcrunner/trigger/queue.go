@@ -80,8 +80,15 @@ func (q *Queues) Run(ctx context.Context) {
 	defer q.nc.Close()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	var lastSweep time.Time
 	for {
-		q.reconcile(ctx)
+		stopped := q.reconcile(ctx)
+		if q.triggers.HasSynced() && (stopped || time.Since(lastSweep) >= queueSweepEvery) {
+			if err := q.sweep(ctx); err != nil && ctx.Err() == nil {
+				log.WithError(err).Warn("funcrunner: sweeping the streams and consumers of removed queue triggers failed")
+			}
+			lastSweep = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			q.mu.Lock()
@@ -95,7 +102,10 @@ func (q *Queues) Run(ctx context.Context) {
 	}
 }
 
-func (q *Queues) reconcile(ctx context.Context) {
+// reconcile consumes the queue triggers in the cache, and stops consuming
+// removed ones, which it reports. A consumption that ended (its consumer
+// or stream was deleted) starts again.
+func (q *Queues) reconcile(ctx context.Context) (stopped bool) {
 	want := map[string]*api.Trigger{}
 	for _, t := range q.triggers.Lister().List(nil) {
 		if t.Spec.Queue != nil {
@@ -104,9 +114,16 @@ func (q *Queues) reconcile(ctx context.Context) {
 	}
 	q.mu.Lock()
 	for uid, cc := range q.running {
+		select {
+		case <-cc.Closed():
+			delete(q.running, uid)
+			continue
+		default:
+		}
 		if want[uid] == nil {
 			cc.Stop()
 			delete(q.running, uid)
+			stopped = true
 		}
 	}
 	q.mu.Unlock()
@@ -123,13 +140,14 @@ func (q *Queues) reconcile(ctx context.Context) {
 			}
 		}
 	}
+	return stopped
 }
 
 // streamName is the stream of a subject (one per subject, whatever the
 // triggers on it).
 func streamName(subject string) string {
 	sum := sha256.Sum256([]byte(subject))
-	return "MINIK8S_" + hex.EncodeToString(sum[:8])
+	return streamPrefix + hex.EncodeToString(sum[:8])
 }
 
 // start makes the trigger's stream and durable consumer, consumes, and
@@ -150,7 +168,7 @@ func (q *Queues) start(ctx context.Context, t *api.Trigger) error {
 		return fmt.Errorf("the stream of %q: %w", qt.Subject, err)
 	}
 	cons, err := q.js.CreateOrUpdateConsumer(ctx, streamName(qt.Subject), jetstream.ConsumerConfig{
-		Durable: "trigger-" + t.UID, FilterSubject: qt.Subject, AckPolicy: jetstream.AckExplicitPolicy,
+		Durable: consumerPrefix + t.UID, FilterSubject: qt.Subject, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: queueAckWait, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {
 		return fmt.Errorf("the consumer of trigger %s: %w", t.Name, err)
@@ -171,7 +189,7 @@ func (q *Queues) start(ctx context.Context, t *api.Trigger) error {
 	q.mu.Unlock()
 	if !t.Status.Ready {
 		next := cache.DeepCopy(t)
-		next.Status = api.TriggerStatus{Ready: true, ServedBy: q.self, Message: "stream " + streamName(qt.Subject) + ", consumer trigger-" + t.UID}
+		next.Status = api.TriggerStatus{Ready: true, ServedBy: q.self, Message: "stream " + streamName(qt.Subject) + ", consumer " + consumerPrefix + t.UID}
 		if _, err := q.client.Triggers(t.Namespace).UpdateStatus(ctx, next); err != nil && !errdefs.IsConflict(err) {
 			return err
 		}
