@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -212,6 +213,14 @@ func TestE2EFunctionV1FreshPodPerStep(t *testing.T) {
 		pods, _, err := s.Client.Pods("default").List(ctx, client.ListOptions{LabelSelector: function.LabelInstance})
 		return err == nil && len(pods) == 0
 	})
+	// Its status says when it was last called, as a pooled function's does.
+	waitFor(t, "the v1 function's last call in its status", 30*time.Second, func() bool {
+		f, err := s.Client.Funcs("default").Get(ctx, "once")
+		return err == nil && f.Status.TimeStamp != nil
+	})
+	if code, out, errOut := mk(t, "--server", s.URL, "func", "ls"); code != 0 || !regexp.MustCompile(`(?m)^once .* ago`).MatchString(out) {
+		t.Errorf("mkctl func ls: %d, want once's last call:\n%s%s", code, out, errOut)
+	}
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

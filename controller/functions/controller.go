@@ -114,10 +114,11 @@ func onChange[T any, PT client.Object[T]](inf *cache.Informer[T, PT], fn func(ap
 	})
 }
 
-// enqueueOwner queues the function an object was made for.
+// enqueueOwner queues the function an object was made for (a fresh pod
+// of one call included: its start is the Ready condition of a v1 function).
 func (c *Controller) enqueueOwner(obj api.Object) {
 	m := obj.GetObjectMeta()
-	if fn := m.Labels[function.LabelFunc]; fn != "" && m.Labels[function.LabelInstance] == "" {
+	if fn := m.Labels[function.LabelFunc]; fn != "" {
 		c.queue.Add(m.Namespace + "/" + fn)
 	}
 }
@@ -153,7 +154,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err := c.removeStrayClaims(ctx, key, f, claimGrace+time.Duration(function.TimeoutSeconds(&f.Spec))*time.Second); err != nil {
 			return err
 		}
-		return c.removePool(ctx, ns, name)
+		if err := c.removePool(ctx, ns, name); err != nil {
+			return err
+		}
+		return c.syncFreshPodStatus(ctx, key, f)
 	}
 	svc, err := c.syncService(ctx, f)
 	if err != nil {
@@ -191,6 +195,28 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if called || counter != written.Counter {
 			log.WithFields(log.Fields{"func": key, "counter": counter, "calls": demand.Started,
 				"concurrent": demand.Concurrent, "waiting": demand.Waiting}).Debug("function counter written")
+		}
+	}
+	c.demand.commit(key, demand)
+	return nil
+}
+
+// syncFreshPodStatus writes the status of a function of fresh pods (v1):
+// its last call, and whether its pods start; no counter, Service or
+// ReplicaSet (those of a pool it had before are gone).
+func (c *Controller) syncFreshPodStatus(ctx context.Context, key string, f *api.Func) error {
+	written := f.Status
+	now := c.now()
+	demand := c.demand.snapshot(key, now)
+	if demand.Started > 0 {
+		ts := now.UTC()
+		f.Status.TimeStamp = &ts
+	}
+	f.Status.Counter, f.Status.ServiceUID, f.Status.ReplicaSetUID = 0, "", ""
+	c.syncReady(f, now)
+	if !cache.Equal(written, f.Status) {
+		if _, err := c.client.Funcs(f.Namespace).UpdateStatus(ctx, f); err != nil {
+			return fmt.Errorf("func %s status: %w", key, err)
 		}
 	}
 	c.demand.commit(key, demand)

@@ -38,7 +38,10 @@ func readyCondition(f *api.Func, pods []*api.Pod, now time.Time) *api.FuncCondit
 	var failure *function.StartFailure
 	ready, progressing := false, false
 	for _, p := range pods {
-		if p.Labels[function.LabelInstance] != "" || p.Labels[function.LabelCode] != hash || p.DeletionTimestamp != nil ||
+		// A pod of one call counts for a function of fresh pods (v1) only,
+		// and still when its call has ended and it is on its way out.
+		ofCall := p.Labels[function.LabelInstance] != ""
+		if ofCall != (f.APIVersion == api.FuncAPIVersionV1) || p.Labels[function.LabelCode] != hash || (p.DeletionTimestamp != nil && !ofCall) ||
 			function.EndedByNode(p) {
 			continue
 		}
