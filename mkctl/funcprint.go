@@ -88,6 +88,11 @@ func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (step
 			b.WriteString("  Output:\n")
 			b.WriteString(indent(s.Output, "    "))
 		}
+		if len(s.PluginErrors) > 0 {
+			// The call's outcome stands; a post plugin's failure is only here.
+			b.WriteString("  Plugin errors (post):\n")
+			b.WriteString(indent(strings.Join(s.PluginErrors, "\n"), "    "))
+		}
 		if s.Error != "" {
 			stepFailed = true
 			b.WriteString("  Error:\n")

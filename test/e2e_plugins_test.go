@@ -36,6 +36,8 @@ def pre(ctx):
     print("gate pre, trace", bool(ctx.plugin("tracing").get("trace_id")))
 def post(ctx):
     print("gate post", ctx.plugin("gate").get("ticket"), ctx.result)
+    if ctx.result == "BOOM":
+        raise RuntimeError("post " + ctx.result)
 `)
 	mustMkctl(t, s, "func", "create", "shout", "-f", code, "--file", plugin,
 		"--plugin-pre", "tracing,log-context,gate", "--plugin-post", "gate,tracing")
@@ -47,6 +49,12 @@ def post(ctx):
 		!strings.Contains(r.err, "gate post t-hi HI\n") ||
 		strings.Index(r.err, "gate pre") > strings.Index(r.err, "running with") || strings.Index(r.err, "running with") > strings.Index(r.err, "gate post") {
 		t.Errorf("the plugins' and the function's output, in order:\n%s", r.err)
+	}
+	// A failing post plugin leaves the call's outcome, and says so where
+	// the call's logs are read.
+	r = runMkctl(t, s, "", "func", "invoke", "shout", "-d", "boom", "--wait=1m", "--log")
+	if r.code != 0 || strings.TrimSpace(r.out) != "BOOM" || !strings.Contains(r.err, "Plugin errors (post):\n    gate: RuntimeError: post BOOM\n") {
+		t.Errorf("a failing post plugin, in the call's logs: %d %q %q", r.code, r.out, r.err)
 	}
 	r = runMkctl(t, s, "", "func", "invoke", "shout", "-d", "refuse", "--wait=1m")
 	if r.code == 0 || !strings.Contains(r.err, "pre plugin gate failed: PermissionError: not refuse") {

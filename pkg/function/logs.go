@@ -18,7 +18,8 @@ const HeaderLog = "X-Minik8s-Log"
 const maxLogHeader = 32 << 10
 
 // CallLogs is what the steps of a call wrote, in order: each step's output
-// under a line naming it when there are several.
+// under a line naming it when there are several, then the post plugins
+// that failed after it (the call's outcome stands, so only this says so).
 func CallLogs(steps []api.FuncStepRecord) string {
 	var b strings.Builder
 	for i, s := range steps {
@@ -28,6 +29,9 @@ func CallLogs(steps []api.FuncStepRecord) string {
 		b.WriteString(s.Output)
 		if s.Output != "" && !strings.HasSuffix(s.Output, "\n") {
 			b.WriteByte('\n')
+		}
+		for _, e := range s.PluginErrors {
+			fmt.Fprintf(&b, "[post plugin failed: %s]\n", e)
 		}
 	}
 	return b.String()
