@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"minik8s/apiserver/registry"
@@ -79,7 +80,18 @@ func decodeStrict(data []byte, contentType string, out any) error {
 	if err != nil {
 		return err
 	}
-	return jsonError(strictJSON(data, out))
+	err = strictJSON(data, out)
+	if err != nil && strings.HasPrefix(err.Error(), "json: unknown field ") {
+		// encoding/json names the field, not where it is ("spec.functon").
+		v := reflect.ValueOf(out).Elem()
+		v.Set(reflect.Zero(v.Type()))
+		if strict, err2 := sigsjson.UnmarshalStrict(data, out); err2 == nil && len(strict) > 0 {
+			if field := strictField(strict[0].Error()); field != "" {
+				return errdefs.BadRequest(field, "unknown field %q", field)
+			}
+		}
+	}
+	return jsonError(err)
 }
 
 // strictJSON decodes one JSON value into out, refusing fields out does

@@ -349,6 +349,8 @@ func TestBadInput(t *testing.T) {
 		{"invalid name", "POST", cms, "application/json", `{"metadata":{"name":"Bad_Name"}}`, 422, "Invalid", "metadata.name", "lower case"},
 		{"reserved func name", "POST", s.URL + "/api/funcs/template", "application/json",
 			`{"metadata":{"name":"RETURN"},"spec":{"name":"RETURN","function":"ZGVmIHJ1bihhKTogcmV0dXJuIGE="}}`, 422, "Invalid", "metadata.name", "reserved"},
+		{"func unknown field, named with its path", "POST", s.URL + "/api/funcs/template", "application/json",
+			`{"metadata":{"name":"f"},"spec":{"name":"f","functon":"ZGVmIHJ1bihhKTogcmV0dXJuIGE="}}`, 400, "BadRequest", "spec.functon", `unknown field "spec.functon"`},
 		{"func bad base64", "POST", s.URL + "/api/funcs/template", "application/json",
 			`{"metadata":{"name":"f"},"spec":{"name":"f","function":"not base64!"}}`, 422, "Invalid", "spec.function", "base64"},
 		{"func min > max", "POST", s.URL + "/api/funcs/template", "application/json",
