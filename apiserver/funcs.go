@@ -115,7 +115,8 @@ func callRequest(r *http.Request, ns, fn string, body []byte) (function.CallRequ
 		return function.CallRequest{}, err
 	}
 	function.RecordRequest(ev, r)
-	return function.CallRequest{Namespace: ns, Function: fn, ID: id, Arg: arg, Event: ev, Traceparent: tracing.Valid(r.Header.Get(tracing.Header))}, nil
+	return function.CallRequest{Namespace: ns, Function: fn, ID: id, Arg: arg, Event: ev, Traceparent: tracing.Valid(r.Header.Get(tracing.Header)),
+		AcceptEvent: function.AcceptsEvent(r)}, nil
 }
 
 // callbackHeader names where an asynchronous call's result is POSTed, as

@@ -13,6 +13,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/egress"
+	"minik8s/pkg/function"
 )
 
 // Callback delivery defaults: OpenFaaS's queue worker retries a few times
@@ -161,6 +162,12 @@ func callbackMessage(inst *api.FuncInstance) (string, http.Header) {
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/octet-stream")
+	if inst.Spec.CallbackEvent {
+		if ev, err := function.OutcomeEvent(inst, "/api/funcs/"+inst.Spec.Function); err == nil {
+			body = string(ev)
+			h.Set("Content-Type", function.ContentTypeCloudEvent)
+		}
+	}
 	h.Set("X-Call-Id", inst.Name)
 	h.Set("X-Function-Name", inst.Spec.Function)
 	h.Set("X-Function-Status", strconv.Itoa(status))

@@ -227,6 +227,36 @@ func TestFuncCallback(t *testing.T) {
 		}
 	})
 
+	t.Run("a caller that accepts CloudEvents gets one", func(t *testing.T) {
+		r := newCallbackReceiver(t)
+		req, err := http.NewRequest(http.MethodPost, s.URL+"/api/funcs/cbecho", strings.NewReader("five"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Callback-Url", r.URL)
+		req.Header.Set("Accept", "application/cloudevents+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		posts := r.delivered(t)
+		if resp.StatusCode != http.StatusAccepted || len(posts) != 1 {
+			t.Fatalf("call: %d, %d POSTs; want 202 and 1", resp.StatusCode, len(posts))
+		}
+		var ev struct {
+			SpecVersion string `json:"specversion"`
+			Type        string `json:"type"`
+			Subject     string `json:"subject"`
+			Data        string `json:"data"`
+		}
+		p := posts[0]
+		if err := json.Unmarshal([]byte(p.body), &ev); err != nil || p.header.Get("Content-Type") != "application/cloudevents+json" ||
+			ev.SpecVersion != "1.0" || ev.Type != "io.minik8s.func.result" || ev.Data != "cb:five" || ev.Subject != p.header.Get("X-Call-Id") {
+			t.Errorf("callback POST: %v %s %+v; want a structured CloudEvent of the result", p.header, p.body, ev)
+		}
+	})
+
 	t.Run("bad callback URL is 400", func(t *testing.T) {
 		for _, url := range []string{"ftp://x", "not a url"} {
 			code, _, data := invokeCallback(t, s, "cbecho", "four", url)

@@ -131,6 +131,10 @@ type FuncInstanceSpec struct {
 	// CallbackURL, from the call's X-Callback-Url header, is where the
 	// runner POSTs the result when the instance ends.
 	CallbackURL string `json:"callbackUrl,omitempty"`
+	// CallbackEvent: the caller accepted a CloudEvent (Accept:
+	// application/cloudevents+json), so the callback POSTs the outcome
+	// as one, structured, as a synchronous answer would be.
+	CallbackEvent bool `json:"callbackEvent,omitempty"`
 	// Sync marks a call whose caller waited for its answer (?wait=).
 	Sync bool `json:"sync,omitempty"`
 	// User is who made the call, as the apiserver authenticated it; a

@@ -73,6 +73,9 @@ type CallRequest struct {
 	Wait time.Duration
 	// Traceparent is the caller's W3C trace context, if it sent one.
 	Traceparent string
+	// AcceptEvent: the caller takes the outcome as a CloudEvent (Accept:
+	// application/cloudevents+json), its callback included.
+	AcceptEvent bool
 }
 
 // SetEventHeaders puts ev on a request in CloudEvents binary mode, and whole

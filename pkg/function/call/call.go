@@ -53,7 +53,7 @@ func New(req function.CallRequest, o Origin) *api.FuncInstance {
 	inst := &api.FuncInstance{
 		TypeMeta:   api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
 		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: req.Namespace, Labels: map[string]string{function.LabelFunc: fn}},
-		Spec: api.FuncInstanceSpec{Function: fn, Arg: arg, CallbackURL: o.CallbackURL, User: o.User, Sync: o.Sync,
+		Spec: api.FuncInstanceSpec{Function: fn, Arg: arg, CallbackURL: o.CallbackURL, CallbackEvent: o.CallbackURL != "" && req.AcceptEvent, User: o.User, Sync: o.Sync,
 			Event: req.Event, Trigger: req.Trigger, Traceparent: req.Traceparent},
 		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: o.Runner, Next: &api.FuncStep{Function: fn, Arg: arg}},
 	}
