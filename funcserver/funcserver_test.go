@@ -1124,6 +1124,39 @@ func TestPlugins(t *testing.T) {
 	}
 }
 
+// With tracing in pre only, as the README has it, the run still has its
+// span, and every plugin's span is under a span of the trace.
+func TestTracingInPreOnly(t *testing.T) {
+	t.Setenv("FUNC_PLUGINS_PRE", "tracing,log-context,audit")
+	t.Setenv("FUNC_PLUGINS_POST", "audit")
+	s := startReady(t, "plugins", nil)
+	r := s.invoke("hello", map[string]string{"X-Func-Context": `{"function-name":"f","instance-id":"i-8","step":1,` +
+		`"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","config":{}}`})
+	if r.Error != nil {
+		t.Fatalf("error %+v", r.Error)
+	}
+	var spans []api.FuncSpan
+	if err := json.Unmarshal(r.Spans, &spans); err != nil {
+		t.Fatalf("spans %s: %v", r.Spans, err)
+	}
+	ids := map[string]bool{"b7ad6b7169203331": true} // the step's span, the run's parent
+	var run *api.FuncSpan
+	for i, sp := range spans {
+		ids[sp.SpanID] = true
+		if sp.Name == "run f" {
+			run = &spans[i]
+		}
+	}
+	if run == nil || run.ParentSpanID != "b7ad6b7169203331" {
+		t.Fatalf("no run span under the step's: %+v", spans)
+	}
+	for _, sp := range spans {
+		if !ids[sp.ParentSpanID] || sp.EndNs > run.EndNs {
+			t.Errorf("span %+v: its parent is in no span of the trace, or it ends after the run's", sp)
+		}
+	}
+}
+
 // A function whose import starts a thread its calls need works as it did
 // before zygotes: a fork would lose the thread, so each worker imports the
 // function itself (its pid is in the import log).

@@ -272,6 +272,14 @@ def load(pre_names, post_names):
             if not callable(fn):
                 raise AttributeError("plugin %s defines no %s(ctx)" % (name, hook))
             out.append((name, fn))
+    # A built-in's post ends what its pre began (the run's span, its
+    # measure): named in pre only, as the README has tracing, it still
+    # ends, after the listed post hooks and in the reverse order of pre
+    # (first in, last out), so that the other hooks' spans fall inside
+    # the run's.
+    for name in reversed(list(dict.fromkeys(pre_names))):
+        if name in BUILTIN and name not in post_names and callable(getattr(plugins[name], "post", None)):
+            post.append((name, plugins[name].post))
     return plugins, pre, post
 
 
