@@ -22,6 +22,7 @@ import (
 // is registered here with one line.
 var commands = []func(*Options) *cobra.Command{
 	newApplyCommand,
+	newCreateCommand,
 	newGetCommand,
 	newDescribeCommand,
 	newDeleteCommand,
