@@ -57,6 +57,11 @@ func (s *Server) authorize() gin.HandlerFunc {
 				fail(c, err)
 				return
 			}
+			// An instance id alone names its namespace.
+			if err := s.resolveInstance(c, req); err != nil {
+				fail(c, err)
+				return
+			}
 		}
 		ctx := c.Request.Context()
 		attrs := req.attrs

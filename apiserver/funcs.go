@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 	"minik8s/apiserver/funcapi"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
+	"minik8s/pkg/rbac"
 	"minik8s/pkg/tracing"
 )
 
@@ -244,4 +247,46 @@ func callSpan(r *http.Request, req *function.CallRequest) *api.FuncSpan {
 		SpanID: tracing.NewSpanID(), ParentSpanID: parent, StartNs: time.Now().UnixNano()}
 	req.Traceparent = tracing.Format(traceID, span.SpanID)
 	return span
+}
+
+// resolveInstance finds the namespace of an instance read by id alone
+// (GET /api/funcs/ID without ?namespace=): ids are UUIDs, unique in the
+// cluster, so it is the namespace that holds it, looked for only where
+// the caller may read instances (default first). An id found nowhere the
+// caller may read is 404, as an unknown one is, whatever it may not see.
+func (s *Server) resolveInstance(c *gin.Context, req *request) error {
+	fr := req.fn
+	if fr.op != funcInstance || fr.nsQuery != "" {
+		return nil
+	}
+	ctx := c.Request.Context()
+	mayRead := func(ns string) bool {
+		a := req.attrs
+		a.User, a.Namespace = rbac.UserOf(ctx), ns
+		if s.authz.Allows(a) {
+			return true
+		}
+		a.Subresource = instanceOwn
+		return s.authz.Allows(a)
+	}
+	found := func(ns string) bool {
+		_, err := s.calls.Get(ctx, ns, fr.id)
+		return err == nil
+	}
+	if mayRead(api.DefaultNamespace) && found(api.DefaultNamespace) {
+		return nil
+	}
+	nss, _, err := s.registries[api.NamespacesResource.Name].List(ctx, "", registry.Filter{})
+	if err != nil {
+		return err
+	}
+	for _, o := range nss {
+		ns := o.GetObjectMeta().Name
+		if ns != api.DefaultNamespace && mayRead(ns) && found(ns) {
+			fr.namespace, req.attrs.Namespace = ns, ns
+			return nil
+		}
+	}
+	return fmt.Errorf("function instance %q not found in any namespace you may read (unknown, or expired: call records are kept for %s): %w",
+		fr.id, s.calls.Retention(), errdefs.ErrNotFound)
 }

@@ -523,7 +523,7 @@ func newFuncResultCommand(o *Options) *cobra.Command {
 			default:
 				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown output format %q (want json or yaml)", output)}
 			}
-			v, err := o.funcCalls().Result(cmd.Context(), args[0])
+			v, err := o.instanceCalls().Result(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -545,7 +545,7 @@ func newFuncLogsCommand(o *Options) *cobra.Command {
 		Example: "  mkctl func logs 3f2a7c1e-...\n  mkctl func logs -f 3f2a7c1e-...   # follow a running chain",
 		Args:    oneArg("instance id of the call"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := o.funcCalls().Result(cmd.Context(), args[0])
+			v, err := o.instanceCalls().Result(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -571,7 +571,11 @@ func (o *Options) followLogs(ctx context.Context, v api.FuncInstanceView) error 
 		_, _ = io.WriteString(o.Out, b.String())
 	}
 	show(v)
-	done, err := o.funcCalls().Follow(ctx, v.InstanceID, func(next *api.FuncInstanceView) { show(*next) })
+	ns := v.Namespace
+	if ns == "" {
+		ns = o.Namespace
+	}
+	done, err := o.Client().FuncCalls(ns).Follow(ctx, v.InstanceID, func(next *api.FuncInstanceView) { show(*next) })
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,15 @@ func (o *Options) funcCalls() *client.FuncCalls {
 	return o.Client().FuncCalls(o.Namespace)
 }
 
+// instanceCalls reads a call's instance by its id: the apiserver finds
+// its namespace, unless -n names one.
+func (o *Options) instanceCalls() *client.FuncCalls {
+	if o.NamespaceSet {
+		return o.funcCalls()
+	}
+	return o.Client().FuncCallsByID()
+}
+
 func (o *Options) funcTemplates() *client.FuncTemplates {
 	return o.Client().FuncTemplates(o.Namespace)
 }

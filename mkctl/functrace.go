@@ -22,7 +22,16 @@ func newFuncTraceCommand(o *Options) *cobra.Command {
 		Example: "  mkctl func trace 3f2a7c1e-...",
 		Args:    oneArg("instance id of the call"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			inst, err := o.Client().FuncInstances(o.Namespace).Get(cmd.Context(), args[0])
+			ns := o.Namespace
+			if !o.NamespaceSet {
+				// The apiserver finds the namespace of an id.
+				v, err := o.instanceCalls().Result(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				ns = v.Namespace
+			}
+			inst, err := o.Client().FuncInstances(ns).Get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

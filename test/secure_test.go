@@ -511,6 +511,29 @@ func TestFunctionInvokerOwnInstances(t *testing.T) {
 	a.expect("DELETE", "/api/funcs/template/echo", "", http.StatusForbidden, `cannot delete resource \"funcs\"`)
 	a.expect("GET", "/api/v1/namespaces/default/pods", "", http.StatusForbidden, `User \"invoker-a\" cannot list resource \"pods\"`)
 	a.expect("POST", "/api/funcs/echo?namespace=kube-system", "x", http.StatusForbidden, `in the namespace \"kube-system\"`)
+
+	// An id alone finds its call in any namespace its reader may read; in
+	// one it may not, it is not found, as an unknown id is.
+	ctx := context.Background()
+	if _, err := s.Client.Namespaces().Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "audit"}}); err != nil {
+		t.Fatal(err)
+	}
+	funcTemplateNS(t, s, "audit", "echo")
+	audited, err := s.Client.FuncCalls("audit").Invoke(ctx, "echo", []byte("x"), client.InvokeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Client.FuncCallsByID().Result(ctx, audited.InstanceID)
+	if err != nil || v.Namespace != "audit" || v.Function != "echo" {
+		t.Errorf("the admin reading %s by id alone: %+v %v", audited.InstanceID, v, err)
+	}
+	for _, cmd := range []string{"result", "logs", "trace"} {
+		if code, out, errOut := mk(t, "--server", s.URL, "func", cmd, audited.InstanceID); code != 0 {
+			t.Errorf("mkctl func %s ID of a call in audit, without -n: %d %s%s", cmd, code, out, errOut)
+		}
+	}
+	a.expect("GET", "/api/funcs/"+audited.InstanceID, "", http.StatusNotFound, "not found in any namespace you may read")
+	a.expect("GET", "/api/funcs/"+sync.InstanceID, "", http.StatusOK, `"namespace":"default"`)
 }
 
 // TestPrivilegedPodsAdmission: pods (and ReplicaSet templates) that reach

@@ -318,6 +318,9 @@ func (c *Calls) handOff(ctx context.Context, r runner, cr function.CallRequest) 
 	return inst, nil
 }
 
+// Retention is how long call records are kept once ended.
+func (c *Calls) Retention() time.Duration { return c.retention }
+
 // Get reads an instance: a record still being stored, else the store.
 func (c *Calls) Get(ctx context.Context, ns, id string) (*api.FuncInstance, error) {
 	if inst, ok := c.records.Get(ns, id); ok {
@@ -390,7 +393,7 @@ func View(inst *api.FuncInstance) api.FuncInstanceView {
 		steps = []api.FuncStepRecord{}
 	}
 	return api.FuncInstanceView{
-		InstanceID: inst.Name, Function: inst.Spec.Function, Status: inst.Status.Phase,
+		InstanceID: inst.Name, Namespace: inst.Namespace, Function: inst.Spec.Function, Status: inst.Status.Phase,
 		Result: inst.Status.Result, Error: inst.Status.Error, Steps: steps,
 	}
 }

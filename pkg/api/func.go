@@ -294,12 +294,14 @@ type FuncInstanceList struct {
 
 // FuncInstanceView is the flat answer of GET /api/funcs/:id.
 type FuncInstanceView struct {
-	InstanceID string           `json:"instanceId"`
-	Function   string           `json:"function"`
-	Status     string           `json:"status"`
-	Result     string           `json:"result"`
-	Error      string           `json:"error,omitempty"`
-	Steps      []FuncStepRecord `json:"steps"`
+	InstanceID string `json:"instanceId"`
+	// Namespace is where the call is (the function's namespace).
+	Namespace string           `json:"namespace,omitempty"`
+	Function  string           `json:"function"`
+	Status    string           `json:"status"`
+	Result    string           `json:"result"`
+	Error     string           `json:"error,omitempty"`
+	Steps     []FuncStepRecord `json:"steps"`
 }
 
 // FuncSummary is one line of GET /api/funcs: a function, how it is reached

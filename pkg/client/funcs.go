@@ -56,6 +56,11 @@ func (c *Client) FuncCalls(ns string) *FuncCalls {
 	return &FuncCalls{c: c, ns: ns}
 }
 
+// FuncCallsByID reads instances by id alone: the apiserver finds the
+// namespace that holds one (ids are unique), among those the caller may
+// read; the view says which (Namespace). Calls it makes go to default.
+func (c *Client) FuncCallsByID() *FuncCalls { return &FuncCalls{c: c} }
+
 // InvokeOptions tune a call.
 type InvokeOptions struct {
 	// Wait > 0 asks the apiserver to hold the answer until the call ends or
@@ -311,7 +316,9 @@ func (c *Client) funcDo(ctx context.Context, ns string, r funcRequest) ([]byte, 
 	ctx, cancel := context.WithTimeout(ctx, r.wait+funcRequestTimeout)
 	defer cancel()
 	q := url.Values{}
-	q.Set("namespace", ns)
+	if ns != "" {
+		q.Set("namespace", ns)
+	}
 	if r.wait > 0 {
 		q.Set("wait", r.wait.String())
 	}
