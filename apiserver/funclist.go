@@ -11,7 +11,8 @@ import (
 	"minik8s/pkg/function"
 )
 
-// listFuncs serves GET /api/funcs: every function of the namespace with
+// listFuncs serves GET /api/funcs: every function of the namespace (of
+// every namespace with ?allNamespaces=true) with
 // its version, runtime, triggers, counter, ready pods and last call, so
 // that everything invocable is seen at once (seed 003).
 func (h *funcHandlers) listFuncs(c *gin.Context) {
@@ -52,6 +53,9 @@ func (h *funcHandlers) listFuncs(c *gin.Context) {
 		}
 		out.Items = append(out.Items, s)
 	}
-	sort.Slice(out.Items, func(i, j int) bool { return out.Items[i].Name < out.Items[j].Name })
+	sort.Slice(out.Items, func(i, j int) bool {
+		a, b := out.Items[i], out.Items[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
 	c.JSON(http.StatusOK, out)
 }

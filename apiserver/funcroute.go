@@ -105,6 +105,18 @@ func parseFuncRequest(method, full, path, name string, q url.Values) (fr *funcRe
 	if err == nil {
 		err = qerr
 	}
+	if all := q.Get("allNamespaces"); all != "" && err == nil {
+		switch {
+		case fr.op != funcListAll:
+			err = errdefs.BadRequest("allNamespaces", "only GET /api/funcs lists every namespace")
+		case all != "true" && all != "false":
+			err = errdefs.BadRequest("allNamespaces", "%q is not true or false", all)
+		case all == "true" && fr.nsQuery != "":
+			err = errdefs.BadRequest("allNamespaces", "cannot be combined with ?namespace=")
+		case all == "true":
+			fr.namespace = "" // authorized as a list over the cluster
+		}
+	}
 	return fr, err
 }
 

@@ -16,11 +16,12 @@ import (
 
 func newFuncListCommand(o *Options) *cobra.Command {
 	var output string
+	var all bool
 	cmd := &cobra.Command{
-		Use:     "ls [-o wide|json|yaml]",
+		Use:     "ls [-A] [-o wide|json|yaml]",
 		Aliases: []string{"list"},
 		Short:   "List every function with how it is reached (its triggers) and how it is doing",
-		Example: "  mkctl func ls\n  mkctl func ls -o wide\n  mkctl func ls -o json",
+		Example: "  mkctl func ls\n  mkctl func ls -A\n  mkctl func ls -o wide\n  mkctl func ls -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch output {
@@ -28,29 +29,39 @@ func newFuncListCommand(o *Options) *cobra.Command {
 			default:
 				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown output format %q (want wide, json or yaml)", output)}
 			}
-			list, err := o.funcTemplates().List(cmd.Context())
+			var list *api.FuncSummaryList
+			var err error
+			if all {
+				list, err = o.Client().ListAllFuncs(cmd.Context())
+			} else {
+				list, err = o.funcTemplates().List(cmd.Context())
+			}
 			if err != nil {
 				return err
 			}
 			if output == "json" || output == "yaml" {
 				return PrintObject(o.Out, output, list)
 			}
-			return PrintFuncList(o.Out, list.Items, output == "wide", time.Now())
+			return PrintFuncList(o.Out, list.Items, output == "wide", all, time.Now())
 		},
 	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the functions of every namespace")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml")
 	return cmd
 }
 
 // PrintFuncList prints functions as a table: each with its triggers (TYPE
 // SOURCE, or "api" for a function reached only by the function API).
-func PrintFuncList(w io.Writer, items []api.FuncSummary, wide bool, now time.Time) error {
+func PrintFuncList(w io.Writer, items []api.FuncSummary, wide, withNamespace bool, now time.Time) error {
 	if len(items) == 0 {
 		_, err := fmt.Fprintln(w, "No functions found.")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	head := "NAME\tVERSION\tTRIGGERS\tCOUNTER\tREADY\tLAST CALL"
+	if withNamespace {
+		head = "NAMESPACE\t" + head
+	}
 	if wide {
 		head += "\tRUNTIME"
 	}
@@ -61,6 +72,9 @@ func PrintFuncList(w io.Writer, items []api.FuncSummary, wide bool, now time.Tim
 			last = printers.HumanDuration(now.Sub(*f.LastCall)) + " ago"
 		}
 		row := strings.Join([]string{f.Name, f.Version, triggerList(f.Triggers), strconv.Itoa(f.Counter), strconv.Itoa(f.ReadyPods), last}, "\t")
+		if withNamespace {
+			row = f.Namespace + "\t" + row
+		}
 		if wide {
 			row += "\t" + f.Runtime
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,20 @@ func TestFuncListAndInvokeAnything(t *testing.T) {
 	}
 	if js := mustMkctl(t, s, "func", "ls", "-o", "json"); !strings.Contains(js, `"readyPods": 1`) {
 		t.Errorf("mkctl func ls -o json:\n%s", js)
+	}
+	// -A lists every namespace's, with their namespace, as kubectl -A does.
+	funcTemplateNS(t, s, "kube-system", "sysfn")
+	all := mustMkctl(t, s, "func", "ls", "-A")
+	if !regexp.MustCompile(`(?m)^NAMESPACE +NAME `).MatchString(all) || !regexp.MustCompile(`(?m)^default +greet `).MatchString(all) ||
+		!regexp.MustCompile(`(?m)^kube-system +sysfn `).MatchString(all) {
+		t.Errorf("mkctl func ls -A:\n%s", all)
+	}
+	if strings.Contains(mustMkctl(t, s, "func", "ls"), "sysfn") {
+		t.Errorf("mkctl func ls lists another namespace's function")
+	}
+	if code, data := httpDo(t, "GET", s.URL+"/api/funcs?allNamespaces=true&namespace=default", "", nil); code != http.StatusBadRequest ||
+		!strings.Contains(string(data), "cannot be combined") {
+		t.Errorf("allNamespaces with a namespace: %d %s", code, data)
 	}
 
 	// A schedule-only function, invoked by hand: once, with a schedule's event.

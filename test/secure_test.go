@@ -534,6 +534,8 @@ func TestFunctionInvokerOwnInstances(t *testing.T) {
 	}
 	a.expect("GET", "/api/funcs/"+audited.InstanceID, "", http.StatusNotFound, "not found in any namespace you may read")
 	a.expect("GET", "/api/funcs/"+sync.InstanceID, "", http.StatusOK, `"namespace":"default"`)
+	// Every namespace's functions are a list over the cluster.
+	a.expect("GET", "/api/funcs?allNamespaces=true", "", http.StatusForbidden, `cannot list resource \"funcs\"`)
 }
 
 // TestPrivilegedPodsAdmission: pods (and ReplicaSet templates) that reach

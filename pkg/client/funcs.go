@@ -261,6 +261,20 @@ func (t *FuncTemplates) List(ctx context.Context) (*api.FuncSummaryList, error) 
 	return out, t.jsonDo(ctx, http.MethodGet, strings.TrimSuffix(funcsPath, "/"), nil, out)
 }
 
+// ListAllFuncs is List over every namespace (GET
+// /api/funcs?allNamespaces=true), as kubectl get -A.
+func (c *Client) ListAllFuncs(ctx context.Context) (*api.FuncSummaryList, error) {
+	data, err := c.funcDo(ctx, "", funcRequest{method: http.MethodGet, path: strings.TrimSuffix(funcsPath, "/"), allNamespaces: true})
+	if err != nil {
+		return nil, err
+	}
+	out := &api.FuncSummaryList{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, fmt.Errorf("GET %s: decoding the answer: %w", funcsPath, err)
+	}
+	return out, nil
+}
+
 func (t *FuncTemplates) Get(ctx context.Context, name string) (*api.Func, error) {
 	out := &api.Func{}
 	return out, t.jsonDo(ctx, http.MethodGet, templatePath(name), nil, out)
@@ -302,11 +316,13 @@ func (t *FuncTemplates) jsonDo(ctx context.Context, method, path string, in, out
 // funcRequest is one request of the function API.
 type funcRequest struct {
 	method, path string
-	body         []byte // nil: no body
-	contentType  string
-	callbackURL  string
-	wait         time.Duration
-	header       http.Header
+	// allNamespaces asks for every namespace (?allNamespaces=true).
+	allNamespaces bool
+	body          []byte // nil: no body
+	contentType   string
+	callbackURL   string
+	wait          time.Duration
+	header        http.Header
 }
 
 // funcDo sends r in namespace ns and returns the body of a 2xx answer, read
@@ -318,6 +334,9 @@ func (c *Client) funcDo(ctx context.Context, ns string, r funcRequest) ([]byte, 
 	q := url.Values{}
 	if ns != "" {
 		q.Set("namespace", ns)
+	}
+	if r.allNamespaces {
+		q.Set("allNamespaces", "true")
 	}
 	if r.wait > 0 {
 		q.Set("wait", r.wait.String())
