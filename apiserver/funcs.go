@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"fmt"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -138,6 +140,13 @@ func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
 			return
 		}
 		c.Data(http.StatusOK, function.ContentTypeCloudEvent, b)
+		return
+	}
+	if inst.Status.Phase == api.InstanceSucceeded && inst.Status.ResultType == function.ResultHTTP && !acceptsJSON(c.Request) {
+		// The answer the function described, to a caller that did not ask
+		// for the instance (pkg/client and mkctl ask for JSON).
+		c.Header(function.HeaderInstanceID, inst.Name)
+		function.WriteResult(c.Writer, inst.Status.Result, inst.Status.ResultType, true)
 		return
 	}
 	if call.Terminal(inst) {
@@ -289,4 +298,15 @@ func (s *Server) resolveInstance(c *gin.Context, req *request) error {
 	}
 	return fmt.Errorf("function instance %q not found in any namespace you may read (unknown, or expired: call records are kept for %s): %w",
 		fr.id, s.calls.Retention(), errdefs.ErrNotFound)
+}
+
+// acceptsJSON says whether the request asks for JSON by name (Accept:
+// application/json), as clients of the function API do; */* does not.
+func acceptsJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "application/json" {
+			return true
+		}
+	}
+	return false
 }

@@ -225,7 +225,11 @@ func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStep
 	}
 	if nextFn == api.FuncReturn {
 		// The last step and the result are stored in one write.
-		return ended(inst, rec, res.Result, "")
+		out := ended(inst, rec, res.Result, "")
+		if out.Status.Phase == api.InstanceSucceeded {
+			out.Status.ResultType = res.ResultType
+		}
+		return out
 	}
 	return call.Then(inst, rec, nextFn, res.Result)
 }

@@ -130,7 +130,7 @@ func (s *server) answer(w *worker, rep *reply, err error, timeout time.Duration,
 	switch {
 	case err == nil:
 		resp.Result, resp.Check, resp.Output, resp.Error = rep.Result, rep.Check, rep.Output, rep.Error
-		resp.OutputDropped, resp.PluginErrors, resp.Spans = rep.OutputDropped, rep.PluginErrors, rep.Spans
+		resp.ResultType, resp.OutputDropped, resp.PluginErrors, resp.Spans = rep.ResultType, rep.OutputDropped, rep.PluginErrors, rep.Spans
 		if rep.Metrics != nil {
 			observeRun(s.runs, rep.Metrics.Outcome, rep.Metrics.Seconds)
 		}

@@ -76,11 +76,12 @@ type request struct {
 }
 
 type reply struct {
-	Type   string `json:"type"`
-	ID     uint64 `json:"id"`
-	Result string `json:"result"`
-	Check  *bool  `json:"check"`
-	Output string `json:"output"`
+	Type       string `json:"type"`
+	ID         uint64 `json:"id"`
+	Result     string `json:"result"`
+	ResultType string `json:"resultType"`
+	Check      *bool  `json:"check"`
+	Output     string `json:"output"`
 	// OutputDropped counts the bytes of output cut (noted in Output).
 	OutputDropped int64  `json:"outputDropped"`
 	Error         *Error `json:"error"`

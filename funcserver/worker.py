@@ -119,14 +119,26 @@ def plain_error(message, typ):
 def to_str(ret):
     """The string a return value travels as: str as is, None as "", anything
     JSON can encode as JSON, anything else as str()."""
+    return encode_result(ret, False)[0]
+
+
+def encode_result(ret, with_event):
+    """A return value as it travels, and how it answers over HTTP: "json"
+    for a value JSON encodes, "http" for {"statusCode": 100..599, ...}
+    returned by run(event, context) (the answer it describes, as AWS
+    Lambda's proxy integration has it), "" for text."""
     if isinstance(ret, str):
-        return ret
+        return ret, ""
     if ret is None:
-        return ""
+        return "", ""
     try:
-        return json.dumps(ret)
+        s = json.dumps(ret)
     except (TypeError, ValueError):
-        return str(ret)
+        return str(ret), ""
+    code = ret.get("statusCode") if isinstance(ret, dict) else None
+    if with_event and type(code) is int and 100 <= code <= 599:
+        return s, "http"
+    return s, "json"
 
 
 def load(code_dir):
@@ -246,7 +258,7 @@ def run_call(run, check, req, reply, with_event):
             ret = run(event_of(req), req.get("context") or {})
         else:
             ret = run(req["arg"])
-        reply["result"] = to_str(awaited(ret))
+        reply["result"], reply["resultType"] = encode_result(awaited(ret), with_event)
         if check is not None:
             reply["check"] = bool(awaited(check(reply["result"])))
     except BaseException as e:  # SystemExit too: a call must not end the worker

@@ -230,6 +230,7 @@ func TestHTTPTrigger(t *testing.T) {
 	if status, _ := httpDo(t, "POST", s.URL+"/api/v1/namespaces/default/funcinstances", "application/json", []byte(forged)); status != http.StatusMethodNotAllowed {
 		t.Errorf("a REST create of an instance naming no trigger: %d, want 405", status)
 	}
+	checkHTTPAnswers(t, s, gw, mk)
 	mk("trigger", "rm", "greet-web")
 	waitUntil(t, 30*time.Second, "the path gone", func() bool {
 		status, _ := httpDo(t, "POST", "http://"+gw+"/greet", "text/plain", nil)
@@ -312,4 +313,61 @@ func TestScheduleTrigger(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// checkHTTPAnswers: a run(event, context) that returns {"statusCode",
+// "headers", "body"} answers with them on the gateway and on a
+// synchronous API call (there without cookies, and sandboxed: the
+// apiserver is not the function's origin), unless the caller asks for
+// the instance (Accept: application/json); a result JSON encodes is
+// application/json; a malformed answer is 502 naming the mistake.
+func checkHTTPAnswers(t *testing.T, s *framework.APIServer, gw string, mk func(...string) string) {
+	t.Helper()
+	answer := "def run(event, context):\n    if event['data'] == 'bad':\n        return {'statusCode': 201, 'headers': {'Bad Name': 'x'}}\n" +
+		"    return {'statusCode': 201, 'headers': {'X-Made': event['data'], 'Set-Cookie': 'a=b'}, 'body': 'made ' + event['data']}\n"
+	jsonOut := "def run(arg):\n    return {'n': len(arg)}\n"
+	for name, code := range map[string]string{"answer": answer, "jsonout": jsonOut} {
+		funcTemplate(t, s, name, code, "RETURN", "RETURN", nil)
+		publish(t, s, name, runtime(t, code))
+		mk("trigger", "add", "http", name+"-web", "--function", name, "--path", "/"+name)
+	}
+	post := func(url, accept, body string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "text/plain")
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(data)
+	}
+	resp, body := post("http://"+gw+"/answer", "", "it")
+	if resp.StatusCode != http.StatusCreated || body != "made it" || resp.Header.Get("X-Made") != "it" || resp.Header.Get("Set-Cookie") != "a=b" {
+		t.Errorf("the gateway's answer of a function's HTTP answer: %s %v %q", resp.Status, resp.Header, body)
+	}
+	resp, body = post("http://"+gw+"/answer", "", "bad")
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, `invalid header \"Bad Name\"`) {
+		t.Errorf("a malformed HTTP answer: %s %q", resp.Status, body)
+	}
+	resp, body = post("http://"+gw+"/jsonout", "", "abc")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || body != `{"n": 3}` {
+		t.Errorf("a JSON result on the gateway: %s %v %q", resp.Status, resp.Header, body)
+	}
+	resp, body = post(s.URL+"/api/funcs/answer?wait=30s", "", "api")
+	if resp.StatusCode != http.StatusCreated || body != "made api" || resp.Header.Get("X-Made") != "api" || resp.Header.Get("Set-Cookie") != "" ||
+		resp.Header.Get("Content-Security-Policy") != "sandbox" || resp.Header.Get(function.HeaderInstanceID) == "" {
+		t.Errorf("a synchronous API call of a function's HTTP answer: %s %v %q", resp.Status, resp.Header, body)
+	}
+	resp, body = post(s.URL+"/api/funcs/answer?wait=30s", "application/json", "view")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"instanceId"`) || !strings.Contains(body, `statusCode`) {
+		t.Errorf("a synchronous API call asking for the instance: %s %q", resp.Status, body)
+	}
 }

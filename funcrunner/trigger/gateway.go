@@ -133,13 +133,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.records.Add(r.Context(), inst)
 }
 
-// writeOutcome answers with the result as the body (200), the error (500),
-// or the instance id of a call still running (202).
+// writeOutcome answers with the result (the HTTP answer it describes, or
+// the result as the body: 200), the error (500), or the instance id of a
+// call still running (202). The gateway is the functions' own origin:
+// their answers are theirs to shape.
 func writeOutcome(w http.ResponseWriter, inst *api.FuncInstance) {
 	switch inst.Status.Phase {
 	case api.InstanceSucceeded:
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, inst.Status.Result)
+		function.WriteResult(w, inst.Status.Result, inst.Status.ResultType, false)
 	case api.InstanceFailed:
 		function.WriteError(w, http.StatusInternalServerError, "FunctionFailed", inst.Status.Error)
 	default:

@@ -209,7 +209,11 @@ type FuncInstanceStatus struct {
 	// Callback is the delivery of the result to spec.callbackUrl.
 	Callback *FuncCallbackStatus `json:"callback,omitempty"`
 	Result   string              `json:"result,omitempty"`
-	Error    string              `json:"error,omitempty"`
+	// ResultType is how the result answers over HTTP: "json" (a value
+	// JSON encodes), "http" (the answer {"statusCode", "headers", "body"}
+	// a run(event, context) returned describes), or text ("").
+	ResultType string `json:"resultType,omitempty"`
+	Error      string `json:"error,omitempty"`
 	// Failure is the error of a Failed instance as an error event carries
 	// it: the exception's message, type and trace, or the platform's.
 	Failure *FuncError `json:"failure,omitempty"`

@@ -225,6 +225,9 @@ type Result struct {
 	// Result is run's return value as a string: str as is, None as "",
 	// other values JSON-encoded, values JSON cannot encode as str().
 	Result string `json:"result"`
+	// ResultType is how the result answers over HTTP (ResultJSON,
+	// ResultHTTP; "" for text).
+	ResultType string `json:"resultType,omitempty"`
 	// Check is the truthiness of check(Result); null without check or when
 	// run failed.
 	Check    *bool `json:"check"`
