@@ -226,9 +226,7 @@ func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStep
 	if nextFn == api.FuncReturn {
 		// The last step and the result are stored in one write.
 		out := ended(inst, rec, res.Result, "")
-		if out.Status.Phase == api.InstanceSucceeded {
-			out.Status.ResultType = res.ResultType
-		}
+		call.TypeResult(out, res.ResultType)
 		return out
 	}
 	return call.Then(inst, rec, nextFn, res.Result)

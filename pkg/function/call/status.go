@@ -53,6 +53,14 @@ func End(inst *api.FuncInstance, rec *api.FuncStepRecord, result string, failure
 	return out
 }
 
+// TypeResult records, in place, how a succeeded call's result answers
+// over HTTP (function.ResultJSON, function.ResultHTTP; "" for text).
+func TypeResult(inst *api.FuncInstance, typ string) {
+	if inst.Status.Phase == api.InstanceSucceeded {
+		inst.Status.ResultType = typ
+	}
+}
+
 // Failure is the platform's failure of a call (not the function's own
 // exception): msg with the type function.FailureCall.
 func Failure(msg string) *api.FuncError {
