@@ -34,28 +34,38 @@ func newApplyCommand(o *Options) *cobra.Command {
 			if len(files) == 0 {
 				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("must give a manifest with -f")}
 			}
-			docs, err := ReadManifests(files, o.In)
-			if err != nil {
-				return err
-			}
-			failed := false
-			for _, d := range docs {
+			return o.eachDocument(files, func(d Document) error {
 				msg, err := o.applyOne(cmd.Context(), d)
-				if err != nil {
-					fmt.Fprintln(o.ErrOut, FormatError(err))
-					failed = true
-					continue
+				if err == nil {
+					fmt.Fprintln(o.Out, msg)
 				}
-				fmt.Fprintln(o.Out, msg)
-			}
-			if failed {
-				return errReported
-			}
-			return nil
+				return err
+			})
 		},
 	}
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifest file, directory or - (may repeat)")
 	return cmd
+}
+
+// eachDocument runs do on every document of the manifests, going on past
+// the ones that fail: each failure is printed, and the command then fails
+// (errReported), as kubectl apply and create do.
+func (o *Options) eachDocument(files []string, do func(Document) error) error {
+	docs, err := ReadManifests(files, o.In)
+	if err != nil {
+		return err
+	}
+	failed := false
+	for _, d := range docs {
+		if err := do(d); err != nil {
+			fmt.Fprintln(o.ErrOut, FormatError(err))
+			failed = true
+		}
+	}
+	if failed {
+		return errReported
+	}
+	return nil
 }
 
 // setNamespace puts a document's object in its namespace: the one it names,

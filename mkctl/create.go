@@ -32,21 +32,7 @@ func newCreateCommand(o *Options) *cobra.Command {
 			if len(files) == 0 {
 				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("must give a manifest with -f, or a kind: namespace, configmap or secret generic")}
 			}
-			docs, err := ReadManifests(files, o.In)
-			if err != nil {
-				return err
-			}
-			failed := false
-			for _, d := range docs {
-				if err := o.createOne(cmd.Context(), d); err != nil {
-					fmt.Fprintln(o.ErrOut, FormatError(err))
-					failed = true
-				}
-			}
-			if failed {
-				return errReported
-			}
-			return nil
+			return o.eachDocument(files, func(d Document) error { return o.createOne(cmd.Context(), d) })
 		},
 	}
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifest file, directory or - (may repeat)")

@@ -10,6 +10,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache/cachetest"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function/call"
 )
@@ -72,41 +73,10 @@ func TestOverBudget(t *testing.T) {
 	}
 }
 
-// fakeSource is a ListerWatcher the test feeds: List answers the initial
-// items, Watch the events sent on events.
-type fakeSource struct {
-	items  []*api.FuncInstance
-	events chan client.Event[*api.FuncInstance]
-}
-
-func (f *fakeSource) List(context.Context, client.ListOptions) ([]*api.FuncInstance, string, error) {
-	return f.items, "1", nil
-}
-
-func (f *fakeSource) Watch(ctx context.Context, _ client.ListOptions) <-chan client.Event[*api.FuncInstance] {
-	out := make(chan client.Event[*api.FuncInstance])
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case ev := <-f.events:
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
-}
-
 // fakeStore plays the apiserver's deletes: each is recorded and, unless
 // held or failing, reported back on the watch.
 type fakeStore struct {
-	src *fakeSource
+	src *cachetest.LW[*api.FuncInstance]
 	mu  sync.Mutex
 	// deletes counts the deletes per name; failing makes them fail; held
 	// keeps the DELETED events back.
@@ -130,7 +100,7 @@ func (s *fakeStore) del(_ context.Context, fi *api.FuncInstance) error {
 		return nil
 	}
 	s.mu.Unlock()
-	s.src.events <- client.Event[*api.FuncInstance]{Type: api.Deleted, Object: fi}
+	s.src.Events <- client.Event[*api.FuncInstance]{Type: api.Deleted, Object: fi}
 	return nil
 }
 
@@ -160,8 +130,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // its way, and again after a failed delete.
 func TestControllerKeepsTheBudget(t *testing.T) {
 	const ok, running = api.InstanceSucceeded, api.InstanceRunning
-	src := &fakeSource{events: make(chan client.Event[*api.FuncInstance])}
-	src.items = []*api.FuncInstance{inst("old1", ok, 1, 0), inst("old2", ok, 2, 0), inst("new1", ok, 50, 0),
+	src := cachetest.NewLW[*api.FuncInstance]()
+	src.Items = []*api.FuncInstance{inst("old1", ok, 1, 0), inst("old2", ok, 2, 0), inst("new1", ok, 50, 0),
 		inst("run1", running, -1, 0), inst("new2", ok, 51, 0)}
 	store := &fakeStore{src: src, deletes: map[string]int{}, failing: map[string]bool{"old3": true}}
 	c := newController(src, store.del, 2)
@@ -178,14 +148,14 @@ func TestControllerKeepsTheBudget(t *testing.T) {
 	store.mu.Lock()
 	store.hold = true
 	store.mu.Unlock()
-	src.events <- client.Event[*api.FuncInstance]{Type: api.Added, Object: inst("new3", ok, 52, 0)}
+	src.Events <- client.Event[*api.FuncInstance]{Type: api.Added, Object: inst("new3", ok, 52, 0)}
 	waitFor(t, "new1 deleted", func() bool { return store.deleted()["new1"] == 1 })
 	for i := 0; i < 5; i++ {
 		// A finished instance changes (its callback, say): a pass runs.
 		fi := inst("new3", ok, 52, 0)
 		fi.ResourceVersion = fmt.Sprint(i + 2)
-		src.events <- client.Event[*api.FuncInstance]{Type: api.Modified, Object: fi}
-		src.events <- client.Event[*api.FuncInstance]{Type: api.Added, Object: inst(fmt.Sprintf("p%d", i), api.InstancePending, -1, 0)}
+		src.Events <- client.Event[*api.FuncInstance]{Type: api.Modified, Object: fi}
+		src.Events <- client.Event[*api.FuncInstance]{Type: api.Added, Object: inst(fmt.Sprintf("p%d", i), api.InstancePending, -1, 0)}
 		time.Sleep(2 * minGap) // let passes run
 	}
 	store.mu.Lock()
@@ -194,14 +164,14 @@ func TestControllerKeepsTheBudget(t *testing.T) {
 	store.held = nil
 	store.mu.Unlock()
 	for _, fi := range held {
-		src.events <- client.Event[*api.FuncInstance]{Type: api.Deleted, Object: fi}
+		src.Events <- client.Event[*api.FuncInstance]{Type: api.Deleted, Object: fi}
 	}
 
 	// An instance that ends, and an old one whose first delete fails.
 	ended := inst("run1", ok, 60, 0)
 	ended.ResourceVersion = "100"
-	src.events <- client.Event[*api.FuncInstance]{Type: api.Modified, Object: ended}
-	src.events <- client.Event[*api.FuncInstance]{Type: api.Added, Object: inst("old3", ok, 3, 0)}
+	src.Events <- client.Event[*api.FuncInstance]{Type: api.Modified, Object: ended}
+	src.Events <- client.Event[*api.FuncInstance]{Type: api.Added, Object: inst("old3", ok, 3, 0)}
 	waitFor(t, "old3 deleted after a failure", func() bool { return store.deleted()["old3"] == 2 })
 	waitFor(t, "new2 deleted", func() bool { return store.deleted()["new2"] == 1 })
 

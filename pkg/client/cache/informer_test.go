@@ -11,6 +11,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/client/cache/cachetest"
 	"minik8s/pkg/labels"
 )
 
@@ -37,23 +38,7 @@ func (f *fakeLW) Watch(ctx context.Context, opts client.ListOptions) <-chan clie
 	f.mu.Lock()
 	f.watchRVs = append(f.watchRVs, opts.ResourceVersion)
 	f.mu.Unlock()
-	out := make(chan client.Event[*api.Pod])
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case ev := <-f.events:
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
+	return cachetest.Forward(ctx, f.events)
 }
 
 func pod(ns, name, rv, node string, lbls map[string]string) *api.Pod {

@@ -25,12 +25,18 @@ func (f *LW[PT]) List(context.Context, client.ListOptions) ([]PT, string, error)
 
 // Watch forwards the test's events until ctx ends.
 func (f *LW[PT]) Watch(ctx context.Context, _ client.ListOptions) <-chan client.Event[PT] {
+	return Forward(ctx, f.Events)
+}
+
+// Forward is a watch of the events sent on events: it ends (closed) with
+// ctx, as a real one does.
+func Forward[PT any](ctx context.Context, events <-chan client.Event[PT]) <-chan client.Event[PT] {
 	out := make(chan client.Event[PT])
 	go func() {
 		defer close(out)
 		for {
 			select {
-			case ev := <-f.Events:
+			case ev := <-events:
 				select {
 				case out <- ev:
 				case <-ctx.Done():
