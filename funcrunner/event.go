@@ -38,6 +38,7 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg, traceparent string) s
 	}
 	if t := inst.Spec.Trigger; t != nil {
 		cc.Trigger = t.Type + "/" + t.Name
+		cc.Schedule = t.Schedule
 		if t.Config != nil {
 			cc.Config = t.Config
 		}

@@ -1018,6 +1018,10 @@ func TestEventAndContext(t *testing.T) {
 			}
 			var wantMeta map[string]any
 			_ = json.Unmarshal([]byte(tc.meta), &wantMeta)
+			wantMeta["body"] = tc.arg // the raw input, as seed 002 names it
+			if ct, ok := wantMeta["datacontenttype"]; ok {
+				wantMeta["content-type"] = ct
+			}
 			if !reflect.DeepEqual(got.Metadata, wantMeta) {
 				t.Errorf("metadata %v, want %v", got.Metadata, wantMeta)
 			}

@@ -227,9 +227,14 @@ def takes_event(run):
 
 def event_of(req):
     """The event a run(event, context) gets: data, the argument decoded as
-    JSON when it parses (unless its content type says text), and metadata."""
-    metadata = req.get("event") or {}
+    JSON when it parses (unless its content type says text), and metadata,
+    with the raw input as body and the content type as content-type (seed
+    002's names)."""
+    metadata = dict(req.get("event") or {})
     arg = req["arg"]
+    metadata["body"] = arg
+    if metadata.get("datacontenttype"):
+        metadata.setdefault("content-type", metadata["datacontenttype"])
     data = arg
     ctype = (metadata.get("datacontenttype") or "").lower()
     if not ctype.startswith("text/"):

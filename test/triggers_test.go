@@ -284,6 +284,9 @@ func TestScheduleTrigger(t *testing.T) {
 		if inst.Spec.Trigger == nil || inst.Spec.Trigger.Name != "every-second" || inst.Spec.Trigger.Type != "schedule" {
 			continue
 		}
+		if inst.Spec.Trigger.Schedule != "@every 1s" {
+			t.Errorf("a tick's call records the schedule %q, want @every 1s (its context's schedule)", inst.Spec.Trigger.Schedule)
+		}
 		at, err := time.Parse(time.RFC3339Nano, inst.Spec.Arg)
 		if err != nil {
 			t.Fatalf("tick argument %q: %v", inst.Spec.Arg, err)

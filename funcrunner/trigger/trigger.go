@@ -19,6 +19,9 @@ type Refs struct {
 func (r Refs) ref(t *api.Trigger) *api.FuncTriggerRef {
 	kind, _ := function.TriggerSource(t)
 	ref := &api.FuncTriggerRef{Name: t.Name, Type: kind, App: t.Spec.App}
+	if t.Spec.Schedule != nil {
+		ref.Schedule = t.Spec.Schedule.Cron
+	}
 	var cfg map[string]string
 	if t.Spec.App != "" && r.Apps != nil {
 		if app, ok := r.Apps.Get(t.Namespace, t.Spec.App); ok {

@@ -159,6 +159,8 @@ type FuncTriggerRef struct {
 	// trigger's own, as the call was made.
 	App    string            `json:"app,omitempty"`
 	Config map[string]string `json:"config,omitempty"`
+	// Schedule is a schedule trigger's cron expression.
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // FuncEvent is the CloudEvent (1.0) a call came as: its attributes, and

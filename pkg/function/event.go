@@ -59,6 +59,9 @@ type CallContext struct {
 	// Config is the configuration of the trigger's app, merged with the
 	// trigger's own.
 	Config map[string]string `json:"config"`
+	// Schedule is the cron expression of the schedule trigger that made
+	// the call (seed 002's "Function schedule").
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // CallRequest is a synchronous call handed to a function runner.
