@@ -1092,14 +1092,15 @@ func TestPlugins(t *testing.T) {
 	if run == nil || run.ParentSpanID != "b7ad6b7169203331" || run.EndNs < run.StartNs {
 		t.Fatalf("run span %+v in %+v", run, spans)
 	}
-	plugins := 0
+	plugins, named := 0, map[string]bool{}
 	for _, sp := range spans {
 		if strings.HasPrefix(sp.Name, "plugin ") && sp.ParentSpanID == run.SpanID {
 			plugins++
+			named[sp.Name] = true
 		}
 	}
-	if plugins < 5 {
-		t.Errorf("%d plugin spans under the run's: %+v", plugins, spans)
+	if plugins < 5 || !named["plugin audit@2 pre"] || !named["plugin log-context@1 pre"] {
+		t.Errorf("%d plugin spans under the run's, each named with its version: %+v", plugins, spans)
 	}
 
 	r = call("fail-pre")

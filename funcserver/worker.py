@@ -289,7 +289,10 @@ def run_hooks(ctx, hooks, kind, reply):
                 ctx.ran.append(name)
         # The tracing plugin's own hooks are the edges of the run's span.
         if ctx.trace_id and name != "tracing":
-            span = {"name": "plugin %s %s" % (name, kind), "traceId": ctx.trace_id, "spanId": minik8s_plugins.span_id(),
+            # Named with its version (seed 000: traces say which plugin ran).
+            version = getattr(ctx._plugins.get(name), "version", "")
+            label = "%s@%s" % (name, version) if version else name
+            span = {"name": "plugin %s %s" % (label, kind), "traceId": ctx.trace_id, "spanId": minik8s_plugins.span_id(),
                     "parentSpanId": ctx.run_span_id, "startNs": start, "endNs": time.time_ns()}
             if failed:
                 span["error"] = failed["message"]
