@@ -285,12 +285,9 @@ func (s *Server) resolveInstance(c *gin.Context, req *request) error {
 	if mayRead(api.DefaultNamespace) && found(api.DefaultNamespace) {
 		return nil
 	}
-	nss, _, err := s.registries[api.NamespacesResource.Name].List(ctx, "", registry.Filter{})
-	if err != nil {
-		return err
-	}
-	for _, o := range nss {
-		ns := o.GetObjectMeta().Name
+	// The namespaces as the server follows them, from memory: a lookup
+	// costs the store nothing but the reads where the caller may look.
+	for _, ns := range s.namespaces.Names() {
 		if ns != api.DefaultNamespace && mayRead(ns) && found(ns) {
 			fr.namespace, req.attrs.Namespace = ns, ns
 			return nil

@@ -43,6 +43,18 @@ func NewNamespaceIndex(reg *Store) *NamespaceIndex {
 // Run follows the namespaces until ctx ends.
 func (n *NamespaceIndex) Run(ctx context.Context) { n.mirror.Run(ctx) }
 
+// Names are the namespaces as this server's mirror holds them: a read of
+// memory, not of the store.
+func (n *NamespaceIndex) Names() []string {
+	objs := n.mirror.Objects()
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, o.GetObjectMeta().Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // phase is a namespace's phase as this server knows it.
 func (n *NamespaceIndex) phase(name string) (string, bool) {
 	cur, ok := n.mirror.get("/" + name)
