@@ -71,15 +71,12 @@ func ReadEvent(header http.Header, body []byte, plain api.FuncEvent) (*api.FuncE
 		return nil, nil, errdefs.BadRequest("cloudevent", "the request is not a valid CloudEvent: %v", err)
 	}
 	// A 0.3 event (seed 001 was written against it) is read as the 1.0
-	// event it converts to, the version functions and callbacks get.
+	// event it converts to, the version functions and callbacks get; the
+	// SDK reads no other version (binary or structured).
 	if e.SpecVersion() == cloudevents.VersionV03 {
 		e.SetSpecVersion(cloudevents.VersionV1)
 		// The data is decoded already: its 0.3 encoding no longer applies.
 		e.SetExtension("datacontentencoding", nil)
-	}
-	if e.SpecVersion() != cloudevents.VersionV1 {
-		return nil, nil, errdefs.BadRequest("cloudevent.specversion", "%q is not a CloudEvents version read here: send %s (or %s)",
-			e.SpecVersion(), cloudevents.VersionV1, cloudevents.VersionV03)
 	}
 	ev := &api.FuncEvent{
 		SpecVersion: e.SpecVersion(), ID: e.ID(), Source: e.Source(), Type: e.Type(),
