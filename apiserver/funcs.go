@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"minik8s/apiserver/funcapi"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
-	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
 	"minik8s/pkg/rbac"
@@ -262,7 +260,7 @@ func callSpan(r *http.Request, req *function.CallRequest) *api.FuncSpan {
 // (GET /api/funcs/ID without ?namespace=): ids are UUIDs, unique in the
 // cluster, so it is the namespace that holds it, looked for only where
 // the caller may read instances (default first). An id found nowhere the
-// caller may read is 404, as an unknown one is, whatever it may not see.
+// caller may read is answered as an unknown one, whatever it may not see.
 func (s *Server) resolveInstance(c *gin.Context, req *request) error {
 	fr := req.fn
 	if fr.op != funcInstance || fr.nsQuery != "" {
@@ -293,8 +291,10 @@ func (s *Server) resolveInstance(c *gin.Context, req *request) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("function instance %q not found in any namespace you may read (unknown, or expired: call records are kept for %s): %w",
-		fr.id, s.calls.Retention(), errdefs.ErrNotFound)
+	// Found nowhere the caller may look: the request stays in default, as
+	// before, and is authorized and answered there (404 for a caller who
+	// may read default), whatever holds the id where it may not look.
+	return nil
 }
 
 // acceptsJSON says whether the request asks for JSON by name (Accept:

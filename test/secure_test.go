@@ -532,7 +532,7 @@ func TestFunctionInvokerOwnInstances(t *testing.T) {
 			t.Errorf("mkctl func %s ID of a call in audit, without -n: %d %s%s", cmd, code, out, errOut)
 		}
 	}
-	a.expect("GET", "/api/funcs/"+audited.InstanceID, "", http.StatusNotFound, "not found in any namespace you may read")
+	a.expect("GET", "/api/funcs/"+audited.InstanceID, "", http.StatusNotFound, "not found (unknown, or expired")
 	a.expect("GET", "/api/funcs/"+sync.InstanceID, "", http.StatusOK, `"namespace":"default"`)
 	// Every namespace's functions are a list over the cluster.
 	a.expect("GET", "/api/funcs?allNamespaces=true", "", http.StatusForbidden, `cannot list resource \"funcs\"`)
