@@ -29,6 +29,16 @@ func TestReadyCondition(t *testing.T) {
 	placed := pod(hash, api.PodStatus{Phase: api.PodPending})
 	placed.Spec.NodeName = "n1"
 	lost := pod(hash, api.PodStatus{Phase: api.PodFailed, Reason: "NodeLost", Message: "node n1 is lost"})
+	// A pod of one call (v1), ready, its call ended and its deletion begun.
+	callPod := pod(hash, readyPod.Status)
+	callPod.Labels[function.LabelInstance] = "i-1"
+	gone := time.Unix(4999, 0)
+	callPod.DeletionTimestamp = &gone
+	v1 := func() *api.Func {
+		fn := f()
+		fn.APIVersion = api.FuncAPIVersionV1
+		return fn
+	}
 	cond := func(status, reason string, gen int64) api.FuncCondition {
 		return api.FuncCondition{Type: api.FuncReady, Status: status, Reason: reason, ObservedGeneration: gen, LastTransitionTime: &before}
 	}
@@ -54,6 +64,9 @@ func TestReadyCondition(t *testing.T) {
 		{"failed, pods gone: the next call tries", f(cond(api.ConditionFalse, "CrashLoopBackOff", 3)), nil, api.ConditionUnknown, "Starting", true},
 		{"failed, a fresh pod starting", f(cond(api.ConditionFalse, "CrashLoopBackOff", 2)), []*api.Pod{starting}, api.ConditionUnknown, "Starting", true},
 		{"failing on", f(cond(api.ConditionFalse, "CrashLoopBackOff", 3)), []*api.Pod{crashing(hash)}, api.ConditionFalse, "CrashLoopBackOff", false},
+		{"v1: a call's pod was ready", v1(), []*api.Pod{callPod}, api.ConditionTrue, "PodReady", true},
+		{"v1: a pool's pod does not count", v1(), []*api.Pod{readyPod}, "", "", false},
+		{"v2: a call's pod does not count", f(), []*api.Pod{callPod}, "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := readyCondition(tc.f, tc.pods, now)
