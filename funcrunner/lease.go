@@ -123,6 +123,19 @@ func (k *leaseKeeper) update(ctx context.Context, force bool) error {
 	k.annotate(next)
 	leases := k.client.Leases(function.RunnerNamespace)
 	updated, err := leases.Update(ctx, next)
+	if errdefs.IsConflict(err) {
+		// Our own last write may have landed though its answer failed (a
+		// 503 once etcd had committed it): the Lease is then still ours,
+		// at a newer version. Written again over that version it keeps
+		// its acquireTime, so the controller goes on counting this
+		// runner's calls where it was; a new acquireTime would make it
+		// count every call of this runner again, and raise counters of
+		// functions nobody calls.
+		if cur, gerr := leases.Get(ctx, next.Name); gerr == nil && k.holds(cur) {
+			next.ResourceVersion = cur.ResourceVersion
+			updated, err = leases.Update(ctx, next)
+		}
+	}
 	if errdefs.IsConflict(err) || errdefs.IsNotFound(err) {
 		// Someone else wrote it (or removed it): take it back.
 		if aerr := k.acquire(ctx); aerr != nil {
@@ -182,4 +195,12 @@ func preferred(live map[string]bool, instance string) string {
 		}
 	}
 	return best
+}
+
+// holds says whether cur is this runner's Lease as it acquired it: its
+// identity, since the same acquireTime.
+func (k *leaseKeeper) holds(cur *api.Lease) bool {
+	mine, at := cur.Spec.HolderIdentity, cur.Spec.AcquireTime
+	return mine != nil && *mine == k.identity && at != nil && k.lease.Spec.AcquireTime != nil &&
+		at.Time.Equal(k.lease.Spec.AcquireTime.Time)
 }
