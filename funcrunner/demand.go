@@ -76,6 +76,17 @@ func (d *demand) unwait(fn string) {
 	}
 }
 
+// recount starts the counts of started steps anew (steps in flight and
+// waiting stay): a Lease taken anew is a new incarnation of this runner
+// to the controller, which counts its Started in full.
+func (d *demand) recount() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range d.funcs {
+		e.Started = 0
+	}
+}
+
 // snapshot returns the current numbers and starts a new Peak period: each
 // Peak is reset to the steps in flight now.
 func (d *demand) snapshot() function.Demand {

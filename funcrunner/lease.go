@@ -137,7 +137,11 @@ func (k *leaseKeeper) update(ctx context.Context, force bool) error {
 		}
 	}
 	if errdefs.IsConflict(err) || errdefs.IsNotFound(err) {
-		// Someone else wrote it (or removed it): take it back.
+		// Someone else wrote it (or removed it): take it back, as a new
+		// incarnation whose started steps count from zero (the controller
+		// counts a new incarnation's in full: those of the old one would
+		// count twice).
+		k.demand.recount()
 		if aerr := k.acquire(ctx); aerr != nil {
 			return aerr
 		}

@@ -105,3 +105,31 @@ func TestLeaseKeepsItsAcquireTime(t *testing.T) {
 			f.lease.Spec.AcquireTime, acquired, f.lease.ResourceVersion)
 	}
 }
+
+// A Lease removed under a live runner is taken anew: a new incarnation,
+// whose started steps count from zero (the controller counts them in
+// full), the steps in flight still counted.
+func TestLeaseTakenAnewCountsAnew(t *testing.T) {
+	f := &leaseServer{}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	d := newDemand()
+	k := newLeaseKeeper(client.New(srv.URL), "r1", "https://r1", "", d, 0, func() int { return 0 })
+	ctx := context.Background()
+	if err := k.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		d.start("ns/f")
+	}
+	d.done("ns/f")
+	f.mu.Lock()
+	f.lease = nil // removed
+	f.mu.Unlock()
+	if err := k.update(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.snapshot().Functions["ns/f"]; got.Started != 0 || got.InFlight != 4 {
+		t.Errorf("after the Lease was taken anew: %+v, want Started 0, InFlight 4", got)
+	}
+}
