@@ -74,20 +74,26 @@ func (s *Server) authorize() gin.HandlerFunc {
 			allowed(c, req)
 			return
 		}
-		if attrs.ResourceRequest && attrs.Resource == api.FuncInstancesResource.Name && attrs.Subresource == "" {
-			own := attrs
-			own.Subresource = instanceOwn
-			if s.authz.Allows(own) {
-				c.Request = c.Request.WithContext(context.WithValue(ctx, ownOnlyKey{}, true))
-				allowed(c, req)
-				return
-			}
+		if s.allowsOwn(attrs) {
+			c.Request = c.Request.WithContext(context.WithValue(ctx, ownOnlyKey{}, true))
+			allowed(c, req)
+			return
 		}
 		log.WithFields(log.Fields{"user": attrs.User.Name, "verb": attrs.Verb, "resource": attrs.Resource,
 			"subresource": attrs.Subresource, "namespace": attrs.Namespace, "name": attrs.Name, "path": attrs.Path}).
 			Debug("request forbidden")
 		fail(c, forbidden(attrs))
 	}
+}
+
+// allowsOwn says whether a, on function instances, is allowed on the
+// instances its user started only (funcinstances/own).
+func (s *Server) allowsOwn(a rbac.Attributes) bool {
+	if !a.ResourceRequest || a.Resource != api.FuncInstancesResource.Name || a.Subresource != "" {
+		return false
+	}
+	a.Subresource = instanceOwn
+	return s.authz.Allows(a)
 }
 
 // authorizeAlso checks that the request's user may also verb what the

@@ -270,11 +270,7 @@ func (s *Server) resolveInstance(c *gin.Context, req *request) error {
 	mayRead := func(ns string) bool {
 		a := req.attrs
 		a.User, a.Namespace = rbac.UserOf(ctx), ns
-		if s.authz.Allows(a) {
-			return true
-		}
-		a.Subresource = instanceOwn
-		return s.authz.Allows(a)
+		return s.authz.Allows(a) || s.allowsOwn(a)
 	}
 	found := func(ns string) bool {
 		_, err := s.calls.Get(ctx, ns, fr.id)

@@ -17,7 +17,7 @@ import (
 // leave its durable consumer, nor a stream no trigger reads, behind: the
 // stream keeps every message published to its subject for ever. Each
 // runner sweeps them: when it stops consuming a removed trigger, every
-// sweepPeriod, and once at start (a trigger may have gone while no runner
+// queueSweepEvery, and once at start (a trigger may have gone while no runner
 // ran).
 const (
 	streamPrefix    = "MINIK8S_"

@@ -108,14 +108,9 @@ func (f *FuncCalls) Step(ctx context.Context, name, id string, arg []byte, opts 
 // Result reads the view of instance id; NotFound when it is unknown or
 // has expired.
 func (f *FuncCalls) Result(ctx context.Context, id string) (*api.FuncInstanceView, error) {
-	path := funcsPath + url.PathEscape(id)
-	data, err := f.c.funcDo(ctx, f.ns, funcRequest{method: http.MethodGet, path: path})
-	if err != nil {
-		return nil, err
-	}
 	v := &api.FuncInstanceView{}
-	if err := json.Unmarshal(data, v); err != nil {
-		return nil, fmt.Errorf("GET %s: decoding the answer: %w", path, err)
+	if err := f.c.funcJSON(ctx, f.ns, funcRequest{method: http.MethodGet, path: funcsPath + url.PathEscape(id)}, v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -264,13 +259,9 @@ func (t *FuncTemplates) List(ctx context.Context) (*api.FuncSummaryList, error) 
 // ListAllFuncs is List over every namespace (GET
 // /api/funcs?allNamespaces=true), as kubectl get -A.
 func (c *Client) ListAllFuncs(ctx context.Context) (*api.FuncSummaryList, error) {
-	data, err := c.funcDo(ctx, "", funcRequest{method: http.MethodGet, path: strings.TrimSuffix(funcsPath, "/"), allNamespaces: true})
-	if err != nil {
-		return nil, err
-	}
 	out := &api.FuncSummaryList{}
-	if err := json.Unmarshal(data, out); err != nil {
-		return nil, fmt.Errorf("GET %s: decoding the answer: %w", funcsPath, err)
+	if err := c.funcJSON(ctx, "", funcRequest{method: http.MethodGet, path: strings.TrimSuffix(funcsPath, "/"), allNamespaces: true}, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -303,12 +294,18 @@ func (t *FuncTemplates) jsonDo(ctx context.Context, method, path string, in, out
 		}
 		r.body, r.contentType = data, "application/json"
 	}
-	data, err := t.c.funcDo(ctx, t.ns, r)
+	return t.c.funcJSON(ctx, t.ns, r, out)
+}
+
+// funcJSON sends r in namespace ns and decodes the answer into out (nil:
+// the answer is not read).
+func (c *Client) funcJSON(ctx context.Context, ns string, r funcRequest, out any) error {
+	data, err := c.funcDo(ctx, ns, r)
 	if err != nil || out == nil {
 		return err
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: decoding the answer: %w", method, path, err)
+		return fmt.Errorf("%s %s: decoding the answer: %w", r.method, r.path, err)
 	}
 	return nil
 }
