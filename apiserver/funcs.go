@@ -144,7 +144,7 @@ func (h *funcHandlers) answer(c *gin.Context, inst *api.FuncInstance) {
 		// The answer the function described, to a caller that did not ask
 		// for the instance (pkg/client and mkctl ask for JSON).
 		c.Header(function.HeaderInstanceID, inst.Name)
-		function.WriteResult(c.Writer, inst.Status.Result, inst.Status.ResultType, true)
+		function.WriteResult(c.Writer, string(inst.Status.Result), inst.Status.ResultType, true)
 		return
 	}
 	if call.Terminal(inst) {

@@ -156,7 +156,7 @@ func (cb *callbacks) post(ctx context.Context, url, body string, headers http.He
 // result on success, the error message otherwise, and the call's identity
 // and outcome in X- headers.
 func callbackMessage(inst *api.FuncInstance) (string, http.Header) {
-	body, status := inst.Status.Result, http.StatusOK
+	body, status := string(inst.Status.Result), http.StatusOK
 	if inst.Status.Phase != api.InstanceSucceeded {
 		body, status = inst.Status.Error, http.StatusInternalServerError
 	}

@@ -139,7 +139,7 @@ func TestCallbackDeliver(t *testing.T) {
 			if len(bodies) != tt.wantAttempts {
 				t.Fatalf("receiver got %d posts, want %d", len(bodies), tt.wantAttempts)
 			}
-			wantBody, wantStatus := inst.Status.Result, "200"
+			wantBody, wantStatus := string(inst.Status.Result), "200"
 			if tt.phase != api.InstanceSucceeded {
 				wantBody, wantStatus = inst.Status.Error, "500"
 			}

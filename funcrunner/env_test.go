@@ -245,8 +245,8 @@ func newInstance(fn, arg string) *api.FuncInstance {
 	return &api.FuncInstance{
 		ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "0123456789abcdef", UID: "uid-inst", ResourceVersion: "7",
 			Labels: map[string]string{function.LabelFunc: fn}},
-		Spec:   api.FuncInstanceSpec{Function: fn, Arg: arg},
-		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: "r1", Next: &api.FuncStep{Function: fn, Arg: arg}},
+		Spec:   api.FuncInstanceSpec{Function: fn, Arg: api.Bytes(arg)},
+		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: "r1", Next: &api.FuncStep{Function: fn, Arg: api.Bytes(arg)}},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // A v1 step runs in a pod made for it, found ready by the pods cache, and
 // removed when the step ends, however it ends.
 func TestFreshPod(t *testing.T) {
-	rt := newFakePod(t, "runtime", answer(func(arg string) function.Result { return function.Result{Result: "v1 " + arg} }))
+	rt := newFakePod(t, "runtime", answer(func(arg string) function.Result { return function.Result{Result: api.Bytes("v1 " + arg)} }))
 	ready := func(p *api.Pod) {
 		p.Spec.NodeName = "node-b"
 		p.Status.Phase = api.PodRunning

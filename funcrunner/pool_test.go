@@ -54,7 +54,7 @@ func (g *gatedPod) handler(name string) http.HandlerFunc {
 		g.mu.Lock()
 		g.cur--
 		g.mu.Unlock()
-		answer(func(arg string) function.Result { return function.Result{Result: name + ":" + arg} })(w, r)
+		answer(func(arg string) function.Result { return function.Result{Result: api.Bytes(name + ":" + arg)} })(w, r)
 	}
 }
 
@@ -195,13 +195,13 @@ func TestPoolRefusedCallGoesElsewhere(t *testing.T) {
 	}
 	gone := &fakePod{name: "pod-gone", port: int32(l.Addr().(*net.TCPAddr).Port)}
 	l.Close()
-	good := newFakePod(t, "pod-good", answer(func(arg string) function.Result { return function.Result{Result: "ok " + arg} }))
+	good := newFakePod(t, "pod-good", answer(func(arg string) function.Result { return function.Result{Result: api.Bytes("ok " + arg)} }))
 	e.publish(f, gone, draining, good)
 
 	for i := range 6 {
 		inst := collect(t, runSteps(e, "f", fmt.Sprint(i)), 1)[0]
 		st := inst.Status
-		if st.Phase != api.InstanceSucceeded || st.Result != fmt.Sprintf("ok %d", i) || st.Steps[0].Pod != "pod-good" {
+		if st.Phase != api.InstanceSucceeded || string(st.Result) != fmt.Sprintf("ok %d", i) || st.Steps[0].Pod != "pod-good" {
 			t.Errorf("call %d: %s %q %q on %+v", i, st.Phase, st.Result, st.Error, st.Steps)
 		}
 	}
@@ -259,7 +259,7 @@ func TestPoolColdStart(t *testing.T) {
 	e2.putFunc(f)
 	ch := runSteps(e2, "f", "y")
 	waitFor(t, "the step to wait", func() bool { return e2.d.snapshot().Functions["default/f"].Waiting == 1 })
-	e2.publish(f, newFakePod(t, "pod-late", answer(func(arg string) function.Result { return function.Result{Result: "late " + arg} })))
+	e2.publish(f, newFakePod(t, "pod-late", answer(func(arg string) function.Result { return function.Result{Result: api.Bytes("late " + arg)} })))
 	if inst := collect(t, ch, 1)[0]; inst.Status.Result != "late y" {
 		t.Errorf("after the pod came: %s %q %q", inst.Status.Phase, inst.Status.Result, inst.Status.Error)
 	}

@@ -121,7 +121,7 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 		return ended(inst, nil, "", "instance has no next step"), nil
 	}
 	if cur.Function == api.FuncReturn {
-		return ended(inst, nil, cur.Arg, ""), nil
+		return ended(inst, nil, string(cur.Arg), ""), nil
 	}
 	if inst.Status.Hops >= s.cfg.HopLimit {
 		return ended(inst, nil, "", fmt.Sprintf("hop limit of %d reached before RETURN (the chain loops?): next was %q", s.cfg.HopLimit, cur.Function)), nil
@@ -149,7 +149,7 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	s.metrics.started(ns, f.Name)
 	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
 	stepSpan := tracing.NewSpanID()
-	sc := newStepCall(inst, f, cur.Arg, tracing.Format(traceID, stepSpan))
+	sc := newStepCall(inst, f, string(cur.Arg), tracing.Format(traceID, stepSpan))
 	var res *function.Result
 	var tgt stepTarget
 	if f.APIVersion == api.FuncAPIVersionV1 {
@@ -225,11 +225,11 @@ func (s *stepper) outcome(inst *api.FuncInstance, f *api.Func, rec *api.FuncStep
 	}
 	if nextFn == api.FuncReturn {
 		// The last step and the result are stored in one write.
-		out := ended(inst, rec, res.Result, "")
+		out := ended(inst, rec, string(res.Result), "")
 		call.TypeResult(out, res.ResultType)
 		return out
 	}
-	return call.Then(inst, rec, nextFn, res.Result)
+	return call.Then(inst, rec, nextFn, string(res.Result))
 }
 
 // lookupFunc returns the function, or nil when it does not exist. The
@@ -261,11 +261,18 @@ func (s *stepper) lookupFunc(ctx context.Context, ns, name string) (*api.Func, e
 	}
 }
 
-func truncate(s string) string {
+func truncate[S ~string](s S) S {
 	if len(s) <= maxRecordBytes {
 		return s
 	}
-	return s[:maxRecordBytes] + fmt.Sprintf("… (%d bytes cut)", len(s)-maxRecordBytes)
+	n := maxRecordBytes
+	if utf8.ValidString(string(s)) {
+		// Text stays text: the cut falls between characters.
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+	}
+	return s[:n] + S(fmt.Sprintf("… (%d bytes cut)", len(s)-n))
 }
 
 // recordOutput is a step's output as its record keeps it: at most

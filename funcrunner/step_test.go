@@ -19,7 +19,7 @@ func TestAdvance(t *testing.T) {
 	no := false
 	result := func(r string) func(string) function.Result {
 		return func(arg string) function.Result {
-			return function.Result{Result: r + arg, Output: "printed " + arg, DurationMs: 7, Pod: "runtime-says"}
+			return function.Result{Result: api.Bytes(r + arg), Output: "printed " + arg, DurationMs: 7, Pod: "runtime-says"}
 		}
 	}
 	funcs := []struct {
@@ -30,16 +30,16 @@ func TestAdvance(t *testing.T) {
 		{f: newFunc("echo", "next", "RETURN"), h: answer(result("echo:"))},
 		{f: newFunc("last", "", ""), h: answer(result("done:"))},
 		{f: newFunc("checker", "l", "r"), h: answer(func(arg string) function.Result {
-			return function.Result{Result: arg, HasCheck: true, Check: &no}
+			return function.Result{Result: api.Bytes(arg), HasCheck: true, Check: &no}
 		})},
 		{f: newFunc("raises", "", ""), h: answer(func(string) function.Result {
 			return function.Result{Output: "before", Error: &function.Error{Type: "ZeroDivisionError", Message: "division by zero", Trace: "Traceback (most recent call last)"}}
 		})},
 		{f: newFunc("huge", "", ""), h: answer(func(string) function.Result {
-			return function.Result{Result: strings.Repeat("x", call.MaxArgBytes+1)}
+			return function.Result{Result: api.Bytes(strings.Repeat("x", call.MaxArgBytes+1))}
 		})},
 		{f: newFunc("big", "next", ""), h: answer(func(string) function.Result {
-			return function.Result{Result: strings.Repeat("y", 20<<10)}
+			return function.Result{Result: api.Bytes(strings.Repeat("y", 20<<10))}
 		})},
 		{f: newFunc("broken", "", ""), h: func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "boom", http.StatusInternalServerError)
@@ -112,10 +112,10 @@ func TestAdvance(t *testing.T) {
 		{name: "result above the limit", inst: newInstance("huge", "a"), phase: api.InstanceFailed,
 			errHas: []string{fmt.Sprint(call.MaxArgBytes + 1), fmt.Sprint(call.MaxArgBytes)}, hops: 1, record: true},
 		{name: "records are cut, the next argument is not", inst: newInstance("big", strings.Repeat("a", 20<<10)), phase: api.InstanceRunning,
-			next: &api.FuncStep{Function: "next", Arg: strings.Repeat("y", 20<<10)}, hops: 1, record: true,
+			next: &api.FuncStep{Function: "next", Arg: api.Bytes(strings.Repeat("y", 20<<10))}, hops: 1, record: true,
 			recordWant: func(t *testing.T, r api.FuncStepRecord) {
-				if !strings.HasPrefix(r.Result, strings.Repeat("y", maxRecordBytes)+"… (4096 bytes cut)") ||
-					!strings.HasSuffix(r.Arg, "… (4096 bytes cut)") {
+				if !strings.HasPrefix(string(r.Result), strings.Repeat("y", maxRecordBytes)+"… (4096 bytes cut)") ||
+					!strings.HasSuffix(string(r.Arg), "… (4096 bytes cut)") {
 					t.Errorf("record not cut: result %d bytes, arg %d bytes", len(r.Result), len(r.Arg))
 				}
 			}},
@@ -135,7 +135,7 @@ func TestAdvance(t *testing.T) {
 				t.Fatal("advance returned its input, not a copy")
 			}
 			st := out.Status
-			if st.Phase != tc.phase || st.Result != tc.result || st.Hops != tc.hops {
+			if st.Phase != tc.phase || string(st.Result) != tc.result || st.Hops != tc.hops {
 				t.Errorf("phase %s result %.40q hops %d, want %s %.40q %d (error %q)", st.Phase, st.Result, st.Hops, tc.phase, tc.result, tc.hops, st.Error)
 			}
 			for _, s := range tc.errHas {
@@ -190,7 +190,7 @@ func TestEnded(t *testing.T) {
 			before, _ := json.Marshal(inst)
 			out := ended(inst, tc.rec, tc.result, tc.err)
 			st := out.Status
-			if st.Phase != tc.phase || st.Result != tc.wantResult || st.Error != tc.wantErrorText ||
+			if st.Phase != tc.phase || string(st.Result) != tc.wantResult || st.Error != tc.wantErrorText ||
 				len(st.Steps) != tc.steps || st.Hops != tc.hops || st.Next != nil || st.CompletionTime == nil {
 				t.Errorf("got %+v", st)
 			}

@@ -40,7 +40,7 @@ func newFakeWarmPod(t *testing.T, e *testEnv, name string, code int, body string
 		_, _ = w.Write([]byte(body))
 	}))
 	t.Cleanup(fp.tls.Close)
-	calls := newFakePod(t, name, answer(func(arg string) function.Result { return function.Result{Result: name + ":" + arg} }))
+	calls := newFakePod(t, name, answer(func(arg string) function.Result { return function.Result{Result: api.Bytes(name + ":" + arg)} }))
 	_, sp, _ := net.SplitHostPort(fp.tls.Listener.Addr().String())
 	spPort, _ := strconv.Atoi(sp)
 	runtime := function.Runtime(&api.FuncSpec{})

@@ -235,7 +235,7 @@ func (s *testServer) invokeOK(arg string) string {
 	if r.Error != nil {
 		s.t.Fatalf("invoke %q failed: %+v", arg, *r.Error)
 	}
-	return r.Result
+	return string(r.Result)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -282,7 +282,7 @@ func TestResults(t *testing.T) {
 			if r.Error != nil {
 				t.Fatalf("error %+v", *r.Error)
 			}
-			if r.Result != tc.result {
+			if string(r.Result) != tc.result {
 				t.Errorf("result %q, want %q", r.Result, tc.result)
 			}
 			if (r.Check == nil) != (tc.check == nil) || r.Check != nil && *r.Check != *tc.check {
@@ -586,7 +586,7 @@ func TestIdleWorkerLastInFirstOut(t *testing.T) {
 		if err != nil || code != http.StatusOK || r.Error != nil {
 			t.Fatalf("call %d: %d %+v %v", i, code, r, err)
 		}
-		seen[r.Result]++
+		seen[string(r.Result)]++
 	}
 	if len(seen) != 1 {
 		t.Errorf("12 calls in a row ran in %d workers (%v), want 1", len(seen), seen)
@@ -611,7 +611,7 @@ func TestImportOnceForkWorkers(t *testing.T) {
 			if err != nil || code != http.StatusOK || r.Error != nil {
 				t.Errorf("call %d: %d %+v %v", i, code, r, err)
 			}
-			answers <- r.Result
+			answers <- string(r.Result)
 		}()
 	}
 	wg.Wait()
@@ -1041,7 +1041,7 @@ func TestEventAndContext(t *testing.T) {
 	// Without the headers (a caller of the old contract), the event and
 	// context still come, empty but well-formed.
 	resp := s.invoke(`[1]`, nil)
-	if resp.Error != nil || !strings.Contains(resp.Result, `"data": [1]`) || !strings.Contains(resp.Result, `"config": {}`) {
+	if resp.Error != nil || !strings.Contains(string(resp.Result), `"data": [1]`) || !strings.Contains(string(resp.Result), `"config": {}`) {
 		t.Errorf("without headers: %+v", resp)
 	}
 	if code, resp, _ := s.post("/invoke", "x", map[string]string{"X-Func-Event": "[not json"}); code != http.StatusBadRequest || resp.Error == nil {
@@ -1066,14 +1066,14 @@ func TestPlugins(t *testing.T) {
 	if r.Error != nil {
 		t.Fatalf("error %+v", r.Error)
 	}
-	if !strings.HasPrefix(r.Result, "hello traceparent=00-0af7651916cd43dd8448eb211c80319c-") {
+	if !strings.HasPrefix(string(r.Result), "hello traceparent=00-0af7651916cd43dd8448eb211c80319c-") {
 		t.Errorf("result %q: the function did not see its trace context", r.Result)
 	}
-	if own, sub, _ := strings.Cut(strings.TrimPrefix(r.Result, "hello traceparent="), " sub="); own != sub {
+	if own, sub, _ := strings.Cut(strings.TrimPrefix(string(r.Result), "hello traceparent="), " sub="); own != sub {
 		t.Errorf("result %q: a subprocess saw another trace context than the function", r.Result)
 	}
 	want := "audit pre i-7 2\nINFO [i-7 step 2] running hello\naudit post pre saw trace 0af7651916cd43dd8448eb211c80319c result " + r.Result + " error False\n"
-	if r.Output != want {
+	if r.Output != string(want) {
 		t.Errorf("output %q\nwant   %q", r.Output, want)
 	}
 	var spans []api.FuncSpan

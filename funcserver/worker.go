@@ -12,6 +12,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/api"
 )
 
 // workerStopGrace is how long a worker whose stdin was closed may take to exit
@@ -67,8 +69,8 @@ type hello struct {
 }
 
 type request struct {
-	ID  uint64 `json:"id"`
-	Arg string `json:"arg"`
+	ID  uint64    `json:"id"`
+	Arg api.Bytes `json:"arg"`
 	// Event and Context are the call's event metadata and context, as JSON
 	// objects, for a function taking run(event, context).
 	Event   json.RawMessage `json:"event,omitempty"`
@@ -76,12 +78,12 @@ type request struct {
 }
 
 type reply struct {
-	Type       string `json:"type"`
-	ID         uint64 `json:"id"`
-	Result     string `json:"result"`
-	ResultType string `json:"resultType"`
-	Check      *bool  `json:"check"`
-	Output     string `json:"output"`
+	Type       string    `json:"type"`
+	ID         uint64    `json:"id"`
+	Result     api.Bytes `json:"result"`
+	ResultType string    `json:"resultType"`
+	Check      *bool     `json:"check"`
+	Output     string    `json:"output"`
 	// OutputDropped counts the bytes of output cut (noted in Output).
 	OutputDropped int64  `json:"outputDropped"`
 	Error         *Error `json:"error"`
@@ -214,7 +216,7 @@ var errCallTimeout = errors.New("call timed out")
 func (w *worker) call(in callInput, deadline time.Time) (*reply, error) {
 	w.seq++
 	id := w.seq
-	msg, err := json.Marshal(request{ID: id, Arg: in.arg, Event: in.event, Context: in.context})
+	msg, err := json.Marshal(request{ID: id, Arg: api.Bytes(in.arg), Event: in.event, Context: in.context})
 	if err != nil {
 		return nil, fmt.Errorf("encode call: %w", err)
 	}

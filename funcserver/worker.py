@@ -8,11 +8,13 @@ zygote's hello: one JSON object per line in each direction.
 
   worker -> server, once:  {"type": "ready", "hasCheck": bool, "pid": int}
                        or  {"type": "importError", "error": ERROR} (the zygote)
-  server -> worker:        {"id": int, "arg": str, "event": dict, "context": dict}
-  worker -> server:        {"type": "result", "id": int, "result": str,
+  server -> worker:        {"id": int, "arg": BYTES, "event": dict, "context": dict}
+  worker -> server:        {"type": "result", "id": int, "result": BYTES,
                             "check": bool or null, "output": str,
                             "outputDropped": int, "error": null or ERROR}
   ERROR = {"message": str, "type": str, "trace": str}
+  BYTES = str (bytes that are UTF-8) or {"base64": str} (others), as
+          api.Bytes has them: run gets a str, or bytes that are not UTF-8.
 
 The protocols run on private fds that no subprocess inherits. Fd 0 is
 /dev/null and fds 1 and 2 are the worker's stderr (the pod log) outside
@@ -21,6 +23,7 @@ reads, even through os.write or a subprocess, can touch the protocol, and
 everything a call writes is its own.
 """
 
+import base64
 import contextlib
 import importlib.util
 import inspect
@@ -129,6 +132,8 @@ def encode_result(ret, with_event):
     Lambda's proxy integration has it), "" for text."""
     if isinstance(ret, str):
         return ret, ""
+    if isinstance(ret, (bytes, bytearray, memoryview)):
+        return bytes(ret), ""
     if ret is None:
         return "", ""
     try:
@@ -376,6 +381,23 @@ def load_function(code_dir):
     return (run, check, plugins), None
 
 
+def decode_bytes(v):
+    """BYTES as a call gets them: str, or the bytes that are not UTF-8."""
+    if isinstance(v, dict):
+        return base64.b64decode(v.get("base64") or "")
+    return v
+
+
+def encode_bytes(v):
+    """A value as BYTES: bytes that are UTF-8 travel as str."""
+    if not isinstance(v, bytes):
+        return v
+    try:
+        return v.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(v).decode("ascii")}
+
+
 def encode_line(msg):
     """A protocol message as it travels: one JSON object on a line."""
     return json.dumps(msg).encode("utf-8") + b"\n"
@@ -397,7 +419,11 @@ def serve(in_fd, out_fd, fn, routers, pod_log):
     send({"type": "ready", "hasCheck": check is not None, "pid": os.getpid()})
     with_event = takes_event(run)
     for line in proto_in:
-        send(call(run, check, json.loads(line), routers, pod_log, plugins, with_event))
+        req = json.loads(line)
+        req["arg"] = decode_bytes(req.get("arg", ""))
+        reply = call(run, check, req, routers, pod_log, plugins, with_event)
+        reply["result"] = encode_bytes(reply["result"])
+        send(reply)
     return 0
 
 

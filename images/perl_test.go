@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/pkg/api"
 	"minik8s/pkg/function"
 )
 
@@ -110,7 +111,7 @@ func TestPerlExampleServesTheContract(t *testing.T) {
 	}
 	for _, tc := range tests {
 		res := invokePerl(t, url, tc.arg, nil)
-		if res.Result != tc.result || !res.HasCheck || fmt.Sprint(deref(res.Check)) != fmt.Sprint(deref(tc.check)) || res.Pod != "perl-pod" {
+		if string(res.Result) != tc.result || !res.HasCheck || fmt.Sprint(deref(res.Check)) != fmt.Sprint(deref(tc.check)) || res.Pod != "perl-pod" {
 			t.Errorf("%s: got %+v (check %v), want result %q check %v", tc.name, res, deref(res.Check), tc.result, deref(tc.check))
 		}
 		if tc.errType == "" {
@@ -185,7 +186,7 @@ func invokePerlNoFatal(url, arg string) function.Result {
 	var res function.Result
 	resp, err := http.Post(url+function.InvokePath, "application/octet-stream", strings.NewReader(arg))
 	if err != nil {
-		res.Result = err.Error()
+		res.Result = api.Bytes(err.Error())
 		return res
 	}
 	defer resp.Body.Close()

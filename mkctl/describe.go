@@ -690,15 +690,15 @@ func decodedSource(b64 string) string {
 func describeFuncInstance(w *describeWriter, fi *api.FuncInstance) {
 	w.kv(0, "Function", fi.Spec.Function)
 	w.kv(0, "Status", fi.Status.Phase)
-	w.kv(0, "Arg", oneLine(fi.Spec.Arg))
-	w.kv(0, "Result", oneLine(fi.Status.Result))
+	w.kv(0, "Arg", oneLine(shown(fi.Spec.Arg)))
+	w.kv(0, "Result", oneLine(shown(fi.Status.Result)))
 	if fi.Status.Error != "" {
 		w.kv(0, "Error", oneLine(fi.Status.Error))
 	}
 	w.kv(0, "Hops", fi.Status.Hops)
 	w.kv(0, "Completed", timestamp(fi.Status.CompletionTime))
 	if n := fi.Status.Next; n != nil {
-		w.kv(0, "Next", fmt.Sprintf("%s(%s)", n.Function, printers.Truncate(oneLine(n.Arg), 60)))
+		w.kv(0, "Next", fmt.Sprintf("%s(%s)", n.Function, printers.Truncate(oneLine(shown(n.Arg)), 60)))
 	}
 	w.line(0, "Steps:")
 	if len(fi.Status.Steps) == 0 {
@@ -713,7 +713,7 @@ func describeFuncInstance(w *describeWriter, fi *api.FuncInstance) {
 			check = strconv.FormatBool(*s.Check)
 		}
 		w.line(1, "%s\t%s\t%s\t%s\t%dms\t%s\t%s", s.Function, printers.OrNone(s.Pod), printers.OrNone(s.Node), check, s.DurationMs,
-			printers.Truncate(oneLine(s.Result), 40), printers.Truncate(oneLine(s.Error), 60))
+			printers.Truncate(oneLine(shown(s.Result)), 40), printers.Truncate(oneLine(s.Error), 60))
 	}
 	for i, s := range fi.Status.Steps {
 		if s.Superseded {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -469,8 +470,9 @@ func (o *Options) invokeAndWait(ctx context.Context, fn string, arg []byte, wait
 		fmt.Fprintln(o.ErrOut, "Error: "+callError(fn, v))
 		return errReported
 	}
-	out := v.Result
-	if out != "" && !strings.HasSuffix(out, "\n") {
+	out := string(v.Result)
+	if out != "" && !strings.HasSuffix(out, "\n") && utf8.ValidString(out) {
+		// Text ends its line; bytes are written as they are (> file.bin).
 		out += "\n"
 	}
 	_, err = io.WriteString(o.Out, out)
@@ -513,19 +515,22 @@ func callError(fn string, v api.FuncInstanceView) string {
 func newFuncResultCommand(o *Options) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:     "result ID [-o json|yaml]",
+		Use:     "result ID [-o json|yaml|raw]",
 		Short:   "Show the status and result of a call",
-		Example: "  mkctl func result 3f2a7c1e-...\n  mkctl func result 3f2a7c1e-... -o json",
+		Example: "  mkctl func result 3f2a7c1e-...\n  mkctl func result 3f2a7c1e-... -o json\n  mkctl func result 3f2a7c1e-... -o raw > result.bin",
 		Args:    oneArg("instance id of the call"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
-			case "", "json", "yaml":
+			case "", "json", "yaml", "raw":
 			default:
-				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown output format %q (want json or yaml)", output)}
+				return usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("unknown output format %q (want json, yaml or raw)", output)}
 			}
 			v, err := o.instanceCalls().Result(cmd.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			if output == "raw" {
+				return writeRawResult(o, v)
 			}
 			if output != "" {
 				return PrintObject(o.Out, output, v)
@@ -533,8 +538,21 @@ func newFuncResultCommand(o *Options) *cobra.Command {
 			return PrintFuncResult(o.Out, *v)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (the instance as GET /api/funcs/ID answers)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (the instance as GET /api/funcs/ID answers), or raw (the result's bytes alone)")
 	return cmd
+}
+
+// writeRawResult writes a succeeded call's result as its bytes, nothing
+// added; a call that failed or has not ended is an error.
+func writeRawResult(o *Options, v *api.FuncInstanceView) error {
+	switch v.Status {
+	case api.InstanceSucceeded:
+		_, err := io.WriteString(o.Out, string(v.Result))
+		return err
+	case api.InstanceFailed:
+		return errors.New(callError(v.Function, *v))
+	}
+	return fmt.Errorf("call %s has not ended (%s): no result yet", v.InstanceID, v.Status)
 }
 
 func newFuncLogsCommand(o *Options) *cobra.Command {

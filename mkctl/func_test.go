@@ -181,7 +181,7 @@ func TestFuncCommandLineMistakes(t *testing.T) {
 		{[]string{"func", "update", "f"}, "error: nothing to change: give -f, --image, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1 (see 'mkctl func update --help')"},
 		{[]string{"func", "invoke", "f", "--wait", "30s"}, "error: write --wait=30s (with '=') to wait 30s (see 'mkctl func invoke --help')"},
 		{[]string{"func", "invoke", "f", "g"}, `error: give one name of the function, not ["f" "g"] (see 'mkctl func invoke --help')`},
-		{[]string{"func", "result", "x", "-o", "wide"}, `error: unknown output format "wide" (want json or yaml) (see 'mkctl func result --help')`},
+		{[]string{"func", "result", "x", "-o", "wide"}, `error: unknown output format "wide" (want json, yaml or raw) (see 'mkctl func result --help')`},
 		{[]string{"func", "logs"}, "error: you must give the instance id of the call (see 'mkctl func logs --help')"},
 		{[]string{"func", "delete"}, "error: you must give the name of the function (see 'mkctl func delete --help')"},
 	} {

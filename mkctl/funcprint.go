@@ -27,7 +27,7 @@ func PrintFuncResult(w io.Writer, v api.FuncInstanceView) error {
 	}
 	switch v.Status {
 	case api.InstanceSucceeded:
-		field(&b, "", "Result", v.Result)
+		field(&b, "", "Result", shown(v.Result))
 	case api.InstanceFailed:
 		field(&b, "", "Error", v.Error)
 	default:
@@ -78,9 +78,9 @@ func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (step
 		if s.Error == "" {
 			field(b, "  ", "Check", checkString(s.Check))
 		}
-		field(b, "  ", "Argument", printers.Truncate(oneLine(s.Arg), 120))
+		field(b, "  ", "Argument", printers.Truncate(oneLine(shown(s.Arg)), 120))
 		if s.Error == "" {
-			field(b, "  ", "Result", printers.Truncate(oneLine(s.Result), 120))
+			field(b, "  ", "Result", printers.Truncate(oneLine(shown(s.Result)), 120))
 		}
 		if s.Output == "" {
 			field(b, "  ", "Output", printers.None)

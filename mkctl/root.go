@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -199,6 +200,15 @@ func trimClass(msg string) string {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// shown is an argument or result as a line of text shows it: binary bytes
+// are counted, not printed.
+func shown(b api.Bytes) string {
+	if utf8.ValidString(string(b)) {
+		return string(b)
+	}
+	return fmt.Sprintf("<%d bytes, not UTF-8>", len(b))
 }
 
 // lookupKind finds the resource a command line names ("po", "pods", "Pod").

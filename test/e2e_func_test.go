@@ -181,7 +181,7 @@ func TestE2EFunctionsOnContainerd(t *testing.T) {
 			if failed <= 5 {
 				t.Errorf("cold call %d: %v", i, errs[i])
 			}
-		case r.Status != api.InstanceSucceeded || r.Result != fmt.Sprintf("cold%d world", i) || len(r.Steps) != 1:
+		case r.Status != api.InstanceSucceeded || string(r.Result) != fmt.Sprintf("cold%d world", i) || len(r.Steps) != 1:
 			failed++
 			if failed <= 5 {
 				t.Errorf("cold call %d: %+v", i, r)

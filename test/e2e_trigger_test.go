@@ -82,7 +82,7 @@ func TestE2ETriggersWakeFromZero(t *testing.T) {
 		}
 		for _, inst := range list {
 			if typ, ok := want[inst.Spec.Function]; ok && inst.Status.Phase == api.InstanceSucceeded {
-				if c := readCalled(t, inst.Status.Result); c.Metadata.Type != typ {
+				if c := readCalled(t, string(inst.Status.Result)); c.Metadata.Type != typ {
 					t.Fatalf("%s called with an event of type %q, want %q", inst.Spec.Function, c.Metadata.Type, typ)
 				}
 				if inst.Status.Steps[0].Node != "node-trig" {
@@ -150,7 +150,7 @@ func TestQueueTriggerRunnerKilled(t *testing.T) {
 		ok := map[string]int{}
 		for _, inst := range list {
 			if inst.Spec.Trigger != nil && inst.Spec.Trigger.Name == "sink-q" && inst.Status.Phase == api.InstanceSucceeded {
-				ok[inst.Spec.Arg]++
+				ok[string(inst.Spec.Arg)]++
 			}
 		}
 		for arg, k := range ok {

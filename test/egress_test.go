@@ -78,7 +78,7 @@ func TestCallbackCannotReachThePlatform(t *testing.T) {
 			if code != http.StatusAccepted || id == "" {
 				t.Fatalf("X-Callback-Url %s: %d %s, want 202 (a name is judged at the dial)", url, code, data)
 			}
-			if v := result(t, s, id, 30*time.Second); v.Status != api.InstanceSucceeded || v.Result != cm {
+			if v := result(t, s, id, 30*time.Second); v.Status != api.InstanceSucceeded || string(v.Result) != cm {
 				t.Fatalf("instance %s: %+v, want Succeeded with the ConfigMap as its result", id, v)
 			}
 			st := callbackStatus(t, s, id)

@@ -266,7 +266,7 @@ func TestTriggerEvents(t *testing.T) {
 			if inst.Status.Phase != api.InstanceSucceeded || inst.Spec.Trigger == nil {
 				continue
 			}
-			got := readCalled(t, inst.Status.Result)
+			got := readCalled(t, string(inst.Status.Result))
 			switch {
 			case inst.Spec.Trigger.Name == "meta-tick":
 				tick = &got

@@ -85,7 +85,7 @@ func TestFuncLimits(t *testing.T) {
 	t.Run("argument at the limit whatever it contains", func(t *testing.T) {
 		for _, arg := range []string{strings.Repeat("<", limit), strings.Repeat("\x01", limit), strings.Repeat("<", 300_000)} {
 			code, v, data := syncCall(t, s, "echo", []byte(arg))
-			if code != http.StatusOK || v.Status != api.InstanceSucceeded || v.Result != arg {
+			if code != http.StatusOK || v.Status != api.InstanceSucceeded || string(v.Result) != arg {
 				if len(data) > 300 {
 					data = data[:300]
 				}
@@ -102,7 +102,7 @@ func TestFuncLimits(t *testing.T) {
 	})
 	t.Run("result of 400 KB of < is stored", func(t *testing.T) {
 		code, v, data := syncCall(t, s, "lt", []byte("x"))
-		if code != http.StatusOK || v.Status != api.InstanceSucceeded || v.Result != strings.Repeat("<", 400000) {
+		if code != http.StatusOK || v.Status != api.InstanceSucceeded || string(v.Result) != strings.Repeat("<", 400000) {
 			if len(data) > 300 {
 				data = data[:300]
 			}
@@ -253,7 +253,7 @@ func TestFuncForgery(t *testing.T) {
 		for i := 0; i < 8; i++ {
 			arg := fmt.Sprint(i)
 			code, v, data := syncCall(t, s, "victim", []byte(arg))
-			if code != http.StatusOK || v.Result != "real:"+arg {
+			if code != http.StatusOK || string(v.Result) != "real:"+arg {
 				t.Errorf("call %d: %d %s, want the real pod's answer", i, code, data)
 			}
 		}

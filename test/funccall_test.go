@@ -295,7 +295,7 @@ def run(arg):
 
 	for i, id := range ids {
 		v := result(t, s, id, 60*time.Second)
-		if v.Status != api.InstanceSucceeded || v.Result != fmt.Sprintf("done call-%03d", i) {
+		if v.Status != api.InstanceSucceeded || string(v.Result) != fmt.Sprintf("done call-%03d", i) {
 			t.Fatalf("call %d: %+v", i, v)
 		}
 	}
@@ -333,7 +333,7 @@ func TestFuncChainSurvivesAPIServerRestart(t *testing.T) {
 	s.Restart()
 	for i, id := range ids {
 		v := result(t, s, id, 60*time.Second)
-		if v.Status != api.InstanceSucceeded || v.Result != fmt.Sprintf("a%d+slow+fast", i) {
+		if v.Status != api.InstanceSucceeded || string(v.Result) != fmt.Sprintf("a%d+slow+fast", i) {
 			t.Fatalf("instance %d after restart: %+v", i, v)
 		}
 	}

@@ -182,7 +182,7 @@ func TestFuncRunnersTakeOver(t *testing.T) {
 	for i, id := range ids {
 		v := result(t, s, id, 60*time.Second)
 		want := fmt.Sprintf("call-%02d+%s+%s+%s", i, names[0], names[1], names[2])
-		if v.Status != api.InstanceSucceeded || v.Result != want || len(v.Steps) != 3 {
+		if v.Status != api.InstanceSucceeded || string(v.Result) != want || len(v.Steps) != 3 {
 			t.Fatalf("call %d (%s): %s %q %q with %d steps, want Succeeded %q with 3 steps",
 				i, id, v.Status, v.Result, v.Error, len(v.Steps), want)
 		}
@@ -480,7 +480,7 @@ func TestFuncSyncRecordsBatched(t *testing.T) {
 				data, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				var v api.FuncInstanceView
-				if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &v) != nil || v.Result != "r:"+arg {
+				if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &v) != nil || string(v.Result) != "r:"+arg {
 					t.Errorf("call %d: %d %s", i, resp.StatusCode, data)
 					return
 				}

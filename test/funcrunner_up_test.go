@@ -273,7 +273,7 @@ func waitUpChains(t *testing.T, server string, ids []string, deadline time.Time,
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if v.Status != api.InstanceSucceeded || v.Result != want || len(v.Steps) != 3 ||
+		if v.Status != api.InstanceSucceeded || string(v.Result) != want || len(v.Steps) != 3 ||
 			v.Steps[0].Function != "upa" || v.Steps[1].Function != "upb" || v.Steps[2].Function != "upc" {
 			t.Fatalf("call %d (%s): %+v, want Succeeded %q with the steps upa, upb, upc once each", i, id, v, want)
 		}

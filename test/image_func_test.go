@@ -59,7 +59,7 @@ func TestImageFuncChainsWithPython(t *testing.T) {
 	chain := func(arg, want string) {
 		t.Helper()
 		v := syncInvoke(t, s, "perl_shout", arg)
-		if v.Status != api.InstanceSucceeded || v.Result != want || len(v.Steps) != 3 {
+		if v.Status != api.InstanceSucceeded || string(v.Result) != want || len(v.Steps) != 3 {
 			t.Fatalf("perl -> python -> perl of %q: %+v", arg, v)
 		}
 		shouted := strings.ToUpper(arg) + "!"
@@ -72,7 +72,7 @@ func TestImageFuncChainsWithPython(t *testing.T) {
 			{"perl_shout", want, "perl v5.", false},
 		} {
 			rec := v.Steps[i]
-			if rec.Function != st.fn || rec.Result != st.result || !strings.Contains(rec.Output, st.lang) || rec.Error != "" ||
+			if rec.Function != st.fn || string(rec.Result) != st.result || !strings.Contains(rec.Output, st.lang) || rec.Error != "" ||
 				!strings.HasPrefix(rec.Pod, function.ObjectName(st.fn)) {
 				t.Errorf("step %d: %+v, want %s giving %q, its output naming %q", i, rec, st.fn, st.result, st.lang)
 			}

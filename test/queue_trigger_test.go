@@ -96,7 +96,7 @@ func TestQueueTrigger(t *testing.T) {
 			}
 			switch inst.Status.Phase {
 			case "Succeeded":
-				ok[inst.Spec.Arg]++
+				ok[string(inst.Spec.Arg)]++
 			case "Failed":
 				failed++
 			default:

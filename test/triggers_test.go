@@ -287,7 +287,7 @@ func TestScheduleTrigger(t *testing.T) {
 		if inst.Spec.Trigger.Schedule != "@every 1s" {
 			t.Errorf("a tick's call records the schedule %q, want @every 1s (its context's schedule)", inst.Spec.Trigger.Schedule)
 		}
-		at, err := time.Parse(time.RFC3339Nano, inst.Spec.Arg)
+		at, err := time.Parse(time.RFC3339Nano, string(inst.Spec.Arg))
 		if err != nil {
 			t.Fatalf("tick argument %q: %v", inst.Spec.Arg, err)
 		}

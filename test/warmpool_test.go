@@ -64,7 +64,7 @@ func TestWarmPoolColdCalls(t *testing.T) {
 
 	// The first call of a function at zero.
 	v := warmCall(t, s, "default", "hot", "one")
-	if v.Result != "default "+warmA.Name+" one" {
+	if string(v.Result) != "default "+warmA.Name+" one" {
 		t.Fatalf("the first call ran in %q, want default's warm pod %s", v.Result, warmA.Name)
 	}
 	if n := len(v.Steps); n != 1 || v.Steps[0].Pod != warmA.Name {
@@ -78,7 +78,7 @@ func TestWarmPoolColdCalls(t *testing.T) {
 	}
 
 	// A second call goes to the same pod (before the function can go idle).
-	if v := warmCall(t, s, "default", "hot", "two"); v.Result != "default "+warmA.Name+" two" {
+	if v := warmCall(t, s, "default", "hot", "two"); string(v.Result) != "default "+warmA.Name+" two" {
 		t.Fatalf("the second call ran in %q, want %s", v.Result, warmA.Name)
 	}
 
@@ -121,7 +121,7 @@ func TestWarmPoolColdCalls(t *testing.T) {
 	}
 
 	// Another namespace: its own warm pod, never default's.
-	if v := warmCall(t, s, "team-b", "other", "b"); v.Result != "team-b "+warmB.Name+" b" {
+	if v := warmCall(t, s, "team-b", "other", "b"); string(v.Result) != "team-b "+warmB.Name+" b" {
 		t.Fatalf("team-b's call ran in %q, want team-b's warm pod %s", v.Result, warmB.Name)
 	}
 	for _, ns := range []string{"default", "team-b"} {
@@ -143,7 +143,7 @@ func TestWarmPoolColdCalls(t *testing.T) {
 	warmFunc(t, s, "default", "once", map[string]any{"apiVersion": "v1"})
 	pool0 := podUIDs(t, c)
 	v = warmCall(t, s, "default", "once", "v1")
-	if !strings.HasPrefix(v.Result, "default func-warm-") {
+	if !strings.HasPrefix(string(v.Result), "default func-warm-") {
 		t.Fatalf("the v1 step ran in %q, not a warm pod", v.Result)
 	}
 	stepPod, err := c.Pods("default").Get(ctx, v.Steps[0].Pod)

@@ -44,7 +44,7 @@ type pendingView struct {
 	api.TypeMeta   `json:",inline"`
 	api.ObjectMeta `json:"metadata"`
 	Spec           struct {
-		Arg string `json:"arg"`
+		Arg api.Bytes `json:"arg"`
 	} `json:"spec"`
 	Status struct {
 		Phase string        `json:"phase"`

@@ -9,9 +9,9 @@ import (
 
 func pendingInstance(name, arg string, phase string) *api.FuncInstance {
 	inst := &api.FuncInstance{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name},
-		Spec: api.FuncInstanceSpec{Arg: arg}, Status: api.FuncInstanceStatus{Phase: phase}}
+		Spec: api.FuncInstanceSpec{Arg: api.Bytes(arg)}, Status: api.FuncInstanceStatus{Phase: phase}}
 	if phase == api.InstanceRunning {
-		inst.Status.Next = &api.FuncStep{Arg: arg}
+		inst.Status.Next = &api.FuncStep{Arg: api.Bytes(arg)}
 	}
 	return inst
 }

@@ -2,7 +2,7 @@
 // polls the metrics API, and redraws the sections when anything changes.
 
 import { setToken, whoami, request, Informer } from './api.js';
-import { quantity } from './format.js';
+import { quantity, shown } from './format.js';
 import * as draw from './render.js';
 import { patch, clear } from './patch.js';
 
@@ -193,7 +193,7 @@ async function invoke(ev) {
     out.className = body.status === 'Failed' ? 'error' : '';
     out.textContent = status === 202 && !body.status
       ? `accepted as ${body.instanceId}: still running, follow it below`
-      : `${body.status}: ${body.status === 'Failed' ? body.error : body.result}`;
+      : `${body.status}: ${body.status === 'Failed' ? body.error : shown(body.result)}`;
     $('invoke-state').textContent = `call ${body.instanceId}`;
   } catch (e) {
     if (gen !== generation) return;

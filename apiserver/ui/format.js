@@ -8,6 +8,12 @@ export function esc(v) {
   return String(v == null ? '' : v).replace(/[&<>"']/g, c => escapes[c]);
 }
 
+// shown is a call's argument or result as text: bytes that are not UTF-8
+// come as {base64} (api.Bytes) and are counted, not printed.
+export function shown(v) {
+  return v && typeof v === 'object' && typeof v.base64 === 'string' ? `<${atob(v.base64).length} bytes, not UTF-8>` : v;
+}
+
 const binary = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
 const decimal = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
 

@@ -1,7 +1,7 @@
 // The dashboard's sections, drawn from the informers' objects as HTML.
 // Every value from the cluster goes through esc.
 
-import { esc, quantity, cores, bytes, age, key, byName, num } from './format.js';
+import { esc, shown, quantity, cores, bytes, age, key, byName, num } from './format.js';
 
 // problem says why a kind's objects are missing, or '' when they are live.
 function problem(inf) {
@@ -193,7 +193,7 @@ function outcome(i) {
   const s = i.status || {};
   if (s.error) return `<span class="error">${esc(s.error)}</span>`;
   if (phaseOf(i) !== 'Succeeded') return '<span class="muted">not ended yet</span>';
-  return `<code class="result">${esc(s.result)}</code>`;
+  return `<code class="result">${esc(shown(s.result))}</code>`;
 }
 
 // instance draws a call's chain of steps on a time line.
@@ -224,17 +224,17 @@ export function instance(st, answer) {
     const cls = x.error ? 'step failed' : 'step';
     return `<g class="${cls}" data-step="${n}"><text x="0" y="${y + 15}">${n + 1}. ${esc(x.function)} · ${dur} ms</text>` +
       `<rect x="${bx.toFixed(1)}" y="${y}" width="${bw.toFixed(1)}" height="20" rx="3"></rect>` +
-      `<title>${esc(x.function)}(${esc(x.arg)}) = ${esc(x.error || x.result)} on ${esc(x.pod || 'a fresh pod')} ${esc(x.node)}</title></g>`;
+      `<title>${esc(x.function)}(${esc(shown(x.arg))}) = ${esc(x.error || shown(x.result))} on ${esc(x.pod || 'a fresh pod')} ${esc(x.node)}</title></g>`;
   }).join('');
   const h = 16 + steps.length * row + 20;
   const axis = `<line x1="${labelW}" y1="${h - 18}" x2="${width}" y2="${h - 18}" class="axis"></line>` +
     `<text x="${labelW}" y="${h - 3}" class="axis">0 ms</text><text x="${width}" y="${h - 3}" class="axis end">${total} ms</text>`;
   const table = steps.map((x, n) => `<tr><td>${n + 1}</td><td>${esc(x.function)}</td><td>${esc(x.pod)}</td><td>${esc(x.node)}</td>` +
-    `<td><code>${esc(x.arg)}</code></td><td><code>${esc(x.error || x.result)}</code></td><td>${num(x.durationMs)} ms</td></tr>`).join('');
+    `<td><code>${esc(shown(x.arg))}</code></td><td><code>${esc(x.error || shown(x.result))}</code></td><td>${num(x.durationMs)} ms</td></tr>`).join('');
   return `<div class="instance" data-instance-view="${esc(st.selected)}"><p><strong>${esc(i.metadata.name)}</strong> · ` +
     `${esc(i.metadata.namespace)}/${esc(i.spec.function)} · <span class="phase phase-${esc(phaseOf(i))}">${esc(phaseOf(i))}</span>` +
     ` · ${plural(steps.length, 'step')} · started ${age(i.metadata.creationTimestamp, st.now)} ago</p>` +
-    `<p>Argument <code>${esc(i.spec.arg)}</code> → ${outcome(i)}</p>` +
+    `<p>Argument <code>${esc(shown(i.spec.arg))}</code> → ${outcome(i)}</p>` +
     (steps.length ? '' : '<p class="muted">No step has ended yet.</p>') +
     (steps.length ? `<svg class="timeline" viewBox="0 0 ${width} ${h}" role="img" aria-label="steps over time">${bars}${axis}</svg>` : '') +
     (table ? `<table class="steps"><thead><tr><th>#</th><th>Function</th><th>Pod</th><th>Node</th><th>Argument</th><th>Result</th><th>Took</th></tr></thead><tbody>${table}</tbody></table>` : '') +

@@ -140,7 +140,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func writeOutcome(w http.ResponseWriter, inst *api.FuncInstance) {
 	switch inst.Status.Phase {
 	case api.InstanceSucceeded:
-		function.WriteResult(w, inst.Status.Result, inst.Status.ResultType, false)
+		function.WriteResult(w, string(inst.Status.Result), inst.Status.ResultType, false)
 	case api.InstanceFailed:
 		function.WriteError(w, http.StatusInternalServerError, "FunctionFailed", inst.Status.Error)
 	default:

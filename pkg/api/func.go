@@ -127,7 +127,7 @@ type FuncInstanceSpec struct {
 	// Function is the first function of the chain.
 	Function string `json:"function"`
 	// Arg is the raw argument of the first call.
-	Arg string `json:"arg"`
+	Arg Bytes `json:"arg"`
 	// CallbackURL, from the call's X-Callback-Url header, is where the
 	// runner POSTs the result when the instance ends.
 	CallbackURL string `json:"callbackUrl,omitempty"`
@@ -210,7 +210,7 @@ type FuncInstanceStatus struct {
 	Runner string `json:"runner,omitempty"`
 	// Callback is the delivery of the result to spec.callbackUrl.
 	Callback *FuncCallbackStatus `json:"callback,omitempty"`
-	Result   string              `json:"result,omitempty"`
+	Result   Bytes               `json:"result,omitempty"`
 	// ResultType is how the result answers over HTTP: "json" (a value
 	// JSON encodes), "http" (the answer {"statusCode", "headers", "body"}
 	// a run(event, context) returned describes), or text ("").
@@ -267,7 +267,7 @@ type FuncCallbackStatus struct {
 
 type FuncStep struct {
 	Function string `json:"function"`
-	Arg      string `json:"arg"`
+	Arg      Bytes  `json:"arg"`
 }
 
 // FuncStepRecord is what one step of a chain did.
@@ -275,8 +275,8 @@ type FuncStepRecord struct {
 	Function string `json:"function"`
 	Pod      string `json:"pod,omitempty"`
 	Node     string `json:"node,omitempty"`
-	Arg      string `json:"arg"`
-	Result   string `json:"result,omitempty"`
+	Arg      Bytes  `json:"arg"`
+	Result   Bytes  `json:"result,omitempty"`
 	Check    *bool  `json:"check,omitempty"`
 	Output   string `json:"output,omitempty"`
 	Error    string `json:"error,omitempty"`
@@ -305,7 +305,7 @@ type FuncInstanceView struct {
 	Namespace string           `json:"namespace,omitempty"`
 	Function  string           `json:"function"`
 	Status    string           `json:"status"`
-	Result    string           `json:"result"`
+	Result    Bytes            `json:"result"`
 	Error     string           `json:"error,omitempty"`
 	Steps     []FuncStepRecord `json:"steps"`
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/binding"
@@ -159,11 +160,14 @@ func OutcomeEvent(inst *api.FuncInstance, source string) ([]byte, error) {
 		err = e.SetData(cloudevents.ApplicationJSON, FailureOf(inst))
 	} else {
 		e.SetType(EventTypeResult)
-		if r := inst.Status.Result; r != "" && json.Valid([]byte(r)) {
+		switch r := string(inst.Status.Result); {
+		case r != "" && json.Valid([]byte(r)):
 			err = e.SetData(cloudevents.ApplicationJSON, json.RawMessage(r))
-		} else {
+		case utf8.ValidString(r):
 			// A string, not bytes: bytes would travel as data_base64.
 			err = e.SetData(cloudevents.TextPlain, r)
+		default:
+			err = e.SetData("application/octet-stream", []byte(r))
 		}
 	}
 	if err != nil {

@@ -222,9 +222,10 @@ func PodTemplate(f *api.Func) api.PodTemplateSpec {
 
 // Result is what the runtime answers for one call.
 type Result struct {
-	// Result is run's return value as a string: str as is, None as "",
-	// other values JSON-encoded, values JSON cannot encode as str().
-	Result string `json:"result"`
+	// Result is run's return value as bytes: str as is (UTF-8), bytes as
+	// they are, None as "", other values JSON-encoded, values JSON cannot
+	// encode as str().
+	Result api.Bytes `json:"result"`
 	// ResultType is how the result answers over HTTP (ResultJSON,
 	// ResultHTTP; "" for text).
 	ResultType string `json:"resultType,omitempty"`

@@ -182,7 +182,7 @@ var tables = map[string]Columns{
 		Row: func(o api.Object, now time.Time) ([]string, []string) {
 			fi := o.(*api.FuncInstance)
 			return []string{fi.Name, fi.Spec.Function, OrNone(fi.Status.Phase), Age(fi.CreationTimestamp, now)},
-				[]string{strconv.Itoa(len(fi.Status.Steps)), OrNone(Truncate(OneLine(fi.Status.Result), 40))}
+				[]string{strconv.Itoa(len(fi.Status.Steps)), OrNone(Truncate(OneLine(string(fi.Status.Result)), 40))}
 		},
 	},
 	api.TriggersResource.Name: {

@@ -89,7 +89,7 @@ func BenchmarkFuncScaleFromZero(b *testing.B) {
 			t0 := time.Now()
 			v := syncCall(b, s, "cold", fmt.Sprintf("run-%d", i))
 			lat[network] = append(lat[network], time.Since(t0))
-			if v.Result != fmt.Sprintf("run-%d", i) {
+			if string(v.Result) != fmt.Sprintf("run-%d", i) {
 				b.Fatalf("result %q", v.Result)
 			}
 		}

@@ -67,7 +67,7 @@ func BenchmarkFuncColdBurst(b *testing.B) {
 				t0 := time.Now()
 				v, err := trySyncCall(s, fmt.Sprintf("burst%d", i), arg)
 				d := time.Since(t0)
-				if err != nil || v.Result != arg {
+				if err != nil || string(v.Result) != arg {
 					b.Errorf("call %d: %v %q", i, err, v.Result)
 					return
 				}

@@ -220,9 +220,9 @@ func burstWrong(inst *api.FuncInstance, arg string) string {
 		return "no record"
 	}
 	tag := arg[len("2:"):]
-	want := []api.FuncStepRecord{{Function: "burst", Arg: "2:" + tag, Result: "1:" + tag}, {Function: "burst", Arg: "1:" + tag, Result: "0:" + tag}}
+	want := []api.FuncStepRecord{{Function: "burst", Arg: api.Bytes("2:" + tag), Result: api.Bytes("1:" + tag)}, {Function: "burst", Arg: api.Bytes("1:" + tag), Result: api.Bytes("0:" + tag)}}
 	st := inst.Status
-	if st.Phase != api.InstanceSucceeded || st.Result != "0:"+tag || len(st.Steps) != len(want) {
+	if st.Phase != api.InstanceSucceeded || string(st.Result) != "0:"+tag || len(st.Steps) != len(want) {
 		return fmt.Sprintf("phase %s, result %q, error %q, %d steps", st.Phase, st.Result, st.Error, len(st.Steps))
 	}
 	for i, w := range want {

@@ -221,12 +221,12 @@ func BenchmarkScheduleTrigger(b *testing.B) {
 		if inst.Spec.Trigger == nil || inst.Spec.Trigger.Name != "every-second" {
 			continue
 		}
-		at, err := time.Parse(time.RFC3339Nano, inst.Spec.Arg)
+		at, err := time.Parse(time.RFC3339Nano, string(inst.Spec.Arg))
 		if err != nil {
 			b.Fatalf("tick argument %q: %v", inst.Spec.Arg, err)
 		}
 		if at.After(start) && !at.After(start.Add(span)) {
-			ticks[inst.Spec.Arg]++
+			ticks[string(inst.Spec.Arg)]++
 		}
 	}
 	doubled := 0

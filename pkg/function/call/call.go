@@ -49,7 +49,7 @@ type Origin struct {
 // start, as the reference design's calls do: it is accepted and will run;
 // status.runner tells whether a runner has it yet.
 func New(req function.CallRequest, o Origin) *api.FuncInstance {
-	fn, arg := req.Function, string(req.Arg)
+	fn, arg := req.Function, api.Bytes(req.Arg)
 	inst := &api.FuncInstance{
 		TypeMeta:   api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
 		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: req.Namespace, Labels: map[string]string{function.LabelFunc: fn}},

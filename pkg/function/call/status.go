@@ -24,7 +24,7 @@ func Then(inst *api.FuncInstance, rec *api.FuncStepRecord, fn, arg string) *api.
 		out.Status.Steps = append(out.Status.Steps, copyRecord(*rec))
 		out.Status.Hops++
 	}
-	out.Status.Next = &api.FuncStep{Function: fn, Arg: arg}
+	out.Status.Next = &api.FuncStep{Function: fn, Arg: api.Bytes(arg)}
 	return out
 }
 
@@ -46,7 +46,7 @@ func End(inst *api.FuncInstance, rec *api.FuncStepRecord, result string, failure
 		out.Status.Failure = failure
 	} else {
 		out.Status.Phase = api.InstanceSucceeded
-		out.Status.Result = result
+		out.Status.Result = api.Bytes(result)
 		out.Status.Error = ""
 		out.Status.Failure = nil
 	}
@@ -78,7 +78,7 @@ func Goto(inst *api.FuncInstance, fn, arg string) error {
 	inst.Status.Error = ""
 	inst.Status.Result = ""
 	inst.Status.CompletionTime = nil
-	inst.Status.Next = &api.FuncStep{Function: fn, Arg: arg}
+	inst.Status.Next = &api.FuncStep{Function: fn, Arg: api.Bytes(arg)}
 	return nil
 }
 
