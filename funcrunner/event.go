@@ -1,6 +1,7 @@
 package funcrunner
 
 import (
+	"maps"
 	"net/http"
 
 	"minik8s/pkg/api"
@@ -31,7 +32,11 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg, traceparent string) s
 		InstanceID:   inst.Name,
 		Step:         inst.Status.Hops + 1,
 		Traceparent:  traceparent,
-		Config:       map[string]string{},
+		// The function's own config, under its trigger's (and app's).
+		Config: maps.Clone(f.Spec.Config),
+	}
+	if cc.Config == nil {
+		cc.Config = map[string]string{}
 	}
 	if f.Spec.Image != "" {
 		cc.Runtime = f.Spec.Image
@@ -39,9 +44,7 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg, traceparent string) s
 	if t := inst.Spec.Trigger; t != nil {
 		cc.Trigger = t.Type + "/" + t.Name
 		cc.Schedule = t.Schedule
-		if t.Config != nil {
-			cc.Config = t.Config
-		}
+		maps.Copy(cc.Config, t.Config)
 	}
 	h := http.Header{}
 	function.SetEventHeaders(h, ev, cc)

@@ -53,9 +53,14 @@ func (s *server) callInput(r *http.Request, body []byte) (callInput, error) {
 	return in, nil
 }
 
-// memoryLimit is the memory limit of the pod's cgroup in bytes, "" when
-// there is none (cgroup v2's memory.max, or v1's limit_in_bytes).
+// memoryLimit is the memory limit of the container in bytes, "" when
+// there is none: as the pod says it (function.EnvMemoryLimit), else as the
+// cgroup does when it is in view (cgroup v2's memory.max, or v1's
+// limit_in_bytes).
 func memoryLimit() string {
+	if v := os.Getenv(function.EnvMemoryLimit); v != "" {
+		return v
+	}
 	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
 		if v := strings.TrimSpace(string(b)); v != "max" {
 			return v

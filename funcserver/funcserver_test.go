@@ -1178,3 +1178,12 @@ func TestImportStartingThreads(t *testing.T) {
 		t.Fatalf("function.py imported %d times, want twice (by the zygote and by the worker): %q", n, data)
 	}
 }
+
+// The pod's memory limit, as the downward API gives it, is what a call
+// reads as context["memory-limit"].
+func TestMemoryLimitFromThePod(t *testing.T) {
+	t.Setenv(function.EnvMemoryLimit, "67108864")
+	if got := memoryLimit(); got != "67108864" {
+		t.Errorf("memoryLimit() = %q, want the pod's 67108864", got)
+	}
+}

@@ -614,6 +614,15 @@ func describeConfigMap(w *describeWriter, c *api.ConfigMap) {
 	}
 }
 
+// resourceLine is a resource list on one line: "cpu=250m, memory=64Mi".
+func resourceLine(rl api.ResourceList) string {
+	var parts []string
+	for _, k := range sortedKeys(rl) {
+		parts = append(parts, k+"="+rl[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
 func describeFunc(w *describeWriter, f *api.Func) {
 	mode := "v2 (calls go to a warm pool of pods)"
 	if printers.FuncVersion(f) == api.FuncAPIVersionV1 {
@@ -629,6 +638,22 @@ func describeFunc(w *describeWriter, f *api.Func) {
 		timeout = *f.Spec.TimeoutSeconds
 	}
 	w.kv(0, "Timeout", fmt.Sprintf("%ds", timeout))
+	idle := "the cluster's (60s by default)"
+	if t := f.Spec.IdleTimeoutSeconds; t != nil {
+		idle = (time.Duration(*t) * time.Second).String()
+	}
+	w.kv(0, "Idle Timeout", idle)
+	if r := f.Spec.Resources; r != nil && len(r.Requests)+len(r.Limits) > 0 {
+		w.line(0, "Resources:")
+		w.kv(1, "Requests", printers.OrNone(resourceLine(r.Requests)))
+		w.kv(1, "Limits", printers.OrNone(resourceLine(r.Limits)))
+	}
+	if len(f.Spec.Config) > 0 {
+		w.line(0, "Config:")
+		for _, k := range sortedKeys(f.Spec.Config) {
+			w.kv(1, k, f.Spec.Config[k])
+		}
+	}
 	if f.Spec.Image != "" {
 		w.kv(0, "Image", f.Spec.Image)
 	} else {

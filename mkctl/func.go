@@ -60,6 +60,9 @@ type templateFlags struct {
 	min, max, init, timeout          int
 	v1                               bool
 	pluginsPre, pluginsPost, files   []string
+	memory, cpu                      string
+	idleTimeout                      time.Duration
+	config                           []string
 	fs                               *pflag.FlagSet
 }
 
@@ -78,11 +81,16 @@ func (t *templateFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&t.pluginsPre, "plugin-pre", nil, "plugins run before every call, in order: tracing, metrics, log-context, or a module of --file (comma-separated or repeated)")
 	fs.StringSliceVar(&t.pluginsPost, "plugin-post", nil, "plugins run after every call, in order")
 	fs.StringArrayVar(&t.files, "file", nil, "a file shipped beside function.py (a module, a user plugin), named as on disk; repeat for more")
+	fs.StringVar(&t.memory, "memory", "", "memory each pod requests and may use at most, e.g. 128Mi (context[\"memory-limit\"]; empty removes it)")
+	fs.StringVar(&t.cpu, "cpu", "", "CPU each pod requests and may use at most, e.g. 250m or 1 (empty removes it)")
+	fs.DurationVar(&t.idleTimeout, "idle-timeout", 0, "how long without a call before idle pods are removed, e.g. 5m (0: the cluster's default, 60s)")
+	fs.StringArrayVar(&t.config, "config", nil, "KEY=VALUE the function reads as context[\"config\"] (under its triggers' and apps'); KEY- removes it; repeat for more")
 }
 
 // given reports whether any template setting is on the command line.
 func (t *templateFlags) given() bool {
-	for _, n := range []string{"filename", "image", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1", "plugin-pre", "plugin-post", "file"} {
+	for _, n := range []string{"filename", "image", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1", "plugin-pre", "plugin-post", "file",
+		"memory", "cpu", "idle-timeout", "config"} {
 		if t.fs.Changed(n) {
 			return true
 		}
@@ -155,6 +163,29 @@ func (t *templateFlags) apply(f *api.Func) error {
 		}
 		f.Spec.Files[filepath.Base(path)] = src
 	}
+	t.applyResources(f)
+	if t.fs.Changed("idle-timeout") {
+		f.Spec.IdleTimeoutSeconds = nil
+		if t.idleTimeout != 0 {
+			// Rounded up: a timeout under a second is not none.
+			secs := int((t.idleTimeout + time.Second - 1) / time.Second)
+			f.Spec.IdleTimeoutSeconds = &secs
+		}
+	}
+	for _, kv := range t.config {
+		if k, ok := strings.CutSuffix(kv, "-"); ok && !strings.Contains(kv, "=") {
+			delete(f.Spec.Config, k)
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--config %q: want KEY=VALUE (or KEY- to remove it)", kv)
+		}
+		if f.Spec.Config == nil {
+			f.Spec.Config = map[string]string{}
+		}
+		f.Spec.Config[k] = v
+	}
 	if t.fs.Changed("v1") {
 		f.APIVersion = api.FuncAPIVersionV2
 		if t.v1 {
@@ -162,6 +193,36 @@ func (t *templateFlags) apply(f *api.Func) error {
 		}
 	}
 	return nil
+}
+
+// applyResources sets what --memory and --cpu say as both the request
+// and the limit of each pod (Lambda's one memory size); an empty value
+// removes them.
+func (t *templateFlags) applyResources(f *api.Func) {
+	for _, r := range []struct{ flag, name, v string }{{"memory", api.ResourceMemory, t.memory}, {"cpu", api.ResourceCPU, t.cpu}} {
+		if !t.fs.Changed(r.flag) {
+			continue
+		}
+		if f.Spec.Resources == nil {
+			f.Spec.Resources = &api.ResourceRequirements{}
+		}
+		res := f.Spec.Resources
+		if r.v == "" {
+			delete(res.Requests, r.name)
+			delete(res.Limits, r.name)
+			continue
+		}
+		if res.Requests == nil {
+			res.Requests = api.ResourceList{}
+		}
+		if res.Limits == nil {
+			res.Limits = api.ResourceList{}
+		}
+		res.Requests[r.name], res.Limits[r.name] = r.v, r.v
+	}
+	if r := f.Spec.Resources; r != nil && len(r.Requests)+len(r.Limits) == 0 {
+		f.Spec.Resources = nil
+	}
 }
 
 // readSource reads a source file and base64-encodes it, as the API wants.
@@ -179,7 +240,7 @@ func readSource(flag, path string) (string, error) {
 func newFuncCreateCommand(o *Options) *cobra.Command {
 	t := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "create NAME (-f CODE.py [--pre-run SETUP.sh] | --image IMAGE) [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1]",
+		Use:   "create NAME (-f CODE.py [--pre-run SETUP.sh] | --image IMAGE) [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V]... [--v1]",
 		Short: "Create a function template",
 		Long: "Create a function from a Python file, or from an image in any language whose entrypoint\n" +
 			"serves the runtime's HTTP contract on $PORT. Without --left and --right the chain ends after\n" +
@@ -220,7 +281,7 @@ func newFuncCreateCommand(o *Options) *cobra.Command {
 func newFuncUpdateCommand(o *Options) *cobra.Command {
 	t := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "update NAME [-f CODE.py | --image IMAGE] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--v1[=false]]",
+		Use:   "update NAME [-f CODE.py | --image IMAGE] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V|K-]... [--v1[=false]]",
 		Short: "Change a function template: only the settings given change",
 		Long: "Change the settings given on the command line and keep the others. New code (or a new\n" +
 			"image) reaches the function's pods as they are replaced. -f makes an image function a\n" +

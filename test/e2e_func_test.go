@@ -192,6 +192,7 @@ func TestE2EFunctionsOnContainerd(t *testing.T) {
 		t.Errorf("%d of %d cold calls failed", failed, calls)
 	}
 	t.Run("BrokenFunctionsFailFast", func(t *testing.T) { checkBrokenFunctionsFailFast(t, s) })
+	t.Run("ResourcesAndConfig", func(t *testing.T) { checkFuncResources(t, s) })
 }
 
 func TestE2EFunctionV1FreshPodPerStep(t *testing.T) {

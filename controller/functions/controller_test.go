@@ -60,6 +60,14 @@ func TestDecayStep(t *testing.T) {
 		{"created within the idle window", fn(3), rs("rs-1", 3), created.Add(time.Second), 0, 0, false},
 		{"last call long ago", fn(3, func(f *api.Func) { ts := later.Add(-2 * idle); f.Status.TimeStamp = &ts }),
 			rs("rs-1", 3), later, 0, 2, true},
+		{"its own longer idle timeout: not idle yet", fn(3, func(f *api.Func) {
+			ts := later.Add(-2 * idle)
+			f.Status.TimeStamp, f.Spec.IdleTimeoutSeconds = &ts, ptr(300)
+		}), rs("rs-1", 3), later, 0, 0, false},
+		{"its own shorter idle timeout: idle", fn(3, func(f *api.Func) {
+			ts := later.Add(-10 * time.Second)
+			f.Status.TimeStamp, f.Spec.IdleTimeoutSeconds = &ts, ptr(5)
+		}), rs("rs-1", 3), later, 0, 2, true},
 		{"v1 has no pool", fn(3, func(f *api.Func) { f.APIVersion = api.FuncAPIVersionV1 }), rs("rs-1", 3), later, 0, 0, false},
 		{"pool not made yet", fn(3, func(f *api.Func) { f.Status.ReplicaSetUID = "" }), rs("rs-1", 3), later, 0, 0, false},
 		{"calls in flight need every pod", fn(3), rs("rs-1", 3), later, 3, 0, false},

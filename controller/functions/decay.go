@@ -44,8 +44,17 @@ func (c *Controller) decay(ctx context.Context, cached *api.Func) error {
 		return err
 	}
 	log.WithFields(log.Fields{"func": f.Name, "counter": f.Status.Counter}).Info("idle function scaled down one step")
-	events.Eventf(c.cfg.Events, f, api.EventTypeNormal, "ScaledDown", "Idle for %s: counter lowered to %d", c.cfg.IdleWindow, f.Status.Counter)
+	events.Eventf(c.cfg.Events, f, api.EventTypeNormal, "ScaledDown", "Idle for %s: counter lowered to %d", idleWindow(f, c.cfg.IdleWindow), f.Status.Counter)
 	return nil
+}
+
+// idleWindow is how long without a call makes f idle: its own
+// spec.idleTimeoutSeconds, else the controller's window.
+func idleWindow(f *api.Func, dflt time.Duration) time.Duration {
+	if t := f.Spec.IdleTimeoutSeconds; t != nil {
+		return time.Duration(*t) * time.Second
+	}
+	return dflt
 }
 
 // decayStep says whether an idle function's counter goes down now, and to
@@ -68,7 +77,7 @@ func decayStep(f *api.Func, rs *api.ReplicaSet, now time.Time, idle time.Duratio
 	if f.Status.TimeStamp != nil {
 		last = f.Status.TimeStamp
 	}
-	if last != nil && now.Sub(*last) < idle {
+	if last != nil && now.Sub(*last) < idleWindow(f, idle) {
 		return 0, false
 	}
 	if rs == nil || rs.UID != f.Status.ReplicaSetUID || rs.Spec.Replicas == nil || int(*rs.Spec.Replicas) != counter {

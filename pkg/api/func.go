@@ -57,6 +57,18 @@ type FuncSpec struct {
 	// the runtime's worker count). Runners never send a pod more; N calls in
 	// flight ask for ceil(N / containerConcurrency) pods, up to the maximum.
 	ContainerConcurrency *int `json:"containerConcurrency,omitempty"`
+	// Resources are the requests and limits (cpu, memory) of the
+	// function's container: the scheduler places its pods by them, the
+	// kubelet enforces them, and a call reads the memory limit as
+	// context["memory-limit"].
+	Resources *ResourceRequirements `json:"resources,omitempty"`
+	// IdleTimeoutSeconds is how long without a call makes the function
+	// idle, its pods then removed down to its minimum (default: the
+	// controller's idle window, 60 s).
+	IdleTimeoutSeconds *int `json:"idleTimeoutSeconds,omitempty"`
+	// Config is the function's own configuration, which its calls read as
+	// context["config"]: an app's and a trigger's config go over it.
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // FuncPlugins names the plugins of a function's calls.

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 )
 
@@ -43,6 +45,9 @@ const (
 	// EnvPluginsPre and EnvPluginsPost name a pod's plugins, comma-separated.
 	EnvPluginsPre  = "FUNC_PLUGINS_PRE"
 	EnvPluginsPost = "FUNC_PLUGINS_POST"
+	// EnvMemoryLimit is the container's memory limit in bytes, when it
+	// has one (the downward API's limits.memory).
+	EnvMemoryLimit = "FUNC_MEMORY_LIMIT"
 
 	// RuntimeBinary is the funcserver inside the runtime image.
 	RuntimeBinary = "/usr/local/bin/funcserver"
@@ -85,7 +90,19 @@ func CodeHash(spec *api.FuncSpec) string {
 	for _, name := range slices.Sorted(maps.Keys(spec.Files)) {
 		fmt.Fprintf(h, "\x00file %q %s", name, spec.Files[name])
 	}
+	if r := spec.Resources; r != nil && len(r.Requests)+len(r.Limits) > 0 {
+		// Resources are the pod's: a change makes new pods.
+		fmt.Fprintf(h, "\x00resources %v %v", sortedList(r.Requests), sortedList(r.Limits))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+func sortedList(rl api.ResourceList) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(rl)) {
+		out = append(out, k+"="+rl[k])
+	}
+	return out
 }
 
 // Runtime is the image a function runs in: its own for an image function,
@@ -184,6 +201,15 @@ func PodSpec(f *api.Func) api.PodSpec {
 			PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1},
 		LivenessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/healthz", Port: PortName},
 			InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
+	}
+	if r := f.Spec.Resources; r != nil {
+		c.Resources = api.ResourceRequirements{Requests: maps.Clone(r.Requests), Limits: maps.Clone(r.Limits)}
+		if _, ok := r.Limits[api.ResourceMemory]; ok {
+			// The runtime reports it as context["memory-limit"]: the
+			// cgroup's own file is not in the container's view.
+			c.Env = append(c.Env, api.EnvVar{Name: EnvMemoryLimit,
+				ValueFrom: &api.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}})
+		}
 	}
 	spec := api.PodSpec{RestartPolicy: api.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace}
 	if python {

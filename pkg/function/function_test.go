@@ -52,3 +52,45 @@ func TestCodeHashFollowsTheImage(t *testing.T) {
 		hashes[h] = spec.Function + spec.Image
 	}
 }
+
+// A function's resources go on its container (the memory limit also as
+// the env the runtime reports), change its hash (new pods), and keep it
+// off warm generic pods; a function without them keeps its old hash.
+func TestFunctionResources(t *testing.T) {
+	plain := &api.Func{ObjectMeta: api.ObjectMeta{Name: "f"}, Spec: api.FuncSpec{Name: "f", Function: "ZGVm"}}
+	sized := &api.Func{ObjectMeta: api.ObjectMeta{Name: "f"}, Spec: api.FuncSpec{Name: "f", Function: "ZGVm",
+		Resources: &api.ResourceRequirements{Requests: api.ResourceList{"cpu": "250m"}, Limits: api.ResourceList{"memory": "64Mi"}}}}
+	c := PodSpec(sized).Containers[0]
+	if c.Resources.Requests["cpu"] != "250m" || c.Resources.Limits["memory"] != "64Mi" {
+		t.Errorf("container resources %+v", c.Resources)
+	}
+	var memEnv *api.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == EnvMemoryLimit {
+			memEnv = &c.Env[i]
+		}
+	}
+	if memEnv == nil || memEnv.ValueFrom == nil || memEnv.ValueFrom.ResourceFieldRef == nil || memEnv.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+		t.Errorf("env %s: %+v, want limits.memory from the downward API", EnvMemoryLimit, memEnv)
+	}
+	for _, e := range PodSpec(plain).Containers[0].Env {
+		if e.Name == EnvMemoryLimit {
+			t.Errorf("a function without a memory limit has %s (the downward API would say the node's memory)", EnvMemoryLimit)
+		}
+	}
+	c.Resources.Limits["memory"] = "1Gi"
+	if sized.Spec.Resources.Limits["memory"] != "64Mi" {
+		t.Error("the pod spec shares the function's resource maps")
+	}
+	if CodeHash(&plain.Spec) == CodeHash(&sized.Spec) {
+		t.Error("resources do not change the hash: the pods would keep the old ones")
+	}
+	empty := *plain
+	empty.Spec.Resources = &api.ResourceRequirements{}
+	if CodeHash(&plain.Spec) != CodeHash(&empty.Spec) || !CanUseWarm(&empty) {
+		t.Error("empty resources change the hash or keep the function off warm pods")
+	}
+	if !CanUseWarm(plain) || CanUseWarm(sized) {
+		t.Errorf("CanUseWarm: plain %v sized %v, want true false", CanUseWarm(plain), CanUseWarm(sized))
+	}
+}

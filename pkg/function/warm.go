@@ -40,9 +40,11 @@ func WarmRuntime(runtime string) string {
 
 // CanUseWarm says whether f's pods may be warm generic ones: a Python
 // function (an image function brings its own server) whose calls fit in a
-// warm pod's grace period.
+// warm pod's grace period, and that asks for no resources of its own
+// (warm pods have none, and a pod's resources are fixed).
 func CanUseWarm(f *api.Func) bool {
-	return f.Spec.Image == "" && TimeoutSeconds(&f.Spec) <= WarmTimeoutSeconds
+	r := f.Spec.Resources
+	return f.Spec.Image == "" && TimeoutSeconds(&f.Spec) <= WarmTimeoutSeconds && (r == nil || len(r.Requests)+len(r.Limits) == 0)
 }
 
 // WarmPodSpec is the spec of a warm generic pod of runtime: the same

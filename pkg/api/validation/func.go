@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	imageref "github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -79,6 +80,60 @@ func funcInstances(spec *field.Path, s *api.FuncSpec) field.ErrorList {
 	}
 	if c := s.ContainerConcurrency; c != nil && (*c < 1 || *c > api.MaxContainerConcurrency) {
 		errs = append(errs, field.Invalid(spec.Child("containerConcurrency"), *c, utilvalidation.InclusiveRangeError(1, api.MaxContainerConcurrency)))
+	}
+	if t := s.IdleTimeoutSeconds; t != nil && (*t < 1 || *t > MaxIdleTimeoutSeconds) {
+		errs = append(errs, field.Invalid(spec.Child("idleTimeoutSeconds"), *t, utilvalidation.InclusiveRangeError(1, MaxIdleTimeoutSeconds)))
+	}
+	errs = append(errs, configKeys(spec.Child("config"), s.Config)...)
+	return append(errs, funcResources(spec.Child("resources"), s.Resources)...)
+}
+
+// MaxIdleTimeoutSeconds is the longest idle timeout a function may ask
+// for: a week (minInstanceNum keeps pods for ever).
+const MaxIdleTimeoutSeconds = 7 * 24 * 3600
+
+// funcResources checks a function's requests and limits: cpu and memory
+// only (its pods have one container, and nothing else is counted), each a
+// quantity, no request above its limit.
+func funcResources(path *field.Path, r *api.ResourceRequirements) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(r.Claims) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("claims"), "there is no dynamic resource allocation"))
+	}
+	supported := []string{api.ResourceCPU, api.ResourceMemory}
+	for _, l := range []struct {
+		name string
+		rl   api.ResourceList
+	}{{"limits", r.Limits}, {"requests", r.Requests}} {
+		for _, k := range sortedKeys(l.rl) {
+			if !slices.Contains(supported, k) {
+				errs = append(errs, field.NotSupported(path.Child(l.name).Key(k), k, supported))
+			}
+		}
+		errs = append(errs, resourceList(path.Child(l.name), l.rl)...)
+		for _, k := range sortedKeys(l.rl) {
+			// Pods have Kubernetes' validation say this; functions have none.
+			if q, err := resource.ParseQuantity(strings.TrimSpace(l.rl[k])); err == nil && q.Sign() < 0 {
+				errs = append(errs, field.Invalid(path.Child(l.name).Key(k), l.rl[k], "must be greater than or equal to 0"))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	for _, k := range supported {
+		req, hasReq := r.Requests[k]
+		lim, hasLim := r.Limits[k]
+		if !hasReq || !hasLim {
+			continue
+		}
+		rq, lq := resource.MustParse(strings.TrimSpace(req)), resource.MustParse(strings.TrimSpace(lim))
+		if rq.Cmp(lq) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(k), req, fmt.Sprintf("must be less than or equal to %s limit of %s", k, lim)))
+		}
 	}
 	return errs
 }

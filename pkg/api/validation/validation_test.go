@@ -102,6 +102,26 @@ func TestFunc(t *testing.T) {
 		}, "spec.initInstanceNum"},
 		{"max 0", func(f *api.Func) { f.Spec.MaxInstanceNum = ptr(0) }, "spec.maxInstanceNum"},
 		{"timeout", func(f *api.Func) { f.Spec.TimeoutSeconds = ptr(0) }, "spec.timeoutSeconds"},
+		{"idle timeout", func(f *api.Func) { f.Spec.IdleTimeoutSeconds = ptr(300) }, ""},
+		{"idle timeout 0", func(f *api.Func) { f.Spec.IdleTimeoutSeconds = ptr(0) }, "spec.idleTimeoutSeconds"},
+		{"config", func(f *api.Func) { f.Spec.Config = map[string]string{"db.url": "x", "LEVEL": "debug"} }, ""},
+		{"config bad key", func(f *api.Func) { f.Spec.Config = map[string]string{"a b": "x"} }, "spec.config[a b]"},
+		{"resources", func(f *api.Func) {
+			f.Spec.Resources = &api.ResourceRequirements{Requests: api.ResourceList{"cpu": "250m", "memory": "64Mi"},
+				Limits: api.ResourceList{"cpu": "1", "memory": "64Mi"}}
+		}, ""},
+		{"resources bad quantity", func(f *api.Func) {
+			f.Spec.Resources = &api.ResourceRequirements{Limits: api.ResourceList{"memory": "64 MB"}}
+		}, "spec.resources.limits[memory]"},
+		{"resources negative", func(f *api.Func) {
+			f.Spec.Resources = &api.ResourceRequirements{Requests: api.ResourceList{"cpu": "-1"}}
+		}, "spec.resources.requests[cpu]"},
+		{"resources unknown", func(f *api.Func) {
+			f.Spec.Resources = &api.ResourceRequirements{Limits: api.ResourceList{"nvidia.com/gpu": "1"}}
+		}, "spec.resources.limits[nvidia.com/gpu]"},
+		{"request above limit", func(f *api.Func) {
+			f.Spec.Resources = &api.ResourceRequirements{Requests: api.ResourceList{"memory": "128Mi"}, Limits: api.ResourceList{"memory": "64Mi"}}
+		}, "spec.resources.requests[memory]"},
 		{"max int32", func(f *api.Func) { f.Spec.MaxInstanceNum = ptr(math.MaxInt32) }, ""},
 		{"init above int32", func(f *api.Func) { f.Spec.InitInstanceNum = ptr(math.MaxInt32 + 1) }, "spec.initInstanceNum"},
 		{"max above int32", func(f *api.Func) { f.Spec.MaxInstanceNum = ptr(math.MaxInt32 + 1) }, "spec.maxInstanceNum"},
