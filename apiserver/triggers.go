@@ -67,10 +67,11 @@ func ownedByFunc(m *api.ObjectMeta, f api.Object) {
 }
 
 // createTriggerRecord serves a REST create of a FuncInstance, which only
-// the record of a call a trigger started may be: a function runner (or
-// the admin) stores it, naming the trigger, once it ran the call itself
-// (the gateway's calls do not pass through the apiserver). Anything else
-// would claim a call that never ran: 405, as before.
+// the record of a call a trigger started, or a call's step sent through
+// an output, may be: a function runner (or the admin) stores it, naming
+// the trigger or the parent call (the gateway's calls do not pass through
+// the apiserver). Anything else would claim a call that never ran: 405,
+// as before.
 func (h *handlers) createTriggerRecord(c *gin.Context) {
 	u := rbac.UserOf(c.Request.Context())
 	if !slices.Contains(u.Groups, rbac.FuncRunnersGroup) && !slices.Contains(u.Groups, rbac.Masters) {
@@ -107,7 +108,7 @@ func (h *handlers) createTriggerRecord(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if inst.Spec.Trigger == nil || inst.Spec.Trigger.Name == "" {
+	if (inst.Spec.Trigger == nil || inst.Spec.Trigger.Name == "") && (inst.Spec.Parent == nil || inst.Spec.Parent.Instance == "") {
 		refuseInstanceWrite(c)
 		return
 	}

@@ -41,6 +41,9 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg, traceparent string) s
 	if f.Spec.Image != "" {
 		cc.Runtime = f.Spec.Image
 	}
+	for _, o := range f.Spec.Outputs {
+		cc.Outputs = append(cc.Outputs, o.Name)
+	}
 	if t := inst.Spec.Trigger; t != nil {
 		cc.Trigger = t.Type + "/" + t.Name
 		cc.Schedule = t.Schedule

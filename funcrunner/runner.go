@@ -134,7 +134,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	workers = append(workers, st.exporter.Run)
-	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, newCallbacks(guard))
+	cb := newCallbacks(guard)
+	st.outputs = &outputs{client: c, self: cfg.Identity, posts: cb}
+	if q != nil {
+		st.outputs.nats = q
+	}
+	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, cb)
 	keeper := newLeaseKeeper(c, cfg.Identity, url, certSum, d, cfg.DemandInterval, instInf.Lister().Len)
 
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -40,6 +40,8 @@ type stepper struct {
 	// exporter sends the spans of calls (nil: kept with the instance only).
 	exporter *tracing.Exporter
 	metrics  *callMetrics
+	// outputs delivers what steps send (nil: sends are recorded undelivered).
+	outputs *outputs
 }
 
 func newStepper(cfg Config, c *client.Client, funcs *cache.Informer[api.Func, *api.Func], pods *cache.Informer[api.Pod, *api.Pod], eps *cache.Informer[api.Endpoints, *api.Endpoints], d *demand) *stepper {
@@ -170,6 +172,9 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 		rec.Error = err.Error()
 		out = ended(inst, &rec, "", fmt.Sprintf("function %q: %v", f.Name, err))
 	} else {
+		if res.Error == nil && len(res.Sends) > 0 {
+			rec.Sends = s.deliver(ctx, inst, f, res.Sends)
+		}
 		out = s.outcome(inst, f, &rec, res)
 	}
 	spans := []api.FuncSpan{{Name: fmt.Sprintf("step %d: %s", inst.Status.Hops+1, f.Name), Service: "funcrunner", TraceID: traceID,
@@ -191,6 +196,18 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	call.AddSpans(out, spans...)
 	s.exporter.Add(spans...)
 	return out, nil
+}
+
+// deliver sends what the step of inst sent, once its run returned.
+func (s *stepper) deliver(ctx context.Context, inst *api.FuncInstance, f *api.Func, sends []function.Send) []api.FuncSendRecord {
+	if s.outputs == nil {
+		recs := make([]api.FuncSendRecord, len(sends))
+		for i, snd := range sends {
+			recs[i] = api.FuncSendRecord{Output: snd.Output, Bytes: len(snd.Data), Error: "this runner delivers no outputs"}
+		}
+		return recs
+	}
+	return s.outputs.deliver(ctx, inst, f, inst.Status.Hops+1, sends)
 }
 
 // outcome is the instance after a step that got the runtime's answer.

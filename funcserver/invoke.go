@@ -131,6 +131,7 @@ func (s *server) answer(w *worker, rep *reply, err error, timeout time.Duration,
 	case err == nil:
 		resp.Result, resp.Check, resp.Output, resp.Error = rep.Result, rep.Check, rep.Output, rep.Error
 		resp.ResultType, resp.OutputDropped, resp.PluginErrors, resp.Spans = rep.ResultType, rep.OutputDropped, rep.PluginErrors, rep.Spans
+		resp.Sends = rep.Sends
 		if rep.Metrics != nil {
 			observeRun(s.runs, rep.Metrics.Outcome, rep.Metrics.Seconds)
 		}

@@ -28,6 +28,9 @@ var workerScript []byte
 //go:embed minik8s_plugins.py
 var pluginsScript []byte
 
+//go:embed minik8s.py
+var sdkScript []byte
+
 // Readiness statuses.
 const (
 	statusStarting  = "starting"
@@ -313,6 +316,9 @@ func writeScripts(dir string) (string, error) {
 		return "", fmt.Errorf("write worker script: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "minik8s_plugins.py"), pluginsScript, 0o644); err != nil {
+		return "", fmt.Errorf("write worker script: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "minik8s.py"), sdkScript, 0o644); err != nil {
 		return "", fmt.Errorf("write worker script: %w", err)
 	}
 	return script, nil

@@ -14,6 +14,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/function"
 )
 
 // workerStopGrace is how long a worker whose stdin was closed may take to exit
@@ -89,6 +90,7 @@ type reply struct {
 	Error         *Error `json:"error"`
 
 	PluginErrors []string        `json:"pluginErrors"`
+	Sends        []function.Send `json:"sends"`
 	Spans        json.RawMessage `json:"spans"`
 	// Metrics is the metrics plugin's measure of the run.
 	Metrics *runMetrics `json:"metrics"`

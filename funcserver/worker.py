@@ -10,6 +10,7 @@ zygote's hello: one JSON object per line in each direction.
                        or  {"type": "importError", "error": ERROR} (the zygote)
   server -> worker:        {"id": int, "arg": BYTES, "event": dict, "context": dict}
   worker -> server:        {"type": "result", "id": int, "result": BYTES,
+                            "sends": [{"output": str, "data": BYTES}],
                             "check": bool or null, "output": str,
                             "outputDropped": int, "error": null or ERROR}
   ERROR = {"message": str, "type": str, "trace": str}
@@ -35,6 +36,7 @@ import sys
 import time
 import traceback
 
+import minik8s
 import minik8s_plugins
 
 # Captured output of one call is cut after this many bytes so a chatty
@@ -321,6 +323,7 @@ def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
     out = CallOutput(pod_log) if CAPTURE else None
     reply = {"type": "result", "id": req["id"], "result": "", "check": None, "error": None}
     factory = logging.getLogRecordFactory()
+    minik8s.begin_call((req.get("context") or {}).get("outputs"))
     try:
         with captured(out, routers):
             if plugins is None:
@@ -331,6 +334,10 @@ def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
         # Whatever happened, the pod log is back on fds 1 and 2, and what a
         # plugin set up for the call alone is undone.
         reply["output"], reply["outputDropped"] = out.close() if out else ("", 0)
+        sends = minik8s.end_call()
+        if sends and reply["error"] is None:
+            # A run that raised sends nothing.
+            reply["sends"] = [{"output": s["output"], "data": encode_bytes(s["data"])} for s in sends]
         logging.setLogRecordFactory(factory)
         if plugins is not None:
             minik8s_plugins.end_call()

@@ -648,6 +648,19 @@ func describeFunc(w *describeWriter, f *api.Func) {
 		w.kv(1, "Requests", printers.OrNone(resourceLine(r.Requests)))
 		w.kv(1, "Limits", printers.OrNone(resourceLine(r.Limits)))
 	}
+	if len(f.Spec.Outputs) > 0 {
+		w.line(0, "Outputs:")
+		for _, o := range f.Spec.Outputs {
+			to := "function " + o.Function
+			switch {
+			case o.Subject != "":
+				to = "subject " + o.Subject
+			case o.URL != "":
+				to = "url " + o.URL
+			}
+			w.kv(1, o.Name, to)
+		}
+	}
 	if len(f.Spec.Config) > 0 {
 		w.line(0, "Config:")
 		for _, k := range sortedKeys(f.Spec.Config) {

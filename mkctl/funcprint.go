@@ -88,6 +88,19 @@ func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (step
 			b.WriteString("  Output:\n")
 			b.WriteString(indent(s.Output, "    "))
 		}
+		if len(s.Sends) > 0 {
+			b.WriteString("  Sent:\n")
+			for _, sn := range s.Sends {
+				what := "delivered"
+				switch {
+				case sn.Error != "":
+					what = "NOT delivered: " + sn.Error
+				case sn.Instance != "":
+					what = "call " + sn.Instance
+				}
+				fmt.Fprintf(b, "    %s (%d bytes): %s\n", sn.Output, sn.Bytes, what)
+			}
+		}
 		if len(s.PluginErrors) > 0 {
 			// The call's outcome stands; a post plugin's failure is only here.
 			b.WriteString("  Plugin errors (post):\n")

@@ -299,3 +299,24 @@ func queueEvent(t *api.Trigger, md *jetstream.MsgMetadata, msg jetstream.Msg) (*
 	ev.Topic = msg.Subject()
 	return ev, data
 }
+
+// Publish sends data on subject (a function's output): stored by the
+// subject's stream when there is one (JetStream's ack says so), else
+// handed to the server for the subject's subscribers (a publish that
+// asks for an ack would wait for one from them).
+func (q *Queues) Publish(ctx context.Context, subject string, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := q.js.StreamNameBySubject(ctx, subject)
+	switch {
+	case err == nil:
+		_, err = q.js.Publish(ctx, subject, data)
+		return err
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if err := q.nc.Publish(subject, data); err != nil {
+			return err
+		}
+		return q.nc.FlushWithContext(ctx)
+	}
+	return err
+}

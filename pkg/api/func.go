@@ -69,6 +69,21 @@ type FuncSpec struct {
 	// Config is the function's own configuration, which its calls read as
 	// context["config"]: an app's and a trigger's config go over it.
 	Config map[string]string `json:"config,omitempty"`
+	// Outputs are where a call may send data besides its result (seed
+	// 000's output bindings): `minik8s.send(NAME, data)` in the function.
+	Outputs []FuncOutput `json:"outputs,omitempty"`
+}
+
+// FuncOutput is one output of a function: a name and exactly one target.
+type FuncOutput struct {
+	Name string `json:"name"`
+	// Function is called asynchronously with the data, as a child of the
+	// sending call (its spec.parent); a function of the same namespace.
+	Function string `json:"function,omitempty"`
+	// Subject is a NATS subject the data is published on.
+	Subject string `json:"subject,omitempty"`
+	// URL receives the data in a POST, under the rules of callbacks.
+	URL string `json:"url,omitempty"`
 }
 
 // FuncPlugins names the plugins of a function's calls.
@@ -161,6 +176,18 @@ type FuncInstanceSpec struct {
 	// Traceparent is the W3C trace context the call came with: its trace
 	// goes on under the caller's.
 	Traceparent string `json:"traceparent,omitempty"`
+	// Parent is the call whose step sent this one through an output.
+	Parent *FuncParentRef `json:"parent,omitempty"`
+}
+
+// FuncParentRef names the step of a call that made another through an
+// output.
+type FuncParentRef struct {
+	// Instance is the parent call's instance id (same namespace).
+	Instance string `json:"instance"`
+	// Step is the parent's step, from 1; Output the output it sent on.
+	Step   int    `json:"step"`
+	Output string `json:"output"`
 }
 
 // FuncTriggerRef names the trigger that started a call and its type.
@@ -294,6 +321,8 @@ type FuncStepRecord struct {
 	Error    string `json:"error,omitempty"`
 	// PluginErrors are the post plugins that failed (the call stands).
 	PluginErrors []string `json:"pluginErrors,omitempty"`
+	// Sends are what the step sent through its function's outputs.
+	Sends []FuncSendRecord `json:"sends,omitempty"`
 	// Superseded: a step call (PUT /api/funcs/NAME/ID) moved the call on
 	// while this step ran; it ran, and its outcome was not followed.
 	Superseded bool       `json:"superseded,omitempty"`
@@ -302,6 +331,17 @@ type FuncStepRecord struct {
 	// included; RunMs is the function's own run (and check) time.
 	DurationMs int64 `json:"durationMs"`
 	RunMs      int64 `json:"runMs"`
+}
+
+// FuncSendRecord is the delivery of one send through an output.
+type FuncSendRecord struct {
+	Output string `json:"output"`
+	// Instance is the call made, for an output to a function.
+	Instance string `json:"instance,omitempty"`
+	// Bytes is the size of the data sent.
+	Bytes int `json:"bytes"`
+	// Error says why it was not delivered ("" once it was).
+	Error string `json:"error,omitempty"`
 }
 
 type FuncInstanceList struct {

@@ -31,7 +31,9 @@ const (
 	ContentTypeCloudEvent = "application/cloudevents+json"
 
 	// Types of the events the platform makes.
-	EventTypeCall     = "io.minik8s.func.call"
+	EventTypeCall = "io.minik8s.func.call"
+	// EventTypeOutput: a call made through another call's output.
+	EventTypeOutput   = "io.minik8s.func.output"
 	EventTypeHTTP     = "io.minik8s.trigger.http"
 	EventTypeSchedule = "io.minik8s.trigger.schedule"
 	EventTypeQueue    = "io.minik8s.trigger.queue"

@@ -62,6 +62,8 @@ type CallContext struct {
 	// Schedule is the cron expression of the schedule trigger that made
 	// the call (seed 002's "Function schedule").
 	Schedule string `json:"schedule,omitempty"`
+	// Outputs name the function's outputs, which minik8s.send takes.
+	Outputs []string `json:"outputs,omitempty"`
 }
 
 // CallRequest is a synchronous call handed to a function runner.

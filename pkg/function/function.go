@@ -267,6 +267,9 @@ type Result struct {
 	Error         *Error `json:"error"`
 	// PluginErrors are the post plugins that failed, "NAME: TYPE: message".
 	PluginErrors []string `json:"pluginErrors,omitempty"`
+	// Sends are what the call sent through the function's outputs
+	// (minik8s.send), for the runner to deliver: none when run failed.
+	Sends []Send `json:"sends,omitempty"`
 	// Spans are the pod's spans of the call (the tracing plugin's): a JSON
 	// array of api.FuncSpan, passed on by the function server as the
 	// worker wrote it and decoded once, by the runner that stores them.
@@ -276,6 +279,12 @@ type Result struct {
 	DurationMs int64  `json:"durationMs"`
 	QueueMs    int64  `json:"queueMs"`
 	Pod        string `json:"pod"`
+}
+
+// Send is data a call sent through one of its function's outputs.
+type Send struct {
+	Output string    `json:"output"`
+	Data   api.Bytes `json:"data"`
 }
 
 // Error is a function's failure: an exception, a timeout, a crash.

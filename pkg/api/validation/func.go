@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/egress"
 )
 
 // Func validates a function template's spec (its name is judged with its
@@ -85,7 +86,51 @@ func funcInstances(spec *field.Path, s *api.FuncSpec) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("idleTimeoutSeconds"), *t, utilvalidation.InclusiveRangeError(1, MaxIdleTimeoutSeconds)))
 	}
 	errs = append(errs, configKeys(spec.Child("config"), s.Config)...)
+	errs = append(errs, funcOutputs(spec.Child("outputs"), s.Outputs)...)
 	return append(errs, funcResources(spec.Child("resources"), s.Resources)...)
+}
+
+// MaxFuncOutputs bounds a function's outputs.
+const MaxFuncOutputs = 16
+
+// funcOutputs checks a function's outputs: unique names, and exactly one
+// target each (a function, a NATS subject, or an http(s) URL, whose host
+// the runner judges when it sends, as a callback's).
+func funcOutputs(path *field.Path, outs []api.FuncOutput) field.ErrorList {
+	var errs field.ErrorList
+	if len(outs) > MaxFuncOutputs {
+		return field.ErrorList{field.TooMany(path, len(outs), MaxFuncOutputs)}
+	}
+	seen := map[string]bool{}
+	for i, o := range outs {
+		p := path.Index(i)
+		for _, msg := range utilvalidation.IsDNS1123Label(o.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), o.Name, msg))
+		}
+		if seen[o.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), o.Name))
+		}
+		seen[o.Name] = true
+		n := 0
+		if o.Function != "" {
+			n++
+			errs = append(errs, funcNameErrs(p.Child("function"), o.Function)...)
+		}
+		if o.Subject != "" {
+			n++
+			errs = append(errs, natsSubject(p.Child("subject"), o.Subject)...)
+		}
+		if o.URL != "" {
+			n++
+			if _, err := egress.ParseURL(o.URL); err != nil {
+				errs = append(errs, field.Invalid(p.Child("url"), o.URL, err.Error()))
+			}
+		}
+		if n != 1 {
+			errs = append(errs, field.Invalid(p, o.Name, "must have exactly one of function, subject and url"))
+		}
+	}
+	return errs
 }
 
 // MaxIdleTimeoutSeconds is the longest idle timeout a function may ask

@@ -102,6 +102,20 @@ func TestFunc(t *testing.T) {
 		}, "spec.initInstanceNum"},
 		{"max 0", func(f *api.Func) { f.Spec.MaxInstanceNum = ptr(0) }, "spec.maxInstanceNum"},
 		{"timeout", func(f *api.Func) { f.Spec.TimeoutSeconds = ptr(0) }, "spec.timeoutSeconds"},
+		{"outputs", func(f *api.Func) {
+			f.Spec.Outputs = []api.FuncOutput{{Name: "audit", Function: "audit"}, {Name: "orders", Subject: "orders.new"}, {Name: "hook", URL: "https://example.com/x"}}
+		}, ""},
+		{"output with two targets", func(f *api.Func) {
+			f.Spec.Outputs = []api.FuncOutput{{Name: "a", Function: "audit", Subject: "x"}}
+		}, "spec.outputs[0]"},
+		{"output without a target", func(f *api.Func) { f.Spec.Outputs = []api.FuncOutput{{Name: "a"}} }, "spec.outputs[0]"},
+		{"output named twice", func(f *api.Func) {
+			f.Spec.Outputs = []api.FuncOutput{{Name: "a", Function: "x"}, {Name: "a", Function: "y"}}
+		}, "spec.outputs[1].name"},
+		{"output bad name", func(f *api.Func) { f.Spec.Outputs = []api.FuncOutput{{Name: "A b", Function: "x"}} }, "spec.outputs[0].name"},
+		{"output to RETURN", func(f *api.Func) { f.Spec.Outputs = []api.FuncOutput{{Name: "a", Function: "RETURN"}} }, "spec.outputs[0].function"},
+		{"output system subject", func(f *api.Func) { f.Spec.Outputs = []api.FuncOutput{{Name: "a", Subject: "$JS.API.x"}} }, "spec.outputs[0].subject"},
+		{"output ftp url", func(f *api.Func) { f.Spec.Outputs = []api.FuncOutput{{Name: "a", URL: "ftp://x/y"}} }, "spec.outputs[0].url"},
 		{"idle timeout", func(f *api.Func) { f.Spec.IdleTimeoutSeconds = ptr(300) }, ""},
 		{"idle timeout 0", func(f *api.Func) { f.Spec.IdleTimeoutSeconds = ptr(0) }, "spec.idleTimeoutSeconds"},
 		{"config", func(f *api.Func) { f.Spec.Config = map[string]string{"db.url": "x", "LEVEL": "debug"} }, ""},
