@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/api/validation"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
@@ -45,7 +46,10 @@ func (o *outputs) deliver(ctx context.Context, inst *api.FuncInstance, f *api.Fu
 		case out.Function != "":
 			recs[i].Instance, err = o.callChild(ctx, inst, f, step, i, out, s.Data)
 		case out.Subject != "":
-			if o.nats == nil {
+			if validation.SystemSubject(out.Subject) {
+				// Refused when stored; this guards what the check missed.
+				err = fmt.Errorf("subject %q is a NATS system subject", out.Subject)
+			} else if o.nats == nil {
 				err = fmt.Errorf("subject %q: the runner has no NATS (funcrunner --nats-url)", out.Subject)
 			} else if err = o.nats.Publish(ctx, out.Subject, []byte(s.Data)); err != nil {
 				err = fmt.Errorf("subject %q: %w", out.Subject, err)

@@ -130,6 +130,16 @@ def run(arg):
 			t.Errorf("the stream holds %v (%v), want k1", m, err)
 		}
 	})
+	t.Run("a URL the egress guard refuses gets nothing", func(t *testing.T) {
+		// The apiserver itself, on loopback outside what the operator opened.
+		probe := "import minik8s\n\ndef run(arg):\n    minik8s.send('in', arg)\n    return arg\n"
+		funcTemplate(t, s, "prober", probe, "RETURN", "RETURN", map[string]any{"outputs": []map[string]any{{"name": "in", "url": s.URL + "/api/v1/namespaces"}}})
+		s.PublishFunctionPods(t, "prober", runtime(t, probe))
+		_, v, data := syncCall(t, s, "prober", []byte("x"))
+		if v.Status != api.InstanceSucceeded || len(v.Steps[0].Sends) != 1 || !strings.Contains(v.Steps[0].Sends[0].Error, "the platform sends no caller's request there") {
+			t.Errorf("a send to the apiserver: %s, want it refused by the egress guard", data)
+		}
+	})
 	t.Run("a send to an output the function does not have raises", func(t *testing.T) {
 		_, v, data := syncCall(t, s, "badsend", []byte("x"))
 		if v.Status != api.InstanceFailed || !strings.Contains(v.Error, "OutputError") || !strings.Contains(v.Error, "no output 'nope'") {
