@@ -43,13 +43,19 @@ func newTriggerCommand(o *Options) *cobra.Command {
 type triggerFlags struct {
 	function, path, cron, timeZone, subject, deadLetter, app string
 	methods                                                  []string
-	config                                                   map[string]string
+	config, exact, prefix                                    map[string]string
 	maxDeliver                                               int32
 	wait                                                     time.Duration
 }
 
 func (f *triggerFlags) spec(kind string) api.TriggerSpec {
 	s := api.TriggerSpec{Function: f.function, App: f.app, Config: f.config}
+	if len(f.exact) > 0 {
+		s.Filters = append(s.Filters, api.TriggerFilter{Exact: f.exact})
+	}
+	if len(f.prefix) > 0 {
+		s.Filters = append(s.Filters, api.TriggerFilter{Prefix: f.prefix})
+	}
 	switch kind {
 	case api.TriggerHTTP:
 		s.HTTP = &api.HTTPTrigger{Path: f.path, Methods: f.methods}
@@ -93,6 +99,8 @@ func newTriggerAddCommand(o *Options, kind string) *cobra.Command {
 	fl.DurationVar(&f.wait, "wait", time.Minute, "how long to wait for the trigger to be ready (0: do not wait)")
 	fl.StringVar(&f.app, "app", "", "the app the trigger belongs to: its config reaches the function as context[\"config\"]")
 	fl.StringToStringVar(&f.config, "config", nil, "config of this trigger, KEY=VALUE (repeat or comma-separate; wins over the app's)")
+	fl.StringToStringVar(&f.exact, "filter", nil, "call only for events whose CloudEvents ATTRIBUTE=VALUE, e.g. type=com.shop.order (repeat: all must match)")
+	fl.StringToStringVar(&f.prefix, "filter-prefix", nil, "call only for events whose ATTRIBUTE starts with VALUE, e.g. source=/shop (repeat: all must match)")
 	switch kind {
 	case api.TriggerHTTP:
 		fl.StringVar(&f.path, "path", "", "path on the function gateway, e.g. /hello")

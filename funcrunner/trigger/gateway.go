@@ -104,6 +104,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		function.WriteClassed(w, err)
 		return
 	}
+	if !function.PassesFilters(t.Spec.Filters, ev) {
+		// Filtered out (Knative answers an event no trigger takes the same way).
+		w.Header().Set(function.HeaderFiltered, t.Name)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	function.RecordRequest(ev, r)
 	inst, err := g.call(r.Context(), function.CallRequest{Namespace: t.Namespace, Function: t.Spec.Function, ID: id,
 		Arg: arg, Event: ev, Trigger: g.refs.ref(t), Wait: gatewayWait, Traceparent: tracing.Valid(r.Header.Get(tracing.Header))})

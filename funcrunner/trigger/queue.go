@@ -211,6 +211,10 @@ func (q *Queues) handle(ctx context.Context, t *api.Trigger, msg jetstream.Msg) 
 	keep := time.NewTicker(queueAckWait / 3)
 	defer keep.Stop()
 	ev, data := queueEvent(t, md, msg)
+	if !function.PassesFilters(t.Spec.Filters, ev) {
+		_ = msg.Ack() // not for this trigger: taken, and no call
+		return
+	}
 	var last *api.FuncInstance
 	for attempt := 1; attempt <= maxTries; attempt++ {
 		inst, err := q.attempt(ctx, t, md.Sequence.Stream, attempt, data, ev, keep, msg)

@@ -181,6 +181,9 @@ func (s *Schedules) fire(ctx context.Context, t *api.Trigger, tick time.Time) er
 	name := "tick-" + hex.EncodeToString(sum[:12])
 	ev := &api.FuncEvent{SpecVersion: "1.0", ID: name, Source: triggerSource(t), Type: function.EventTypeSchedule,
 		Time: stamp, Subject: stamp, DataContentType: "text/plain"}
+	if !function.PassesFilters(t.Spec.Filters, ev) {
+		return nil
+	}
 	inst := triggerCall(t, s.refs.ref(t), name, s.self, stamp, ev)
 	_, err := s.client.FuncInstances(t.Namespace).Create(ctx, inst)
 	if errdefs.IsAlreadyExists(err) {

@@ -21,10 +21,22 @@ type TriggerSpec struct {
 	// merged with the trigger's own into the events they make.
 	App string `json:"app,omitempty"`
 	// Config is the trigger's own config: it wins over the app's.
-	Config   map[string]string `json:"config,omitempty"`
-	HTTP     *HTTPTrigger      `json:"http,omitempty"`
-	Schedule *ScheduleTrigger  `json:"schedule,omitempty"`
-	Queue    *QueueTrigger     `json:"queue,omitempty"`
+	Config map[string]string `json:"config,omitempty"`
+	// Filters are what an event must pass, every one of them, to call the
+	// function (Knative's Trigger filters); an event that does not is
+	// dropped: an HTTP request gets 204, a message is acknowledged.
+	Filters  []TriggerFilter  `json:"filters,omitempty"`
+	HTTP     *HTTPTrigger     `json:"http,omitempty"`
+	Schedule *ScheduleTrigger `json:"schedule,omitempty"`
+	Queue    *QueueTrigger    `json:"queue,omitempty"`
+}
+
+// TriggerFilter compares CloudEvents attributes of an event (specversion,
+// id, source, type, subject, time, datacontenttype, or an extension's
+// name) with values: exactly, or as prefixes. One of the two per filter.
+type TriggerFilter struct {
+	Exact  map[string]string `json:"exact,omitempty"`
+	Prefix map[string]string `json:"prefix,omitempty"`
 }
 
 // HTTPTrigger is a path on the function gateway; a request to it calls

@@ -59,6 +59,10 @@ func Abandoned(ctx context.Context) bool { return errors.Is(context.Cause(ctx), 
 // instance (GET /api/funcs/ID reads it).
 const HeaderInstanceID = "X-Minik8s-Instance-Id"
 
+// HeaderFiltered names, on a 204 of the gateway, the trigger whose
+// filters the request's event did not pass: no call was made.
+const HeaderFiltered = "X-Minik8s-Filtered-By"
+
 // MaxInstanceBytes bounds a FuncInstance as a runner writes it (JSON):
 // under the apiserver's limit for an instance's status and etcd's limit on
 // one request, so an outcome too large to store is told before it is sent.

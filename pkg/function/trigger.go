@@ -27,3 +27,47 @@ func TriggerSource(t *api.Trigger) (kind, source string) {
 	}
 	return "", ""
 }
+
+// PassesFilters says whether ev passes every one of filters (a trigger's
+// spec.filters): each attribute named equal to its value (exact), or
+// starting with it (prefix). An attribute the event lacks passes neither.
+func PassesFilters(filters []api.TriggerFilter, ev *api.FuncEvent) bool {
+	for _, f := range filters {
+		for k, want := range f.Exact {
+			if v, ok := eventAttribute(ev, k); !ok || v != want {
+				return false
+			}
+		}
+		for k, want := range f.Prefix {
+			if v, ok := eventAttribute(ev, k); !ok || !strings.HasPrefix(v, want) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// eventAttribute is the value of ev's attribute name, and whether it has it.
+func eventAttribute(ev *api.FuncEvent, name string) (string, bool) {
+	var v string
+	switch name {
+	case "specversion":
+		v = ev.SpecVersion
+	case "id":
+		v = ev.ID
+	case "source":
+		v = ev.Source
+	case "type":
+		v = ev.Type
+	case "subject":
+		v = ev.Subject
+	case "time":
+		v = ev.Time
+	case "datacontenttype":
+		v = ev.DataContentType
+	default:
+		x, ok := ev.Extensions[name]
+		return x, ok
+	}
+	return v, v != ""
+}

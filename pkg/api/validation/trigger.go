@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -49,6 +50,7 @@ func trigger(t *api.Trigger) field.ErrorList {
 		}
 	}
 	errs = append(errs, configKeys(spec.Child("config"), s.Config)...)
+	errs = append(errs, triggerFilters(spec.Child("filters"), s.Filters)...)
 	kinds := 0
 	for _, set := range []bool{s.HTTP != nil, s.Schedule != nil, s.Queue != nil} {
 		if set {
@@ -70,6 +72,33 @@ func trigger(t *api.Trigger) field.ErrorList {
 	default:
 		return append(errs, queueTrigger(spec.Child("queue"), s.Queue)...)
 	}
+}
+
+// ceAttributeName is a CloudEvents attribute's name: lower-case ASCII
+// letters and digits (the spec's rule; 20 characters recommended).
+var ceAttributeName = regexp.MustCompile(`^[a-z0-9]{1,20}$`)
+
+// triggerFilters: each filter one dialect (exact or prefix), naming
+// attributes as CloudEvents spells them.
+func triggerFilters(path *field.Path, filters []api.TriggerFilter) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range filters {
+		p := path.Index(i)
+		if (len(f.Exact) > 0) == (len(f.Prefix) > 0) {
+			errs = append(errs, field.Invalid(p, "", "must have exactly one of exact and prefix, with at least one attribute"))
+		}
+		for _, d := range []struct {
+			name  string
+			attrs map[string]string
+		}{{"exact", f.Exact}, {"prefix", f.Prefix}} {
+			for _, k := range sortedKeys(d.attrs) {
+				if !ceAttributeName.MatchString(k) {
+					errs = append(errs, field.Invalid(p.Child(d.name).Key(k), k, "must be a CloudEvents attribute name: 1 to 20 lower-case letters and digits"))
+				}
+			}
+		}
+	}
+	return errs
 }
 
 func httpTrigger(path *field.Path, h *api.HTTPTrigger) field.ErrorList {

@@ -27,6 +27,22 @@ func TestTriggerValidation(t *testing.T) {
 		}, ""},
 		{"schedule hourly", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "@hourly"} }, ""},
 		{"queue", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.created"} }, ""},
+		{"filters", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders"}
+			t.Spec.Filters = []api.TriggerFilter{{Exact: map[string]string{"type": "com.shop.order"}}, {Prefix: map[string]string{"source": "/shop", "region": "eu"}}}
+		}, ""},
+		{"filter with both dialects", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders"}
+			t.Spec.Filters = []api.TriggerFilter{{Exact: map[string]string{"type": "a"}, Prefix: map[string]string{"source": "/"}}}
+		}, "spec.filters[0]"},
+		{"empty filter", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders"}
+			t.Spec.Filters = []api.TriggerFilter{{}}
+		}, "spec.filters[0]"},
+		{"filter on a bad attribute name", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders"}
+			t.Spec.Filters = []api.TriggerFilter{{Exact: map[string]string{"Type": "a"}}}
+		}, "spec.filters[0].exact[Type]"},
 		{"no function", func(t *api.Trigger) { t.Spec.Function = ""; t.Spec.HTTP = &api.HTTPTrigger{Path: "/a"} }, "spec.function"},
 		{"bad function", func(t *api.Trigger) { t.Spec.Function = "RETURN"; t.Spec.HTTP = &api.HTTPTrigger{Path: "/a"} }, "spec.function"},
 		{"no kind", func(*api.Trigger) {}, "spec"},
