@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -1185,5 +1186,21 @@ func TestMemoryLimitFromThePod(t *testing.T) {
 	t.Setenv(function.EnvMemoryLimit, "67108864")
 	if got := memoryLimit(); got != "67108864" {
 		t.Errorf("memoryLimit() = %q, want the pod's 67108864", got)
+	}
+}
+
+// The built-in plugins' versions the runtime puts in traces are those
+// describe shows (function.BuiltinPluginVersions).
+func TestBuiltinPluginVersions(t *testing.T) {
+	out, err := exec.Command("python3", "-c", "import json, minik8s_plugins as m; print(json.dumps({k: v.version for k, v in m.BUILTIN.items()}))").Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, function.BuiltinPluginVersions) {
+		t.Errorf("minik8s_plugins.py's versions %v, function.BuiltinPluginVersions %v", got, function.BuiltinPluginVersions)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
+	"minik8s/pkg/function"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
@@ -614,6 +615,20 @@ func describeConfigMap(w *describeWriter, c *api.ConfigMap) {
 	}
 }
 
+// pluginList names plugins with their versions, as traces do
+// ("tracing@1, audit@2.1"); a version only known when the module runs is
+// left out.
+func pluginList(spec *api.FuncSpec, names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if v := function.PluginVersion(spec, n); v != "" {
+			out[i] += "@" + v
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // resourceLine is a resource list on one line: "cpu=250m, memory=64Mi".
 func resourceLine(rl api.ResourceList) string {
 	var parts []string
@@ -675,8 +690,8 @@ func describeFunc(w *describeWriter, f *api.Func) {
 	w.kv(0, "Service Address", f.Spec.ServiceAddress)
 	if p := f.Spec.Plugins; p != nil && (len(p.Pre) > 0 || len(p.Post) > 0) {
 		w.line(0, "Plugins:")
-		w.kv(1, "Pre", printers.OrNone(strings.Join(p.Pre, ", ")))
-		w.kv(1, "Post", printers.OrNone(strings.Join(p.Post, ", ")))
+		w.kv(1, "Pre", printers.OrNone(pluginList(&f.Spec, p.Pre)))
+		w.kv(1, "Post", printers.OrNone(pluginList(&f.Spec, p.Post)))
 	}
 	if len(f.Spec.Files) > 0 {
 		w.line(0, "Files:")

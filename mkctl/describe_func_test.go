@@ -20,8 +20,14 @@ func TestDescribeFuncShowsWhatItRuns(t *testing.T) {
 		{"python", api.FuncSpec{Name: "f", Function: src},
 			[]string{"Runtime:", "minik8s/python-runtime:latest", "Function:\n  def run(arg):"}, []string{"Image:", "Plugins:", "Files:"}},
 		{"plugins", api.FuncSpec{Name: "f", Function: src, Plugins: &api.FuncPlugins{Pre: []string{"tracing", "gate"}, Post: []string{"gate"}},
-			Files: map[string]string{"gate.py": base64.StdEncoding.EncodeToString([]byte("def pre(ctx): pass\n"))}},
-			[]string{"Plugins:\n  Pre:", "tracing, gate", "Post:", "Files:\n  gate.py: 19 bytes"}, nil},
+			Files: map[string]string{"gate.py": base64.StdEncoding.EncodeToString([]byte("VERSION = \"2\"\ndef pre(ctx): pass\n"))}},
+			[]string{"Plugins:\n  Pre:", "tracing@1, gate@2", "Post:", "gate@2", "Files:\n  gate.py: 33 bytes"}, nil},
+		{"resources, outputs, config", api.FuncSpec{Name: "f", Function: src, IdleTimeoutSeconds: ptrInt(300),
+			Resources: &api.ResourceRequirements{Limits: api.ResourceList{"memory": "64Mi"}},
+			Outputs:   []api.FuncOutput{{Name: "audit", Function: "auditor"}, {Name: "bus", Subject: "orders"}},
+			Config:    map[string]string{"level": "debug"}},
+			[]string{"Idle Timeout:", "5m0s", "Resources:", "Limits:", "memory=64Mi", "Requests:", "<none>", "Outputs:", "audit:", "function auditor",
+				"bus:", "subject orders", "Config:", "level:", "debug"}, nil},
 		{"image", api.FuncSpec{Name: "f", Image: "minik8s/perl-example:latest"},
 			[]string{"Image:", "minik8s/perl-example:latest"}, []string{"Runtime:", "Function:", "PreRun:"}},
 	} {
@@ -42,3 +48,5 @@ func TestDescribeFuncShowsWhatItRuns(t *testing.T) {
 		})
 	}
 }
+
+func ptrInt(v int) *int { return &v }

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"encoding/base64"
 	"reflect"
 	"testing"
 
@@ -92,5 +93,21 @@ func TestFunctionResources(t *testing.T) {
 	}
 	if !CanUseWarm(plain) || CanUseWarm(sized) {
 		t.Errorf("CanUseWarm: plain %v sized %v, want true false", CanUseWarm(plain), CanUseWarm(sized))
+	}
+}
+
+func TestPluginVersion(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	spec := &api.FuncSpec{Files: map[string]string{
+		"audit.py":    b64("import os\nVERSION = \"2.1\"  # bumped\ndef pre(ctx):\n    pass\n"),
+		"single.py":   b64("VERSION='3'\n"),
+		"number.py":   b64("VERSION = 4\n"),
+		"none.py":     b64("def pre(ctx):\n    pass\n"),
+		"computed.py": b64("VERSION = os.environ['V']\n"),
+	}}
+	for name, want := range map[string]string{"tracing": "1", "audit": "2.1", "single": "3", "number": "4", "none": "0", "computed": "", "missing": "0"} {
+		if got := PluginVersion(spec, name); got != want {
+			t.Errorf("PluginVersion(%s) = %q, want %q", name, got, want)
+		}
 	}
 }
