@@ -22,7 +22,7 @@ import (
 
 // TestTriggerAPI: triggers are stored and listed per function; bad input
 // (a missing function, a cron expression that does not parse, a path
-// already taken, a wildcard subject) is 422 naming the field, and nothing
+// already taken, a subject starting with a wildcard) is 422 naming the field, and nothing
 // is written.
 func TestTriggerAPI(t *testing.T) {
 	s := framework.StartAPIServer(t)
@@ -51,7 +51,7 @@ func TestTriggerAPI(t *testing.T) {
 		{`{"metadata":{"name":"nofn"},"spec":{"function":"missing","http":{"path":"/x"}}}`, "spec.function", `function "missing" does not exist`},
 		{trig("badcron", `"schedule":{"cron":"every minute"}`), "spec.schedule.cron", "does not parse"},
 		{trig("taken", `"http":{"path":"/hello"}`), "spec.http.path", "already taken by trigger default/web"},
-		{trig("wild", `"queue":{"subject":"orders.*"}`), "spec.queue.subject", "wildcard"},
+		{trig("wild", `"queue":{"subject":"*.created"}`), "spec.queue.subject", "must start with a literal token"},
 		{trig("both", `"http":{"path":"/b"},"queue":{"subject":"b"}`), "spec", "exactly one of"},
 	} {
 		code, out := post(bad.body)

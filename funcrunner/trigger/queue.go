@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,17 +135,100 @@ func (q *Queues) reconcile(ctx context.Context) (stopped bool) {
 		if ok {
 			continue
 		}
-		if err := q.start(ctx, t); err != nil {
-			if ctx.Err() == nil {
-				log.WithError(err).WithField("trigger", t.Namespace+"/"+t.Name).Warn("funcrunner: consuming a queue failed")
-			}
+		if err := q.start(ctx, t); err != nil && ctx.Err() == nil {
+			log.WithError(err).WithField("trigger", t.Namespace+"/"+t.Name).Warn("funcrunner: consuming a queue failed")
+			q.notReady(ctx, t, err)
 		}
 	}
 	return stopped
 }
 
-// streamName is the stream of a subject (one per subject, whatever the
-// triggers on it).
+// notReady records on t's status why it is not consumed (tried again at
+// the next sync).
+func (q *Queues) notReady(ctx context.Context, t *api.Trigger, err error) {
+	msg := "not consumed: " + err.Error()
+	if !t.Status.Ready && t.Status.Message == msg {
+		return
+	}
+	next := cache.DeepCopy(t)
+	next.Status = api.TriggerStatus{Ready: false, ServedBy: q.self, Message: msg}
+	if _, err := q.client.Triggers(t.Namespace).UpdateStatus(ctx, next); err != nil && !errdefs.IsConflict(err) && ctx.Err() == nil {
+		log.WithError(err).WithField("trigger", t.Namespace+"/"+t.Name).Warn("funcrunner: recording why a queue trigger is not consumed failed")
+	}
+}
+
+// ensureStream returns the stream that keeps the messages of subject
+// (a pattern, maybe), made if need be. JetStream refuses two streams on
+// overlapping subjects, so triggers share streams: one whose subject
+// covers this one serves it (orders.> serves orders.new), and a trigger
+// whose subject covers one stream's takes that stream over (its subject
+// widened to this one). Subjects that overlap without either covering
+// the other (orders.* and orders.new.>, or one covering two streams)
+// cannot have one stream each: the trigger is not ready, saying so.
+func (q *Queues) ensureStream(ctx context.Context, subject string) (string, error) {
+	var overlapping []*jetstream.StreamInfo
+	streams := q.js.ListStreams(ctx, jetstream.WithStreamListSubject(subject))
+	for info := range streams.Info() {
+		if strings.HasPrefix(info.Config.Name, streamPrefix) {
+			overlapping = append(overlapping, info)
+		}
+	}
+	if err := streams.Err(); err != nil {
+		return "", fmt.Errorf("the streams of %q: %w", subject, err)
+	}
+	for _, in := range overlapping {
+		for _, p := range in.Config.Subjects {
+			if validation.SubjectCovers(p, subject) {
+				return in.Config.Name, nil
+			}
+		}
+	}
+	switch {
+	case len(overlapping) == 0:
+		// Created, not updated: every runner makes the same stream, and
+		// the server's update of an existing stream races with another
+		// runner's consumer create on it (nats-server's fileStore, under
+		// -race).
+		cfg := jetstream.StreamConfig{Name: streamName(subject), Subjects: []string{subject},
+			Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}
+		_, err := q.js.CreateStream(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			// Made otherwise before (an older version): brought in line.
+			_, err = q.js.UpdateStream(ctx, cfg)
+		}
+		if err != nil {
+			return "", fmt.Errorf("the stream of %q: %w", subject, err)
+		}
+		return cfg.Name, nil
+	case len(overlapping) == 1 && coversAll(subject, overlapping[0].Config.Subjects):
+		cfg := overlapping[0].Config
+		cfg.Subjects = []string{subject}
+		if _, err := q.js.UpdateStream(ctx, cfg); err != nil {
+			return "", fmt.Errorf("widening stream %s to %q: %w", cfg.Name, subject, err)
+		}
+		log.WithFields(log.Fields{"stream": cfg.Name, "subject": subject}).Info("funcrunner: a queue trigger's subject covers a stream's: the stream widened to it")
+		return cfg.Name, nil
+	}
+	var taken []string
+	for _, in := range overlapping {
+		taken = append(taken, fmt.Sprintf("%s (%s)", in.Config.Name, strings.Join(in.Config.Subjects, ", ")))
+	}
+	return "", fmt.Errorf("subject %q overlaps the subjects of %s without one covering the other: JetStream keeps one stream per subject, so a queue trigger's subject must cover, or be covered by, those other triggers take (orders.> with orders.new, not orders.* with *.new)",
+		subject, strings.Join(taken, ", "))
+}
+
+// coversAll says whether pattern covers every one of subjects.
+func coversAll(pattern string, subjects []string) bool {
+	for _, s := range subjects {
+		if !validation.SubjectCovers(pattern, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// streamName is the stream a subject's first trigger makes (triggers on
+// subjects it covers share it).
 func streamName(subject string) string {
 	sum := sha256.Sum256([]byte(subject))
 	return streamPrefix + hex.EncodeToString(sum[:8])
@@ -154,20 +238,11 @@ func streamName(subject string) string {
 // marks the trigger ready.
 func (q *Queues) start(ctx context.Context, t *api.Trigger) error {
 	qt := t.Spec.Queue
-	// Created, not updated: every runner makes the same stream, and the
-	// server's update of an existing stream races with another runner's
-	// consumer create on it (nats-server's fileStore, under -race).
-	cfg := jetstream.StreamConfig{Name: streamName(qt.Subject), Subjects: []string{qt.Subject},
-		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}
-	_, err := q.js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		// Made otherwise before (an older version): brought in line.
-		_, err = q.js.UpdateStream(ctx, cfg)
-	}
+	stream, err := q.ensureStream(ctx, qt.Subject)
 	if err != nil {
-		return fmt.Errorf("the stream of %q: %w", qt.Subject, err)
+		return err
 	}
-	cons, err := q.js.CreateOrUpdateConsumer(ctx, streamName(qt.Subject), jetstream.ConsumerConfig{
+	cons, err := q.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Durable: consumerPrefix + t.UID, FilterSubject: qt.Subject, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: queueAckWait, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {
@@ -189,7 +264,7 @@ func (q *Queues) start(ctx context.Context, t *api.Trigger) error {
 	q.mu.Unlock()
 	if !t.Status.Ready {
 		next := cache.DeepCopy(t)
-		next.Status = api.TriggerStatus{Ready: true, ServedBy: q.self, Message: "stream " + streamName(qt.Subject) + ", consumer " + consumerPrefix + t.UID}
+		next.Status = api.TriggerStatus{Ready: true, ServedBy: q.self, Message: "stream " + stream + ", consumer " + consumerPrefix + t.UID}
 		if _, err := q.client.Triggers(t.Namespace).UpdateStatus(ctx, next); err != nil && !errdefs.IsConflict(err) {
 			return err
 		}
@@ -238,7 +313,7 @@ func (q *Queues) handle(ctx context.Context, t *api.Trigger, msg jetstream.Msg) 
 		_ = msg.Term()
 		return
 	}
-	dead := nats.NewMsg(t.Spec.Queue.DeadLetterSubject)
+	dead := nats.NewMsg(validation.DeadLetterFor(t.Spec.Queue.DeadLetterSubject, msg.Subject()))
 	dead.Data = msg.Data()
 	dead.Header.Set("Minik8s-Trigger", t.Namespace+"/"+t.Name)
 	dead.Header.Set("Minik8s-Instance-Id", last.Name)

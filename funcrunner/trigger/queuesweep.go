@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/pkg/api/validation"
 	"minik8s/pkg/client"
 )
 
@@ -26,7 +27,7 @@ const (
 )
 
 // sweep deletes the consumers of triggers that no longer exist, then the
-// streams left without consumers that no trigger's subject maps to. What
+// streams left without consumers whose subjects no trigger takes. What
 // exists is read from the apiserver after the consumers are listed, not
 // from this runner's cache, which may not yet hold a trigger another
 // runner made a consumer for: a consumer is only made for a stored
@@ -35,6 +36,7 @@ const (
 func (q *Queues) sweep(ctx context.Context) error {
 	type stream struct {
 		name      string
+		subjects  []string
 		consumers []string
 	}
 	var streams []stream
@@ -55,6 +57,7 @@ func (q *Queues) sweep(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", streams[i].name, err)
 		}
+		streams[i].subjects = s.CachedInfo().Config.Subjects
 		cons := s.ConsumerNames(ctx)
 		for c := range cons.Name() {
 			streams[i].consumers = append(streams[i].consumers, c)
@@ -70,12 +73,25 @@ func (q *Queues) sweep(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing triggers: %w", err)
 	}
-	uids, wanted := map[string]bool{}, map[string]bool{}
+	uids := map[string]bool{}
+	var subjects []string
 	for _, t := range triggers {
 		uids[t.UID] = true
 		if t.Spec.Queue != nil {
-			wanted[streamName(t.Spec.Queue.Subject)] = true
+			subjects = append(subjects, t.Spec.Queue.Subject)
 		}
+	}
+	// A stream is wanted while a trigger takes subjects it keeps (triggers
+	// share the stream whose subject covers theirs).
+	wanted := func(s stream) bool {
+		for _, sub := range subjects {
+			for _, ss := range s.subjects {
+				if validation.SubjectsCollide(sub, ss) {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	var errs []error
 	for _, s := range streams {
@@ -93,7 +109,7 @@ func (q *Queues) sweep(ctx context.Context) error {
 			}
 			log.WithFields(log.Fields{"stream": s.name, "consumer": c}).Info("funcrunner: deleted the consumer of a removed queue trigger")
 		}
-		if left > 0 || wanted[s.name] {
+		if left > 0 || wanted(s) {
 			continue
 		}
 		if err := q.js.DeleteStream(ctx, s.name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {

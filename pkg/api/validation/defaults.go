@@ -65,6 +65,10 @@ func Default(res api.Resource, obj api.Object) {
 			}
 			if q.DeadLetterSubject == "" {
 				q.DeadLetterSubject = "deadletter." + q.Subject
+				if strings.ContainsAny(q.Subject, "*>") {
+					// Each failed message to deadletter.ITS_SUBJECT.
+					q.DeadLetterSubject = "deadletter.>"
+				}
 			}
 		}
 	case *api.Secret:

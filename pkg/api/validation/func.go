@@ -118,7 +118,7 @@ func funcOutputs(path *field.Path, outs []api.FuncOutput) field.ErrorList {
 		}
 		if o.Subject != "" {
 			n++
-			errs = append(errs, natsSubject(p.Child("subject"), o.Subject)...)
+			errs = append(errs, natsSubject(p.Child("subject"), o.Subject, literal)...)
 		}
 		if o.URL != "" {
 			n++

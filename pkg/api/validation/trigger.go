@@ -128,23 +128,36 @@ func httpTrigger(path *field.Path, h *api.HTTPTrigger) field.ErrorList {
 	return errs
 }
 
-// queueTrigger checks a NATS subject: dot-separated tokens, no
-// wildcards (a trigger consumes one subject), no spaces.
+// queueTrigger checks a NATS subject: dot-separated tokens, maybe
+// wildcards (* a token, > the rest), no spaces; and where its failed
+// messages go, which must not come back to it.
 func queueTrigger(path *field.Path, q *api.QueueTrigger) field.ErrorList {
-	errs := natsSubject(path.Child("subject"), q.Subject)
+	errs := natsSubject(path.Child("subject"), q.Subject, wildcards)
 	if q.MaxDeliver < 0 || q.MaxDeliver > 1000 {
 		errs = append(errs, field.Invalid(path.Child("maxDeliver"), q.MaxDeliver, utilvalidation.InclusiveRangeError(1, 1000)))
 	}
 	if q.DeadLetterSubject != "" {
-		errs = append(errs, natsSubject(path.Child("deadLetterSubject"), q.DeadLetterSubject)...)
-		if q.DeadLetterSubject == q.Subject {
-			errs = append(errs, field.Invalid(path.Child("deadLetterSubject"), q.DeadLetterSubject, "must differ from the subject, or failed messages would come back"))
+		dl := natsSubject(path.Child("deadLetterSubject"), q.DeadLetterSubject, lastGreater)
+		errs = append(errs, dl...)
+		if len(dl) == 0 && len(errs) == 0 && SubjectsCollide(q.Subject, q.DeadLetterSubject) && !strings.HasSuffix(q.DeadLetterSubject, ">") {
+			errs = append(errs, field.Invalid(path.Child("deadLetterSubject"), q.DeadLetterSubject, "must not be a subject the trigger takes, or failed messages would come back"))
+		}
+		if len(dl) == 0 && len(errs) == 0 && strings.HasSuffix(q.DeadLetterSubject, ">") && SubjectsCollide(q.Subject, DeadLetterFor(q.DeadLetterSubject, q.Subject)) {
+			errs = append(errs, field.Invalid(path.Child("deadLetterSubject"), q.DeadLetterSubject,
+				"puts failed messages on subjects the trigger takes ("+DeadLetterFor(q.DeadLetterSubject, q.Subject)+"): they would come back"))
 		}
 	}
 	return errs
 }
 
-func natsSubject(path *field.Path, s string) field.ErrorList {
+// The wildcards a subject may hold.
+const (
+	literal     = iota
+	wildcards   // * for a token, > for the rest: what a trigger takes
+	lastGreater // > as its last token: a dead letter's, the message's subject in its place
+)
+
+func natsSubject(path *field.Path, s string, allow int) field.ErrorList {
 	switch {
 	case s == "":
 		return field.ErrorList{field.Required(path, "a subject")}
@@ -154,12 +167,22 @@ func natsSubject(path *field.Path, s string) field.ErrorList {
 	if SystemSubject(s) {
 		return field.ErrorList{field.Invalid(path, s, "is a NATS system subject ($JS, $SYS, $KV, _INBOX, …): the runners' own connection would carry callers' messages to the server's API")}
 	}
-	for _, tok := range strings.Split(s, ".") {
+	toks := strings.Split(s, ".")
+	if allow == wildcards && (toks[0] == "*" || toks[0] == ">") {
+		return field.ErrorList{field.Invalid(path, s, "must start with a literal token: a wildcard first would take NATS's own subjects ($JS, _INBOX) too")}
+	}
+	for i, tok := range toks {
+		last := i == len(toks)-1
 		switch {
 		case tok == "":
 			return field.ErrorList{field.Invalid(path, s, "has an empty token")}
+		case allow == wildcards && (tok == "*" || tok == ">" && last), allow == lastGreater && tok == ">" && last && i > 0:
+		case strings.ContainsAny(tok, "*>") && allow == wildcards:
+			return field.ErrorList{field.Invalid(path, s, "has a wildcard inside a token, or > before the last token: * stands for a whole token, > for the last ones")}
+		case strings.ContainsAny(tok, "*>") && allow == lastGreater:
+			return field.ErrorList{field.Invalid(path, s, "has a wildcard: only a last > is taken (the message's subject in its place)")}
 		case strings.ContainsAny(tok, "*>"):
-			return field.ErrorList{field.Invalid(path, s, "has a wildcard: a trigger takes the messages of one subject")}
+			return field.ErrorList{field.Invalid(path, s, "has a wildcard: messages are published on one subject")}
 		case strings.ContainsAny(tok, " \t\r\n"):
 			return field.ErrorList{field.Invalid(path, s, "holds white space")}
 		}

@@ -59,8 +59,25 @@ func TestTriggerValidation(t *testing.T) {
 		{"cron out of range", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "0 61 * * *"} }, "spec.schedule.cron"},
 		{"bad zone", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "@hourly", TimeZone: "Mars/Base"} }, "spec.schedule.timeZone"},
 		{"zone in expression", func(t *api.Trigger) { t.Spec.Schedule = &api.ScheduleTrigger{Cron: "CRON_TZ=UTC @hourly"} }, "spec.schedule.cron"},
-		{"wildcard subject", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.*"} }, "spec.queue.subject"},
-		{"tail wildcard", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.>"} }, "spec.queue.subject"},
+		{"wildcard subject", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.*"} }, ""},
+		{"tail wildcard", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.>"} }, ""},
+		{"wildcards", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.*.eu.>"} }, ""},
+		{"wildcard first", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "*.new"} }, "spec.queue.subject"},
+		{"everything", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: ">"} }, "spec.queue.subject"},
+		{"wildcard in a token", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.n*"} }, "spec.queue.subject"},
+		{"> before the end", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.>.eu"} }, "spec.queue.subject"},
+		{"dead letter per subject", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders.new", DeadLetterSubject: "failed.>"}
+		}, ""},
+		{"dead letter with *", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders.new", DeadLetterSubject: "failed.*"}
+		}, "spec.queue.deadLetterSubject"},
+		{"dead letter the trigger takes", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders.>", DeadLetterSubject: "orders.dead"}
+		}, "spec.queue.deadLetterSubject"},
+		{"dead letters back on the subject", func(t *api.Trigger) {
+			t.Spec.Queue = &api.QueueTrigger{Subject: "orders.>", DeadLetterSubject: "orders.>"}
+		}, "spec.queue.deadLetterSubject"},
 		{"empty token", func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders..x"} }, "spec.queue.subject"},
 		{"JetStream API as dead letter", func(t *api.Trigger) {
 			t.Spec.Queue = &api.QueueTrigger{Subject: "a", DeadLetterSubject: "$JS.API.STREAM.DELETE.x"}
@@ -84,6 +101,10 @@ func TestTriggerValidation(t *testing.T) {
 	tr := base(func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders"} })
 	if tr.Spec.Queue.MaxDeliver != api.DefaultMaxDeliver || tr.Spec.Queue.DeadLetterSubject != "deadletter.orders" {
 		t.Errorf("queue defaults: %+v", tr.Spec.Queue)
+	}
+	tr = base(func(t *api.Trigger) { t.Spec.Queue = &api.QueueTrigger{Subject: "orders.*"} })
+	if tr.Spec.Queue.DeadLetterSubject != "deadletter.>" {
+		t.Errorf("a wildcard subject's dead letters go to %q, want deadletter.> (each to deadletter.ITS_SUBJECT)", tr.Spec.Queue.DeadLetterSubject)
 	}
 	tr = base(func(t *api.Trigger) { t.Spec.HTTP = &api.HTTPTrigger{Path: "/a", Methods: []string{"get"}} })
 	if strings.Join(tr.Spec.HTTP.Methods, ",") != "GET" {
