@@ -16,9 +16,9 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
-	"minik8s/pkg/function"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/printers"
 )

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +63,7 @@ type templateFlags struct {
 	pluginsPre, pluginsPost, files   []string
 	memory, cpu                      string
 	idleTimeout                      time.Duration
-	config                           []string
+	config, outputs                  []string
 	fs                               *pflag.FlagSet
 }
 
@@ -84,13 +85,14 @@ func (t *templateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.memory, "memory", "", "memory each pod requests and may use at most, e.g. 128Mi (context[\"memory-limit\"]; empty removes it)")
 	fs.StringVar(&t.cpu, "cpu", "", "CPU each pod requests and may use at most, e.g. 250m or 1 (empty removes it)")
 	fs.DurationVar(&t.idleTimeout, "idle-timeout", 0, "how long without a call before idle pods are removed, e.g. 5m (0: the cluster's default, 60s)")
+	fs.StringArrayVar(&t.outputs, "output", nil, "an output minik8s.send(NAME, data) sends to: NAME=function:F, NAME=subject:S or NAME=url:U; NAME- removes it; repeat for more")
 	fs.StringArrayVar(&t.config, "config", nil, "KEY=VALUE the function reads as context[\"config\"] (under its triggers' and apps'); KEY- removes it; repeat for more")
 }
 
 // given reports whether any template setting is on the command line.
 func (t *templateFlags) given() bool {
 	for _, n := range []string{"filename", "image", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1", "plugin-pre", "plugin-post", "file",
-		"memory", "cpu", "idle-timeout", "config"} {
+		"memory", "cpu", "idle-timeout", "config", "output"} {
 		if t.fs.Changed(n) {
 			return true
 		}
@@ -172,6 +174,11 @@ func (t *templateFlags) apply(f *api.Func) error {
 			f.Spec.IdleTimeoutSeconds = &secs
 		}
 	}
+	for _, o := range t.outputs {
+		if err := applyOutput(f, o); err != nil {
+			return err
+		}
+	}
 	for _, kv := range t.config {
 		if k, ok := strings.CutSuffix(kv, "-"); ok && !strings.Contains(kv, "=") {
 			delete(f.Spec.Config, k)
@@ -192,6 +199,36 @@ func (t *templateFlags) apply(f *api.Func) error {
 			f.APIVersion = api.FuncAPIVersionV1
 		}
 	}
+	return nil
+}
+
+// applyOutput sets (or, with NAME-, removes) one output of f as --output
+// gives it: NAME=function:F, NAME=subject:S or NAME=url:U.
+func applyOutput(f *api.Func, arg string) error {
+	drop := func(name string) {
+		f.Spec.Outputs = slices.DeleteFunc(f.Spec.Outputs, func(o api.FuncOutput) bool { return o.Name == name })
+	}
+	if name, ok := strings.CutSuffix(arg, "-"); ok && !strings.Contains(arg, "=") {
+		drop(name)
+		return nil
+	}
+	name, target, _ := strings.Cut(arg, "=")
+	kind, to, ok := strings.Cut(target, ":")
+	out := api.FuncOutput{Name: name}
+	switch {
+	case !ok || name == "" || to == "":
+	case kind == "function":
+		out.Function = to
+	case kind == "subject":
+		out.Subject = to
+	case kind == "url":
+		out.URL = to
+	}
+	if out.Function+out.Subject+out.URL == "" {
+		return fmt.Errorf("--output %q: want NAME=function:F, NAME=subject:S or NAME=url:U (or NAME- to remove it)", arg)
+	}
+	drop(name)
+	f.Spec.Outputs = append(f.Spec.Outputs, out)
 	return nil
 }
 
@@ -240,7 +277,7 @@ func readSource(flag, path string) (string, error) {
 func newFuncCreateCommand(o *Options) *cobra.Command {
 	t := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "create NAME (-f CODE.py [--pre-run SETUP.sh] | --image IMAGE) [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V]... [--v1]",
+		Use:   "create NAME (-f CODE.py [--pre-run SETUP.sh] | --image IMAGE) [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V]... [--output NAME=KIND:TARGET]... [--v1]",
 		Short: "Create a function template",
 		Long: "Create a function from a Python file, or from an image in any language whose entrypoint\n" +
 			"serves the runtime's HTTP contract on $PORT. Without --left and --right the chain ends after\n" +
@@ -281,7 +318,7 @@ func newFuncCreateCommand(o *Options) *cobra.Command {
 func newFuncUpdateCommand(o *Options) *cobra.Command {
 	t := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "update NAME [-f CODE.py | --image IMAGE] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V|K-]... [--v1[=false]]",
+		Use:   "update NAME [-f CODE.py | --image IMAGE] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V|K-]... [--output NAME=KIND:TARGET|NAME-]... [--v1[=false]]",
 		Short: "Change a function template: only the settings given change",
 		Long: "Change the settings given on the command line and keep the others. New code (or a new\n" +
 			"image) reaches the function's pods as they are replaced. -f makes an image function a\n" +

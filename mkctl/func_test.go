@@ -303,3 +303,21 @@ func TestInvokeWait(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyOutput(t *testing.T) {
+	f := &api.Func{}
+	for _, arg := range []string{"audit=function:auditor", "bus=subject:orders.new", "hook=url:https://example.com/x", "bus=subject:orders.old", "audit-"} {
+		if err := applyOutput(f, arg); err != nil {
+			t.Fatalf("%s: %v", arg, err)
+		}
+	}
+	want := []api.FuncOutput{{Name: "hook", URL: "https://example.com/x"}, {Name: "bus", Subject: "orders.old"}}
+	if !reflect.DeepEqual(f.Spec.Outputs, want) {
+		t.Errorf("outputs %+v, want %+v", f.Spec.Outputs, want)
+	}
+	for _, bad := range []string{"audit", "audit=auditor", "audit=queue:x", "=function:x", "a=function:"} {
+		if err := applyOutput(f, bad); err == nil || !strings.Contains(err.Error(), "NAME=function:F") {
+			t.Errorf("--output %s: %v, want the forms named", bad, err)
+		}
+	}
+}

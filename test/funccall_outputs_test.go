@@ -2,6 +2,8 @@ package test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,7 +121,12 @@ def run(arg):
 			t.Fatal(err)
 		}
 		keeper := "import minik8s\n\ndef run(arg):\n    minik8s.send('kept', arg)\n    return arg\n"
-		funcTemplate(t, s, "keeper", keeper, "RETURN", "RETURN", map[string]any{"outputs": []map[string]any{{"name": "kept", "subject": "orders.kept"}}})
+		src := filepath.Join(t.TempDir(), "keeper.py")
+		if err := os.WriteFile(src, []byte(keeper), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustMkctl(t, s, "func", "create", "keeper", "-f", src, "--output", "kept=subject:orders.kept", "--output", "gone=url:http://127.0.0.2/x")
+		mustMkctl(t, s, "func", "update", "keeper", "--output", "gone-")
 		s.PublishFunctionPods(t, "keeper", runtime(t, keeper))
 		_, v, data := syncCall(t, s, "keeper", []byte("k1"))
 		if v.Status != api.InstanceSucceeded || len(v.Steps[0].Sends) != 1 || v.Steps[0].Sends[0].Error != "" {
