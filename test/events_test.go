@@ -99,17 +99,8 @@ func TestTriggerEvents(t *testing.T) {
 	srv := startNATS(t)
 	s := framework.StartAPIServer(t)
 	gw := framework.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- funcrunner.Run(ctx, funcrunner.Config{Client: s.Client, Identity: "ev-runner", GatewayAddress: gw, NATSURL: srv.URL})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("runner: %v", err)
-		}
-	})
+	runRunner(t, funcrunner.Config{Client: s.Client, Identity: "ev-runner", GatewayAddress: gw, NATSURL: srv.URL})
+	ctx := context.Background()
 	funcTemplate(t, s, "meta", metaCode, "RETURN", "RETURN", nil)
 	publish(t, s, "meta", runtime(t, metaCode))
 	boomCode := "def run(arg):\n    raise ValueError('boom ' + arg)\n"

@@ -17,6 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
@@ -425,4 +426,19 @@ func TestStepCallKeepsTheRunningStep(t *testing.T) {
 		!v.Steps[0].Superseded || v.Steps[0].Function != "sleeper" || v.Steps[0].Result != "slept x" {
 		t.Fatalf("after a step call during a step: %s %q with steps %+v, want Succeeded \"stopped\" keeping the superseded step", v.Status, v.Result, v.Steps)
 	}
+}
+
+// runRunner runs a function runner with cfg until the test ends; one that
+// ends with an error fails the test.
+func runRunner(t *testing.T, cfg funcrunner.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- funcrunner.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runner %s: %v", cfg.Identity, err)
+		}
+	})
 }

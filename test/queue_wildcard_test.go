@@ -26,17 +26,8 @@ import (
 func TestQueueTriggerWildcards(t *testing.T) {
 	srv := startNATS(t)
 	s := framework.StartAPIServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- funcrunner.Run(ctx, funcrunner.Config{Client: s.Client, Identity: "wild-runner", NATSURL: srv.URL})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("runner: %v", err)
-		}
-	})
+	runRunner(t, funcrunner.Config{Client: s.Client, Identity: "wild-runner", NATSURL: srv.URL})
+	ctx := context.Background()
 	code := "def run(event, context):\n    if event['metadata']['topic'].startswith('fail.'):\n        raise ValueError('no')\n    return event['metadata']['topic']\n"
 	funcTemplate(t, s, "topic", code, "RETURN", "RETURN", nil)
 	publish(t, s, "topic", runtime(t, code))

@@ -25,17 +25,8 @@ func TestTriggerFilters(t *testing.T) {
 	srv := startNATS(t)
 	s := framework.StartAPIServer(t)
 	gw := framework.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- funcrunner.Run(ctx, funcrunner.Config{Client: s.Client, Identity: "filter-runner", GatewayAddress: gw, NATSURL: srv.URL})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("runner: %v", err)
-		}
-	})
+	runRunner(t, funcrunner.Config{Client: s.Client, Identity: "filter-runner", GatewayAddress: gw, NATSURL: srv.URL})
+	ctx := context.Background()
 	code := "def run(arg):\n    return 'took ' + arg\n"
 	funcTemplate(t, s, "took", code, "RETURN", "RETURN", nil)
 	publish(t, s, "took", runtime(t, code))

@@ -167,18 +167,8 @@ func funcTemplateNS(t *testing.T, s *framework.APIServer, ns, name string) {
 func TestHTTPTrigger(t *testing.T) {
 	s := framework.StartSecureAPIServer(t, "runner-token,system:funcrunner:gw,u1,\"system:funcrunners\"\n")
 	gw := framework.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	rc := s.SecureClient(t, client.Config{Token: "runner-token"})
-	go func() {
-		done <- funcrunner.Run(ctx, funcrunner.Config{Client: rc, Identity: "gw-runner", GatewayAddress: gw})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("runner: %v", err)
-		}
-	})
+	runRunner(t, funcrunner.Config{Client: rc, Identity: "gw-runner", GatewayAddress: gw})
 	code := "def run(arg):\n    return 'hi ' + arg\n"
 	funcTemplate(t, s, "greet", code, "RETURN", "RETURN", nil)
 	publish(t, s, "greet", runtime(t, code))
