@@ -62,6 +62,22 @@ def run(arg):
 			}
 		})
 	}
+	t.Run("a record stored over REST (a trigger's) keeps them", func(t *testing.T) {
+		// As a queue trigger's runner stores a binary message's call.
+		inst := &api.FuncInstance{ObjectMeta: api.ObjectMeta{Name: "bin-rest-1", Namespace: "default"},
+			Spec: api.FuncInstanceSpec{Function: "kind", Arg: api.Bytes(binary), Trigger: &api.FuncTriggerRef{Name: "q", Type: "queue"}},
+			Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: "kind", Arg: api.Bytes(binary)}}}
+		if _, err := s.Client.FuncInstances("default").Create(t.Context(), inst); err != nil {
+			t.Fatal(err)
+		}
+		if v := result(t, s, "bin-rest-1", 30*time.Second); v.Status != api.InstanceSucceeded || string(v.Result) != "bytes:\x00\xfe\xff" {
+			t.Errorf("the call stored over REST: %+v", v)
+		}
+		got, err := s.Client.FuncInstances("default").Get(t.Context(), "bin-rest-1")
+		if err != nil || got.Spec.Arg != api.Bytes(binary) || got.Status.Steps[0].Arg != api.Bytes(binary) {
+			t.Errorf("the stored record: %+v %v", got, err)
+		}
+	})
 	t.Run("a CloudEvent answer carries them as data_base64", func(t *testing.T) {
 		req, _ := http.NewRequest("POST", s.URL+"/api/funcs/kind?wait=30s", strings.NewReader(binary))
 		req.Header.Set("Accept", "application/cloudevents+json")
