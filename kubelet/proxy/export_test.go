@@ -21,3 +21,15 @@ func Apply(ctx context.Context, ports []ServicePort, nets Nets, known map[string
 func RuleSet(ports []ServicePort, nets Nets, existing map[string][]string) string {
 	return ruleSet(ports, nets, existing)
 }
+
+// UDP is sp on UDP.
+func (sp ServicePort) UDP() ServicePort {
+	sp.port.Protocol = "UDP"
+	return sp
+}
+
+// ForgetGone deletes the conntrack entries of the endpoints of before
+// that after does not have, as a sync does once it wrote after's rules.
+func ForgetGone(before, after []ServicePort) (uint, error) {
+	return forget(gone(endpointsOf(before), endpointsOf(after)))
+}

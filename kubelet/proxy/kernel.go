@@ -33,6 +33,9 @@ type Kernel struct {
 	last   string
 	known  map[string][]string
 	hooked bool
+	// sent are the endpoints the rules last written send to: those that
+	// leave have their connections' conntrack entries deleted.
+	sent map[string]endpoint
 }
 
 // NewKernel returns a kernel proxy fed by the factory's informers;
@@ -112,6 +115,18 @@ func (k *Kernel) sync(ctx context.Context) error {
 	}
 	k.known, k.hooked = known, true
 	k.last = ruleSet(ports, k.nets, nil)
+	now := endpointsOf(ports)
+	if left := gone(k.sent, now); len(left) > 0 {
+		// After the rules: a packet of a forgotten connection then finds
+		// the new rules, never the old entry.
+		n, err := forget(left)
+		if err != nil {
+			log.WithError(err).WithField("endpoints", len(left)).Warn("proxy: deleting the conntrack entries of removed endpoints failed")
+		} else if n > 0 {
+			log.WithFields(log.Fields{"endpoints": len(left), "entries": n}).Debug("proxy: conntrack entries of removed endpoints deleted")
+		}
+	}
+	k.sent = now
 	log.WithFields(log.Fields{"servicePorts": len(ports), "bytes": len(rules)}).Debug("proxy: service rules written")
 	return nil
 }

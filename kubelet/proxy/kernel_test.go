@@ -6,8 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/vishvananda/netlink"
 
 	"minik8s/kubelet/proxy"
 	"minik8s/pkg/netns"
@@ -132,5 +136,107 @@ func TestRulesInTheKernel(t *testing.T) {
 	second := save()
 	if strings.Contains(second, "127.42.0.8") || strings.Contains(second, "30090") || strings.Count(second, ":MINIK8S-S") != 4 {
 		t.Fatalf("the old service's rules or chains are left:\n%s", second)
+	}
+}
+
+// TestConntrackOfRemovedEndpoints: once a Service's endpoint is gone, the
+// conntrack entries of the connections its rules sent there go too (a UDP
+// client keeping its port would otherwise follow its entry to the removed
+// pod); connections made to the endpoint's own address, and those of the
+// other endpoints, stay.
+func TestConntrackOfRemovedEndpoints(t *testing.T) {
+	if os.Geteuid() != 0 {
+		harness.NeedE2E(t, "network namespaces need root")
+	}
+	if _, err := exec.LookPath("iptables-restore"); err != nil {
+		harness.NeedE2E(t, "iptables is missing (apt-get install iptables)")
+	}
+	path := filepath.Join(t.TempDir(), "ns")
+	if err := netns.New(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netns.Remove(path) })
+	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
+	_, clusterCIDR, _ := net.ParseCIDR("127.42.0.0/16")
+	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR}
+	dns := proxy.NewServicePort("default", "dns", 53, 0, "127.43.0.5", "127.42.0.7:5353").UDP()
+	other := proxy.NewServicePort("default", "other", 53, 0, "127.43.0.6", "127.42.0.8:5353").UDP()
+	moved := proxy.NewServicePort("default", "dns", 53, 0, "127.43.0.5", "127.42.0.9:5353").UDP()
+	send := func(addrs ...string) {
+		t.Helper()
+		err := netns.Do(path, func() error {
+			for _, a := range addrs {
+				c, err := net.Dial("udp", a)
+				if err != nil {
+					return err
+				}
+				_, _ = c.Write([]byte("q"))
+				c.Close()
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Replies by the endpoint each entry expects, by where the connection went.
+	entries := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		err := netns.Do(path, func() error {
+			flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, netlink.FAMILY_V4)
+			for _, f := range flows {
+				if f.Forward.Protocol == syscall.IPPROTO_UDP {
+					out[net.JoinHostPort(f.Forward.DstIP.String(), strconv.Itoa(int(f.Forward.DstPort)))] =
+						net.JoinHostPort(f.Reverse.SrcIP.String(), strconv.Itoa(int(f.Reverse.SrcPort)))
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	err := netns.Do(path, func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err == nil {
+			err = netlink.LinkSetUp(lo)
+		}
+		if err == nil {
+			_, err = proxy.Apply(context.Background(), []proxy.ServicePort{dns, other}, nets, nil)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send("127.43.0.5:53", "127.43.0.6:53", "127.42.0.7:5353")
+	before := entries()
+	if before["127.43.0.5:53"] != "127.42.0.7:5353" || before["127.43.0.6:53"] != "127.42.0.8:5353" || before["127.42.0.7:5353"] != "127.42.0.7:5353" {
+		t.Fatalf("conntrack before: %v", before)
+	}
+	var n uint
+	err = netns.Do(path, func() (err error) {
+		if _, err = proxy.Apply(context.Background(), []proxy.ServicePort{moved, other}, nets, nil); err != nil {
+			return err
+		}
+		n, err = proxy.ForgetGone([]proxy.ServicePort{dns, other}, []proxy.ServicePort{moved, other})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := entries()
+	if _, ok := after["127.43.0.5:53"]; ok || n != 1 {
+		t.Errorf("the entry towards the removed endpoint stayed (%d deleted): %v", n, after)
+	}
+	if after["127.43.0.6:53"] != "127.42.0.8:5353" || after["127.42.0.7:5353"] != "127.42.0.7:5353" {
+		t.Errorf("entries that must stay went: %v", after)
+	}
+	// The same client port now reaches the endpoint the Service has.
+	send("127.43.0.5:53")
+	if got := entries()["127.43.0.5:53"]; got != "127.42.0.9:5353" {
+		t.Errorf("a new packet to the Service goes to %q, want the live endpoint 127.42.0.9:5353", got)
 	}
 }
