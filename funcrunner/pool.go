@@ -72,6 +72,7 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 	var waitStart, waitEnd time.Time // the first wait for a pod, for the trace
 	var t turn                       // our place in the function's queue while we wait
 	triedWarm := false
+	var lost []string // the pods lost under this step, and why
 	defer func() {
 		if t != nil {
 			p.leave(key, t)
@@ -179,6 +180,18 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 			p.s.warm.forget(key, addr)
 			continue
 		}
+		if errors.Is(err, errPodLost) && ctx.Err() == nil && len(lost) < maxLostPods {
+			// The caller was promised the call: it runs again, on a pod
+			// that answers (a dead one refuses the next dial, and goes).
+			where := tgt.pod
+			if where == "" {
+				where = addr.IP
+			}
+			lost = append(lost, fmt.Sprintf("%s: %v", where, err))
+			log.WithError(err).WithFields(log.Fields{"function": fnKey, "pod": tgt.pod}).Warn("function runner: a pod was lost under a call; running it again")
+			continue
+		}
+		tgt.lost = lost
 		return res, tgt, err
 	}
 }

@@ -210,6 +210,47 @@ func TestPoolRefusedCallGoesElsewhere(t *testing.T) {
 	}
 }
 
+// A pod lost under a call (its connection broken before the answer: it
+// died) does not fail the call: it runs again on a pod that answers, and
+// the step records the pod lost and why; a call that every pod is lost
+// under fails after maxLostPods tries.
+func TestPoolCallRunsAgainWhenItsPodIsLost(t *testing.T) {
+	e := newEnv(t, Config{ColdStartTimeout: time.Minute})
+	f := newFunc("f", "", "")
+	e.putFunc(f)
+	var died atomic.Int32
+	dying := newFakePod(t, "pod-dying", func(w http.ResponseWriter, r *http.Request) {
+		if died.Add(1) == 1 {
+			// As a pod killed mid-call: the connection drops, no answer.
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		answer(func(arg string) function.Result { return function.Result{Result: api.Bytes("ok " + arg)} })(w, r)
+	})
+	e.publish(f, dying)
+	inst := collect(t, runSteps(e, "f", "x"), 1)[0]
+	st := inst.Status
+	if st.Phase != api.InstanceSucceeded || string(st.Result) != "ok x" || len(st.Steps[0].Retried) != 1 ||
+		!strings.HasPrefix(st.Steps[0].Retried[0], "pod-dying: ") || !strings.Contains(st.Steps[0].Retried[0], "lost before it answered") {
+		t.Fatalf("call after a lost pod: %s %q %q, steps %+v", st.Phase, st.Result, st.Error, st.Steps)
+	}
+
+	g := newFunc("g", "", "")
+	e.putFunc(g)
+	var tries atomic.Int32
+	deadly := newFakePod(t, "pod-deadly", func(w http.ResponseWriter, r *http.Request) {
+		tries.Add(1)
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	})
+	e.publish(g, deadly)
+	inst = collect(t, runSteps(e, "g", "y"), 1)[0]
+	if st := inst.Status; st.Phase != api.InstanceFailed || !strings.Contains(st.Error, "lost before it answered") || tries.Load() != maxLostPods+1 {
+		t.Errorf("a call every pod is lost under: %s %q after %d tries, want Failed after %d", st.Phase, st.Error, tries.Load(), maxLostPods+1)
+	}
+}
+
 // Only the pods of the function's ReplicaSet get its calls.
 func TestPoolSkipsPodsNotOwned(t *testing.T) {
 	e := newEnv(t, Config{ColdStartTimeout: 200 * time.Millisecond})

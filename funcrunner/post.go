@@ -38,6 +38,11 @@ const (
 // errNotServed marks a call the pod refused before running it.
 var errNotServed = errors.New("pod did not take the call")
 
+// errPodLost marks a call whose connection to its pod broke before the
+// answer (the pod died under it, or closed the connection): it may have
+// run, or not; it is run again elsewhere.
+var errPodLost = errors.New("the pod was lost before it answered")
+
 // newPodClient returns the HTTP client of calls to function pods: calls
 // reuse kept-alive connections, and a pod that is gone fails fast.
 func newPodClient() *http.Client {
@@ -75,12 +80,12 @@ func postStep(ctx context.Context, hc *http.Client, ip string, port int32, f *ap
 		if rctx.Err() != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("the pod at %s did not answer within %ds: %w", ip, timeout+10, errdefs.ErrTimeout)
 		}
-		return nil, fmt.Errorf("calling the pod at %s: %v", ip, err)
+		return nil, fmt.Errorf("calling the pod at %s: %w: %v", ip, errPodLost, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading the answer of the pod at %s: %v", ip, err)
+		return nil, fmt.Errorf("reading the answer of the pod at %s: %w: %v", ip, errPodLost, err)
 	}
 	if len(body) > maxAnswerBytes {
 		return nil, fmt.Errorf("the pod at %s answered more than %d bytes", ip, maxAnswerBytes)

@@ -94,7 +94,14 @@ func (s *stepper) watch(funcs *cache.Informer[api.Func, *api.Func], pods *cache.
 type stepTarget struct {
 	pod, node          string
 	waitStart, waitEnd time.Time
+	// lost are the pods lost under the step before the one that
+	// answered, and why: the step ran again.
+	lost []string
 }
+
+// maxLostPods bounds the pods a step is run again after: a call that
+// kills every pod it runs in fails.
+const maxLostPods = 3
 
 // advance runs inst.Status.Next and returns the instance as it must be
 // stored next: a deep copy of inst with the step's record appended and
@@ -161,7 +168,7 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	}
 	end := time.Now().UTC()
 	rec.DurationMs = end.Sub(start).Milliseconds()
-	rec.Pod, rec.Node = tgt.pod, tgt.node
+	rec.Pod, rec.Node, rec.Retried = tgt.pod, tgt.node, tgt.lost
 	failed := err != nil || (res != nil && res.Error != nil)
 	s.metrics.ended(ns, f.Name, failed, !tgt.waitStart.IsZero(), end.Sub(start))
 	if ctx.Err() != nil {

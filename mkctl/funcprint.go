@@ -71,6 +71,11 @@ func printSteps(b *strings.Builder, steps []api.FuncStepRecord, first int) (step
 			where += " on " + s.Node
 		}
 		field(b, "  ", "Pod", where)
+		if len(s.Retried) > 0 {
+			// The step ran again: the pods before were lost under it.
+			b.WriteString("  Ran again after losing:\n")
+			b.WriteString(indent(strings.Join(s.Retried, "\n"), "    "))
+		}
 		if s.Start != nil {
 			field(b, "  ", "Started", s.Start.UTC().Format(time.RFC3339Nano))
 		}

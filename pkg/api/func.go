@@ -323,6 +323,9 @@ type FuncStepRecord struct {
 	PluginErrors []string `json:"pluginErrors,omitempty"`
 	// Sends are what the step sent through its function's outputs.
 	Sends []FuncSendRecord `json:"sends,omitempty"`
+	// Retried are the pods lost under the step (dead, or the connection
+	// broken, before they answered), and why: the step ran again, on Pod.
+	Retried []string `json:"retried,omitempty"`
 	// Superseded: a step call (PUT /api/funcs/NAME/ID) moved the call on
 	// while this step ran; it ran, and its outcome was not followed.
 	Superseded bool       `json:"superseded,omitempty"`
