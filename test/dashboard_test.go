@@ -133,6 +133,12 @@ func checkShowsTheCluster(t *testing.T, s *framework.APIServer, b *framework.Bro
 	t.Helper()
 	ctx := context.Background()
 	var want, got struct{ pods, funcs, nodes []string }
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen: the API lists pods %v, functions %v; the page shows pods %v, functions %v, nodes %v",
+				want.pods, want.funcs, got.pods, got.funcs, got.nodes)
+		}
+	}()
 	waitFor(t, "the page to show every function and pod", 120*time.Second, func() bool {
 		pods, _, err := s.Client.Pods("").List(ctx, client.ListOptions{})
 		if err != nil {
