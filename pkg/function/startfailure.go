@@ -32,6 +32,16 @@ var waitingFailures = map[string]bool{
 	"CreateContainerError": true, "CreateContainerConfigError": true, "RunContainerError": true,
 }
 
+// codeNotDelivered says whether w waits for the function's own code
+// ConfigMap, which its controller makes when the function is made or
+// changed: a pod made at once (a v1 step's) may come first, and the
+// kubelet tries again until it is there.
+func codeNotDelivered(p *api.Pod, w *api.ContainerStateWaiting) bool {
+	fn := p.Labels[LabelFunc]
+	return fn != "" && w.Reason == "CreateContainerConfigError" &&
+		strings.Contains(w.Message, fmt.Sprintf("configMap %q", ObjectName(fn))) && strings.Contains(w.Message, "not found")
+}
+
 // PodStartFailure says why a pod that is not ready cannot start serving,
 // or nil while it may yet (it is being made, pulled, started or probed).
 // A pod that ended is a failure too. A container whose start failed with
@@ -61,7 +71,7 @@ func PodStartFailure(p *api.Pod) *StartFailure {
 			return &StartFailure{Reason: startFailedReason(cs), Message: strings.TrimSpace(t.Message)}
 		}
 		w := cs.State.Waiting
-		if w == nil || !waitingFailures[w.Reason] {
+		if w == nil || !waitingFailures[w.Reason] || codeNotDelivered(p, w) {
 			continue
 		}
 		msg := w.Message

@@ -63,6 +63,11 @@ func TestPodStartFailure(t *testing.T) {
 			"StartFailed", "SyntaxError"},
 		{"failed, served since, unready now", withConds(status(api.ContainerStatus{State: running, LastState: ended("Error", 1, syntax)}), notReady(at.Add(5*time.Second))), "", ""},
 		{"killed by liveness after serving, backing off", withConds(status(api.ContainerStatus{State: waiting("CrashLoopBackOff", ""), LastState: ended("Error", 137, "")}), notReady(at.Add(5*time.Second))), "", ""},
+		{"its code not delivered yet", status(api.ContainerStatus{State: waiting("CreateContainerConfigError",
+			`spec.volumes[0].configMap: configMap "func-once": ConfigMap "func-once" not found in namespace "default": not found`)}), "", ""},
+		{"another config map missing", status(api.ContainerStatus{State: waiting("CreateContainerConfigError",
+			`spec.volumes[1].configMap: configMap "settings": ConfigMap "settings" not found in namespace "default": not found`)}),
+			"CreateContainerConfigError", `configMap "settings"`},
 		{"image not pulled", status(api.ContainerStatus{State: waiting("ErrImagePull", `pull "nope:1": not found`)}), "ErrImagePull", `pull "nope:1": not found`},
 		{"image pull back-off", status(api.ContainerStatus{State: waiting("ImagePullBackOff", "not found")}), "ImagePullBackOff", "not found"},
 		{"pod failed", api.PodStatus{Phase: api.PodFailed, Message: "evicted"}, "PodEnded", "the pod ended (Failed) before serving: evicted"},
@@ -71,7 +76,7 @@ func TestPodStartFailure(t *testing.T) {
 			"CrashLoopBackOff", "container init exited with code 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := PodStartFailure(&api.Pod{ObjectMeta: api.ObjectMeta{Name: "p"}, Status: tc.status})
+			f := PodStartFailure(&api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Labels: map[string]string{LabelFunc: "once"}}, Status: tc.status})
 			switch {
 			case tc.reason == "" && f != nil:
 				t.Fatalf("failure %v, want none", f)
