@@ -65,7 +65,7 @@ def run(arg):
 	t.Run("a record stored over REST (a trigger's) keeps them", func(t *testing.T) {
 		// As a queue trigger's runner stores a binary message's call.
 		inst := &api.FuncInstance{ObjectMeta: api.ObjectMeta{Name: "bin-rest-1", Namespace: "default"},
-			Spec: api.FuncInstanceSpec{Function: "kind", Arg: api.Bytes(binary), Trigger: &api.FuncTriggerRef{Name: "q", Type: "queue"}},
+			Spec:   api.FuncInstanceSpec{Function: "kind", Arg: api.Bytes(binary), Trigger: &api.FuncTriggerRef{Name: "q", Type: "queue"}},
 			Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Next: &api.FuncStep{Function: "kind", Arg: api.Bytes(binary)}}}
 		if _, err := s.Client.FuncInstances("default").Create(t.Context(), inst); err != nil {
 			t.Fatal(err)

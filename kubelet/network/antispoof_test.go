@@ -32,7 +32,7 @@ import (
 func TestNoPodPosesAsAnother(t *testing.T) {
 	ctx := context.Background()
 	_, node, state := nodeNetwork(t)
-	cfg := network.Config{StateDir: state, PodCIDR: testPodCIDR, ClusterCIDR: "10.42.0.0/16", NodeNetns: node}
+	cfg := network.Config{StateDir: state, PodCIDR: testPodCIDR, ClusterCIDR: testClusterCIDR, NodeNetns: node}
 	m, err := network.New(cfg)
 	if err != nil {
 		t.Fatal(err)

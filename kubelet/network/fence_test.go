@@ -17,9 +17,10 @@ import (
 )
 
 func TestMasqueradeAddress(t *testing.T) {
+	// Computed only: no address here is given to anything.
 	for _, tc := range []struct{ cidr, want string }{
-		{"10.42.7.0/24", "10.42.7.254"},
-		{"10.42.0.0/16", "10.42.255.254"},
+		{testPodCIDR, "10.42.7.254"},
+		{testClusterCIDR, "10.42.255.254"},
 		{"10.42.7.8/29", "10.42.7.14"},
 		{"10.42.7.0/30", ""},
 		{"fd00::/64", ""},
@@ -57,7 +58,7 @@ func dial(path, local, addr string) error {
 func TestFencedPods(t *testing.T) {
 	ctx := context.Background()
 	_, node, state := nodeNetwork(t)
-	m, err := network.New(network.Config{StateDir: state, PodCIDR: testPodCIDR, ClusterCIDR: "10.42.0.0/16", NodeNetns: node})
+	m, err := network.New(network.Config{StateDir: state, PodCIDR: testPodCIDR, ClusterCIDR: testClusterCIDR, NodeNetns: node})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestFencedPods(t *testing.T) {
 	if out, err := exec.Command("nsenter", "--net="+pathF, "iptables", "-F").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	again, err := network.New(network.Config{StateDir: state, PodCIDR: testPodCIDR, ClusterCIDR: "10.42.0.0/16", NodeNetns: node})
+	again, err := network.New(network.Config{StateDir: state, PodCIDR: testPodCIDR, ClusterCIDR: testClusterCIDR, NodeNetns: node})
 	if err != nil {
 		t.Fatal(err)
 	}

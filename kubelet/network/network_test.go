@@ -28,9 +28,11 @@ func TestMain(m *testing.M) { harness.Main(m) }
 // exist only in the node namespace nodeNetwork creates: the bridge, the
 // veths and the pods' namespaces hang off it, and nothing routes out of it.
 const (
-	testPodCIDR    = "10.42.7.0/24"
-	testPodNetwork = "10.42.7.0"
-	testPodGateway = "10.42.7.1"
+	testPodCIDR = "10.42.7.0/24"
+	// testClusterCIDR holds testPodCIDR: only fenced pods' rules name it.
+	testClusterCIDR = "10.42.0.0/16"
+	testPodNetwork  = "10.42.7.0"
+	testPodGateway  = "10.42.7.1"
 	// The host-local IPAM plugin's files, one per address it handed out.
 	testPodLeases = "10.42.7.*"
 )
