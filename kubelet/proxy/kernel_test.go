@@ -89,20 +89,7 @@ func TestRuleSet(t *testing.T) {
 // of the service that is gone (left: SERVICES in both tables, web's SVC
 // and SEP), and the jumps into them are made once.
 func TestRulesInTheKernel(t *testing.T) {
-	if os.Geteuid() != 0 {
-		harness.NeedE2E(t, "network namespaces need root")
-	}
-	if _, err := exec.LookPath("iptables-restore"); err != nil {
-		harness.NeedE2E(t, "iptables is missing (apt-get install iptables)")
-	}
-	path := filepath.Join(t.TempDir(), "ns")
-	if err := netns.New(path); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = netns.Remove(path) })
-	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
-	_, clusterCIDR, _ := net.ParseCIDR("127.42.0.0/16")
-	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR}
+	path, nets := kernelNamespace(t)
 	ctx := context.Background()
 	save := func() string {
 		t.Helper()
@@ -145,20 +132,7 @@ func TestRulesInTheKernel(t *testing.T) {
 // pod); connections made to the endpoint's own address, and those of the
 // other endpoints, stay.
 func TestConntrackOfRemovedEndpoints(t *testing.T) {
-	if os.Geteuid() != 0 {
-		harness.NeedE2E(t, "network namespaces need root")
-	}
-	if _, err := exec.LookPath("iptables-restore"); err != nil {
-		harness.NeedE2E(t, "iptables is missing (apt-get install iptables)")
-	}
-	path := filepath.Join(t.TempDir(), "ns")
-	if err := netns.New(path); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = netns.Remove(path) })
-	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
-	_, clusterCIDR, _ := net.ParseCIDR("127.42.0.0/16")
-	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR}
+	path, nets := kernelNamespace(t)
 	dns := proxy.NewServicePort("default", "dns", 53, 0, "127.43.0.5", "127.42.0.7:5353").UDP()
 	other := proxy.NewServicePort("default", "other", 53, 0, "127.43.0.6", "127.42.0.8:5353").UDP()
 	moved := proxy.NewServicePort("default", "dns", 53, 0, "127.43.0.5", "127.42.0.9:5353").UDP()
@@ -239,4 +213,25 @@ func TestConntrackOfRemovedEndpoints(t *testing.T) {
 	if got := entries()["127.43.0.5:53"]; got != "127.42.0.9:5353" {
 		t.Errorf("a new packet to the Service goes to %q, want the live endpoint 127.42.0.9:5353", got)
 	}
+}
+
+// kernelNamespace makes a network namespace for rules (removed at the
+// test's end) and the loopback ranges its rules use.
+func kernelNamespace(t *testing.T) (string, proxy.Nets) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		harness.NeedE2E(t, "network namespaces need root")
+	}
+	if _, err := exec.LookPath("iptables-restore"); err != nil {
+		harness.NeedE2E(t, "iptables is missing (apt-get install iptables)")
+	}
+	path := filepath.Join(t.TempDir(), "ns")
+	if err := netns.New(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netns.Remove(path) })
+	_, podCIDR, _ := net.ParseCIDR("127.42.0.0/24")
+	_, clusterCIDR, _ := net.ParseCIDR("127.42.0.0/16")
+	nets := proxy.Nets{PodCIDR: podCIDR, ClusterCIDR: clusterCIDR}
+	return path, nets
 }

@@ -32,16 +32,21 @@ func TriggerSource(t *api.Trigger) (kind, source string) {
 // spec.filters): each attribute named equal to its value (exact), or
 // starting with it (prefix). An attribute the event lacks passes neither.
 func PassesFilters(filters []api.TriggerFilter, ev *api.FuncEvent) bool {
+	exact := func(v, want string) bool { return v == want }
 	for _, f := range filters {
-		for k, want := range f.Exact {
-			if v, ok := eventAttribute(ev, k); !ok || v != want {
-				return false
-			}
+		if !attributesMatch(ev, f.Exact, exact) || !attributesMatch(ev, f.Prefix, strings.HasPrefix) {
+			return false
 		}
-		for k, want := range f.Prefix {
-			if v, ok := eventAttribute(ev, k); !ok || !strings.HasPrefix(v, want) {
-				return false
-			}
+	}
+	return true
+}
+
+// attributesMatch says whether ev has every attribute of want, each
+// matching its value.
+func attributesMatch(ev *api.FuncEvent, want map[string]string, match func(v, want string) bool) bool {
+	for k, w := range want {
+		if v, ok := eventAttribute(ev, k); !ok || !match(v, w) {
+			return false
 		}
 	}
 	return true
