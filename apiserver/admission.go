@@ -33,6 +33,8 @@ func (s *Server) admit(ctx context.Context, ns string, obj api.Object) error {
 		return nil
 	case *api.Trigger:
 		return s.admitTrigger(ctx, ns, o)
+	case *api.Func:
+		return s.admitFuncTraffic(ctx, ns, o)
 	case *api.Node:
 		if node, ok := authz.NodeName(rbac.UserOf(ctx)); ok && o.Name != node {
 			return fmt.Errorf("nodes %q is forbidden: node %q may only register and change its own Node: %w", o.Name, node, errdefs.ErrForbidden)

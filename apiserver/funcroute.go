@@ -13,6 +13,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/function"
 	"minik8s/pkg/rbac"
 )
 
@@ -246,7 +247,8 @@ func (fr *funcRequest) attributes(path string) rbac.Attributes {
 	case funcDeleteTemplate:
 		a.Verb = "delete"
 	case funcCall:
-		a.Verb, a.Subresource = "create", funcInvoke
+		// Calling a revision (NAME@N) is calling the function.
+		a.Verb, a.Subresource, a.Name = "create", funcInvoke, function.BaseName(fr.name)
 	case funcInstance:
 		a.Verb, a.Resource, a.Name = "get", api.FuncInstancesResource.Name, fr.id
 	case funcStep:

@@ -12,6 +12,7 @@ import (
 	"minik8s/apiserver/funcapi"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/function/call"
 	"minik8s/pkg/rbac"
@@ -80,6 +81,10 @@ func (h *funcHandlers) call(c *gin.Context, name string) {
 	body, err := readBody(c, h.maxBody)
 	if err != nil {
 		fail(c, err)
+		return
+	}
+	if _, _, ok := function.SplitTarget(name); !ok {
+		fail(c, errdefs.BadRequest("", "%q: a call names a revision by its number, NAME@N with N from 1", name))
 		return
 	}
 	ctx, ns := c.Request.Context(), funcNamespace(c)

@@ -303,6 +303,7 @@ func New(cfg Config, store storage.Interface) *Server {
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
 	s.calls = funcapi.NewCalls(funcapi.Config{
 		Funcs:           s.registries[api.FuncsResource.Name],
+		Revisions:       s.registries[api.FuncRevisionsResource.Name],
 		Instances:       s.registries[api.FuncInstancesResource.Name],
 		Leases:          s.registries[api.LeasesResource.Name],
 		Retention:       s.cfg.FuncInstanceTTL,

@@ -29,6 +29,7 @@ var validObjects = map[string]string{
 	"funcinstances":            `{"metadata":{"name":"fi","namespace":"default"},"spec":{"function":"append_world","arg":"x"}}`,
 	"triggers":                 `{"metadata":{"name":"t","namespace":"default"},"spec":{"function":"append_world","http":{"path":"/hello"}}}`,
 	"apps":                     `{"metadata":{"name":"app","namespace":"default"},"spec":{"config":{"greeting":"hi"}}}`,
+	"funcrevisions":            `{"metadata":{"name":"append-world-r1","namespace":"default"},"spec":{"function":"append_world","revision":1,"template":{"function":"ZGVmIHJ1bihhcmcpOgogICAgcmV0dXJuIGFyZwo="}}}`,
 	"leases":                   `{"metadata":{"name":"l","namespace":"default"},"spec":{"holderIdentity":"runner-1","leaseDurationSeconds":15}}`,
 	"namespaces":               `{"metadata":{"name":"team-a"}}`,
 	"secrets":                  `{"metadata":{"name":"s","namespace":"default"},"stringData":{"password":"x"}}`,
@@ -199,6 +200,9 @@ func TestValidationOfEveryKind(t *testing.T) {
 		{api.FuncInstancesResource, "function", at("spec.function", "a b"), "spec.function"},
 		{api.TriggersResource, "path", at("spec.http.path", "hello"), "spec.http.path"},
 		{api.AppsResource, "config key", at("spec.config", map[string]any{"a b": "x"}), "spec.config[a b]"},
+		{api.FuncRevisionsResource, "revision", at("spec.revision", 0), "spec.revision"},
+		{api.FuncsResource, "traffic total", at("spec.traffic", []any{map[string]any{"latest": true, "percent": 90}}), "spec.traffic"},
+		{api.FuncsResource, "traffic target", at("spec.traffic", []any{map[string]any{"percent": 100}}), "spec.traffic[0].revision"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.res.Kind+"/"+tc.name, func(t *testing.T) {

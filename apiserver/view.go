@@ -59,6 +59,8 @@ func (funcGroupView) show(obj api.Object) api.Object {
 		c := *o
 		c.APIVersion = api.FuncGroupVersion
 		return &c
+	case *api.FuncRevision:
+		return function.RevisionToView(o)
 	}
 	return obj
 }

@@ -25,7 +25,7 @@ func newStepCall(inst *api.FuncInstance, f *api.Func, arg, traceparent string) s
 		ev = &api.FuncEvent{SpecVersion: "1.0", ID: inst.Name, Source: "/api/funcs/" + inst.Spec.Function, Type: function.EventTypeCall}
 	}
 	cc := &function.CallContext{
-		FunctionName: f.Name,
+		FunctionName: function.BaseName(f.Name),
 		Namespace:    funcNamespace(f),
 		Runtime:      function.Runtime(&f.Spec),
 		Timeout:      function.TimeoutSeconds(&f.Spec),

@@ -105,6 +105,12 @@ func (o *podOwners) cached(f *api.Func, addr api.EndpointAddress) (string, bool)
 // than the cache's.
 func (o *podOwners) replicaSets(f *api.Func) []string {
 	out := []string{f.Status.ReplicaSetUID}
+	if function.IsUnit(f.Name) {
+		if rs := o.s.unitReplicaSet(f); rs != "" && rs != f.Status.ReplicaSetUID {
+			out = append(out, rs)
+		}
+		return out
+	}
 	if c, ok := o.s.funcs.Get(funcNamespace(f), f.Name); ok && c.Status.ReplicaSetUID != f.Status.ReplicaSetUID {
 		out = append(out, c.Status.ReplicaSetUID)
 	}
@@ -150,6 +156,15 @@ func (o *podOwners) verifyFresh(ctx context.Context, f *api.Func, addr api.Endpo
 		return fmt.Errorf("address %s: pod %s: %w", addrKey(addr), name, err)
 	}
 	err = verifyAny(pod, ns, f.Name, rsUIDs, addr)
+	if errors.Is(err, errNotOwned) && function.IsUnit(f.Name) {
+		// The revision may have a ReplicaSet neither copy knows yet.
+		fn, n, _ := function.SplitTarget(f.Name)
+		if r, rerr := o.s.c.FuncRevisions(ns).Get(ctx, function.RevisionName(fn, n)); rerr == nil && r.UID == f.UID &&
+			!slices.Contains(rsUIDs, r.Status.ReplicaSetUID) && verify(pod, ns, f.Name, r.Status.ReplicaSetUID, addr) == nil {
+			return nil
+		}
+		return err
+	}
 	if errors.Is(err, errNotOwned) {
 		// The function may have a ReplicaSet neither copy knows yet.
 		if cur, ferr := o.s.c.Funcs(ns).Get(ctx, f.Name); ferr == nil && !slices.Contains(rsUIDs, cur.Status.ReplicaSetUID) {

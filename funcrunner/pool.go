@@ -71,7 +71,9 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 	waiting := false
 	var waitStart, waitEnd time.Time // the first wait for a pod, for the trace
 	var t turn                       // our place in the function's queue while we wait
-	triedWarm := false
+	// An older revision's unit takes no warm pod: a claimed pod joins
+	// the function's own pool.
+	triedWarm := function.IsUnit(f.Name)
 	var lost []string // the pods lost under this step, and why
 	defer func() {
 		if t != nil {
@@ -212,6 +214,9 @@ func (p *pool) checkOwner(ctx context.Context, f *api.Func, key string, addr api
 // The cache only clears a call to go on waiting: it may lag a fix or a
 // new function, so a failure is confirmed with the apiserver.
 func (s *stepper) cannotStart(ctx context.Context, f *api.Func) error {
+	if function.IsUnit(f.Name) {
+		return s.unitGone(ctx, f)
+	}
 	ns := funcNamespace(f)
 	if cur, ok := s.funcs.Get(ns, f.Name); ok && !replaced(f, cur) && startFailure(cur) == nil {
 		return nil
@@ -265,12 +270,25 @@ func (p *pool) candidates(f *api.Func, key string) []api.EndpointAddress {
 	}
 	p.mu.Unlock()
 	usable := out[:0]
+	code := p.s.hashes.of(f).code
 	for _, a := range out {
-		if !p.owners.knownBad(f, a) {
+		if !p.owners.knownBad(f, a) && !p.runsOtherCode(f, a, code) {
 			usable = append(usable, a)
 		}
 	}
 	return usable
+}
+
+// runsOtherCode says whether the cache knows addr's pod to run other code
+// than f's: a pod of the revision f had before, not yet replaced, which
+// would answer for the wrong revision. A pod the cache does not have yet
+// is new, so f's.
+func (p *pool) runsOtherCode(f *api.Func, a api.EndpointAddress, code string) bool {
+	if a.TargetRef == nil || a.TargetRef.Name == "" {
+		return false
+	}
+	pod, ok := p.s.pods.Get(funcNamespace(f), a.TargetRef.Name)
+	return ok && pod.Labels[function.LabelCode] != "" && pod.Labels[function.LabelCode] != code
 }
 
 // reserve takes a slot on the least busy of addrs that has one (fewer than

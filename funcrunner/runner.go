@@ -130,6 +130,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	d := newDemand()
 	st := newStepper(cfg, c, funcs, pods, eps, d)
+	st.revs = f.FuncRevisions().Lister()
 	if st.exporter, err = tracing.NewExporter(ctx, cfg.OTLPEndpoint); err != nil {
 		return err
 	}

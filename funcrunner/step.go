@@ -26,9 +26,12 @@ import (
 // and says what the instance becomes. It writes nothing about instances:
 // the runner stores what advance returns.
 type stepper struct {
-	cfg    Config
-	c      *client.Client
-	funcs  *cache.Lister[api.Func, *api.Func]
+	cfg   Config
+	c     *client.Client
+	funcs *cache.Lister[api.Func, *api.Func]
+	// revs are the functions' revisions (nil: read from the apiserver).
+	revs   *cache.Lister[api.FuncRevision, *api.FuncRevision]
+	hashes specHashes
 	pods   *cache.Lister[api.Pod, *api.Pod]
 	http   *http.Client
 	demand *demand
@@ -77,6 +80,9 @@ func (s *stepper) watch(funcs *cache.Informer[api.Func, *api.Func], pods *cache.
 	onPod := func(p *api.Pod) {
 		if fn := p.Labels[function.LabelFunc]; fn != "" {
 			s.pool.wakeFirst(p.Namespace + "/" + function.ObjectName(fn))
+		}
+		if fn := p.Labels[function.LabelRevisionOf]; fn != "" {
+			s.pool.wakeFirst(p.Namespace + "/" + function.ObjectName(fn+function.RevisionSep+p.Labels[function.LabelRevision]))
 		}
 		s.changes.Wake(podKey(p.Namespace, p.Name))
 	}
@@ -150,13 +156,22 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 		}
 		return ended(inst, nil, "", msg), nil
 	}
+	base := f
+	f, rev, err := s.target(ctx, inst, f, cur)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return ended(inst, nil, "", fmt.Sprintf("function %q: %v", base.Name, err)), nil
+	}
+	// Demand is counted per pool: an older revision's unit has its own.
 	fnKey := ns + "/" + f.Name
 	s.demand.start(fnKey)
 	defer s.demand.done(fnKey)
 
 	start := time.Now().UTC()
-	s.metrics.started(ns, f.Name)
-	rec := api.FuncStepRecord{Function: f.Name, Arg: truncate(cur.Arg), Start: &start}
+	s.metrics.started(ns, base.Name)
+	rec := api.FuncStepRecord{Function: base.Name, Revision: rev, Arg: truncate(cur.Arg), Start: &start}
 	stepSpan := tracing.NewSpanID()
 	sc := newStepCall(inst, f, string(cur.Arg), tracing.Format(traceID, stepSpan))
 	var res *function.Result
@@ -166,11 +181,16 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	} else {
 		res, tgt, err = s.pool.invoke(ctx, f, sc)
 	}
+	if rec.Revision == 0 && f == base {
+		// The function just changed: its revision is most likely made
+		// by now.
+		rec.Revision = s.latestRevision(f)
+	}
 	end := time.Now().UTC()
 	rec.DurationMs = end.Sub(start).Milliseconds()
 	rec.Pod, rec.Node, rec.Retried = tgt.pod, tgt.node, tgt.lost
 	failed := err != nil || (res != nil && res.Error != nil)
-	s.metrics.ended(ns, f.Name, failed, !tgt.waitStart.IsZero(), end.Sub(start))
+	s.metrics.ended(ns, base.Name, failed, !tgt.waitStart.IsZero(), end.Sub(start))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

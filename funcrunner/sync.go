@@ -86,12 +86,21 @@ func (sc *syncCalls) call(ctx context.Context, req function.CallRequest) (*api.F
 	}
 	// The apiserver leaves this check to the runner, whose cache answers
 	// it without a store read.
+	fn, rev, ok := function.SplitTarget(fn)
+	if !ok {
+		return nil, errdefs.BadRequest("", "%q: a call names a revision by its number, NAME@N with N from 1", req.Function)
+	}
 	f, err := sc.stepper.lookupFunc(ctx, ns, fn)
 	if err != nil {
 		return nil, err
 	}
 	if f == nil {
 		return nil, fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
+	}
+	if rev != 0 {
+		if _, err := sc.stepper.revision(ctx, f, rev); err != nil {
+			return nil, fmt.Errorf("%w (mkctl func revisions %s lists them)", err, fn)
+		}
 	}
 	inst := call.New(req, call.Origin{Runner: sc.self, Sync: true, Created: time.Now().UTC().Truncate(time.Second)})
 	return sc.run(ctx, inst, req.Wait)

@@ -703,7 +703,18 @@ func describeFunc(w *describeWriter, f *api.Func) {
 			w.text(1, name+": "+size)
 		}
 	}
+	if len(f.Spec.Traffic) > 0 {
+		w.line(0, "Traffic:")
+		for _, t := range f.Spec.Traffic {
+			rev := "revision " + strconv.FormatInt(t.Revision, 10)
+			if t.Latest {
+				rev = "latest"
+			}
+			w.kv(1, rev, strconv.Itoa(t.Percent)+"%")
+		}
+	}
 	w.line(0, "Status:")
+	w.kv(1, "Revision", fmt.Sprintf("%d (of %d made; mkctl func revisions %s)", f.Status.Revision, f.Status.RevisionsMade, f.Name))
 	w.kv(1, "Counter", f.Status.Counter)
 	w.kv(1, "Last Call", timestamp(f.Status.TimeStamp))
 	w.kv(1, "Service ID", f.Status.ServiceUID)

@@ -37,7 +37,8 @@ func newFuncCommand(o *Options) *cobra.Command {
 			"  ID=$(mkctl func invoke hello -d world) && mkctl func result $ID && mkctl func logs $ID",
 	}
 	cmd.AddCommand(newFuncCreateCommand(o), newFuncUpdateCommand(o), newFuncDeleteCommand(o),
-		newFuncInvokeCommand(o), newFuncResultCommand(o), newFuncLogsCommand(o), newFuncListCommand(o), newFuncTraceCommand(o))
+		newFuncInvokeCommand(o), newFuncResultCommand(o), newFuncLogsCommand(o), newFuncListCommand(o), newFuncTraceCommand(o),
+		newFuncRevisionsCommand(o), newFuncRollbackCommand(o))
 	return cmd
 }
 
@@ -63,7 +64,7 @@ type templateFlags struct {
 	pluginsPre, pluginsPost, files   []string
 	memory, cpu                      string
 	idleTimeout                      time.Duration
-	config, outputs                  []string
+	config, outputs, traffic         []string
 	fs                               *pflag.FlagSet
 }
 
@@ -86,13 +87,14 @@ func (t *templateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.cpu, "cpu", "", "CPU each pod requests and may use at most, e.g. 250m or 1 (empty removes it)")
 	fs.DurationVar(&t.idleTimeout, "idle-timeout", 0, "how long without a call before idle pods are removed, e.g. 5m (0: the cluster's default, 60s)")
 	fs.StringArrayVar(&t.outputs, "output", nil, "an output minik8s.send(NAME, data) sends to: NAME=function:F, NAME=subject:S or NAME=url:U; NAME- removes it; repeat for more")
+	fs.StringSliceVar(&t.traffic, "traffic", nil, "split the calls between revisions: REV=PERCENT or latest=PERCENT, adding up to 100 (comma-separated or repeated; the whole split is replaced; latest=100 undoes it)")
 	fs.StringArrayVar(&t.config, "config", nil, "KEY=VALUE the function reads as context[\"config\"] (under its triggers' and apps'); KEY- removes it; repeat for more")
 }
 
 // given reports whether any template setting is on the command line.
 func (t *templateFlags) given() bool {
 	for _, n := range []string{"filename", "image", "pre-run", "left", "right", "min", "max", "init", "timeout", "v1", "plugin-pre", "plugin-post", "file",
-		"memory", "cpu", "idle-timeout", "config", "output"} {
+		"memory", "cpu", "idle-timeout", "config", "output", "traffic"} {
 		if t.fs.Changed(n) {
 			return true
 		}
@@ -178,6 +180,13 @@ func (t *templateFlags) apply(f *api.Func) error {
 		if err := applyOutput(f, o); err != nil {
 			return err
 		}
+	}
+	if t.fs.Changed("traffic") {
+		traffic, err := parseTraffic(t.traffic)
+		if err != nil {
+			return err
+		}
+		f.Spec.Traffic = traffic
 	}
 	for _, kv := range t.config {
 		if k, ok := strings.CutSuffix(kv, "-"); ok && !strings.Contains(kv, "=") {
@@ -318,17 +327,18 @@ func newFuncCreateCommand(o *Options) *cobra.Command {
 func newFuncUpdateCommand(o *Options) *cobra.Command {
 	t := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "update NAME [-f CODE.py | --image IMAGE] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V|K-]... [--output NAME=KIND:TARGET|NAME-]... [--v1[=false]]",
+		Use:   "update NAME [-f CODE.py | --image IMAGE] [--pre-run SETUP.sh] [--left F] [--right F] [--min N --max N --init N] [--timeout S] [--memory Q] [--cpu Q] [--idle-timeout D] [--config K=V|K-]... [--output NAME=KIND:TARGET|NAME-]... [--traffic REV=P,latest=P] [--v1[=false]]",
 		Short: "Change a function template: only the settings given change",
 		Long: "Change the settings given on the command line and keep the others. New code (or a new\n" +
 			"image) reaches the function's pods as they are replaced. -f makes an image function a\n" +
 			"Python one again; --image drops the Python source and pre-run script.",
 		Example: "  mkctl func update double -f double.py\n  mkctl func update classify --right RETURN --max 3\n" +
+			"  mkctl func update double --traffic 1=90,latest=10   # a canary: 10% on the new code\n" +
 			"  mkctl func update shout --image minik8s/perl-example:latest",
 		Args: oneArg("name of the function"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !t.given() {
-				return usageError{cmd: cmd.CommandPath(), err: errors.New("nothing to change: give -f, --image, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1")}
+				return usageError{cmd: cmd.CommandPath(), err: errors.New("nothing to change: give -f, --image, --pre-run, --left, --right, --min, --max, --init, --timeout, --traffic or --v1")}
 			}
 			return o.updateFunc(cmd.Context(), args[0], t)
 		},

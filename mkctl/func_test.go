@@ -178,7 +178,7 @@ func TestFuncCommandLineMistakes(t *testing.T) {
 	}{
 		{[]string{"func", "create", "f"}, "error: must give the function's source with -f FILE, or its image with --image IMAGE (see 'mkctl func create --help')"},
 		{[]string{"func", "create"}, "error: you must give the name of the function (see 'mkctl func create --help')"},
-		{[]string{"func", "update", "f"}, "error: nothing to change: give -f, --image, --pre-run, --left, --right, --min, --max, --init, --timeout or --v1 (see 'mkctl func update --help')"},
+		{[]string{"func", "update", "f"}, "error: nothing to change: give -f, --image, --pre-run, --left, --right, --min, --max, --init, --timeout, --traffic or --v1 (see 'mkctl func update --help')"},
 		{[]string{"func", "invoke", "f", "--wait", "30s"}, "error: write --wait=30s (with '=') to wait 30s (see 'mkctl func invoke --help')"},
 		{[]string{"func", "invoke", "f", "g"}, `error: give one name of the function, not ["f" "g"] (see 'mkctl func invoke --help')`},
 		{[]string{"func", "result", "x", "-o", "wide"}, `error: unknown output format "wide" (want json, yaml or raw) (see 'mkctl func result --help')`},

@@ -285,6 +285,17 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 		attempt{name: "a runner's Lease", method: "POST", path: api.LeasesResource.Path(function.RunnerNamespace, ""), want: forbidden, says: who,
 			body: `{"metadata":{"name":"pwn-ed-runner","annotations":{"` + function.AnnotationRunnerURL + `":"http://` + c.cp.IP + `:1"}},"spec":{"holderIdentity":"pwn"}}`},
 		attempt{name: "calling b's function", method: "POST", path: "/api/funcs/secret?namespace=b", body: "x", ctype: "text/plain", want: forbidden, says: who},
+		// Revisions: b's are not its to read or call; its own function's
+		// are the function controller's to write (what ran as revision N
+		// stays what N names).
+		attempt{name: "calling a revision of b's function", method: "POST", path: "/api/funcs/secret@1?namespace=b", body: "x", ctype: "text/plain",
+			want: forbidden, says: who},
+		attempt{name: "b's revisions", method: "GET", path: "/apis/minik8s.io/v1/namespaces/b/funcrevisions", want: forbidden, says: who},
+		attempt{name: "a revision of its own function", method: "POST", path: "/apis/minik8s.io/v1/namespaces/a/funcrevisions", want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-rev"},"spec":{"function":"ctl-fn","revision":9,"template":{"function":"ZGVmIHJ1bihhKTogcmV0dXJuICdwd24n"}}}`},
+		attempt{name: "rewriting revision 1 of its own function", method: "PUT", path: "/apis/minik8s.io/v1/namespaces/a/funcrevisions/" + function.RevisionName("ctl-fn", 1),
+			want: forbidden, says: who,
+			body: `{"metadata":{"name":"` + function.RevisionName("ctl-fn", 1) + `"},"spec":{"function":"ctl-fn","revision":1,"template":{"function":"ZGVmIHJ1bihhKTogcmV0dXJuICdwd24n"}}}`},
 		attempt{name: "exec in b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "exec in b's pod by GET", method: "GET", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "port-forward to b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/portforward?ports=8080", want: forbidden, says: who},

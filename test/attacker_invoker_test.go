@@ -259,6 +259,12 @@ func (c *attackCluster) invokerRoutes(t *testing.T) {
 		attempt{name: "an instance made directly", method: "POST", path: "/api/v1/namespaces/a/funcinstances", want: forbidden, says: who,
 			body: `{"metadata":{"name":"pwn-inst"},"spec":{"function":"relay","user":"admin","callbackURL":"http://127.0.0.1:` + portOf(c.localOnNode1) + `/"}}`},
 		attempt{name: "exec in relay's pod", method: "POST", path: "/api/v1/namespaces/a/pods/x/exec?command=id", want: forbidden, says: who},
+		// A revision is called as its function is, and made by the
+		// function controller alone.
+		attempt{name: "calling a revision of b's function", method: "POST", path: "/api/funcs/secret@1?namespace=b", body: "x", ctype: "text/plain",
+			want: forbidden, says: who},
+		attempt{name: "a revision of relay", method: "POST", path: "/apis/minik8s.io/v1/namespaces/a/funcrevisions", want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-inv-rev"},"spec":{"function":"relay","revision":9,"template":{"function":"ZGVmIHJ1bihhKTogcmV0dXJuIGE="}}}`},
 	)
 	// The router's reading of a template route is the authorizer's:
 	// however spelled, no template is made.

@@ -193,6 +193,7 @@ func TestE2EFunctionsOnContainerd(t *testing.T) {
 	}
 	t.Run("BrokenFunctionsFailFast", func(t *testing.T) { checkBrokenFunctionsFailFast(t, s) })
 	t.Run("ResourcesAndConfig", func(t *testing.T) { checkFuncResources(t, s) })
+	t.Run("Revisions", func(t *testing.T) { checkFuncRevisions(t, s) })
 }
 
 func TestE2EFunctionV1FreshPodPerStep(t *testing.T) {

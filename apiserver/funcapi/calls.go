@@ -40,6 +40,7 @@ type CallRunner interface {
 // the instance; its record is stored after the caller has the answer.
 type Calls struct {
 	funcs, instances *registry.Store
+	revisions        *registry.Store
 	runners          *runnerDirectory
 	local            CallRunner
 	retention        time.Duration
@@ -73,6 +74,8 @@ type Config struct {
 	// Funcs, Instances and Leases are the registries of the function
 	// templates, the call records and the runners' Leases.
 	Funcs, Instances, Leases *registry.Store
+	// Revisions are the functions' revisions, which a call may name.
+	Revisions *registry.Store
 	// Retention is how long an ended call's record is kept.
 	Retention time.Duration
 	// MaxPending bounds the asynchronous calls not ended yet;
@@ -101,6 +104,7 @@ func NewCalls(cfg Config) *Calls {
 	}
 	return &Calls{
 		funcs:      cfg.Funcs,
+		revisions:  cfg.Revisions,
 		instances:  cfg.Instances,
 		runners:    newRunnerDirectory(cfg.Leases),
 		retention:  cfg.Retention,
@@ -157,13 +161,21 @@ func (c *Calls) checkCall(ctx context.Context, ns, fn string, arg []byte, callba
 	if !lookup {
 		return nil
 	}
+	fn, n, _ := function.SplitTarget(fn)
 	if _, err := c.funcs.Get(ctx, ns, fn); err != nil {
 		if errdefs.IsNotFound(err) {
 			return fmt.Errorf("function %q not found in namespace %q: %w", fn, ns, errdefs.ErrNotFound)
 		}
 		return err
 	}
-	return nil
+	if n == 0 || c.revisions == nil {
+		return nil
+	}
+	r, err := c.revisions.Get(ctx, ns, function.RevisionName(fn, n))
+	if errdefs.IsNotFound(err) || (err == nil && r.(*api.FuncRevision).Spec.Function != fn) {
+		return fmt.Errorf("function %q has no revision %d (mkctl func revisions %s lists them): %w", fn, n, fn, errdefs.ErrNotFound)
+	}
+	return err
 }
 
 // newInstance is an asynchronous call of fn that ctx's user made, not

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"minik8s/pkg/api"
@@ -39,6 +40,7 @@ var strategies = map[string]strategy{
 	api.ReplicaSetsResource.Name:              replicaSetStrategy{},
 	api.FuncsResource.Name:                    funcStrategy{},
 	api.TriggersResource.Name:                 triggerStrategy{},
+	api.FuncRevisionsResource.Name:            funcRevisionStrategy{},
 	api.JobsResource.Name:                     jobStrategy{},
 	api.ServicesResource.Name:                 serviceStrategy{},
 	api.NodesResource.Name:                    nodeStrategy{},
@@ -131,6 +133,22 @@ func (replicaSetStrategy) prepareForCreate(obj api.Object) {
 
 func (triggerStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.Trigger).Status = api.TriggerStatus{}
+}
+
+// A function's revision never changes once made: what ran as revision N
+// stays what N names (its status, the pool serving it, is the function
+// controller's).
+type funcRevisionStrategy struct{ defaultStrategy }
+
+func (funcRevisionStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.FuncRevision).Status = api.FuncRevisionStatus{}
+}
+
+func (funcRevisionStrategy) prepareForUpdate(_ *Store, cur, next api.Object) error {
+	if !reflect.DeepEqual(cur.(*api.FuncRevision).Spec, next.(*api.FuncRevision).Spec) {
+		return errdefs.Invalid("spec", "a revision never changes: change the function, which makes a new one")
+	}
+	return nil
 }
 
 // anyAPIVersion: the reference design's function bodies name their own.

@@ -57,6 +57,7 @@ type Controller struct {
 	cms    *cache.Informer[api.ConfigMap, *api.ConfigMap]
 	pods   *cache.Informer[api.Pod, *api.Pod]
 	leases *cache.Informer[api.Lease, *api.Lease]
+	revs   *cache.Informer[api.FuncRevision, *api.FuncRevision]
 	demand *demandTracker
 	queue  *workqueue.Queue
 }
@@ -72,7 +73,7 @@ func New(c *client.Client, f *cache.Factory, cfg Config) *Controller {
 	ctl := &Controller{
 		client: c, cfg: cfg, now: time.Now,
 		funcs: f.Funcs(), rss: f.ReplicaSets(), svcs: f.Services(), cms: f.ConfigMaps(), pods: f.Pods(),
-		leases: f.Leases(), queue: workqueue.New(),
+		leases: f.Leases(), revs: f.FuncRevisions(), queue: workqueue.New(),
 	}
 	ctl.demand = newDemandTracker(ctl.now())
 	ctl.funcs.AddEventHandler(cache.Handler[*api.Func]{
@@ -84,6 +85,7 @@ func New(c *client.Client, f *cache.Factory, cfg Config) *Controller {
 	onChange(ctl.svcs, ctl.enqueueOwner)
 	onChange(ctl.cms, ctl.enqueueOwner)
 	onChange(ctl.pods, ctl.enqueueOwner)
+	onChange(ctl.revs, ctl.enqueueOwner)
 	// A runner's report is synced at once: a call waiting on a function at
 	// zero waits for this (the cold start), not for a timer.
 	ctl.leases.AddEventHandler(cache.Handler[*api.Lease]{
@@ -94,13 +96,16 @@ func New(c *client.Client, f *cache.Factory, cfg Config) *Controller {
 	return ctl
 }
 
-// enqueueFuncs queues the functions ("ns/name") whose demand changed. Only
-// known ones: a report may name a function deleted meanwhile, and a sync of
-// an unknown key deletes its objects.
+// enqueueFuncs queues the functions ("ns/name") whose demand changed (a
+// revision's unit, "ns/name@N", is its function's). Only known ones: a
+// report may name a function deleted meanwhile, and a sync of an unknown
+// key deletes its objects.
 func (c *Controller) enqueueFuncs(keys []string) {
 	for _, key := range keys {
-		if _, ok := c.funcs.Lister().Get(cache.SplitKey(key)); ok {
-			c.queue.Add(key)
+		ns, name := cache.SplitKey(key)
+		name = function.BaseName(name)
+		if _, ok := c.funcs.Lister().Get(ns, name); ok {
+			c.queue.Add(ns + "/" + name)
 		}
 	}
 }
@@ -121,11 +126,14 @@ func (c *Controller) enqueueOwner(obj api.Object) {
 	if fn := m.Labels[function.LabelFunc]; fn != "" {
 		c.queue.Add(m.Namespace + "/" + fn)
 	}
+	if fn := m.Labels[function.LabelRevisionOf]; fn != "" {
+		c.queue.Add(m.Namespace + "/" + fn)
+	}
 }
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	for _, inf := range []interface{ Start(context.Context) }{c.funcs, c.rss, c.svcs, c.cms, c.pods, c.leases} {
+	for _, inf := range []interface{ Start(context.Context) }{c.funcs, c.rss, c.svcs, c.cms, c.pods, c.leases, c.revs} {
 		inf.Start(ctx)
 	}
 	go c.decayLoop(ctx)
@@ -147,6 +155,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.syncConfigMap(ctx, f); err != nil {
 		return err
 	}
+	written := f.Status
+	revs, err := c.ensureRevision(ctx, f)
+	if err != nil {
+		return err
+	}
 	if f.APIVersion == api.FuncAPIVersionV1 {
 		// v1 runs every step in a fresh pod: no pool, no Service. A warm
 		// pod claimed for a step is removed by its runner at the step's
@@ -157,7 +170,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err := c.removePool(ctx, ns, name); err != nil {
 			return err
 		}
-		return c.syncFreshPodStatus(ctx, key, f)
+		if err := c.syncUnits(ctx, f, revs, c.now()); err != nil {
+			return err
+		}
+		return c.syncFreshPodStatus(ctx, key, f, written)
 	}
 	svc, err := c.syncService(ctx, f)
 	if err != nil {
@@ -165,7 +181,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// The runners' demand raises the counter before the ReplicaSet is
 	// written, so a cold start costs one write before pods are made.
-	written := f.Status
 	now := c.now()
 	demand := c.demand.snapshot(key, now)
 	counter, called := nextCounter(f.Status.Counter, &f.Spec, demand)
@@ -185,6 +200,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	f.Status.ServiceUID, f.Status.ReplicaSetUID, f.Status.Counter = svc.UID, rs.UID, counter
+	if err := c.syncUnits(ctx, f, revs, now); err != nil {
+		return err
+	}
 	c.syncReady(f, now)
 	if !cache.Equal(written, f.Status) {
 		// Conditional on the version read: a decay step written meanwhile
@@ -204,8 +222,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // syncFreshPodStatus writes the status of a function of fresh pods (v1):
 // its last call, and whether its pods start; no counter, Service or
 // ReplicaSet (those of a pool it had before are gone).
-func (c *Controller) syncFreshPodStatus(ctx context.Context, key string, f *api.Func) error {
-	written := f.Status
+func (c *Controller) syncFreshPodStatus(ctx context.Context, key string, f *api.Func, written api.FuncStatus) error {
 	now := c.now()
 	demand := c.demand.snapshot(key, now)
 	if demand.Started > 0 {
@@ -259,8 +276,8 @@ func (c *Controller) syncService(ctx context.Context, f *api.Func) (*api.Service
 	if !ok {
 		svc := &api.Service{
 			ObjectMeta: api.ObjectMeta{Name: name, Namespace: f.Namespace,
-				Labels: map[string]string{function.LabelFunc: f.Name}, OwnerReferences: []api.OwnerReference{function.OwnerRef(f)}},
-			Spec: api.ServiceSpec{Selector: function.Selector(f.Name), ClusterIP: f.Spec.ServiceAddress,
+				Labels: function.Selector(f.Name), OwnerReferences: []api.OwnerReference{function.OwnerRef(f)}},
+			Spec: api.ServiceSpec{Selector: function.Selector(f.Name), ClusterIP: clusterIP(f),
 				Ports: []api.ServicePort{{Name: function.PortName, Port: function.ServicePort, TargetPort: function.PortName}}},
 		}
 		created, err := svcs.Create(ctx, svc)
@@ -273,7 +290,7 @@ func (c *Controller) syncService(ctx context.Context, f *api.Func) (*api.Service
 		}
 		cur = created
 	}
-	if f.Spec.ServiceAddress == "" && cur.Spec.ClusterIP != "" {
+	if f.Spec.ServiceAddress == "" && cur.Spec.ClusterIP != "" && !function.IsUnit(f.Name) {
 		// The allocated address is written back, as the seed's serviceAddress.
 		f.Spec.ServiceAddress = cur.Spec.ClusterIP
 		updated, err := c.client.Funcs(f.Namespace).Update(ctx, f)
@@ -304,7 +321,7 @@ func (c *Controller) syncReplicaSet(ctx context.Context, f *api.Func) (*api.Repl
 	if !ok {
 		rs := &api.ReplicaSet{
 			ObjectMeta: api.ObjectMeta{Name: name, Namespace: f.Namespace,
-				Labels: map[string]string{function.LabelFunc: f.Name}, OwnerReferences: []api.OwnerReference{function.OwnerRef(f)}},
+				Labels: function.Selector(f.Name), OwnerReferences: []api.OwnerReference{function.OwnerRef(f)}},
 			Spec: api.ReplicaSetSpec{Replicas: &replicas,
 				Selector: &api.LabelSelector{MatchLabels: function.Selector(f.Name)}, Template: template},
 		}
@@ -336,7 +353,7 @@ func (c *Controller) syncReplicaSet(ctx context.Context, f *api.Func) (*api.Repl
 		return nil, 0, fmt.Errorf("replicaset of func %s: %w", f.Name, err)
 	}
 	log.WithFields(log.Fields{"func": f.Name, "replicas": replicas}).Info("function pool updated")
-	if cur == nil || cur.Spec.Replicas == nil || *cur.Spec.Replicas != replicas {
+	if (cur == nil || cur.Spec.Replicas == nil || *cur.Spec.Replicas != replicas) && !function.IsUnit(f.Name) {
 		events.Eventf(c.cfg.Events, f, api.EventTypeNormal, "ScalingReplicaSet", "Scaled the pool of %s to %d", f.Name, replicas)
 	}
 	return updated, counter, nil
@@ -435,6 +452,16 @@ func (c *Controller) cleanup(ctx context.Context, ns, fn string) error {
 		}
 	}
 	return nil
+}
+
+// clusterIP is the address a function's Service asks for: the function's
+// own; none for a revision's unit, which only the runners reach, by its
+// Endpoints.
+func clusterIP(f *api.Func) string {
+	if function.IsUnit(f.Name) {
+		return "None"
+	}
+	return f.Spec.ServiceAddress
 }
 
 func clamp(v, lo, hi int) int {

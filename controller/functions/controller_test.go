@@ -117,7 +117,7 @@ func TestDecayWaitsForTheReplicaSet(t *testing.T) {
 	ctl := New(c, cache.NewFactory(c), Config{ScaleInterval: time.Hour, IdleWindow: time.Minute})
 	ctl.now = func() time.Time { return time.Now().Add(time.Hour) } // every function is idle
 	// Informers only: the test plays the decay ticks and syncs itself.
-	for _, inf := range []interface{ Start(context.Context) }{ctl.funcs, ctl.rss, ctl.svcs, ctl.cms, ctl.pods, ctl.leases} {
+	for _, inf := range []interface{ Start(context.Context) }{ctl.funcs, ctl.rss, ctl.svcs, ctl.cms, ctl.pods, ctl.leases, ctl.revs} {
 		inf.Start(ctx)
 	}
 	const key = "default/fn"

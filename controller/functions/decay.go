@@ -23,6 +23,7 @@ func (c *Controller) decayLoop(ctx context.Context) {
 				log.WithError(err).WithField("func", f.Name).Debug("counter decay: will retry next interval")
 			}
 		}
+		c.decayUnits(ctx)
 	})
 }
 

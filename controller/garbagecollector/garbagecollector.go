@@ -86,7 +86,7 @@ type Controller struct {
 }
 
 // New returns the collector following pods, replicasets, deployments,
-// jobs, cronjobs, services, endpoints, configmaps, funcs and triggers
+// jobs, cronjobs, services, endpoints, configmaps, funcs, funcrevisions and triggers
 // through the factory's informers.
 func New(c *client.Client, f *cache.Factory) *Controller {
 	gc := &Controller{c: c, kinds: map[string]kind{}, queue: workqueue.New()}
@@ -99,6 +99,7 @@ func New(c *client.Client, f *cache.Factory) *Controller {
 	follow(gc, api.EndpointsResource, f.Endpoints())
 	follow(gc, api.ConfigMapsResource, f.ConfigMaps())
 	follow(gc, api.FuncsResource, f.Funcs())
+	follow(gc, api.FuncRevisionsResource, f.FuncRevisions())
 	follow(gc, api.TriggersResource, f.Triggers())
 	return gc
 }

@@ -72,6 +72,54 @@ type FuncSpec struct {
 	// Outputs are where a call may send data besides its result (seed
 	// 000's output bindings): `minik8s.send(NAME, data)` in the function.
 	Outputs []FuncOutput `json:"outputs,omitempty"`
+	// Traffic splits the function's calls between its revisions (those
+	// that do not name one); empty sends them all to the latest.
+	Traffic []FuncTrafficTarget `json:"traffic,omitempty"`
+}
+
+// FuncTrafficTarget is the share of a function's calls one revision gets.
+type FuncTrafficTarget struct {
+	// Revision is a revision's number; Latest, in its place, follows the
+	// newest (the one the spec is now).
+	Revision int64 `json:"revision,omitempty"`
+	Latest   bool  `json:"latest,omitempty"`
+	// Percent is the share, 0-100; the targets' shares add up to 100.
+	Percent int `json:"percent"`
+}
+
+// FuncRevision is one immutable version of a function's code and config,
+// numbered from 1: the function controller makes one for every change of
+// them. Calls name one as NAME@N; spec.traffic splits calls between them.
+type FuncRevision struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       FuncRevisionSpec   `json:"spec,omitempty"`
+	Status     FuncRevisionStatus `json:"status,omitempty"`
+}
+
+// FuncRevisionSpec never changes once made.
+type FuncRevisionSpec struct {
+	// Function is the name of the function it is a revision of.
+	Function string `json:"function"`
+	// Revision is its number, from 1.
+	Revision int64 `json:"revision"`
+	// Template is the function's spec at that revision: its code and
+	// config (the pool's bounds, address and traffic are the function's).
+	Template FuncSpec `json:"template"`
+}
+
+// FuncRevisionStatus is the revision's own pool, when it serves calls
+// while not the latest: the function controller is its one writer.
+type FuncRevisionStatus struct {
+	ReplicaSetUID string     `json:"replicaSetId,omitempty"`
+	Counter       int        `json:"counter,omitempty"`
+	TimeStamp     *time.Time `json:"timeStamp,omitempty"`
+}
+
+type FuncRevisionList struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	Items    []FuncRevision `json:"items"`
 }
 
 // FuncOutput is one output of a function: a name and exactly one target.
@@ -98,6 +146,11 @@ type FuncStatus struct {
 	ReplicaSetUID string     `json:"replicaSetId,omitempty"`
 	Counter       int        `json:"counter,omitempty"`
 	TimeStamp     *time.Time `json:"timeStamp,omitempty"`
+	// Revision is the number of the revision the spec is now (the
+	// latest); RevisionsMade how many were ever made, so the next is one
+	// more.
+	Revision      int64 `json:"revision,omitempty"`
+	RevisionsMade int64 `json:"revisionsMade,omitempty"`
 	// Conditions say whether the pods of the function's current code
 	// start (type Ready): True once one served, False with the reason
 	// when they fail to start.
@@ -153,6 +206,9 @@ type FuncInstance struct {
 type FuncInstanceSpec struct {
 	// Function is the first function of the chain.
 	Function string `json:"function"`
+	// Revision is the function's revision the call named (NAME@N); 0:
+	// the one the function's traffic chose.
+	Revision int64 `json:"revision,omitempty"`
 	// Arg is the raw argument of the first call.
 	Arg Bytes `json:"arg"`
 	// CallbackURL, from the call's X-Callback-Url header, is where the
@@ -307,11 +363,17 @@ type FuncCallbackStatus struct {
 type FuncStep struct {
 	Function string `json:"function"`
 	Arg      Bytes  `json:"arg"`
+	// Revision is the function's revision the step runs on: the one the
+	// call named (NAME@N), or the one this call ran the function on
+	// before; 0 lets the function's traffic choose.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // FuncStepRecord is what one step of a chain did.
 type FuncStepRecord struct {
 	Function string `json:"function"`
+	// Revision is the function's revision the step ran on.
+	Revision int64  `json:"revision,omitempty"`
 	Pod      string `json:"pod,omitempty"`
 	Node     string `json:"node,omitempty"`
 	Arg      Bytes  `json:"arg"`

@@ -86,6 +86,8 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &FuncInstance{} }}
 	TriggersResource = Resource{Name: "triggers", Kind: "Trigger", ShortNames: []string{"trigger", "tr"}, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &Trigger{} }}
+	FuncRevisionsResource = Resource{Name: "funcrevisions", Kind: "FuncRevision", ShortNames: []string{"funcrevision", "frev"}, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &FuncRevision{} }}
 	AppsResource = Resource{Name: "apps", Kind: "App", ShortNames: []string{"app"}, Version: "v1",
 		Namespaced: true, New: func() Object { return &App{} }}
 	NamespacesResource = Resource{Name: "namespaces", Kind: "Namespace", ShortNames: []string{"ns", "namespace"}, Version: "v1",
@@ -118,7 +120,7 @@ const (
 )
 
 // FuncGroupResources are the kinds of the minik8s.io/v1 group.
-var FuncGroupResources = []string{FuncsResource.Name, FuncInstancesResource.Name, TriggersResource.Name, AppsResource.Name}
+var FuncGroupResources = []string{FuncsResource.Name, FuncInstancesResource.Name, TriggersResource.Name, AppsResource.Name, FuncRevisionsResource.Name}
 
 // Served is the resource as discovery lists it: the function kinds in the
 // minik8s.io group, the others as they are.
@@ -134,7 +136,7 @@ func (r Resource) Served() Resource {
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
-	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, LeasesResource,
+	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }

@@ -72,6 +72,10 @@ func (c *Client) Funcs(ns string) *ResourceClient[api.Func, *api.Func] {
 	return newResource[api.Func](c, api.FuncsResource, ns)
 }
 
+func (c *Client) FuncRevisions(ns string) *ResourceClient[api.FuncRevision, *api.FuncRevision] {
+	return newResource[api.FuncRevision](c, api.FuncRevisionsResource, ns)
+}
+
 func (c *Client) Apps(ns string) *ResourceClient[api.App, *api.App] {
 	return newResource[api.App](c, api.AppsResource, ns)
 }

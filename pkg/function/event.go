@@ -68,6 +68,7 @@ type CallContext struct {
 
 // CallRequest is a synchronous call handed to a function runner.
 type CallRequest struct {
+	// Function is the function called, or one of its revisions (NAME@N).
 	Namespace, Function, ID string
 	Arg                     []byte
 	// Event is the event the call came as (nil: a plain call).

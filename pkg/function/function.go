@@ -58,10 +58,11 @@ const (
 )
 
 // ObjectName is the name of the ConfigMap, Service and ReplicaSet of a
-// function. Function names may hold '_' and capitals, object names may not;
-// a hash of the original keeps two such names apart.
+// function (or of a revision's unit, NAME@N). Function names may hold '_'
+// and capitals, object names may not; a hash of the original keeps two
+// such names apart.
 func ObjectName(fn string) string {
-	s := strings.ToLower(strings.ReplaceAll(fn, "_", "-"))
+	s := strings.ToLower(strings.NewReplacer("_", "-", RevisionSep, "-").Replace(fn))
 	if s == fn {
 		return "func-" + s
 	}
@@ -132,12 +133,21 @@ func TimeoutSeconds(spec *api.FuncSpec) int {
 func IsFunctionPod(labels map[string]string) bool {
 	_, fn := labels[LabelFunc]
 	_, warm := labels[LabelWarm]
-	return fn || warm
+	_, rev := labels[LabelRevisionOf]
+	return fn || warm || rev
 }
 
-// Selector selects the pods serving a function.
-func Selector(fn string) map[string]string {
-	return map[string]string{LabelFunc: fn}
+// Selector selects the pods serving a function, or a revision's unit.
+func Selector(name string) map[string]string {
+	return unitLabels(name)
+}
+
+// podLabels are the labels of f's pods and code: its selector and its
+// code's hash.
+func podLabels(f *api.Func) map[string]string {
+	l := unitLabels(f.Name)
+	l[LabelCode] = CodeHash(&f.Spec)
+	return l
 }
 
 // CodeConfigMap is the ConfigMap that delivers a function's code to its pods.
@@ -165,16 +175,20 @@ func CodeConfigMap(f *api.Func) (*api.ConfigMap, error) {
 		TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: api.ObjectMeta{
 			Name: ObjectName(f.Name), Namespace: f.Namespace,
-			Labels:          map[string]string{LabelFunc: f.Name, LabelCode: CodeHash(&f.Spec)},
+			Labels:          podLabels(f),
 			OwnerReferences: []api.OwnerReference{OwnerRef(f)},
 		},
 		Data: data,
 	}, nil
 }
 
-// OwnerRef makes f the controlling owner of an object.
+// OwnerRef makes f the controlling owner of an object; a unit's owner is
+// its revision.
 func OwnerRef(f *api.Func) api.OwnerReference {
 	yes := true
+	if fn, n, _ := SplitTarget(f.Name); n != 0 {
+		return api.OwnerReference{APIVersion: api.FuncGroupVersion, Kind: api.FuncRevisionsResource.Kind, Name: RevisionName(fn, n), UID: f.UID, Controller: &yes}
+	}
 	return api.OwnerReference{APIVersion: f.APIVersion, Kind: "Func", Name: f.Name, UID: f.UID, Controller: &yes}
 }
 
@@ -187,7 +201,7 @@ func PodSpec(f *api.Func) api.PodSpec {
 	// The grace period lets a pod being removed finish the calls it serves.
 	grace := int64(timeout + 5)
 	python := f.Spec.Image == ""
-	env := []api.EnvVar{{Name: "FUNC_NAME", Value: f.Name}}
+	env := []api.EnvVar{{Name: "FUNC_NAME", Value: BaseName(f.Name)}}
 	if python {
 		env = append(env, api.EnvVar{Name: "FUNC_CODE_DIR", Value: CodeDir})
 	}
@@ -224,7 +238,7 @@ func PodSpec(f *api.Func) api.PodSpec {
 // RuntimeEnv is what the runtime is told of f besides its code: its name,
 // its call timeout, its plugins and its worker count.
 func RuntimeEnv(f *api.Func) []api.EnvVar {
-	env := []api.EnvVar{{Name: "FUNC_NAME", Value: f.Name},
+	env := []api.EnvVar{{Name: "FUNC_NAME", Value: BaseName(f.Name)},
 		{Name: "FUNC_TIMEOUT_SECONDS", Value: strconv.Itoa(TimeoutSeconds(&f.Spec))}}
 	if p := f.Spec.Plugins; p != nil && len(p.Pre)+len(p.Post) > 0 {
 		env = append(env, api.EnvVar{Name: EnvPluginsPre, Value: strings.Join(p.Pre, ",")},
@@ -241,7 +255,7 @@ func RuntimeEnv(f *api.Func) []api.EnvVar {
 // PodTemplate is the template of a function's ReplicaSet.
 func PodTemplate(f *api.Func) api.PodTemplateSpec {
 	return api.PodTemplateSpec{
-		ObjectMeta: api.ObjectMeta{Labels: map[string]string{LabelFunc: f.Name, LabelCode: CodeHash(&f.Spec)}},
+		ObjectMeta: api.ObjectMeta{Labels: podLabels(f)},
 		Spec:       PodSpec(f),
 	}
 }

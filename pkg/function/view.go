@@ -34,6 +34,17 @@ func ToView(f *api.Func) *api.Func {
 	return &v
 }
 
+// RevisionToView returns a copy of the stored revision r in the
+// minik8s.io/v1 view: its template's source as text, as a Func's.
+func RevisionToView(r *api.FuncRevision) *api.FuncRevision {
+	v := *r
+	v.APIVersion = api.FuncGroupVersion
+	t := ToView(&api.Func{Spec: r.Spec.Template})
+	v.Spec.Template = t.Spec
+	v.Spec.Template.Mode = ""
+	return &v
+}
+
 // FromView turns a Func written in the minik8s.io/v1 view into its stored
 // form, in place.
 func FromView(f *api.Func) error {

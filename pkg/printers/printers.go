@@ -185,6 +185,15 @@ var tables = map[string]Columns{
 				[]string{strconv.Itoa(len(fi.Status.Steps)), OrNone(Truncate(OneLine(string(fi.Status.Result)), 40))}
 		},
 	},
+	api.FuncRevisionsResource.Name: {
+		Headers: []string{"NAME", "FUNCTION", "REVISION", "COUNTER", "AGE"},
+		Wide:    []string{"CODE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			r := o.(*api.FuncRevision)
+			return []string{r.Name, r.Spec.Function, strconv.FormatInt(r.Spec.Revision, 10), strconv.Itoa(r.Status.Counter), Age(r.CreationTimestamp, now)},
+				[]string{OrNone(r.Labels["minik8s.io/func-revision-hash"])}
+		},
+	},
 	api.TriggersResource.Name: {
 		Headers: []string{"NAME", "FUNCTION", "TYPE", "SOURCE", "READY", "AGE"},
 		Wide:    []string{"SERVED-BY", "MESSAGE"},

@@ -74,7 +74,7 @@ func viewRules() []api.PolicyRule {
 		rule(read, groups(autoscalingGroup), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 		rule(read, groups(coordinationGroup), "leases"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
-			"triggers", "triggers/status", "apps"),
+			"triggers", "triggers/status", "apps", "funcrevisions", "funcrevisions/status"),
 	}
 }
 
@@ -185,6 +185,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("create", "update", "patch", "delete"), groups(coordinationGroup), "leases"),
 			rule(verbs("update", "patch"), funcGroups, "funcs", "funcs/status"),
 			rule(verbs("create", "update", "patch", "delete"), funcGroups, "funcinstances", "funcinstances/status"),
+			// A function's revisions are the function controller's alone:
+			// users read them (no one may rewrite what ran as revision N).
+			rule(verbs("create", "update", "patch", "delete"), funcGroups, "funcrevisions", "funcrevisions/status"),
 			// The garbage collector deletes any object whose owners are
 			// gone, the namespace controller everything in a deleted
 			// namespace: as Kubernetes' generic-garbage-collector and
@@ -192,7 +195,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("delete", "deletecollection"), groups(api.APIGroupAll), api.ResourceAll),
 		),
 		clusterRole(SystemFuncRunner,
-			rule(read, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
+			rule(read, funcGroups, "funcs", "funcinstances", "triggers", "apps", "funcrevisions"),
 			// Nodes and services: the addresses its callbacks may not reach.
 			rule(read, groups(coreGroup), "pods", "endpoints", "nodes", "services"),
 			rule(read, groups(appsGroup), "replicasets"),

@@ -47,7 +47,56 @@ func Func(f *api.Func) field.ErrorList {
 			errs = append(errs, field.Invalid(spec.Child("serviceAddress"), a, "must be an IPv4 address"))
 		}
 	}
+	errs = append(errs, funcTraffic(spec.Child("traffic"), f)...)
 	return append(errs, funcInstances(spec, &f.Spec)...)
+}
+
+// MaxTrafficTargets bounds a function's traffic split.
+const MaxTrafficTargets = 16
+
+// funcTraffic checks a traffic split: each target names one revision (a
+// number, or latest), none twice, with a share of 0-100, and the shares
+// add up to 100. Whether the numbered revisions exist is the apiserver's
+// to check (it sees them).
+func funcTraffic(path *field.Path, f *api.Func) field.ErrorList {
+	ts := f.Spec.Traffic
+	if len(ts) == 0 {
+		return nil
+	}
+	if f.APIVersion == api.FuncAPIVersionV1 {
+		return field.ErrorList{field.Forbidden(path, "a function of fresh pods (apiVersion v1) serves its latest revision only")}
+	}
+	if len(ts) > MaxTrafficTargets {
+		return field.ErrorList{field.TooMany(path, len(ts), MaxTrafficTargets)}
+	}
+	var errs field.ErrorList
+	seen := map[int64]bool{}
+	latest, sum := false, 0
+	for i, t := range ts {
+		p := path.Index(i)
+		switch {
+		case t.Latest && t.Revision != 0:
+			errs = append(errs, field.Invalid(p, t.Revision, "must have either revision or latest: true, not both"))
+		case t.Latest && latest:
+			errs = append(errs, field.Duplicate(p.Child("latest"), true))
+		case t.Latest:
+			latest = true
+		case t.Revision < 1:
+			errs = append(errs, field.Required(p.Child("revision"), "a revision number (from 1), or latest: true"))
+		case seen[t.Revision]:
+			errs = append(errs, field.Duplicate(p.Child("revision"), t.Revision))
+		default:
+			seen[t.Revision] = true
+		}
+		if t.Percent < 0 || t.Percent > 100 {
+			errs = append(errs, field.Invalid(p.Child("percent"), t.Percent, utilvalidation.InclusiveRangeError(0, 100)))
+		}
+		sum += t.Percent
+	}
+	if len(errs) == 0 && sum != 100 {
+		errs = append(errs, field.Invalid(path, sum, "the percents must add up to 100"))
+	}
+	return errs
 }
 
 // funcInstances: the instance counts and the limits of a call.

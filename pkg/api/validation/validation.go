@@ -119,6 +119,12 @@ func Object(res api.Resource, obj api.Object) field.ErrorList {
 		return Func(o)
 	case *api.FuncInstance:
 		return funcNameErrs(field.NewPath("spec", "function"), o.Spec.Function)
+	case *api.FuncRevision:
+		errs := funcNameErrs(field.NewPath("spec", "function"), o.Spec.Function)
+		if o.Spec.Revision < 1 {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "revision"), o.Spec.Revision, "must be at least 1"))
+		}
+		return errs
 	case *api.Trigger:
 		return trigger(o)
 	case *api.App:

@@ -94,6 +94,23 @@ func TestFunc(t *testing.T) {
 		{"bad left", func(f *api.Func) { f.Spec.Left = "no good" }, "spec.left"},
 		{"right template", func(f *api.Func) { f.Spec.Right = "template" }, "spec.right"},
 		{"bad address", func(f *api.Func) { f.Spec.ServiceAddress = "nowhere" }, "spec.serviceAddress"},
+		{"traffic split", func(f *api.Func) {
+			f.Spec.Traffic = []api.FuncTrafficTarget{{Revision: 1, Percent: 90}, {Latest: true, Percent: 10}}
+		}, ""},
+		{"traffic short of 100", func(f *api.Func) { f.Spec.Traffic = []api.FuncTrafficTarget{{Revision: 1, Percent: 90}} }, "spec.traffic"},
+		{"traffic with no target", func(f *api.Func) { f.Spec.Traffic = []api.FuncTrafficTarget{{Percent: 100}} }, "spec.traffic[0].revision"},
+		{"traffic twice to one revision", func(f *api.Func) {
+			f.Spec.Traffic = []api.FuncTrafficTarget{{Revision: 1, Percent: 50}, {Revision: 1, Percent: 50}}
+		}, "spec.traffic[1].revision"},
+		{"traffic latest and a number", func(f *api.Func) {
+			f.Spec.Traffic = []api.FuncTrafficTarget{{Revision: 1, Latest: true, Percent: 100}}
+		}, "spec.traffic[0]"},
+		{"traffic over 100", func(f *api.Func) {
+			f.Spec.Traffic = []api.FuncTrafficTarget{{Revision: 1, Percent: 150}, {Latest: true, Percent: -50}}
+		}, "spec.traffic[0].percent"},
+		{"traffic of a v1 function", func(f *api.Func) {
+			f.APIVersion, f.Spec.Traffic = "v1", []api.FuncTrafficTarget{{Latest: true, Percent: 100}}
+		}, "spec.traffic"},
 		{"negative min", func(f *api.Func) { f.Spec.MinInstanceNum = ptr(-1) }, "spec.minInstanceNum"},
 		{"min > max", func(f *api.Func) { f.Spec.MinInstanceNum, f.Spec.MaxInstanceNum = ptr(3), ptr(2) }, "spec.minInstanceNum"},
 		{"init > max", func(f *api.Func) { f.Spec.InitInstanceNum, f.Spec.MaxInstanceNum = ptr(3), ptr(2) }, "spec.initInstanceNum"},

@@ -93,6 +93,10 @@ func (f *Factory) Triggers() *Informer[api.Trigger, *api.Trigger] {
 	return shared[api.Trigger](f, api.TriggersResource, f.c.Triggers("").AllNamespaces())
 }
 
+func (f *Factory) FuncRevisions() *Informer[api.FuncRevision, *api.FuncRevision] {
+	return shared[api.FuncRevision](f, api.FuncRevisionsResource, f.c.FuncRevisions("").AllNamespaces())
+}
+
 func (f *Factory) Apps() *Informer[api.App, *api.App] {
 	return shared[api.App](f, api.AppsResource, f.c.Apps("").AllNamespaces())
 }

@@ -49,13 +49,14 @@ type Origin struct {
 // start, as the reference design's calls do: it is accepted and will run;
 // status.runner tells whether a runner has it yet.
 func New(req function.CallRequest, o Origin) *api.FuncInstance {
-	fn, arg := req.Function, api.Bytes(req.Arg)
+	fn, rev, _ := function.SplitTarget(req.Function)
+	arg := api.Bytes(req.Arg)
 	inst := &api.FuncInstance{
 		TypeMeta:   api.TypeMeta{APIVersion: api.FuncInstancesResource.GroupVersion(), Kind: api.FuncInstancesResource.Kind},
 		ObjectMeta: api.ObjectMeta{Name: req.ID, Namespace: req.Namespace, Labels: map[string]string{function.LabelFunc: fn}},
-		Spec: api.FuncInstanceSpec{Function: fn, Arg: arg, CallbackURL: o.CallbackURL, CallbackEvent: o.CallbackURL != "" && req.AcceptEvent, User: o.User, Sync: o.Sync,
+		Spec: api.FuncInstanceSpec{Function: fn, Revision: rev, Arg: arg, CallbackURL: o.CallbackURL, CallbackEvent: o.CallbackURL != "" && req.AcceptEvent, User: o.User, Sync: o.Sync,
 			Event: req.Event, Trigger: req.Trigger, Traceparent: req.Traceparent},
-		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: o.Runner, Next: &api.FuncStep{Function: fn, Arg: arg}},
+		Status: api.FuncInstanceStatus{Phase: api.InstanceRunning, Runner: o.Runner, Next: &api.FuncStep{Function: fn, Arg: arg, Revision: rev}},
 	}
 	if !o.Created.IsZero() {
 		inst.CreationTimestamp = &o.Created
@@ -87,5 +88,19 @@ func sameStep(a, b *api.FuncStep) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Function == b.Function && a.Arg == b.Arg
+	return a.Function == b.Function && a.Arg == b.Arg && a.Revision == b.Revision
+}
+
+// pinned is the revision inst ran fn on last (0: none yet): a chain that
+// comes back to a function runs it on the same revision.
+func pinned(inst *api.FuncInstance, fn string) int64 {
+	for i := len(inst.Status.Steps) - 1; i >= 0; i-- {
+		if s := inst.Status.Steps[i]; s.Function == fn && s.Revision != 0 {
+			return s.Revision
+		}
+	}
+	if inst.Spec.Function == fn {
+		return inst.Spec.Revision
+	}
+	return 0
 }

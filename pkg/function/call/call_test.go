@@ -44,6 +44,27 @@ func TestNew(t *testing.T) {
 	}
 }
 
+// A call naming a revision starts on it; a chain that comes back to a
+// function runs it on the revision it ran on before.
+func TestRevisionPins(t *testing.T) {
+	inst := New(function.CallRequest{Namespace: "ns", Function: "f@2", ID: "id", Arg: []byte("a")}, Origin{Runner: "r"})
+	if inst.Spec.Function != "f" || inst.Spec.Revision != 2 || inst.Status.Next.Function != "f" || inst.Status.Next.Revision != 2 ||
+		inst.Labels[function.LabelFunc] != "f" {
+		t.Fatalf("a call of f@2: spec %+v next %+v", inst.Spec, inst.Status.Next)
+	}
+	toG := Then(inst, &api.FuncStepRecord{Function: "f", Revision: 2}, "g", "b")
+	if toG.Status.Next.Revision != 0 {
+		t.Fatalf("g, not run yet, is pinned to %d", toG.Status.Next.Revision)
+	}
+	backToF := Then(toG, &api.FuncStepRecord{Function: "g", Revision: 5}, "f", "c")
+	if backToF.Status.Next.Revision != 2 {
+		t.Fatalf("back to f: revision %d, want 2", backToF.Status.Next.Revision)
+	}
+	if toGAgain := Then(backToF, &api.FuncStepRecord{Function: "f", Revision: 2}, "g", "d"); toGAgain.Status.Next.Revision != 5 {
+		t.Fatalf("back to g: revision %d, want 5", toGAgain.Status.Next.Revision)
+	}
+}
+
 func TestTransitions(t *testing.T) {
 	base := New(function.CallRequest{Namespace: "ns", Function: "f", ID: "id", Arg: []byte("a")}, Origin{Runner: "r"})
 	rec := &api.FuncStepRecord{Function: "f", Result: "b"}

@@ -24,7 +24,7 @@ func Then(inst *api.FuncInstance, rec *api.FuncStepRecord, fn, arg string) *api.
 		out.Status.Steps = append(out.Status.Steps, copyRecord(*rec))
 		out.Status.Hops++
 	}
-	out.Status.Next = &api.FuncStep{Function: fn, Arg: api.Bytes(arg)}
+	out.Status.Next = &api.FuncStep{Function: fn, Arg: api.Bytes(arg), Revision: pinned(out, fn)}
 	return out
 }
 
