@@ -14,6 +14,9 @@ import (
 type stepCall struct {
 	arg    string
 	header http.Header
+	// send delivers a send the call makes while it runs, and records it
+	// (nil: the function has no outputs).
+	send func(seq int, s function.Send) api.FuncSendRecord
 }
 
 // newStepCall is the call of f, a step of inst, with arg. Every step of a

@@ -20,8 +20,9 @@ type publisher interface {
 	Publish(ctx context.Context, subject string, data []byte) error
 }
 
-// outputs delivers what a step sent through its function's outputs
-// (minik8s.send), once the step's run returned: a call of a function
+// outputs delivers what a step sends through its function's outputs
+// (minik8s.send), as the function sends it (or, from a runtime that does
+// not stream its sends, once the step's run returned): a call of a function
 // (stored claimed by this runner, a child of the sending call), a message
 // on a subject, or a POST to a URL through the egress guard, as callbacks.
 type outputs struct {
@@ -37,31 +38,38 @@ type outputs struct {
 func (o *outputs) deliver(ctx context.Context, inst *api.FuncInstance, f *api.Func, step int, sends []function.Send) []api.FuncSendRecord {
 	recs := make([]api.FuncSendRecord, len(sends))
 	for i, s := range sends {
-		recs[i] = api.FuncSendRecord{Output: s.Output, Bytes: len(s.Data)}
-		out := findOutput(f, s.Output)
-		var err error
-		switch {
-		case out == nil:
-			err = fmt.Errorf("the function has no output %q (any more)", s.Output)
-		case out.Function != "":
-			recs[i].Instance, err = o.callChild(ctx, inst, f, step, i, out, s.Data)
-		case out.Subject != "":
-			if validation.SystemSubject(out.Subject) {
-				// Refused when stored; this guards what the check missed.
-				err = fmt.Errorf("subject %q is a NATS system subject", out.Subject)
-			} else if o.nats == nil {
-				err = fmt.Errorf("subject %q: the runner has no NATS (funcrunner --nats-url)", out.Subject)
-			} else if err = o.nats.Publish(ctx, out.Subject, []byte(s.Data)); err != nil {
-				err = fmt.Errorf("subject %q: %w", out.Subject, err)
-			}
-		default:
-			err = o.post(ctx, inst, f, out, s.Data)
-		}
-		if err != nil {
-			recs[i].Error = err.Error()
-		}
+		recs[i] = o.deliverOne(ctx, inst, f, step, i, s)
 	}
 	return recs
+}
+
+// deliverOne sends s, the send numbered i (from 0) of a step of inst
+// running f, and records how it went.
+func (o *outputs) deliverOne(ctx context.Context, inst *api.FuncInstance, f *api.Func, step, i int, s function.Send) api.FuncSendRecord {
+	rec := api.FuncSendRecord{Output: s.Output, Bytes: len(s.Data)}
+	out := findOutput(f, s.Output)
+	var err error
+	switch {
+	case out == nil:
+		err = fmt.Errorf("the function has no output %q (any more)", s.Output)
+	case out.Function != "":
+		rec.Instance, err = o.callChild(ctx, inst, f, step, i, out, s.Data)
+	case out.Subject != "":
+		if validation.SystemSubject(out.Subject) {
+			// Refused when stored; this guards what the check missed.
+			err = fmt.Errorf("subject %q is a NATS system subject", out.Subject)
+		} else if o.nats == nil {
+			err = fmt.Errorf("subject %q: the runner has no NATS (funcrunner --nats-url)", out.Subject)
+		} else if err = o.nats.Publish(ctx, out.Subject, []byte(s.Data)); err != nil {
+			err = fmt.Errorf("subject %q: %w", out.Subject, err)
+		}
+	default:
+		err = o.post(ctx, inst, f, out, s.Data)
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	return rec
 }
 
 func findOutput(f *api.Func, name string) *api.FuncOutput {

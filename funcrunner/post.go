@@ -71,6 +71,9 @@ func postStep(ctx context.Context, hc *http.Client, ip string, port int32, f *ap
 		req.Header[k] = v
 	}
 	req.Header.Set(function.TimeoutHeader, strconv.Itoa(timeout))
+	if call.send != nil {
+		req.Header.Set(function.HeaderSends, function.SendsStream)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		var op *net.OpError
@@ -83,6 +86,9 @@ func postStep(ctx context.Context, hc *http.Client, ip string, port int32, f *ap
 		return nil, fmt.Errorf("calling the pod at %s: %w: %v", ip, errPodLost, err)
 	}
 	defer resp.Body.Close()
+	if call.send != nil && resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
+		return readStream(rctx, hc, ip, port, resp.Body, call.send)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer of the pod at %s: %w: %v", ip, errPodLost, err)

@@ -174,6 +174,20 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	rec := api.FuncStepRecord{Function: base.Name, Revision: rev, Arg: truncate(cur.Arg), Start: &start}
 	stepSpan := tracing.NewSpanID()
 	sc := newStepCall(inst, f, string(cur.Arg), tracing.Format(traceID, stepSpan))
+	// Sends are delivered as the function makes them, each recorded by
+	// its number in the call: a step run again on another pod sends the
+	// same ones again, and a function's call is not made twice.
+	var streamed []api.FuncSendRecord
+	if len(f.Spec.Outputs) > 0 {
+		sc.send = func(seq int, snd function.Send) api.FuncSendRecord {
+			r := s.deliverOne(ctx, inst, f, seq, snd)
+			for len(streamed) <= seq {
+				streamed = append(streamed, api.FuncSendRecord{})
+			}
+			streamed[seq] = r
+			return r
+		}
+	}
 	var res *function.Result
 	var tgt stepTarget
 	if f.APIVersion == api.FuncAPIVersionV1 {
@@ -195,12 +209,15 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 		return nil, ctx.Err()
 	}
 	var out *api.FuncInstance
+	// What was delivered while it ran stands, whatever the outcome.
+	rec.Sends = streamed
 	if err != nil {
 		rec.Error = err.Error()
 		out = ended(inst, &rec, "", fmt.Sprintf("function %q: %v", f.Name, err))
 	} else {
 		if res.Error == nil && len(res.Sends) > 0 {
-			rec.Sends = s.deliver(ctx, inst, f, res.Sends)
+			// A runtime that hands its sends over after the run.
+			rec.Sends = append(rec.Sends, s.deliver(ctx, inst, f, res.Sends)...)
 		}
 		out = s.outcome(inst, f, &rec, res)
 	}
@@ -235,6 +252,15 @@ func (s *stepper) deliver(ctx context.Context, inst *api.FuncInstance, f *api.Fu
 		return recs
 	}
 	return s.outputs.deliver(ctx, inst, f, inst.Status.Hops+1, sends)
+}
+
+// deliverOne delivers a send of the step of inst running now, as it is
+// made.
+func (s *stepper) deliverOne(ctx context.Context, inst *api.FuncInstance, f *api.Func, seq int, snd function.Send) api.FuncSendRecord {
+	if s.outputs == nil {
+		return api.FuncSendRecord{Output: snd.Output, Bytes: len(snd.Data), Error: "this runner delivers no outputs"}
+	}
+	return s.outputs.deliverOne(ctx, inst, f, inst.Status.Hops+1, seq, snd)
 }
 
 // outcome is the instance after a step that got the runtime's answer.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"minik8s/pkg/function"
 )
@@ -17,6 +18,9 @@ import (
 type callInput struct {
 	arg            string
 	event, context json.RawMessage
+	// send delivers a send the call makes, by deadline, and says why it
+	// was not ("": delivered); nil: the call's sends go in its answer.
+	send func(s function.Send, deadline time.Time) string
 }
 
 func (s *server) callInput(r *http.Request, body []byte) (callInput, error) {

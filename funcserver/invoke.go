@@ -11,6 +11,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+
+	"minik8s/pkg/function"
 )
 
 func (s *server) handleInvoke(w http.ResponseWriter, r *http.Request) {
@@ -48,6 +50,12 @@ func (s *server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, ErrorBadRequest, err.Error())
 		return
 	}
+	var stream *sendStream
+	if r.Header.Get(function.HeaderSends) == function.SendsStream {
+		stream = s.newSendStream(r.Context(), w)
+		defer stream.close()
+		in.send = stream.send
+	}
 	resp := s.call(r.Context(), in, arrived, timeout)
 	resp.DurationMs = time.Since(arrived).Milliseconds()
 	resp.Pod = s.cfg.PodName
@@ -56,6 +64,10 @@ func (s *server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		s.errors.Add(1)
 	}
 	log.WithFields(log.Fields{"durationMs": resp.DurationMs, "failed": resp.Error != nil}).Debug("call answered")
+	if stream != nil {
+		stream.finish(resp)
+		return
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 

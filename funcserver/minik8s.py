@@ -6,11 +6,14 @@
 send(NAME, data) sends data through the function's output NAME
 (spec.outputs: another function, called asynchronously as a child of this
 call; a NATS subject; or a URL). data is str or bytes as they are, None as
-"", anything else JSON-encoded, as a result is. What a call sends goes out
-when its run returns, and each delivery is recorded on the step; a run that
-raises sends nothing. send raises at once for what is wrong with the send
-itself: an output the function does not have, data over the limit, too
-many sends in one call.
+"", anything else JSON-encoded, as a result is. send returns once the
+platform has delivered the data (a function's call stored, a message
+published, the URL's 2xx answer), and raises OutputError when it could not,
+saying why; each delivery is recorded on the step. It raises at once for
+what is wrong with the send itself: an output the function does not have,
+data over the limit, too many sends in one call. (Called by a platform
+that delivers only after the run, sends go out when the run returns, and a
+run that raises sends nothing.)
 """
 
 import json
@@ -26,18 +29,22 @@ class OutputError(Exception):
 
 _outputs = None
 _sends = None
+_deliver = None
 
 
-def begin_call(outputs):
-    """Called by the worker as a call starts, with its outputs' names."""
-    global _outputs, _sends
-    _outputs, _sends = list(outputs or []), []
+def begin_call(outputs, deliver=None):
+    """Called by the worker as a call starts, with its outputs' names and,
+    when the platform delivers sends during the call, deliver(send), which
+    returns None once delivered, or why it was not."""
+    global _outputs, _sends, _deliver
+    _outputs, _sends, _deliver = list(outputs or []), [], deliver
 
 
 def end_call():
-    """Called by the worker as a call ends: what it sent."""
-    global _outputs, _sends
-    sends, _outputs, _sends = _sends or [], None, None
+    """Called by the worker as a call ends: what it sent and is still to
+    be delivered."""
+    global _outputs, _sends, _deliver
+    sends, _outputs, _sends, _deliver = _sends or [], None, None, None
     return sends
 
 
@@ -58,4 +65,11 @@ def send(name, data):
         raise OutputError("the data sent to %r is %d bytes, more than the limit of %d" % (name, size, MAX_SEND_BYTES))
     if len(_sends) >= MAX_SENDS:
         raise OutputError("a call sends at most %d times" % MAX_SENDS)
-    _sends.append({"output": name, "data": data})
+    if _deliver is None:
+        _sends.append({"output": name, "data": data})
+        return
+    # Counted, not kept: it is the platform's once delivered.
+    _sends.append(None)
+    err = _deliver({"output": name, "data": data})
+    if err:
+        raise OutputError("sending to %r: %s" % (name, err))

@@ -81,6 +81,9 @@ type server struct {
 	// idle is closed once draining and no call is in flight.
 	idle chan struct{}
 
+	// acks are the calls streaming their sends, by token.
+	acks sync.Map
+
 	queued      atomic.Int64
 	calls       atomic.Int64
 	errors      atomic.Int64
@@ -423,6 +426,7 @@ func (s *server) beginDrain() {
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathInvoke, s.handleInvoke)
+	mux.HandleFunc("POST "+function.SentPath, s.handleSent)
 	mux.HandleFunc("POST /{$}", s.handleInvoke)
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -76,6 +76,23 @@ type request struct {
 	// objects, for a function taking run(event, context).
 	Event   json.RawMessage `json:"event,omitempty"`
 	Context json.RawMessage `json:"context,omitempty"`
+	// SyncSends: the worker hands each send over as it is made ("send"
+	// lines) and waits for its "sent" answer.
+	SyncSends bool `json:"syncSends,omitempty"`
+}
+
+// sendMsg is a worker's send during a call, and sentMsg the answer.
+type sendMsg struct {
+	Type   string    `json:"type"`
+	ID     uint64    `json:"id"`
+	Output string    `json:"output"`
+	Data   api.Bytes `json:"data"`
+}
+
+type sentMsg struct {
+	Type  string `json:"type"`
+	ID    uint64 `json:"id"`
+	Error string `json:"error,omitempty"`
 }
 
 type reply struct {
@@ -218,7 +235,7 @@ var errCallTimeout = errors.New("call timed out")
 func (w *worker) call(in callInput, deadline time.Time) (*reply, error) {
 	w.seq++
 	id := w.seq
-	msg, err := json.Marshal(request{ID: id, Arg: api.Bytes(in.arg), Event: in.event, Context: in.context})
+	msg, err := json.Marshal(request{ID: id, Arg: api.Bytes(in.arg), Event: in.event, Context: in.context, SyncSends: in.send != nil})
 	if err != nil {
 		return nil, fmt.Errorf("encode call: %w", err)
 	}
@@ -238,23 +255,55 @@ func (w *worker) call(in callInput, deadline time.Time) (*reply, error) {
 		w.kill()
 		return nil, errNotDelivered
 	}
-	select {
-	case line, ok := <-w.replies:
-		if !ok {
+	for {
+		select {
+		case line, ok := <-w.replies:
+			if !ok {
+				w.kill()
+				return nil, w.exitedError()
+			}
+			var r reply
+			if err := json.Unmarshal(line, &r); err == nil && r.Type == "send" && r.ID == id && in.send != nil {
+				if err := w.relaySend(in, line, id, deadline); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err != nil || r.Type != "result" || r.ID != id {
+				w.kill()
+				return nil, &callError{Err: Error{Type: ErrorWorkerExited,
+					Message: fmt.Sprintf("worker broke the protocol (answer %.200q to call %d); it was killed", line, id)}}
+			}
+			return &r, nil
+		case <-timer.C:
 			w.kill()
-			return nil, w.exitedError()
+			return nil, errCallTimeout
 		}
-		var r reply
-		if err := json.Unmarshal(line, &r); err != nil || r.Type != "result" || r.ID != id {
-			w.kill()
-			return nil, &callError{Err: Error{Type: ErrorWorkerExited,
-				Message: fmt.Sprintf("worker broke the protocol (answer %.200q to call %d); it was killed", line, id)}}
-		}
-		return &r, nil
-	case <-timer.C:
-		w.kill()
-		return nil, errCallTimeout
 	}
+}
+
+// relaySend hands a send of call id to in.send and answers the worker,
+// which waits on it.
+func (w *worker) relaySend(in callInput, line []byte, id uint64, deadline time.Time) error {
+	var m sendMsg
+	if err := json.Unmarshal(line, &m); err != nil {
+		w.kill()
+		return &callError{Err: Error{Type: ErrorWorkerExited, Message: fmt.Sprintf("worker sent a send that does not decode (%v); it was killed", err)}}
+	}
+	why := in.send(function.Send{Output: m.Output, Data: m.Data}, deadline)
+	ack, err := json.Marshal(sentMsg{Type: "sent", ID: id, Error: why})
+	if err != nil {
+		return err
+	}
+	_ = w.in.SetWriteDeadline(deadline)
+	if _, err := w.in.Write(append(ack, '\n')); err != nil {
+		w.kill()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errCallTimeout
+		}
+		return w.exitedError()
+	}
+	return nil
 }
 
 func (w *worker) exitedError() error {

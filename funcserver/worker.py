@@ -319,11 +319,11 @@ def run_hooks(ctx, hooks, kind, reply):
 CAPTURE = os.environ.get("FUNC_LOG_CAPTURE", "on") != "off"
 
 
-def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
+def call(run, check, req, routers, pod_log, plugins=None, with_event=False, deliver=None):
     out = CallOutput(pod_log) if CAPTURE else None
     reply = {"type": "result", "id": req["id"], "result": "", "check": None, "error": None}
     factory = logging.getLogRecordFactory()
-    minik8s.begin_call((req.get("context") or {}).get("outputs"))
+    minik8s.begin_call((req.get("context") or {}).get("outputs"), deliver)
     try:
         with captured(out, routers):
             if plugins is None:
@@ -334,7 +334,7 @@ def call(run, check, req, routers, pod_log, plugins=None, with_event=False):
         # Whatever happened, the pod log is back on fds 1 and 2, and what a
         # plugin set up for the call alone is undone.
         reply["output"], reply["outputDropped"] = out.close() if out else ("", 0)
-        sends = minik8s.end_call()
+        sends = [s for s in minik8s.end_call() if s is not None]
         if sends and reply["error"] is None:
             # A run that raised sends nothing.
             reply["sends"] = [{"output": s["output"], "data": encode_bytes(s["data"])} for s in sends]
@@ -425,10 +425,29 @@ def serve(in_fd, out_fd, fn, routers, pod_log):
     send = line_writer(os.fdopen(out_fd, "wb"))
     send({"type": "ready", "hasCheck": check is not None, "pid": os.getpid()})
     with_event = takes_event(run)
-    for line in proto_in:
+
+    def deliverer(req):
+        """Sends during call req: each goes to the server as a "send"
+        line, and the call waits for its "sent" answer."""
+        def deliver(s):
+            send({"type": "send", "id": req["id"], "output": s["output"], "data": encode_bytes(s["data"])})
+            line = proto_in.readline()
+            if not line:
+                raise SystemExit(0)  # the server is gone: so is this worker
+            ack = json.loads(line)
+            if ack.get("type") != "sent" or ack.get("id") != req["id"]:
+                raise SystemExit("protocol: %r answers a send" % ack)
+            return ack.get("error") or None
+        return deliver
+
+    while True:
+        line = proto_in.readline()
+        if not line:
+            break
         req = json.loads(line)
         req["arg"] = decode_bytes(req.get("arg", ""))
-        reply = call(run, check, req, routers, pod_log, plugins, with_event)
+        deliver = deliverer(req) if req.get("syncSends") else None
+        reply = call(run, check, req, routers, pod_log, plugins, with_event, deliver)
         reply["result"] = encode_bytes(reply["result"])
         send(reply)
     return 0

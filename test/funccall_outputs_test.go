@@ -18,12 +18,12 @@ import (
 )
 
 // TestFuncOutputs: minik8s.send(NAME, data) in a call sends through the
-// function's outputs (seed 000's output bindings) once its run returns: to
-// a function (an asynchronous call, a child of the sending one), a NATS
-// subject and a URL (through the egress guard, as callbacks); each
-// delivery is recorded on the step. A send to an output the function does
-// not have raises in it, naming the ones it has; a run that raises sends
-// nothing.
+// function's outputs (seed 000's output bindings) as it is called, and
+// returns once delivered: to a function (an asynchronous call, a child of
+// the sending one), a NATS subject and a URL (through the egress guard, as
+// callbacks); each delivery is recorded on the step. A send that cannot be
+// delivered raises in the function, saying why, as one to an output the
+// function does not have does; what a run sent before it raised stays sent.
 func TestFuncOutputs(t *testing.T) {
 	srv := startNATS(t)
 	s := framework.StartAPIServerWith(t, func(c *apiserver.Config) { c.EgressAllowCIDRs = callbackAllow })
@@ -137,14 +137,16 @@ def run(arg):
 			t.Errorf("the stream holds %v (%v), want k1", m, err)
 		}
 	})
-	t.Run("a URL the egress guard refuses gets nothing", func(t *testing.T) {
+	t.Run("a URL the egress guard refuses gets nothing, and the send raises", func(t *testing.T) {
 		// The apiserver itself, on loopback outside what the operator opened.
-		probe := "import minik8s\n\ndef run(arg):\n    minik8s.send('in', arg)\n    return arg\n"
+		probe := "import minik8s\n\ndef run(arg):\n    try:\n        minik8s.send('in', arg)\n    except minik8s.OutputError as e:\n        return 'raised: ' + str(e)\n    return 'sent'\n"
 		funcTemplate(t, s, "prober", probe, "RETURN", "RETURN", map[string]any{"outputs": []map[string]any{{"name": "in", "url": s.URL + "/api/v1/namespaces"}}})
 		s.PublishFunctionPods(t, "prober", runtime(t, probe))
 		_, v, data := syncCall(t, s, "prober", []byte("x"))
-		if v.Status != api.InstanceSucceeded || len(v.Steps[0].Sends) != 1 || !strings.Contains(v.Steps[0].Sends[0].Error, "the platform sends no caller's request there") {
-			t.Errorf("a send to the apiserver: %s, want it refused by the egress guard", data)
+		const refused = "the platform sends no caller's request there"
+		if v.Status != api.InstanceSucceeded || len(v.Steps[0].Sends) != 1 || !strings.Contains(v.Steps[0].Sends[0].Error, refused) ||
+			!strings.HasPrefix(string(v.Result), "raised: sending to 'in': ") || !strings.Contains(string(v.Result), refused) {
+			t.Errorf("a send to the apiserver: %s, want it refused by the egress guard, and the send to raise saying so", data)
 		}
 	})
 	t.Run("a send to an output the function does not have raises", func(t *testing.T) {
@@ -153,15 +155,18 @@ def run(arg):
 			t.Errorf("badsend: %s", data)
 		}
 	})
-	t.Run("a run that raises sends nothing", func(t *testing.T) {
+	t.Run("what a run sent before it raised stays sent", func(t *testing.T) {
 		_, v, data := syncCall(t, s, "sender", []byte("raise"))
-		if v.Status != api.InstanceFailed || len(v.Steps) != 1 || len(v.Steps[0].Sends) != 0 {
+		if v.Status != api.InstanceFailed || len(v.Steps) != 1 || len(v.Steps[0].Sends) != 3 || !strings.Contains(v.Error, "after sending") {
 			t.Errorf("sender raising: %s", data)
 		}
 		select {
 		case m := <-msgs:
-			t.Errorf("published %q for a run that raised", m.Data)
-		case <-time.After(300 * time.Millisecond):
+			if string(m.Data) != `{"order": "raise"}` {
+				t.Errorf("published %q", m.Data)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("nothing published for the run that raised after sending")
 		}
 	})
 }

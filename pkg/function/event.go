@@ -25,13 +25,39 @@ import (
 //   - TimeoutHeader: the call's timeout in seconds.
 //
 // The pod answers 200 with Result as JSON; a function that failed is still
-// a 200, with Result.Error set. A runtime serves GET /readyz (200 once it
+// a 200, with Result.Error set. A call with HeaderSends: stream may first
+// answer SendLines, one JSON object per line, each a send the function
+// made and waits on: the caller delivers it and POSTs SendAck to
+// SentPath, and the function's send returns, or raises with the ack's
+// error. A runtime that does not stream answers the Result alone, with
+// its sends in it, which the caller delivers after. A runtime serves GET /readyz (200 once it
 // takes calls, else 503) and GET /healthz (200 while it lives) on the same
 // port, $PORT, which the kubelet sets.
 const (
 	HeaderEvent   = "X-Func-Event"
 	HeaderContext = "X-Func-Context"
+	HeaderSends   = "X-Func-Sends"
+	// SendsStream is HeaderSends' value asking for sends as they happen.
+	SendsStream = "stream"
+	// SentPath takes the acknowledgement of a streamed send.
+	SentPath = "/invoke/sent"
 )
+
+// SendLine is a send a call streams while it waits for its delivery.
+type SendLine struct {
+	Send Send `json:"send"`
+	// Call is the call's token (random, known only to the caller) and Seq
+	// the send's number in the call, from 0.
+	Call string `json:"call"`
+	Seq  int    `json:"seq"`
+}
+
+// SendAck says how the delivery of a streamed send went.
+type SendAck struct {
+	Call  string `json:"call"`
+	Seq   int    `json:"seq"`
+	Error string `json:"error,omitempty"`
+}
 
 // EventMetadata is what a function taking run(event, context) finds in
 // event["metadata"]: the CloudEvent's attributes, and how it arrived.
