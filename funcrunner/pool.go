@@ -87,6 +87,16 @@ func (p *pool) invoke(ctx context.Context, f *api.Func, call stepCall) (*functio
 		}
 	}()
 	for {
+		if p.s.codeChanged(f) {
+			// Its pods are being replaced: the step goes to the new code
+			// (or its revision's own pool), and so do the others waiting.
+			if t != nil {
+				p.leave(key, t)
+				t = nil
+			}
+			p.wakeFirst(key)
+			return nil, stepTarget{waitStart: waitStart, waitEnd: time.Now(), lost: lost}, errFuncChanged
+		}
 		addrs := p.candidates(f, key)
 		addr, ok := p.reserve(key, addrs, cc)
 		if !ok && len(addrs) == 0 && !triedWarm {

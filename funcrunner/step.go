@@ -3,6 +3,7 @@ package funcrunner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -156,50 +157,20 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 		}
 		return ended(inst, nil, "", msg), nil
 	}
-	base := f
-	f, rev, err := s.target(ctx, inst, f, cur)
-	if err != nil {
+	start := time.Now().UTC()
+	s.metrics.started(ns, f.Name)
+	stepSpan := tracing.NewSpanID()
+	r, err := s.run(ctx, inst, f, cur, tracing.Format(traceID, stepSpan))
+	var bad *targetError
+	if errors.As(err, &bad) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return ended(inst, nil, "", fmt.Sprintf("function %q: %v", base.Name, err)), nil
+		return ended(inst, nil, "", fmt.Sprintf("function %q: %v", f.Name, bad.err)), nil
 	}
-	// Demand is counted per pool: an older revision's unit has its own.
-	fnKey := ns + "/" + f.Name
-	s.demand.start(fnKey)
-	defer s.demand.done(fnKey)
-
-	start := time.Now().UTC()
-	s.metrics.started(ns, base.Name)
-	rec := api.FuncStepRecord{Function: base.Name, Revision: rev, Arg: truncate(cur.Arg), Start: &start}
-	stepSpan := tracing.NewSpanID()
-	sc := newStepCall(inst, f, string(cur.Arg), tracing.Format(traceID, stepSpan))
-	// Sends are delivered as the function makes them, each recorded by
-	// its number in the call: a step run again on another pod sends the
-	// same ones again, and a function's call is not made twice.
-	var streamed []api.FuncSendRecord
-	if len(f.Spec.Outputs) > 0 {
-		sc.send = func(seq int, snd function.Send) api.FuncSendRecord {
-			r := s.deliverOne(ctx, inst, f, seq, snd)
-			for len(streamed) <= seq {
-				streamed = append(streamed, api.FuncSendRecord{})
-			}
-			streamed[seq] = r
-			return r
-		}
-	}
-	var res *function.Result
-	var tgt stepTarget
-	if f.APIVersion == api.FuncAPIVersionV1 {
-		res, tgt, err = s.invokeInFreshPod(ctx, f, inst, sc)
-	} else {
-		res, tgt, err = s.pool.invoke(ctx, f, sc)
-	}
-	if rec.Revision == 0 && f == base {
-		// The function just changed: its revision is most likely made
-		// by now.
-		rec.Revision = s.latestRevision(f)
-	}
+	base := f
+	f, res, tgt := r.f, r.res, r.tgt
+	rec := api.FuncStepRecord{Function: base.Name, Revision: r.rev, Arg: truncate(cur.Arg), Start: &start}
 	end := time.Now().UTC()
 	rec.DurationMs = end.Sub(start).Milliseconds()
 	rec.Pod, rec.Node, rec.Retried = tgt.pod, tgt.node, tgt.lost
@@ -210,7 +181,7 @@ func (s *stepper) step(ctx context.Context, inst *api.FuncInstance, traceID, roo
 	}
 	var out *api.FuncInstance
 	// What was delivered while it ran stands, whatever the outcome.
-	rec.Sends = streamed
+	rec.Sends = r.streamed
 	if err != nil {
 		rec.Error = err.Error()
 		out = ended(inst, &rec, "", fmt.Sprintf("function %q: %v", f.Name, err))
