@@ -225,7 +225,7 @@ func (p *pool) checkOwner(ctx context.Context, f *api.Func, key string, addr api
 // new function, so a failure is confirmed with the apiserver.
 func (s *stepper) cannotStart(ctx context.Context, f *api.Func) error {
 	if function.IsUnit(f.Name) {
-		return s.unitGone(ctx, f)
+		return s.unitCannotStart(ctx, f)
 	}
 	ns := funcNamespace(f)
 	if cur, ok := s.funcs.Get(ns, f.Name); ok && !replaced(f, cur) && startFailure(cur) == nil {

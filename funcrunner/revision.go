@@ -9,6 +9,7 @@ import (
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/function"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/podstatus"
 )
 
 // A step runs on one revision of its function: the one its cursor names
@@ -95,9 +96,11 @@ func ownedByFunc(r *api.FuncRevision, f *api.Func) bool {
 	return f.UID == ""
 }
 
-// unitGone says why a call waiting for a pod of unit u will not get one:
-// its function or its revision was deleted meanwhile.
-func (s *stepper) unitGone(ctx context.Context, u *api.Func) error {
+// unitCannotStart says why a call waiting for a pod of unit u will not get
+// one: its function or its revision was deleted meanwhile, or its pods
+// fail to start (and none serves). A function's Ready condition speaks
+// for its latest revision's pods only: an older one's are judged here.
+func (s *stepper) unitCannotStart(ctx context.Context, u *api.Func) error {
 	fn, n, _ := function.SplitTarget(u.Name)
 	ns := funcNamespace(u)
 	f, err := s.lookupFunc(ctx, ns, fn)
@@ -107,6 +110,21 @@ func (s *stepper) unitGone(ctx context.Context, u *api.Func) error {
 	r, err := s.revision(ctx, f, n)
 	if errdefs.IsNotFound(err) || (err == nil && r.UID != u.UID) {
 		return fmt.Errorf("revision %d was deleted while the call waited for a pod: %w", n, errdefs.ErrNotFound)
+	}
+	var failure *function.StartFailure
+	for _, p := range s.pods.ListNamespace(ns, labels.SelectorFromSet(function.Selector(u.Name))) {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if podstatus.IsReady(p) {
+			return nil
+		}
+		if sf := function.PodStartFailure(p); sf != nil && failure == nil {
+			failure = sf
+		}
+	}
+	if failure != nil {
+		return fmt.Errorf("revision %d cannot start: %s: %s", n, failure.Reason, failure.Message)
 	}
 	return nil
 }

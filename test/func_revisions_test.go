@@ -111,10 +111,26 @@ func checkFuncRevisions(t *testing.T, s *framework.APIServer) {
 		t.Errorf("after the rollback: revision %d of %d made, traffic %v (%v); want 1 of 3, none", f.Status.Revision, f.Status.RevisionsMade, f.Spec.Traffic, err)
 	}
 
+	// An older revision whose code does not start says so, as the latest
+	// would, rather than let its calls wait out the cold start.
+	bad := filepath.Join(dir, "bad.py")
+	if err := os.WriteFile(bad, []byte("def run(arg)\n    return arg\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustMkctl(t, s, "func", "create", "revbad", "-f", bad)
+	waitRevision(t, s, "revbad", 1)
+	mustMkctl(t, s, "func", "update", "revbad", "-f", src("v1"))
+	waitRevision(t, s, "revbad", 2)
+	checkAnswer(t, syncInvoke(t, s, "revbad", "e"), "v1:e", 2)
+	if v := syncInvoke(t, s, "revbad@1", "f"); v.Status != api.InstanceFailed || !strings.Contains(v.Error, "revision 1 cannot start") ||
+		!strings.Contains(v.Error, "SyntaxError") {
+		t.Errorf("a call of a broken older revision: %s %q, want it failed saying the revision cannot start, and why", v.Status, v.Error)
+	}
+
 	// Revisions without traffic go back to zero pods, and keep nothing.
 	waitFor(t, "the older revisions' pools to go", 90*time.Second, func() bool {
-		pods, _, err := s.Client.Pods("default").List(t.Context(), client.ListOptions{LabelSelector: function.LabelRevisionOf + "=rev"})
-		rss, _, rerr := s.Client.ReplicaSets("default").List(t.Context(), client.ListOptions{LabelSelector: function.LabelRevisionOf + "=rev"})
+		pods, _, err := s.Client.Pods("default").List(t.Context(), client.ListOptions{LabelSelector: function.LabelRevisionOf})
+		rss, _, rerr := s.Client.ReplicaSets("default").List(t.Context(), client.ListOptions{LabelSelector: function.LabelRevisionOf})
 		return err == nil && rerr == nil && len(pods) == 0 && len(rss) == 0
 	})
 }

@@ -38,6 +38,9 @@ var waitingFailures = map[string]bool{
 // kubelet tries again until it is there.
 func codeNotDelivered(p *api.Pod, w *api.ContainerStateWaiting) bool {
 	fn := p.Labels[LabelFunc]
+	if of := p.Labels[LabelRevisionOf]; of != "" {
+		fn = of + RevisionSep + p.Labels[LabelRevision] // an older revision's unit
+	}
 	return fn != "" && w.Reason == "CreateContainerConfigError" &&
 		strings.Contains(w.Message, fmt.Sprintf("configMap %q", ObjectName(fn))) && strings.Contains(w.Message, "not found")
 }
