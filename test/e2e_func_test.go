@@ -38,6 +38,13 @@ func cluster(t *testing.T) *framework.APIServer {
 // test process. prepare (if any) readies the containerd further.
 func netCluster(t *testing.T, name string, prepare func(*containerdtest.Containerd)) *framework.APIServer {
 	t.Helper()
+	s, _ := netClusterRunner(t, name, prepare)
+	return s
+}
+
+// netClusterRunner is netCluster, with its function runner.
+func netClusterRunner(t *testing.T, name string, prepare func(*containerdtest.Containerd)) (*framework.APIServer, *framework.NetFuncRunner) {
+	t.Helper()
 	ctd := containerdtest.StartContainerd(t)
 	ctd.ImportFunctionRuntime(t)
 	if prepare != nil {
@@ -45,11 +52,11 @@ func netCluster(t *testing.T, name string, prepare func(*containerdtest.Containe
 	}
 	u := framework.StartUnderlay(t, 1)
 	s := u.StartAPIServer(t, nil)
-	framework.StartNetFuncRunner(t, u.Nodes[0], s)
+	runner := framework.StartNetFuncRunner(t, u.Nodes[0], s)
 	framework.StartControllers(t, s, controller.Config{FuncScaleInterval: time.Second, FuncIdleWindow: 2 * time.Second})
 	framework.StartScheduler(t, s, scheduler.Config{})
 	framework.StartNetKubelet(t, u.Nodes[0], s, ctd, name)
-	return s
+	return s, runner
 }
 
 // clusterWith is cluster() on node name at ip; prepare (if any) readies the
@@ -123,7 +130,7 @@ func trySyncInvoke(s *framework.APIServer, fn, arg string, within time.Duration)
 
 func TestE2EFunctionsOnContainerd(t *testing.T) {
 	t.Parallel()
-	s := cluster(t)
+	s, runner := netClusterRunner(t, "node-e2e", nil)
 	ctx := context.Background()
 	funcTemplate(t, s, "append_world", "def run(arg):\n    print('got', arg)\n    return arg + ' world'\n", "RETURN", "RETURN",
 		map[string]any{"initInstanceNum": 1, "minInstanceNum": 0, "maxInstanceNum": 3})
@@ -193,7 +200,7 @@ func TestE2EFunctionsOnContainerd(t *testing.T) {
 	}
 	t.Run("BrokenFunctionsFailFast", func(t *testing.T) { checkBrokenFunctionsFailFast(t, s) })
 	t.Run("ResourcesAndConfig", func(t *testing.T) { checkFuncResources(t, s) })
-	t.Run("Revisions", func(t *testing.T) { checkFuncRevisions(t, s) })
+	t.Run("Revisions", func(t *testing.T) { checkFuncRevisions(t, s, runner.Gateway) })
 }
 
 func TestE2EFunctionV1FreshPodPerStep(t *testing.T) {

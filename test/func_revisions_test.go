@@ -22,7 +22,7 @@ import (
 // calls; an older revision serves from a pool of its own that goes back to
 // zero; a rollback puts an earlier one back; each call records the
 // revision it ran on, and a rollout under load loses no call.
-func checkFuncRevisions(t *testing.T, s *framework.APIServer) {
+func checkFuncRevisions(t *testing.T, s *framework.APIServer, gateway string) {
 	dir := t.TempDir()
 	src := func(v string) string {
 		p := filepath.Join(dir, v+".py")
@@ -87,6 +87,25 @@ func checkFuncRevisions(t *testing.T, s *framework.APIServer) {
 	out = mustMkctl(t, s, "func", "revisions", "rev")
 	if !strings.Contains(out, "90%") || !strings.Contains(out, "10%") {
 		t.Errorf("mkctl func revisions does not show the split:\n%s", out)
+	}
+	// Through the gateway too: an HTTP trigger's calls follow the split.
+	mustMkctl(t, s, "trigger", "add", "http", "rev-web", "--function", "rev", "--path", "/rev")
+	byRev := map[string]int{}
+	for i := 0; i < 40; i++ {
+		resp, err := http.Post("http://"+gateway+"/rev", "text/plain", strings.NewReader(fmt.Sprintf("g%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		v, arg, _ := strings.Cut(string(body), ":")
+		if resp.StatusCode != http.StatusOK || arg != fmt.Sprintf("g%d", i) || (v != "v1" && v != "v2") {
+			t.Fatalf("a call through the gateway: %d %q", resp.StatusCode, body)
+		}
+		byRev[v]++
+	}
+	if byRev["v1"] < 28 {
+		t.Errorf("a 90/10 split through the gateway answered %v of 40 calls", byRev)
 	}
 
 	// A rollout under load: 200 calls over a change of code (revision 3)

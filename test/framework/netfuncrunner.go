@@ -24,6 +24,9 @@ type NetFuncRunner struct {
 	Identity string
 	// Address is where it serves the calls the apiserver hands it.
 	Address string
+	// Gateway is its function gateway (the HTTP triggers) as the test
+	// process reaches it ("" when it serves none).
+	Gateway string
 }
 
 // StartNetFuncRunner runs bin/funcrunner in node's namespace against the
@@ -40,12 +43,21 @@ func StartNetFuncRunner(t testing.TB, node *NetNode, s *APIServer) *NetFuncRunne
 	}
 	addr := l.Addr().String()
 	l.Close()
+	// And one for its function gateway.
+	gl, err := node.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := gl.Addr().(*net.TCPAddr)
+	gl.Close()
 	r := &NetFuncRunner{Identity: "runner-" + harness.RunToken() + "-" + strconv.Itoa(int(runnerSeq.Add(1))),
 		netProcess: &netProcess{t: t, LogPath: filepath.Join(t.TempDir(), "funcrunner.log")}}
 	r.what = "function runner " + r.Identity
 	r.Address = addr
+	r.Gateway = node.Expose(t, gw.String())
 	r.args = []string{"--net=" + node.Path(), bin, "--apiserver", "http://" + node.Forward(t, s.Addr),
-		"--identity", r.Identity, "--address", addr, "--advertise-url", "http://" + node.Expose(t, addr)}
+		"--identity", r.Identity, "--address", addr, "--advertise-url", "http://" + node.Expose(t, addr),
+		"--gateway-port", strconv.Itoa(gw.Port)}
 	r.run(t, s)
 	return r
 }
