@@ -72,6 +72,30 @@ func followScaleDown(t *testing.T, events <-chan client.Event[*api.ReplicaSet], 
 	return seen
 }
 
+// writeFunc changes a Func read afresh, again if the write raced with the
+// controller's own (it writes the status: the revision it made).
+func writeFunc(ctx context.Context, t *testing.T, c *client.Client, name string, status bool, change func(*api.Func)) {
+	t.Helper()
+	for {
+		f, err := c.Funcs("default").Get(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(f)
+		if status {
+			_, err = c.Funcs("default").UpdateStatus(ctx, f)
+		} else {
+			_, err = c.Funcs("default").Update(ctx, f)
+		}
+		if err == nil {
+			return
+		}
+		if !errdefs.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 	s := framework.StartAPIServer(t)
 	startFunctionController(t, s, functions.Config{ScaleInterval: time.Second, IdleWindow: time.Second})
@@ -111,19 +135,17 @@ func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 
 	// Follow the ReplicaSet's replicas while the counter goes up and decays.
 	events := c.ReplicaSets("default").Watch(ctx, client.ListOptions{FieldSelector: "metadata.name=" + name})
-	got, _ := c.Funcs("default").Get(ctx, "echo_fn")
-	now := time.Now().UTC()
-	got.Status.Counter, got.Status.TimeStamp = 3, &now
-	if _, err := c.Funcs("default").UpdateStatus(ctx, got); err != nil {
-		t.Fatal(err)
-	}
+	writeFunc(ctx, t, c, "echo_fn", true, func(f *api.Func) {
+		now := time.Now().UTC()
+		f.Status.Counter, f.Status.TimeStamp = 3, &now
+	})
 	seen := followScaleDown(t, events, 0, 30*time.Second)
 	// Up to 3, then down to 0 through every step.
 	want := []int32{3, 2, 1, 0}
 	if len(seen) < 4 || !equalInt32(seen[len(seen)-4:], want) {
 		t.Fatalf("replicas went %v, want to end with %v", seen, want)
 	}
-	got, _ = c.Funcs("default").Get(ctx, "echo_fn")
+	got, _ := c.Funcs("default").Get(ctx, "echo_fn")
 	if got.Status.Counter != 0 {
 		t.Fatalf("counter %d, want 0 (min)", got.Status.Counter)
 	}
@@ -133,10 +155,9 @@ func TestFunctionControllerPoolAndScaleToZero(t *testing.T) {
 	if _, err := c.Pods("default").Create(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	got.Spec.Function = base64.StdEncoding.EncodeToString([]byte("def run(arg):\n    return arg * 2\n"))
-	if _, err := c.Funcs("default").Update(ctx, got); err != nil {
-		t.Fatal(err)
-	}
+	writeFunc(ctx, t, c, "echo_fn", false, func(f *api.Func) {
+		f.Spec.Function = base64.StdEncoding.EncodeToString([]byte("def run(arg):\n    return arg * 2\n"))
+	})
 	waitFor(t, "new code in the template, configmap and old pod gone", 10*time.Second, func() bool {
 		r, err := c.ReplicaSets("default").Get(ctx, name)
 		cm, cerr := c.ConfigMaps("default").Get(ctx, name)
