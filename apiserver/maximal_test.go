@@ -212,6 +212,11 @@ func maximalObjects(t *testing.T) map[string]map[string]any {
 		"spec": map[string]any{"replicas": 0, "minReadySeconds": 1, "revisionHistoryLimit": 3, "progressDeadlineSeconds": 60, "paused": true,
 			"selector": clone(selector), "template": template(),
 			"strategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "50%", "maxUnavailable": 1}}}}
+	out["daemonsets"] = map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta("max"),
+		"spec": map[string]any{"minReadySeconds": 1, "revisionHistoryLimit": 3, "selector": clone(selector), "template": template(),
+			"updateStrategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "50%", "maxUnavailable": 0}}}}
+	out["controllerrevisions"] = map[string]any{"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": meta("max"),
+		"revision": 3, "data": map[string]any{"spec": map[string]any{"template": map[string]any{"$patch": "replace", "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}}}}
 	jobSpec := func(cron bool) map[string]any {
 		tpl := template()
 		tpl["spec"].(map[string]any)["restartPolicy"] = "Never"

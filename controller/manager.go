@@ -17,6 +17,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/controller/cronjob"
+	"minik8s/controller/daemonset"
 	"minik8s/controller/deployment"
 	"minik8s/controller/endpoints"
 	"minik8s/controller/funcinstancegc"
@@ -84,6 +85,7 @@ var Controllers = []struct {
 }{
 	{replicaset.Name, func(c *Context) Runner { return replicaset.New(c.Client, c.Informers, c.Events) }},
 	{deployment.Name, func(c *Context) Runner { return deployment.New(c.Client, c.Informers, c.Events) }},
+	{daemonset.Name, func(c *Context) Runner { return daemonset.New(c.Client, c.Informers, c.Events) }},
 	{job.Name, func(c *Context) Runner { return job.New(c.Client, c.Informers, c.Events) }},
 	{cronjob.Name, func(c *Context) Runner { return cronjob.New(c.Client, c.Informers, c.Events) }},
 	{podautoscaler.Name, func(c *Context) Runner {

@@ -49,11 +49,18 @@ func nodeReady(_ *podInfo, ni *nodeInfo) []string {
 	return []string{reasonNotReady}
 }
 
-func nodeSchedulable(_ *podInfo, ni *nodeInfo) []string {
-	if ni.node.Spec.Unschedulable {
-		return []string{reasonUnschedulable}
+// nodeSchedulable keeps pods off a cordoned node, but those tolerating
+// its unschedulable taint (a DaemonSet's), as Kubernetes' NodeUnschedulable
+// plugin does.
+func nodeSchedulable(pi *podInfo, ni *nodeInfo) []string {
+	if !ni.node.Spec.Unschedulable {
+		return nil
 	}
-	return nil
+	cordon := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	if v1helper.TolerationsTolerateTaint(klog.Background(), pi.pod.Spec.Tolerations, cordon, true) {
+		return nil
+	}
+	return []string{reasonUnschedulable}
 }
 
 func nodeSelector(pi *podInfo, ni *nodeInfo) []string {

@@ -107,6 +107,12 @@ func TestFilters(t *testing.T) {
 		{"not ready", testPod("p", "", ""), info(testNode("n", "1", "1Gi", notReady)), []string{reasonNotReady}},
 		{"no ready condition", testPod("p", "", ""), info(&api.Node{ObjectMeta: api.ObjectMeta{Name: "n"}}), []string{reasonNotReady}},
 		{"unschedulable", testPod("p", "", ""), info(testNode("n", "1", "1Gi", cordoned)), []string{reasonUnschedulable}},
+		{"unschedulable tolerated (a DaemonSet's pod)", testPod("p", "", "", func(p *api.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		}), info(testNode("n", "1", "1Gi", cordoned)), nil},
+		{"unschedulable, another taint tolerated", testPod("p", "", "", func(p *api.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		}), info(testNode("n", "1", "1Gi", cordoned)), []string{reasonUnschedulable}},
 		{"selector matches", testPod("p", "", "", selector("disk", "ssd")), info(testNode("n", "1", "1Gi", labeled("disk", "ssd"))), nil},
 		{"selector value differs", testPod("p", "", "", selector("disk", "ssd")), info(testNode("n", "1", "1Gi", labeled("disk", "hdd"))), []string{reasonNodeSelector}},
 		{"selector label missing", testPod("p", "", "", selector("disk", "ssd")), info(testNode("n", "1", "1Gi")), []string{reasonNodeSelector}},

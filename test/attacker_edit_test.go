@@ -66,6 +66,11 @@ func podKindObject(res api.Resource, name string, spec api.PodSpec, run bool) ap
 		tm.Set(reflect.ValueOf(api.TypeMeta{APIVersion: res.GroupVersion(), Kind: res.Kind}))
 	}
 	fillPodSpecs(v, name, spec, false, run)
+	if ds, ok := obj.(*api.DaemonSet); ok && !run {
+		// A DaemonSet has no count to hold at zero: it is kept off
+		// every node instead.
+		ds.Spec.Template.Spec.NodeSelector = map[string]string{"minik8s.io/no-such-node": "x"}
+	}
 	meta := obj.GetObjectMeta()
 	meta.Name, meta.Namespace = name, "a"
 	return obj
@@ -149,7 +154,7 @@ func (c *attackCluster) editorTemplates(t *testing.T) {
 	for _, res := range kinds {
 		names = append(names, res.Name)
 	}
-	for _, want := range []string{"pods", "replicasets", "deployments", "jobs", "cronjobs"} {
+	for _, want := range []string{"pods", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("the walk of api.Resources found no pod spec in %s (found %v)", want, names)
 		}
@@ -296,6 +301,11 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 		attempt{name: "rewriting revision 1 of its own function", method: "PUT", path: "/apis/minik8s.io/v1/namespaces/a/funcrevisions/" + function.RevisionName("ctl-fn", 1),
 			want: forbidden, says: who,
 			body: `{"metadata":{"name":"` + function.RevisionName("ctl-fn", 1) + `"},"spec":{"function":"ctl-fn","revision":1,"template":{"function":"ZGVmIHJ1bihhKTogcmV0dXJuICdwd24n"}}}`},
+		// A DaemonSet's revisions are its controller's to write: rollout
+		// undo patches the DaemonSet, which is admitted as any write.
+		attempt{name: "a ControllerRevision", method: "POST", path: api.ControllerRevisionsResource.Path("a", ""), want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-cr"},"revision":1,"data":{"spec":{"template":{"$patch":"replace","spec":{"hostNetwork":true}}}}}`},
+		attempt{name: "b's DaemonSets", method: "GET", path: api.DaemonSetsResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "exec in b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "exec in b's pod by GET", method: "GET", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "port-forward to b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/portforward?ports=8080", want: forbidden, says: who},

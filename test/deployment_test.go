@@ -36,10 +36,16 @@ type readyWatch struct {
 }
 
 func watchReady(t *testing.T, c *client.Client) *readyWatch {
+	return watchReadyLabel(t, c, "app=web")
+}
+
+// watchReadyLabel follows the pods of the default namespace selected by
+// selector as watchReady does those of app=web.
+func watchReadyLabel(t *testing.T, c *client.Client, selector string) *readyWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	w := &readyWatch{pods: map[string]*api.Pod{}, fewest: -1}
-	events := c.Pods("default").Watch(ctx, client.ListOptions{LabelSelector: "app=web"})
+	events := c.Pods("default").Watch(ctx, client.ListOptions{LabelSelector: selector})
 	go func() {
 		for ev := range events {
 			w.mu.Lock()

@@ -36,6 +36,9 @@ func fill(v reflect.Value, depth int) {
 	case intstr.IntOrString:
 		v.Set(reflect.ValueOf(intstr.FromInt32(1)))
 		return
+	case json.RawMessage:
+		v.Set(reflect.ValueOf(json.RawMessage(`{"x":"x"}`)))
+		return
 	}
 	switch v.Kind() {
 	case reflect.Pointer:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 
 	"minik8s/pkg/api"
@@ -46,6 +47,7 @@ var strategies = map[string]strategy{
 	api.NodesResource.Name:                    nodeStrategy{},
 	api.NamespacesResource.Name:               namespaceStrategy{},
 	api.DeploymentsResource.Name:              deploymentStrategy{},
+	api.DaemonSetsResource.Name:               daemonSetStrategy{},
 	api.CronJobsResource.Name:                 cronJobStrategy{},
 	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
 }
@@ -84,12 +86,43 @@ type (
 	triggerStrategy    struct{ defaultStrategy }
 	funcStrategy       struct{ defaultStrategy }
 	deploymentStrategy struct{ defaultStrategy }
+	daemonSetStrategy  struct{ defaultStrategy }
 	cronJobStrategy    struct{ defaultStrategy }
 	hpaStrategy        struct{ defaultStrategy }
 )
 
 func (deploymentStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.Deployment).Status = api.DeploymentStatus{}
+}
+
+// A DaemonSet's template generation (Kubernetes' deprecated
+// spec.templateGeneration, carried in v1 as an annotation its validation
+// reads) starts at 1 and counts the template's changes, as Kubernetes'
+// strategy keeps it: whatever a writer says of it.
+func (daemonSetStrategy) prepareForCreate(obj api.Object) {
+	ds := obj.(*api.DaemonSet)
+	ds.Status = api.DaemonSetStatus{}
+	setAnnotation(&ds.ObjectMeta, api.AnnotationDaemonSetTemplateGeneration, "1")
+}
+
+func (daemonSetStrategy) prepareForUpdate(_ *Store, cur, next api.Object) error {
+	c, n := cur.(*api.DaemonSet), next.(*api.DaemonSet)
+	gen, _ := strconv.ParseInt(c.Annotations[api.AnnotationDaemonSetTemplateGeneration], 10, 64)
+	if gen < 1 {
+		gen = 1
+	}
+	if !reflect.DeepEqual(c.Spec.Template, n.Spec.Template) {
+		gen++
+	}
+	setAnnotation(&n.ObjectMeta, api.AnnotationDaemonSetTemplateGeneration, strconv.FormatInt(gen, 10))
+	return nil
+}
+
+func setAnnotation(m *api.ObjectMeta, k, v string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[k] = v
 }
 
 func (cronJobStrategy) prepareForCreate(obj api.Object) {

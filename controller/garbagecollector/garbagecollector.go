@@ -86,6 +86,7 @@ type Controller struct {
 }
 
 // New returns the collector following pods, replicasets, deployments,
+// daemonsets, controllerrevisions,
 // jobs, cronjobs, services, endpoints, configmaps, funcs, funcrevisions and triggers
 // through the factory's informers.
 func New(c *client.Client, f *cache.Factory) *Controller {
@@ -93,6 +94,8 @@ func New(c *client.Client, f *cache.Factory) *Controller {
 	follow(gc, api.PodsResource, f.Pods())
 	follow(gc, api.ReplicaSetsResource, f.ReplicaSets())
 	follow(gc, api.DeploymentsResource, f.Deployments())
+	follow(gc, api.DaemonSetsResource, f.DaemonSets())
+	follow(gc, api.ControllerRevisionsResource, f.ControllerRevisions())
 	follow(gc, api.JobsResource, f.Jobs())
 	follow(gc, api.CronJobsResource, f.CronJobs())
 	follow(gc, api.ServicesResource, f.Services())

@@ -428,32 +428,18 @@ func computeStatus(rs *api.ReplicaSet, active []*api.Pod, now time.Time) (st api
 		if tmplSel.Matches(p.Labels) {
 			st.FullyLabeledReplicas++
 		}
-		since, ready := readySince(p)
-		if !ready {
+		if !podstatus.IsReady(p) {
 			continue
 		}
 		st.ReadyReplicas++
-		switch wait := since.Add(minReady).Sub(now); {
-		case minReady == 0 || wait <= 0:
+		switch ok, wait := podstatus.Available(p, minReady, now); {
+		case ok:
 			st.AvailableReplicas++
 		case recheck == 0 || wait < recheck:
 			recheck = wait
 		}
 	}
 	return st, recheck
-}
-
-// readySince says whether a pod is ready, and since when.
-func readySince(p *api.Pod) (time.Time, bool) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady && c.Status == api.ConditionTrue {
-			if c.LastTransitionTime != nil {
-				return *c.LastTransitionTime, true
-			}
-			return time.Time{}, true
-		}
-	}
-	return time.Time{}, false
 }
 
 func (rc *Controller) updateStatus(ctx context.Context, rs *api.ReplicaSet, active []*api.Pod) error {

@@ -61,6 +61,10 @@ var (
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &ReplicaSet{} }}
 	DeploymentsResource = Resource{Name: "deployments", Kind: "Deployment", ShortNames: []string{"deploy", "deployment"},
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }}
+	DaemonSetsResource = Resource{Name: "daemonsets", Kind: "DaemonSet", ShortNames: []string{"ds", "daemonset"},
+		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &DaemonSet{} }}
+	ControllerRevisionsResource = Resource{Name: "controllerrevisions", Kind: "ControllerRevision", ShortNames: []string{"controllerrevision"},
+		Group: "apps", Version: "v1", Namespaced: true, New: func() Object { return &ControllerRevision{} }}
 	HorizontalPodAutoscalersResource = Resource{Name: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler", ShortNames: []string{"hpa", "horizontalpodautoscaler"},
 		Group: "autoscaling", Version: "v2", Namespaced: true, HasStatus: true, New: func() Object { return &HorizontalPodAutoscaler{} }}
 	// HorizontalPodAutoscalersV1Resource serves the HPAs again at
@@ -135,7 +139,7 @@ func (r Resource) Served() Resource {
 
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
-	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
+	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,

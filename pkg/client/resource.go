@@ -52,6 +52,14 @@ func (c *Client) Jobs(ns string) *ResourceClient[api.Job, *api.Job] {
 	return newResource[api.Job](c, api.JobsResource, ns)
 }
 
+func (c *Client) DaemonSets(ns string) *ResourceClient[api.DaemonSet, *api.DaemonSet] {
+	return newResource[api.DaemonSet](c, api.DaemonSetsResource, ns)
+}
+
+func (c *Client) ControllerRevisions(ns string) *ResourceClient[api.ControllerRevision, *api.ControllerRevision] {
+	return newResource[api.ControllerRevision](c, api.ControllerRevisionsResource, ns)
+}
+
 func (c *Client) CronJobs(ns string) *ResourceClient[api.CronJob, *api.CronJob] {
 	return newResource[api.CronJob](c, api.CronJobsResource, ns)
 }

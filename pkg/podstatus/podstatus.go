@@ -2,7 +2,11 @@
 // podutil does, for the controllers and runners that act on it.
 package podstatus
 
-import "minik8s/pkg/api"
+import (
+	"time"
+
+	"minik8s/pkg/api"
+)
 
 // IsReady says whether the pod's Ready condition is True.
 func IsReady(p *api.Pod) bool {
@@ -18,4 +22,31 @@ func ReadyCondition(p *api.Pod) *api.PodCondition {
 		}
 	}
 	return nil
+}
+
+// ReadySince says whether the pod is ready, and since when (the zero
+// time when its condition says no time).
+func ReadySince(p *api.Pod) (time.Time, bool) {
+	c := ReadyCondition(p)
+	if c == nil || c.Status != api.ConditionTrue {
+		return time.Time{}, false
+	}
+	if c.LastTransitionTime != nil {
+		return *c.LastTransitionTime, true
+	}
+	return time.Time{}, true
+}
+
+// Available says whether the pod is available at now (ready for at least
+// minReady); wait, when it is ready but not yet available, is how long
+// until it is.
+func Available(p *api.Pod, minReady time.Duration, now time.Time) (ok bool, wait time.Duration) {
+	since, ready := ReadySince(p)
+	if !ready {
+		return false, 0
+	}
+	if w := since.Add(minReady).Sub(now); minReady > 0 && w > 0 {
+		return false, w
+	}
+	return true, 0
 }

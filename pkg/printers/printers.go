@@ -83,6 +83,31 @@ var tables = map[string]Columns{
 				[]string{names, images, OrNone(SelectorString(d.Spec.Selector))}
 		},
 	},
+	api.DaemonSetsResource.Name: {
+		Headers: []string{"NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"},
+		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			d := o.(*api.DaemonSet)
+			names, images := containerNamesImages(d.Spec.Template.Spec.Containers)
+			st := d.Status
+			return []string{d.Name, Itoa(st.DesiredNumberScheduled), Itoa(st.CurrentNumberScheduled), Itoa(st.NumberReady),
+					Itoa(st.UpdatedNumberScheduled), Itoa(st.NumberAvailable), OrNone(MapString(d.Spec.Template.Spec.NodeSelector)), Age(d.CreationTimestamp, now)},
+				[]string{names, images, OrNone(SelectorString(d.Spec.Selector))}
+		},
+	},
+	api.ControllerRevisionsResource.Name: {
+		Headers: []string{"NAME", "CONTROLLER", "REVISION", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			r := o.(*api.ControllerRevision)
+			controller := "<none>"
+			for _, ref := range r.OwnerReferences {
+				if ref.Controller != nil && *ref.Controller {
+					controller = strings.ToLower(ref.Kind) + "." + strings.Split(ref.APIVersion, "/")[0] + "/" + ref.Name
+				}
+			}
+			return []string{r.Name, controller, strconv.FormatInt(r.Revision, 10), Age(r.CreationTimestamp, now)}, nil
+		},
+	},
 	api.HorizontalPodAutoscalersResource.Name: {
 		Headers: []string{"NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"},
 		Row: func(o api.Object, now time.Time) ([]string, []string) {

@@ -125,3 +125,9 @@ func Replicas(d *api.Deployment) int {
 	}
 	return int(*d.Spec.Replicas)
 }
+
+// DaemonSetHash is the controller-revision-hash of a DaemonSet's current
+// template, salted as Hash is.
+func DaemonSetHash(ds *api.DaemonSet) string {
+	return hash(ds.Spec.Template, ds.Status.CollisionCount)
+}

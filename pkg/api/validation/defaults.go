@@ -38,6 +38,8 @@ func Default(res api.Resource, obj api.Object) {
 		DefaultPodSpec(&o.Spec.Template.Spec)
 	case *api.Deployment:
 		defaultDeployment(o)
+	case *api.DaemonSet:
+		defaultDaemonSet(o)
 	case *api.HorizontalPodAutoscaler:
 		defaultHPA(o)
 	case *api.Job:
@@ -214,6 +216,33 @@ func defaultDeployment(d *api.Deployment) {
 	if d.Spec.ProgressDeadlineSeconds == nil {
 		n := int32(rollout.DefaultProgressDeadlineSeconds)
 		d.Spec.ProgressDeadlineSeconds = &n
+	}
+	DefaultPodSpec(&d.Spec.Template.Spec)
+}
+
+// defaultDaemonSet fills what Kubernetes' SetDefaults_DaemonSet does: a
+// rolling update of one node at a time, no surge, ten old revisions.
+func defaultDaemonSet(d *api.DaemonSet) {
+	st := &d.Spec.UpdateStrategy
+	if st.Type == "" {
+		st.Type = api.DaemonSetRollingUpdate
+	}
+	if st.Type == api.DaemonSetRollingUpdate {
+		if st.RollingUpdate == nil {
+			st.RollingUpdate = &api.RollingUpdateDaemonSet{}
+		}
+		if st.RollingUpdate.MaxUnavailable == nil {
+			v := api.IntOrString("1")
+			st.RollingUpdate.MaxUnavailable = &v
+		}
+		if st.RollingUpdate.MaxSurge == nil {
+			v := api.IntOrString("0")
+			st.RollingUpdate.MaxSurge = &v
+		}
+	}
+	if d.Spec.RevisionHistoryLimit == nil {
+		n := int32(rollout.DefaultRevisionHistoryLimit)
+		d.Spec.RevisionHistoryLimit = &n
 	}
 	DefaultPodSpec(&d.Spec.Template.Spec)
 }

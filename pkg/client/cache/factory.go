@@ -57,6 +57,14 @@ func (f *Factory) ReplicaSets() *Informer[api.ReplicaSet, *api.ReplicaSet] {
 	return shared[api.ReplicaSet](f, api.ReplicaSetsResource, f.c.ReplicaSets("").AllNamespaces())
 }
 
+func (f *Factory) DaemonSets() *Informer[api.DaemonSet, *api.DaemonSet] {
+	return shared[api.DaemonSet](f, api.DaemonSetsResource, f.c.DaemonSets("").AllNamespaces())
+}
+
+func (f *Factory) ControllerRevisions() *Informer[api.ControllerRevision, *api.ControllerRevision] {
+	return shared[api.ControllerRevision](f, api.ControllerRevisionsResource, f.c.ControllerRevisions("").AllNamespaces())
+}
+
 func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }

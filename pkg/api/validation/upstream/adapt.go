@@ -23,6 +23,8 @@ func adaptTemplate(obj runtime.Object) {
 		adaptPodSpec(&o.Spec.Template.Spec)
 	case *appsv1.ReplicaSet:
 		adaptPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.DaemonSet:
+		adaptPodSpec(&o.Spec.Template.Spec)
 	case *batchv1.Job:
 		adaptPodSpec(&o.Spec.Template.Spec)
 	case *batchv1.CronJob:

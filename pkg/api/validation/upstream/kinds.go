@@ -168,6 +168,30 @@ var kinds = map[string]kind{
 		},
 		adapt: adaptTemplate,
 	},
+	"DaemonSet": {
+		gvk: gvk("apps", "v1", "DaemonSet"),
+		create: func(obj runtime.Object) field.ErrorList {
+			d := obj.(*apps.DaemonSet)
+			return appsvalidation.ValidateDaemonSet(d, podutil.GetValidationOptionsFromPodTemplate(&d.Spec.Template, nil))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			d, o := obj.(*apps.DaemonSet), old.(*apps.DaemonSet)
+			return appsvalidation.ValidateDaemonSetUpdate(d, o, podutil.GetValidationOptionsFromPodTemplate(&d.Spec.Template, &o.Spec.Template))
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			return appsvalidation.ValidateDaemonSetStatusUpdate(obj.(*apps.DaemonSet), old.(*apps.DaemonSet))
+		},
+		adapt: adaptTemplate,
+	},
+	"ControllerRevision": {
+		gvk: gvk("apps", "v1", "ControllerRevision"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return appsvalidation.ValidateControllerRevisionCreate(obj.(*apps.ControllerRevision))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return appsvalidation.ValidateControllerRevisionUpdate(obj.(*apps.ControllerRevision), old.(*apps.ControllerRevision))
+		},
+	},
 	"ReplicaSet": {
 		gvk: gvk("apps", "v1", "ReplicaSet"),
 		create: func(obj runtime.Object) field.ErrorList {
