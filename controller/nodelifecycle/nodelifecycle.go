@@ -15,6 +15,8 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -246,10 +248,10 @@ func (nc *Controller) sync(ctx context.Context, name string) error {
 			return err
 		}
 		nc.forget(name)
-		return nc.evictPods(ctx, name, fmt.Sprintf("Node %s is gone", name))
+		return nc.evictPods(ctx, name, fmt.Sprintf("Node %s is gone", name), true)
 	}
 	if nodecondition.ReadyStatus(node) == api.ConditionUnknown {
-		return nc.evictPods(ctx, name, unresponsive(name))
+		return nc.evictPods(ctx, name, unresponsive(name), false)
 	}
 	silent, ok := nc.silence(name)
 	if !ok {
@@ -263,7 +265,20 @@ func (nc *Controller) sync(ctx context.Context, name string) error {
 	if err := nc.markUnknown(ctx, node, silent); err != nil {
 		return err
 	}
-	return nc.evictPods(ctx, name, unresponsive(name))
+	return nc.evictPods(ctx, name, unresponsive(name), false)
+}
+
+var unreachableTaint = corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
+
+// toleratesUnreachable says whether the pod tolerates its node's being
+// unreachable with no time limit.
+func toleratesUnreachable(p *api.Pod) bool {
+	for _, t := range p.Spec.Tolerations {
+		if t.TolerationSeconds == nil && t.ToleratesTaint(klog.Background(), &unreachableTaint, true) {
+			return true
+		}
+	}
+	return false
 }
 
 func unresponsive(node string) string {
@@ -292,10 +307,16 @@ func (nc *Controller) markUnknown(ctx context.Context, node *api.Node, silent ti
 }
 
 // evictPods marks the pods bound to a lost node Failed and deletes them at
-// once: no kubelet is there to finish a graceful deletion.
-func (nc *Controller) evictPods(ctx context.Context, node, msg string) error {
+// once: no kubelet is there to finish a graceful deletion. While the node
+// still exists, pods that tolerate its being unreachable for good (a
+// DaemonSet's) stay, as Kubernetes' taint-based eviction keeps them: they
+// are the node's own agents, and would only be made again for it.
+func (nc *Controller) evictPods(ctx context.Context, node, msg string, gone bool) error {
 	var errs []error
 	for _, p := range nc.pods.ByIndex(podNodeIndex, node) {
+		if !gone && toleratesUnreachable(p) {
+			continue
+		}
 		if err := nc.evict(ctx, p, msg); err != nil {
 			errs = append(errs, err)
 		}

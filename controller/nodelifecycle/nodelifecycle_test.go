@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
@@ -114,8 +116,14 @@ func setup(t *testing.T, nodes []*api.Node, pods []*api.Pod) *env {
 
 func TestSilentNodeIsMarkedAndItsPodsRemoved(t *testing.T) {
 	start := time.Unix(10000, 0)
+	// A DaemonSet's pod tolerates the node's being unreachable for good,
+	// and stays; one tolerating it for a while does not.
+	daemon, bounded := boundPod("daemon", "n1"), boundPod("bounded", "n1")
+	daemon.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	bounded.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
+		TolerationSeconds: ptrTo(int64(300))}}
 	e := setup(t, []*api.Node{node("n1", start), node("n2", start)},
-		[]*api.Pod{boundPod("a", "n1"), boundPod("b", "n1"), boundPod("c", "n2")})
+		[]*api.Pod{boundPod("a", "n1"), boundPod("b", "n1"), boundPod("c", "n2"), daemon, bounded})
 	ctx := context.Background()
 
 	e.advance(15 * time.Second)
@@ -138,7 +146,7 @@ func TestSilentNodeIsMarkedAndItsPodsRemoved(t *testing.T) {
 		t.Fatalf("ready condition %+v: want Unknown/NodeStatusUnknown keeping the last heartbeat", c)
 	}
 	sort.Strings(e.api.deleted)
-	if fmt.Sprint(e.api.deleted) != "[default/a default/b]" {
+	if fmt.Sprint(e.api.deleted) != "[default/a default/b default/bounded]" {
 		t.Fatalf("deleted %v, want the pods of n1", e.api.deleted)
 	}
 	for _, p := range e.api.pods {
@@ -231,3 +239,5 @@ func TestApiserverOutageFailsNoNode(t *testing.T) {
 		t.Fatalf("node silent past the grace after the outage: %d node writes, deleted %v", len(e.api.nodes), e.api.deleted)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
