@@ -137,6 +137,16 @@ func checkShowsTheCluster(t *testing.T, s *framework.APIServer, b *framework.Bro
 		if t.Failed() {
 			t.Logf("last seen: the API lists pods %v, functions %v; the page shows pods %v, functions %v, nodes %v",
 				want.pods, want.funcs, got.pods, got.funcs, got.nodes)
+			// What the pools were asked for, to tell a pool never raised
+			// from pods that never started.
+			rss, _, _ := s.Client.ReplicaSets("default").List(ctx, client.ListOptions{})
+			for _, rs := range rss {
+				t.Logf("replicaset %s: replicas %d, status %+v", rs.Name, *rs.Spec.Replicas, rs.Status)
+			}
+			fns, _, _ := s.Client.Funcs("default").List(ctx, client.ListOptions{})
+			for _, f := range fns {
+				t.Logf("func %s: status %+v", f.Name, f.Status)
+			}
 		}
 	}()
 	waitFor(t, "the page to show every function and pod", 120*time.Second, func() bool {
