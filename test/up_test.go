@@ -172,7 +172,7 @@ func TestMinik8sUpBinaries(t *testing.T) {
 		}
 		var state []string
 		web, server := 0, false
-		onNode := map[string]int{}
+		onNode, agents := map[string]int{}, map[string]int{}
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			ok := p.Status.Phase == api.PodRunning && podReady(p) && p.DeletionTimestamp == nil
@@ -186,9 +186,13 @@ func TestMinik8sUpBinaries(t *testing.T) {
 				server = true
 			case p.Labels["app"] == "web":
 				web++
+			case p.Labels["app"] == "node-agent":
+				agents[p.Spec.NodeName]++
 			}
 		}
-		done := server && web == 3 && onNode[nodes[nodeIP]] > 0 && onNode[nodes[extraIP]] > 0
+		// The DaemonSet's agent: one on each node, the joined one too.
+		done := server && web == 3 && onNode[nodes[nodeIP]] > 0 && onNode[nodes[extraIP]] > 0 &&
+			agents[nodes[nodeIP]] == 1 && agents[nodes[extraIP]] == 1 && len(agents) == 2
 		return done, strings.Join(state, "; ")
 	})
 
