@@ -95,14 +95,16 @@ func TestDashboardInChromium(t *testing.T) {
 }
 
 // dashboardWorkloads: three functions (burst with an empty pool, the chain
-// greet → shout), a pod, and a two-replica Deployment with an HPA.
+// greet → shout, each keeping a pod: the clusters' idle window is 2 s, and
+// a pod that may go before the page is read is a race, which CI lost
+// once), a pod, and a two-replica Deployment with an HPA.
 func dashboardWorkloads(t *testing.T, s *framework.APIServer) {
 	t.Helper()
 	ctx := context.Background()
 	funcTemplate(t, s, "burst", "import time\ndef run(arg):\n    time.sleep(1)\n    return arg\n", "RETURN", "RETURN",
 		map[string]any{"initInstanceNum": 0, "minInstanceNum": 0, "maxInstanceNum": 3})
-	funcTemplate(t, s, "greet", "def run(arg):\n    return 'hello ' + arg\n", "shout", "RETURN", map[string]any{"initInstanceNum": 1})
-	funcTemplate(t, s, "shout", "def run(arg):\n    return arg.upper() + '!'\n", "RETURN", "RETURN", map[string]any{"initInstanceNum": 1})
+	funcTemplate(t, s, "greet", "def run(arg):\n    return 'hello ' + arg\n", "shout", "RETURN", map[string]any{"initInstanceNum": 1, "minInstanceNum": 1})
+	funcTemplate(t, s, "shout", "def run(arg):\n    return arg.upper() + '!'\n", "RETURN", "RETURN", map[string]any{"initInstanceNum": 1, "minInstanceNum": 1})
 	if _, err := s.Client.Pods("default").Create(ctx, idlePod("web")); err != nil {
 		t.Fatal(err)
 	}
