@@ -57,6 +57,9 @@ var notInMaximal = map[string]string{
 // notInMaximalOf are the fields one kind leaves out.
 var notInMaximalOf = map[string][]string{
 	"Role": {"PolicyRule.nonResourceURLs"}, // a ClusterRole's only
+	// Values go with In and NotIn, which only the PriorityClass scope
+	// takes, and minik8s refuses that scope.
+	"ResourceQuota": {"ScopedResourceSelectorRequirement.values"},
 	// A CronJob's Jobs get the server's selector.
 	"CronJob": {"JobSpec.manualSelector", "JobSpec.selector", "LabelSelector.matchExpressions", "LabelSelector.matchLabels",
 		"LabelSelectorRequirement.key", "LabelSelectorRequirement.operator", "LabelSelectorRequirement.values"},
@@ -215,6 +218,16 @@ func maximalObjects(t *testing.T) map[string]map[string]any {
 	out["daemonsets"] = map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta("max"),
 		"spec": map[string]any{"minReadySeconds": 1, "revisionHistoryLimit": 3, "selector": clone(selector), "template": template(),
 			"updateStrategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "50%", "maxUnavailable": 0}}}}
+	out["limitranges"] = map[string]any{"apiVersion": "v1", "kind": "LimitRange", "metadata": meta("max"),
+		"spec": map[string]any{"limits": []any{
+			map[string]any{"type": "Container", "max": map[string]any{"cpu": "2", "memory": "1Gi"}, "min": map[string]any{"cpu": "10m", "memory": "4Mi"},
+				"default": map[string]any{"cpu": "500m", "memory": "256Mi"}, "defaultRequest": map[string]any{"cpu": "100m", "memory": "64Mi"},
+				"maxLimitRequestRatio": map[string]any{"cpu": "10"}},
+			map[string]any{"type": "Pod", "max": map[string]any{"cpu": "4"}}}}}
+	out["resourcequotas"] = map[string]any{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta("max"),
+		"spec": map[string]any{"hard": map[string]any{"pods": "10", "requests.cpu": "2", "limits.memory": "4Gi"},
+			"scopes":        []any{"NotTerminating"},
+			"scopeSelector": map[string]any{"matchExpressions": []any{map[string]any{"scopeName": "NotBestEffort", "operator": "Exists"}}}}}
 	out["controllerrevisions"] = map[string]any{"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": meta("max"),
 		"revision": 3, "data": map[string]any{"spec": map[string]any{"template": map[string]any{"$patch": "replace", "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}}}}
 	jobSpec := func(cron bool) map[string]any {

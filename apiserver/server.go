@@ -225,6 +225,7 @@ type Server struct {
 	calls      *funcapi.Calls
 	watches    *watchLimiter
 	namespaces *registry.NamespaceIndex
+	quota      *quotaAdmission
 	authz      *authz.Authorizer
 	nodeAuthz  authz.NodeAuthorizer
 	// nodePasswords binds node names to the passwords they joined with.
@@ -295,11 +296,14 @@ func New(cfg Config, store storage.Interface) *Server {
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.namespaces = registry.NewNamespaceIndex(s.registries[api.NamespacesResource.Name])
+	s.quota = newQuotaAdmission(s.registries)
 	for _, reg := range s.registries {
 		if reg.Resource.Namespaced {
 			reg.Namespaces = s.namespaces
+			reg.Reserve = s.quota.reserve
 		}
 	}
+	s.registries[api.PodsResource.Name].MutateCreate = s.quota.limitPod
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
 	s.calls = funcapi.NewCalls(funcapi.Config{
 		Funcs:           s.registries[api.FuncsResource.Name],
@@ -489,7 +493,7 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 		return err
 	}
 	s.calls.Exporter = exporter
-	background := []func(context.Context){s.namespaces.Run, s.calls.Run, s.authz.Run, exporter.Run}
+	background := []func(context.Context){s.namespaces.Run, s.quota.Run, s.calls.Run, s.authz.Run, exporter.Run}
 	for _, reg := range s.registries {
 		background = append(background, reg.Cache.Run)
 		if reg.IPs != nil {

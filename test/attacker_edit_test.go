@@ -305,6 +305,12 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 		// undo patches the DaemonSet, which is admitted as any write.
 		attempt{name: "a ControllerRevision", method: "POST", path: api.ControllerRevisionsResource.Path("a", ""), want: forbidden, says: who,
 			body: `{"metadata":{"name":"pwn-ed-cr"},"revision":1,"data":{"spec":{"template":{"$patch":"replace","spec":{"hostNetwork":true}}}}}`},
+		// A tenant's quota and limits are the administrator's: its editor
+		// may neither raise nor lift them.
+		attempt{name: "a ResourceQuota of its own namespace", method: "POST", path: api.ResourceQuotasResource.Path("a", ""), want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-quota"},"spec":{"hard":{"pods":"1000"}}}`},
+		attempt{name: "a LimitRange of its own namespace", method: "POST", path: api.LimitRangesResource.Path("a", ""), want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-limits"},"spec":{"limits":[{"type":"Container","max":{"cpu":"64"}}]}}`},
 		attempt{name: "b's DaemonSets", method: "GET", path: api.DaemonSetsResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "exec in b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "exec in b's pod by GET", method: "GET", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},

@@ -99,7 +99,7 @@ func (c *Calls) checkRecords(ctx context.Context, ns string, items []api.FuncIns
 	for i := range items {
 		probe := registry.CopyObject(reg.Resource, &items[i])
 		probe.GetObjectMeta().Namespace = ns
-		if err := reg.PrepareCreate(ns, probe); err != nil {
+		if err := reg.PrepareCreate(ctx, ns, probe); err != nil {
 			if io, ok := errdefs.AsInvalidObject(err); ok {
 				return itemCauses(i, io)
 			}

@@ -45,6 +45,13 @@ type Store struct {
 	AdmitState func(ctx context.Context, obj api.Object) error
 	// Fields keeps metadata.managedFields, when set.
 	Fields FieldTracker
+	// MutateCreate changes a new object after its defaults and before it
+	// is validated (Server.limitPod: a LimitRange's defaults), when set.
+	MutateCreate func(ctx context.Context, obj api.Object) error
+	// Reserve admits new objects against their namespaces' quotas and
+	// holds what they take until release is called, after the write
+	// (Server.reserveQuota), when set.
+	Reserve func(ctx context.Context, res api.Resource, objs ...api.Object) (release func(), err error)
 }
 
 // hooks is the strategy of the registry's kind.
@@ -155,7 +162,7 @@ func MatchName(meta *api.ObjectMeta, name string) error {
 }
 
 func (r *Store) Create(ctx context.Context, ns string, obj api.Object) (api.Object, error) {
-	generated, err := r.prepareCreate(ns, obj)
+	generated, err := r.prepareCreate(ctx, ns, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +175,13 @@ func (r *Store) Create(ctx context.Context, ns string, obj api.Object) (api.Obje
 		if err := r.Namespaces.Admit(ctx, meta.Namespace); err != nil {
 			return nil, err
 		}
+	}
+	if r.Reserve != nil {
+		release, err := r.Reserve(ctx, r.Resource, obj)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
 	// A generated name that is taken is generated again, as Kubernetes
 	// does (RetryGenerateName): the caller asked for any name. A name the
@@ -195,14 +209,14 @@ const generateNameAttempts = 8
 
 // PrepareCreate checks a new object, sets the metadata the server owns,
 // defaults and validates it.
-func (r *Store) PrepareCreate(ns string, obj api.Object) error {
-	_, err := r.prepareCreate(ns, obj)
+func (r *Store) PrepareCreate(ctx context.Context, ns string, obj api.Object) error {
+	_, err := r.prepareCreate(ctx, ns, obj)
 	return err
 }
 
 // prepareCreate is PrepareCreate, saying whether it generated the
 // object's name (metadata.generateName).
-func (r *Store) prepareCreate(ns string, obj api.Object) (generated bool, err error) {
+func (r *Store) prepareCreate(ctx context.Context, ns string, obj api.Object) (generated bool, err error) {
 	if err := r.checkTypeMeta(obj); err != nil {
 		return false, err
 	}
@@ -223,6 +237,11 @@ func (r *Store) prepareCreate(ns string, obj api.Object) (generated bool, err er
 		generated = true
 	}
 	validation.Default(r.Resource, obj)
+	if r.MutateCreate != nil {
+		if err := r.MutateCreate(ctx, obj); err != nil {
+			return generated, err
+		}
+	}
 	return generated, ValidateCreate(r.Resource, obj)
 }
 
@@ -233,14 +252,27 @@ func (r *Store) CreateMany(ctx context.Context, objs []api.Object) (errs []error
 	errs = make([]error, len(objs))
 	items := make([]storage.Item, 0, len(objs))
 	for i, obj := range objs {
-		if errs[i] = r.PrepareCreate(obj.GetObjectMeta().Namespace, obj); errs[i] != nil {
+		if errs[i] = r.PrepareCreate(ctx, obj.GetObjectMeta().Namespace, obj); errs[i] != nil {
 			continue
 		}
 		if errs[i] = r.admit(ctx, nil, obj); errs[i] != nil {
 			continue
 		}
+
 		meta := obj.GetObjectMeta()
 		items = append(items, storage.Item{Key: r.Key(meta.Namespace, meta.Name), Object: obj})
+	}
+	if r.Reserve != nil && len(items) > 0 {
+		// One reservation for the batch: the write is all or none.
+		objs := make([]api.Object, len(items))
+		for i, it := range items {
+			objs[i] = it.Object
+		}
+		release, err := r.Reserve(ctx, r.Resource, objs...)
+		if err != nil {
+			return errs, err
+		}
+		defer release()
 	}
 	return errs, r.Storage.CreateMany(ctx, items, r.TTL)
 }

@@ -48,6 +48,7 @@ var strategies = map[string]strategy{
 	api.NamespacesResource.Name:               namespaceStrategy{},
 	api.DeploymentsResource.Name:              deploymentStrategy{},
 	api.DaemonSetsResource.Name:               daemonSetStrategy{},
+	api.ResourceQuotasResource.Name:           quotaStrategy{},
 	api.CronJobsResource.Name:                 cronJobStrategy{},
 	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
 }
@@ -87,6 +88,7 @@ type (
 	funcStrategy       struct{ defaultStrategy }
 	deploymentStrategy struct{ defaultStrategy }
 	daemonSetStrategy  struct{ defaultStrategy }
+	quotaStrategy      struct{ defaultStrategy }
 	cronJobStrategy    struct{ defaultStrategy }
 	hpaStrategy        struct{ defaultStrategy }
 )
@@ -123,6 +125,11 @@ func setAnnotation(m *api.ObjectMeta, k, v string) {
 		m.Annotations = map[string]string{}
 	}
 	m.Annotations[k] = v
+}
+
+// A quota's usage is the quota controller's to count.
+func (quotaStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.ResourceQuota).Status = api.ResourceQuotaStatus{}
 }
 
 func (cronJobStrategy) prepareForCreate(obj api.Object) {

@@ -80,6 +80,10 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &Service{} }}
 	EndpointsResource = Resource{Name: "endpoints", Kind: "Endpoints", ShortNames: []string{"ep"}, Version: "v1",
 		Namespaced: true, New: func() Object { return &Endpoints{} }}
+	LimitRangesResource = Resource{Name: "limitranges", Kind: "LimitRange", ShortNames: []string{"limits", "limitrange"}, Version: "v1",
+		Namespaced: true, New: func() Object { return &LimitRange{} }}
+	ResourceQuotasResource = Resource{Name: "resourcequotas", Kind: "ResourceQuota", ShortNames: []string{"quota", "resourcequota"}, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &ResourceQuota{} }}
 	ConfigMapsResource = Resource{Name: "configmaps", Kind: "ConfigMap", ShortNames: []string{"cm", "configmap"}, Version: "v1",
 		Namespaced: true, New: func() Object { return &ConfigMap{} }}
 	// Funcs live under /api/v1 but keep the apiVersion the user gave (v1 or
@@ -140,7 +144,7 @@ func (r Resource) Served() Resource {
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
-	EndpointsResource, ConfigMapsResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
+	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }

@@ -60,6 +60,14 @@ func (c *Client) ControllerRevisions(ns string) *ResourceClient[api.ControllerRe
 	return newResource[api.ControllerRevision](c, api.ControllerRevisionsResource, ns)
 }
 
+func (c *Client) LimitRanges(ns string) *ResourceClient[api.LimitRange, *api.LimitRange] {
+	return newResource[api.LimitRange](c, api.LimitRangesResource, ns)
+}
+
+func (c *Client) ResourceQuotas(ns string) *ResourceClient[api.ResourceQuota, *api.ResourceQuota] {
+	return newResource[api.ResourceQuota](c, api.ResourceQuotasResource, ns)
+}
+
 func (c *Client) CronJobs(ns string) *ResourceClient[api.CronJob, *api.CronJob] {
 	return newResource[api.CronJob](c, api.CronJobsResource, ns)
 }

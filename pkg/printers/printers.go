@@ -95,6 +95,24 @@ var tables = map[string]Columns{
 				[]string{names, images, OrNone(SelectorString(d.Spec.Selector))}
 		},
 	},
+	api.ResourceQuotasResource.Name: {
+		Headers: []string{"NAME", "AGE", "REQUEST", "LIMIT"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			q := o.(*api.ResourceQuota)
+			return []string{q.Name, Age(q.CreationTimestamp, now), QuotaUsage(q, false), QuotaUsage(q, true)}, nil
+		},
+	},
+	api.LimitRangesResource.Name: {
+		Headers: []string{"NAME", "CREATED AT"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			lr := o.(*api.LimitRange)
+			at := None
+			if lr.CreationTimestamp != nil {
+				at = lr.CreationTimestamp.UTC().Format(time.RFC3339)
+			}
+			return []string{lr.Name, at}, nil
+		},
+	},
 	api.ControllerRevisionsResource.Name: {
 		Headers: []string{"NAME", "CONTROLLER", "REVISION", "AGE"},
 		Row: func(o api.Object, now time.Time) ([]string, []string) {
@@ -548,4 +566,30 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// QuotaUsage is a quota's "used/hard" per resource as kubectl get quota
+// shows them: the limits.* ones (limits true) or the others.
+func QuotaUsage(q *api.ResourceQuota, limits bool) string {
+	var parts []string
+	for _, k := range sortedKeys(q.Spec.Hard) {
+		if strings.HasPrefix(k, "limits.") != limits {
+			continue
+		}
+		used := q.Status.Used[k]
+		if used == "" {
+			used = "0"
+		}
+		parts = append(parts, k+": "+used+"/"+q.Spec.Hard[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

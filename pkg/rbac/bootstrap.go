@@ -66,7 +66,7 @@ func viewRules() []api.PolicyRule {
 	return []api.PolicyRule{
 		rule(read, groups(coreGroup), "pods", "pods/log", "pods/status", "services", "services/status",
 			"endpoints", "configmaps", "serviceaccounts", "namespaces", "namespaces/status", "events",
-			"nodes", "nodes/status"),
+			"nodes", "nodes/status", "limitranges", "resourcequotas", "resourcequotas/status"),
 		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale",
 			"deployments", "deployments/status", "deployments/scale", "daemonsets", "daemonsets/status", "controllerrevisions"),
 		rule(read, groups(batchGroup), "jobs", "jobs/status", "cronjobs", "cronjobs/status"),
@@ -174,7 +174,8 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(read, groups(api.APIGroupAll), api.ResourceAll),
 			rule(verbs("create", "update", "patch", "delete"), groups(coreGroup),
 				"pods", "pods/status", "services", "services/status", "endpoints", "configmaps", "secrets",
-				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events"),
+				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events",
+				"resourcequotas/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
 				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale",
 				"daemonsets/status", "controllerrevisions"),

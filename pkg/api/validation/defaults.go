@@ -40,6 +40,8 @@ func Default(res api.Resource, obj api.Object) {
 		defaultDeployment(o)
 	case *api.DaemonSet:
 		defaultDaemonSet(o)
+	case *api.LimitRange:
+		defaultLimitRange(o)
 	case *api.HorizontalPodAutoscaler:
 		defaultHPA(o)
 	case *api.Job:

@@ -108,6 +108,10 @@ func Object(res api.Resource, obj api.Object) field.ErrorList {
 			templateSpec(field.NewPath("spec", "jobTemplate", "spec", "template", "spec"), &o.Spec.JobTemplate.Spec.Template.Spec)...)
 	case *api.HorizontalPodAutoscaler:
 		return hpa(o)
+	case *api.ResourceQuota:
+		return resourceQuota(o)
+	case *api.LimitRange:
+		return limitRange(o)
 	case *api.Service:
 		return service(o)
 	case *api.Node:

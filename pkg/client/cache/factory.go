@@ -65,6 +65,10 @@ func (f *Factory) ControllerRevisions() *Informer[api.ControllerRevision, *api.C
 	return shared[api.ControllerRevision](f, api.ControllerRevisionsResource, f.c.ControllerRevisions("").AllNamespaces())
 }
 
+func (f *Factory) ResourceQuotas() *Informer[api.ResourceQuota, *api.ResourceQuota] {
+	return shared[api.ResourceQuota](f, api.ResourceQuotasResource, f.c.ResourceQuotas("").AllNamespaces())
+}
+
 func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }

@@ -125,6 +125,27 @@ var kinds = map[string]kind{
 			return corevalidation.ValidateConfigMapUpdate(obj.(*core.ConfigMap), old.(*core.ConfigMap))
 		},
 	},
+	"LimitRange": {
+		gvk: gvk("", "v1", "LimitRange"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return corevalidation.ValidateLimitRange(obj.(*core.LimitRange))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return corevalidation.ValidateLimitRange(obj.(*core.LimitRange))
+		},
+	},
+	"ResourceQuota": {
+		gvk: gvk("", "v1", "ResourceQuota"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return corevalidation.ValidateResourceQuota(obj.(*core.ResourceQuota))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return corevalidation.ValidateResourceQuotaUpdate(obj.(*core.ResourceQuota), old.(*core.ResourceQuota))
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			return corevalidation.ValidateResourceQuotaStatusUpdate(obj.(*core.ResourceQuota), old.(*core.ResourceQuota))
+		},
+	},
 	"ServiceAccount": {
 		gvk: gvk("", "v1", "ServiceAccount"),
 		create: func(obj runtime.Object) field.ErrorList {
