@@ -193,6 +193,16 @@ func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error
 		}
 	case *api.Job:
 		validation.KeepJobSelector(cur.(*api.Job), d)
+	case *api.DaemonSet:
+		// The template generation the server counts, as it keeps it.
+		if g, ok := cur.(*api.DaemonSet).Annotations[api.AnnotationDaemonSetTemplateGeneration]; ok {
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			if _, set := d.Annotations[api.AnnotationDaemonSetTemplateGeneration]; !set {
+				d.Annotations[api.AnnotationDaemonSetTemplateGeneration] = g
+			}
+		}
 	}
 	validation.Default(res, desired)
 	return desired, nil
