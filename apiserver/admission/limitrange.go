@@ -63,25 +63,8 @@ func LimitPod(pod *api.Pod, ranges []*api.LimitRange) []string {
 // defaultContainer gives c item's defaults for what it leaves unset and
 // says what it set ("cpu, memory request for container c").
 func defaultContainer(c *api.Container, item api.LimitRangeItem) string {
-	var limits, requests []string
-	for _, k := range keys(item.Default) {
-		if _, ok := c.Resources.Limits[k]; !ok {
-			if c.Resources.Limits == nil {
-				c.Resources.Limits = api.ResourceList{}
-			}
-			c.Resources.Limits[k] = item.Default[k]
-			limits = append(limits, k)
-		}
-	}
-	for _, k := range keys(item.DefaultRequest) {
-		if _, ok := c.Resources.Requests[k]; !ok {
-			if c.Resources.Requests == nil {
-				c.Resources.Requests = api.ResourceList{}
-			}
-			c.Resources.Requests[k] = item.DefaultRequest[k]
-			requests = append(requests, k)
-		}
-	}
+	requests := fillUnset(&c.Resources.Requests, item.DefaultRequest)
+	limits := fillUnset(&c.Resources.Limits, item.Default)
 	var out []string
 	if len(requests) > 0 {
 		out = append(out, strings.Join(requests, ", ")+" request for container "+c.Name)
@@ -90,6 +73,23 @@ func defaultContainer(c *api.Container, item api.LimitRangeItem) string {
 		out = append(out, strings.Join(limits, ", ")+" limit for container "+c.Name)
 	}
 	return strings.Join(out, "; ")
+}
+
+// fillUnset sets in list what defaults has and list does not, and says
+// which.
+func fillUnset(list *api.ResourceList, defaults api.ResourceList) []string {
+	var set []string
+	for _, k := range keys(defaults) {
+		if _, ok := (*list)[k]; ok {
+			continue
+		}
+		if *list == nil {
+			*list = api.ResourceList{}
+		}
+		(*list)[k] = defaults[k]
+		set = append(set, k)
+	}
+	return set
 }
 
 // bounds judges what one container (or the pod, kind "Pod") asks for
