@@ -231,6 +231,7 @@ var knownReach = map[string]struct{ reads, writes []string }{
 	"nodes@metrics.k8s.io":     {reads: []string{"nodes"}},
 	"pods@metrics.k8s.io":      {reads: []string{"nodes", "pods"}},
 	"selfsubjectaccessreviews": {},
+	"ingresses":                {reads: []string{"ingressclasses"}}, // the default class, for one that names none
 }
 
 // agrees says whether a store access fits what authorization judged.

@@ -304,6 +304,7 @@ func New(cfg Config, store storage.Interface) *Server {
 		}
 	}
 	s.registries[api.PodsResource.Name].MutateCreate = s.quota.limitPod
+	s.registries[api.IngressesResource.Name].MutateCreate = s.defaultIngressClass
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
 	s.calls = funcapi.NewCalls(funcapi.Config{
 		Funcs:           s.registries[api.FuncsResource.Name],
@@ -327,7 +328,7 @@ func New(cfg Config, store storage.Interface) *Server {
 		EgressAllowCIDRs: s.cfg.EgressAllowCIDRs,
 	})
 	s.authz = authz.NewAuthorizer(s.registries)
-	s.nodeAuthz = authz.NodeAuthorizer{Pods: s.registries[api.PodsResource.Name]}
+	s.nodeAuthz = authz.NodeAuthorizer{Pods: s.registries[api.PodsResource.Name], Ingresses: s.registries[api.IngressesResource.Name]}
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient, cfg.MaxWatchBytes, cfg.MaxWatchBytesPerClient)
 	s.metrics.MustRegister(s.watches.cutOff)
 	s.engine = s.routes()
@@ -480,6 +481,9 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	ensurePolicy := func(ctx context.Context) error { return authz.EnsureBootstrapPolicy(ctx, s.registries) }
 	if err := retryUntil(ctx, ensurePolicy); err != nil {
 		return fmt.Errorf("apiserver: the built-in RBAC policy: %w", err)
+	}
+	if err := retryUntil(ctx, s.ensureIngressClass); err != nil {
+		return fmt.Errorf("apiserver: the default IngressClass: %w", err)
 	}
 	auditLog, err := audit.Open(s.cfg.AuditLogPath)
 	if err != nil {

@@ -19,7 +19,12 @@ import (
 // (and the node restriction's: restrictNode, admitNodeObject, and
 // nodeMayAskToken for service account tokens). It only ever allows, as
 // Kubernetes' runs before RBAC. Pods is the pods' registry.
-type NodeAuthorizer struct{ Pods *registry.Store }
+//
+// Every node serves the cluster's Ingresses (its kubelet's ingress
+// controller), so a node may also get a Secret an Ingress of its namespace
+// names for TLS (Ingresses), by name only: what an ingress controller's
+// service account reads in Kubernetes, and no more.
+type NodeAuthorizer struct{ Pods, Ingresses *registry.Store }
 
 // Authorizes tells whether the node authorizer allows request a (r).
 func (n NodeAuthorizer) Authorizes(r *http.Request, a rbac.Attributes) bool {
@@ -43,7 +48,29 @@ func (n NodeAuthorizer) Authorizes(r *http.Request, a rbac.Attributes) bool {
 	if name == "" {
 		return false
 	}
+	if a.Verb == "get" && a.Resource == api.SecretsResource.Name && n.ingressesUse(r.Context(), a.Namespace, name) {
+		return true
+	}
 	return n.podsOfNodeUse(r.Context(), node, a.Namespace, a.Resource, name)
+}
+
+// ingressesUse tells whether an Ingress in ns serves TLS with Secret name.
+func (n NodeAuthorizer) ingressesUse(ctx context.Context, ns, name string) bool {
+	if n.Ingresses == nil {
+		return false
+	}
+	ings, _, err := n.Ingresses.List(ctx, ns, registry.Filter{})
+	if err != nil {
+		return false
+	}
+	for _, o := range ings {
+		for _, t := range o.(*api.Ingress).Spec.TLS {
+			if t.SecretName == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // selectedName is the one object a list or watch selects by name

@@ -51,6 +51,7 @@ var strategies = map[string]strategy{
 	api.ResourceQuotasResource.Name:           quotaStrategy{},
 	api.CronJobsResource.Name:                 cronJobStrategy{},
 	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
+	api.IngressesResource.Name:                ingressStrategy{},
 }
 
 // strategyFor is the strategy of resource res.
@@ -91,6 +92,7 @@ type (
 	quotaStrategy      struct{ defaultStrategy }
 	cronJobStrategy    struct{ defaultStrategy }
 	hpaStrategy        struct{ defaultStrategy }
+	ingressStrategy    struct{ defaultStrategy }
 )
 
 func (deploymentStrategy) prepareForCreate(obj api.Object) {
@@ -138,6 +140,10 @@ func (cronJobStrategy) prepareForCreate(obj api.Object) {
 
 // An HPA's status (its last scale time, its conditions) is the
 // autoscaler's, whatever a creator says, in either version.
+func (ingressStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.Ingress).Status = api.IngressStatus{}
+}
+
 func (hpaStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.HorizontalPodAutoscaler).Status = api.HorizontalPodAutoscalerStatus{}
 }

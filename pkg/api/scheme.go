@@ -114,6 +114,10 @@ var (
 		New: func() Object { return &ClusterRoleBinding{} }}
 	EventsResource = Resource{Name: "events", Kind: "Event", ShortNames: []string{"ev", "event"}, Version: "v1",
 		Namespaced: true, New: func() Object { return &Event{} }}
+	IngressesResource = Resource{Name: "ingresses", Kind: "Ingress", ShortNames: []string{"ing", "ingress"}, Group: NetworkingGroup, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &Ingress{} }}
+	IngressClassesResource = Resource{Name: "ingressclasses", Kind: "IngressClass", ShortNames: []string{"ingressclass"}, Group: NetworkingGroup, Version: "v1",
+		New: func() Object { return &IngressClass{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
@@ -145,7 +149,7 @@ func (r Resource) Served() Resource {
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
-	NamespacesResource, SecretsResource, ServiceAccountsResource,
+	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }
 

@@ -68,6 +68,14 @@ func (c *Client) ResourceQuotas(ns string) *ResourceClient[api.ResourceQuota, *a
 	return newResource[api.ResourceQuota](c, api.ResourceQuotasResource, ns)
 }
 
+func (c *Client) Ingresses(ns string) *ResourceClient[api.Ingress, *api.Ingress] {
+	return newResource[api.Ingress](c, api.IngressesResource, ns)
+}
+
+func (c *Client) IngressClasses() *ResourceClient[api.IngressClass, *api.IngressClass] {
+	return newResource[api.IngressClass](c, api.IngressClassesResource, "")
+}
+
 func (c *Client) CronJobs(ns string) *ResourceClient[api.CronJob, *api.CronJob] {
 	return newResource[api.CronJob](c, api.CronJobsResource, ns)
 }

@@ -113,6 +113,43 @@ var tables = map[string]Columns{
 			return []string{lr.Name, at}, nil
 		},
 	},
+	api.IngressesResource.Name: {
+		Headers: []string{"NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			ing := o.(*api.Ingress)
+			class := None
+			if ing.Spec.IngressClassName != nil {
+				class = *ing.Spec.IngressClassName
+			}
+			var addrs []string
+			for _, a := range ing.Status.LoadBalancer.Ingress {
+				if a.IP != "" {
+					addrs = append(addrs, a.IP)
+				} else if a.Hostname != "" {
+					addrs = append(addrs, a.Hostname)
+				}
+			}
+			ports := "80"
+			if len(ing.Spec.TLS) > 0 {
+				ports = "80, 443"
+			}
+			return []string{ing.Name, class, ingressHosts(ing.Spec.Rules), strings.Join(addrs, ","), ports, Age(ing.CreationTimestamp, now)}, nil
+		},
+	},
+	api.IngressClassesResource.Name: {
+		Headers: []string{"NAME", "CONTROLLER", "PARAMETERS", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			c := o.(*api.IngressClass)
+			params := None
+			if p := c.Spec.Parameters; p != nil {
+				params = p.Kind + "/" + p.Name
+				if p.APIGroup != nil && *p.APIGroup != "" {
+					params = p.Kind + "." + *p.APIGroup + "/" + p.Name
+				}
+			}
+			return []string{c.Name, c.Spec.Controller, params, Age(c.CreationTimestamp, now)}, nil
+		},
+	},
 	api.ControllerRevisionsResource.Name: {
 		Headers: []string{"NAME", "CONTROLLER", "REVISION", "AGE"},
 		Row: func(o api.Object, now time.Time) ([]string, []string) {
@@ -592,4 +629,24 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ingressHosts lists an Ingress's hosts as kubectl does: "*" for a rule
+// of any host, the first three and a count of the rest.
+func ingressHosts(rules []api.IngressRule) string {
+	var hosts []string
+	for _, r := range rules {
+		h := r.Host
+		if h == "" {
+			h = "*"
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		return "*"
+	}
+	if len(hosts) > 3 {
+		return strings.Join(hosts[:3], ",") + fmt.Sprintf(" + %d more...", len(hosts)-3)
+	}
+	return strings.Join(hosts, ",")
 }

@@ -40,6 +40,7 @@ const (
 	metricsGroup      = "metrics.k8s.io"
 	autoscalingGroup  = "autoscaling"
 	coordinationGroup = "coordination.k8s.io"
+	networkingGroup   = api.NetworkingGroup
 	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
 	// them too, so rules on them name both groups.
 	FuncGroup = api.FuncGroup
@@ -73,6 +74,7 @@ func viewRules() []api.PolicyRule {
 		rule(read, groups(metricsGroup), "pods", "nodes"),
 		rule(read, groups(autoscalingGroup), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 		rule(read, groups(coordinationGroup), "leases"),
+		rule(read, groups(networkingGroup), "ingresses", "ingresses/status"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
 			"triggers", "triggers/status", "apps", "funcrevisions", "funcrevisions/status"),
 	}
@@ -93,6 +95,7 @@ func editRules() []api.PolicyRule {
 		rule(readWrite, groups(batchGroup), "jobs", "cronjobs"),
 		rule(readWrite, groups(autoscalingGroup), "horizontalpodautoscalers"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
+		rule(readWrite, groups(networkingGroup), "ingresses"),
 		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 		rule(verbs("create"), funcGroups, "funcs/invoke"),
 	)
@@ -156,6 +159,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 		// mirror pods here) and holds no Lease, so it may write none.
 		clusterRole(SystemNode,
 			rule(read, groups(coreGroup), "pods", "services", "endpoints", "nodes"),
+			// Every node's kubelet serves the Ingresses (its TLS Secrets by
+			// the node authorizer).
+			rule(read, groups(networkingGroup), "ingresses", "ingressclasses"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "nodes", "nodes/status"),
 			rule(verbs("update", "patch"), groups(coreGroup), "pods/status"),
 			rule(verbs("delete"), groups(coreGroup), "pods"),
@@ -181,6 +187,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 				"daemonsets/status", "controllerrevisions"),
 			rule(verbs("update", "patch"), groups(autoscalingGroup), "horizontalpodautoscalers/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(batchGroup), "jobs", "jobs/status", "cronjobs/status"),
+			rule(verbs("update", "patch"), groups(networkingGroup), "ingresses/status"),
 			// ReplicaSets' templates were admitted when their authors
 			// wrote them: their pods may be privileged.
 			rule(verbs("create"), groups(coreGroup), "pods/privileged"),

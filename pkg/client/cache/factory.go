@@ -69,6 +69,14 @@ func (f *Factory) ResourceQuotas() *Informer[api.ResourceQuota, *api.ResourceQuo
 	return shared[api.ResourceQuota](f, api.ResourceQuotasResource, f.c.ResourceQuotas("").AllNamespaces())
 }
 
+func (f *Factory) Ingresses() *Informer[api.Ingress, *api.Ingress] {
+	return shared[api.Ingress](f, api.IngressesResource, f.c.Ingresses("").AllNamespaces())
+}
+
+func (f *Factory) IngressClasses() *Informer[api.IngressClass, *api.IngressClass] {
+	return shared[api.IngressClass](f, api.IngressClassesResource, f.c.IngressClasses())
+}
+
 func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }

@@ -22,6 +22,9 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+	"k8s.io/kubernetes/pkg/apis/networking"
+	_ "k8s.io/kubernetes/pkg/apis/networking/install"
+	networkingvalidation "k8s.io/kubernetes/pkg/apis/networking/validation"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 	rbacvalidation "k8s.io/kubernetes/pkg/apis/rbac/validation"
@@ -211,6 +214,27 @@ var kinds = map[string]kind{
 		},
 		update: func(obj, old runtime.Object) field.ErrorList {
 			return appsvalidation.ValidateControllerRevisionUpdate(obj.(*apps.ControllerRevision), old.(*apps.ControllerRevision))
+		},
+	},
+	"Ingress": {
+		gvk: gvk("networking.k8s.io", "v1", "Ingress"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return networkingvalidation.ValidateIngressCreate(obj.(*networking.Ingress))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return networkingvalidation.ValidateIngressUpdate(obj.(*networking.Ingress), old.(*networking.Ingress))
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			return networkingvalidation.ValidateIngressStatusUpdate(obj.(*networking.Ingress), old.(*networking.Ingress))
+		},
+	},
+	"IngressClass": {
+		gvk: gvk("networking.k8s.io", "v1", "IngressClass"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return networkingvalidation.ValidateIngressClass(obj.(*networking.IngressClass))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return networkingvalidation.ValidateIngressClassUpdate(obj.(*networking.IngressClass), old.(*networking.IngressClass))
 		},
 	},
 	"ReplicaSet": {

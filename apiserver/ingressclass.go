@@ -1,0 +1,72 @@
+package apiserver
+
+import (
+	"context"
+	"time"
+
+	"minik8s/apiserver/registry"
+	"minik8s/pkg/api"
+	"minik8s/pkg/errdefs"
+)
+
+// Ingresses are served by every node's kubelet (its ingress controller,
+// minik8s.io/ingress). The apiserver makes that controller's IngressClass,
+// the default one, when there is none of that name, as k3s installs
+// Traefik's; and, as Kubernetes' DefaultIngressClass admission plugin, it
+// gives an Ingress created without a class the default class's name.
+
+// ensureIngressClass creates the default IngressClass unless one of its
+// name exists (a changed one is the administrator's and stays).
+func (s *Server) ensureIngressClass(ctx context.Context) error {
+	classes := s.registries[api.IngressClassesResource.Name]
+	_, err := classes.Create(ctx, "", &api.IngressClass{
+		ObjectMeta: api.ObjectMeta{Name: api.DefaultIngressClassName,
+			Annotations: map[string]string{api.AnnotationDefaultIngressClass: "true"}},
+		Spec: api.IngressClassSpec{Controller: api.IngressController},
+	})
+	if errdefs.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// legacyIngressClassAnnotation is the class annotation of Ingresses
+// before ingressClassName; Kubernetes' plugin leaves those alone.
+const legacyIngressClassAnnotation = "kubernetes.io/ingress.class"
+
+// defaultIngressClass names the default class on an Ingress that names
+// none: the newest class annotated as the default, as Kubernetes' plugin
+// picks when there are several.
+func (s *Server) defaultIngressClass(ctx context.Context, obj api.Object) error {
+	ing := obj.(*api.Ingress)
+	if ing.Spec.IngressClassName != nil || ing.Annotations[legacyIngressClassAnnotation] != "" {
+		return nil
+	}
+	classes, _, err := s.registries[api.IngressClassesResource.Name].List(ctx, "", registry.Filter{})
+	if err != nil {
+		return err
+	}
+	var best *api.IngressClass
+	for _, o := range classes {
+		c := o.(*api.IngressClass)
+		if c.Annotations[api.AnnotationDefaultIngressClass] != "true" {
+			continue
+		}
+		if best == nil || newer(c.CreationTimestamp, best.CreationTimestamp) ||
+			(!newer(best.CreationTimestamp, c.CreationTimestamp) && c.Name < best.Name) {
+			best = c
+		}
+	}
+	if best != nil {
+		name := best.Name
+		ing.Spec.IngressClassName = &name
+	}
+	return nil
+}
+
+func newer(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a != nil
+	}
+	return a.After(*b)
+}
