@@ -48,6 +48,9 @@ type Config struct {
 	// PodNetwork is how the kubelet networks pods (kubelet.PodNetworkCNI
 	// by default, or kubelet.PodNetworkHost).
 	PodNetwork string
+	// IngressHTTPPort and IngressHTTPSPort: where the kubelet serves the
+	// Ingresses, on NodeIP (0: none).
+	IngressHTTPPort, IngressHTTPSPort int
 	// ContainerdAddress of a running containerd; empty starts a private one
 	// under DataDir.
 	ContainerdAddress string

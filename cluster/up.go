@@ -105,7 +105,8 @@ func runComponents(ctx context.Context, cancel context.CancelFunc, cfg Config, c
 		return kubelet.Run(ctx, kubelet.Config{Client: clients.kubelet, ServingCert: clients.servingCert, ServingKey: clients.servingKey,
 			ClientCA: clients.ca, CAData: clients.ca, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
 			PodNetwork: cfg.PodNetwork, ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR,
-			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName)})
+			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName),
+			IngressHTTPPort: cfg.IngressHTTPPort, IngressHTTPSPort: cfg.IngressHTTPSPort})
 	})
 	log.WithFields(upFields(cfg, clients)).Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
 	<-ctx.Done()
@@ -154,6 +155,9 @@ func upFields(cfg Config, clients *clients) log.Fields {
 	if cfg.SecurePort != 0 {
 		fields["kubeconfig"] = filepath.Join(cfg.DataDir, apiserver.AdminKubeconfig)
 		fields["dashboard"] = fmt.Sprintf("https://127.0.0.1:%d/ui/", cfg.SecurePort)
+	}
+	if cfg.IngressHTTPPort != 0 {
+		fields["ingress"] = "http://" + net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.IngressHTTPPort)) + "/"
 	}
 	if cfg.Port != 0 {
 		// No sign-in on the local port.

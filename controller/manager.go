@@ -23,6 +23,7 @@ import (
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
 	"minik8s/controller/garbagecollector"
+	"minik8s/controller/ingressstatus"
 	"minik8s/controller/job"
 	"minik8s/controller/namespace"
 	"minik8s/controller/nodelifecycle"
@@ -97,6 +98,7 @@ var Controllers = []struct {
 		return nodelifecycle.New(c.Client, c.Informers, c.Config.NodeMonitorGracePeriod)
 	}},
 	{endpoints.Name, func(c *Context) Runner { return endpoints.New(c.Client, c.Informers) }},
+	{ingressstatus.Name, func(c *Context) Runner { return ingressstatus.New(c.Client, c.Informers) }},
 	{garbagecollector.Name, func(c *Context) Runner { return garbagecollector.New(c.Client, c.Informers) }},
 	{namespace.Name, func(c *Context) Runner { return namespace.New(c.Client, c.Informers) }},
 	{functions.Name, func(c *Context) Runner {

@@ -20,6 +20,7 @@ import (
 
 	log "github.com/sirupsen/logrus"
 
+	"minik8s/kubelet/ingress"
 	"minik8s/kubelet/logs"
 	"minik8s/kubelet/network"
 	"minik8s/kubelet/pod"
@@ -105,6 +106,10 @@ type Config struct {
 	// ResolvConf is the node's resolver configuration (/etc/resolv.conf):
 	// the cluster DNS forwards other names to its nameservers.
 	ResolvConf string
+	// IngressHTTPPort and IngressHTTPSPort are where the node serves the
+	// cluster's Ingresses, on NodeIP (the flags default to 80 and 443);
+	// 0 serves none.
+	IngressHTTPPort, IngressHTTPSPort int
 }
 
 // The ways pods are networked (Config.PodNetwork).
@@ -315,13 +320,14 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { defer k.wg.Done(); rt.Events(ctx, k.onTaskEvent) }()
 	// Every node serves the cluster IPs of all Services: in the kernel
 	// when pods have their own network, else by a proxy on the node's.
-	var services interface{ Run(context.Context) error } = proxy.NewFromClient(c)
+	factory := cache.NewFactory(c)
+	var services interface{ Run(context.Context) error } = proxy.New(factory)
 	if k.network != nil {
 		masq, err := network.MasqueradeAddress(k.network.PodCIDR())
 		if err != nil {
 			return err
 		}
-		if services, err = proxy.NewKernel(cache.NewFactory(c), k.network.PodCIDR(), k.cfg.ClusterCIDR, masq.String()); err != nil {
+		if services, err = proxy.NewKernel(factory, k.network.PodCIDR(), k.cfg.ClusterCIDR, masq.String()); err != nil {
 			return err
 		}
 	}
@@ -332,6 +338,19 @@ func Run(ctx context.Context, cfg Config) error {
 			log.WithError(err).Error("service proxy stopped")
 		}
 	}()
+	if cfg.IngressHTTPPort > 0 || cfg.IngressHTTPSPort > 0 {
+		ing, err := ingress.New(c, factory, ingress.Config{Address: cfg.NodeIP, HTTPPort: cfg.IngressHTTPPort, HTTPSPort: cfg.IngressHTTPSPort})
+		if err != nil {
+			return err
+		}
+		k.wg.Add(1)
+		go func() {
+			defer k.wg.Done()
+			if err := ing.Run(ctx); err != nil {
+				log.WithError(err).Error("ingress controller stopped")
+			}
+		}()
+	}
 
 	rv, err := k.adopt(ctx)
 	if err != nil {

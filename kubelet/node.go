@@ -3,6 +3,7 @@ package kubelet
 import (
 	"bufio"
 	"context"
+	"maps"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -111,15 +112,24 @@ func (k *Kubelet) postStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n.Labels[api.LabelPodNetwork] != k.cfg.PodNetwork {
+	if n.Labels[api.LabelPodNetwork] != k.cfg.PodNetwork || n.Annotations[api.AnnotationIngressPorts] != k.ingressPorts() {
 		// A node registered before, or by a kubelet networking pods the
-		// other way: the scheduler must know how ports are shared.
+		// other way: the scheduler must know how ports are shared, and
+		// the ingress status controller where Ingresses are served.
 		up := *n
-		up.Labels = map[string]string{}
-		for key, v := range n.Labels {
-			up.Labels[key] = v
+		up.Labels, up.Annotations = maps.Clone(n.Labels), maps.Clone(n.Annotations)
+		if up.Labels == nil {
+			up.Labels = map[string]string{}
+		}
+		if up.Annotations == nil {
+			up.Annotations = map[string]string{}
 		}
 		up.Labels[api.LabelPodNetwork] = k.cfg.PodNetwork
+		if ports := k.ingressPorts(); ports != "" {
+			up.Annotations[api.AnnotationIngressPorts] = ports
+		} else {
+			delete(up.Annotations, api.AnnotationIngressPorts)
+		}
 		if n, err = nodes.Update(ctx, &up); err != nil {
 			return err
 		}
@@ -172,4 +182,17 @@ func kernelVersion() string {
 		b = append(b, byte(c))
 	}
 	return string(b)
+}
+
+// ingressPorts is the node's api.AnnotationIngressPorts ("" when it
+// serves no Ingress).
+func (k *Kubelet) ingressPorts() string {
+	var ports []string
+	if k.cfg.IngressHTTPPort > 0 {
+		ports = append(ports, "http="+strconv.Itoa(k.cfg.IngressHTTPPort))
+	}
+	if k.cfg.IngressHTTPSPort > 0 {
+		ports = append(ports, "https="+strconv.Itoa(k.cfg.IngressHTTPSPort))
+	}
+	return strings.Join(ports, ",")
 }

@@ -39,6 +39,7 @@ func main() {
 	flags.PodNetwork(fs, &cfg.PodNetwork, kubelet.PodNetworkCNI)
 	flags.ServiceCIDR(fs, &cfg.ServiceCIDR, api.DefaultServiceCIDR)
 	flags.ClusterCIDR(fs, &cfg.ClusterCIDR)
+	flags.IngressPorts(fs, &cfg.IngressHTTPPort, &cfg.IngressHTTPSPort)
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", clusterdns.DefaultDomain, "the cluster's DNS domain, served to pods with --pod-network cni")
 	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration: the cluster DNS forwards names outside the cluster to its nameservers")
 	fs.StringVar(&cfg.CNIBinDir, "cni-bin-dir", network.DefaultBinDir, "directory of the CNI plugins (Debian's containernetworking-plugins)")

@@ -49,6 +49,7 @@ func main() {
 	flags.ServiceCIDR(fs, &cfg.ServiceCIDR, "")
 	flags.ServiceNodePortRange(fs, &cfg.ServiceNodePortRange, apiserver.DefaultServiceNodePortRange)
 	flags.ClusterCIDR(fs, &cfg.ClusterCIDR)
+	flags.IngressPorts(fs, &cfg.IngressHTTPPort, &cfg.IngressHTTPSPort)
 	flags.NodeCIDRMaskSize(fs, &cfg.NodeCIDRMaskSize, apiserver.DefaultNodeCIDRMaskSize)
 	flags.FuncInstanceBudget(fs, &cfg.FuncInstanceBudget, funcinstancegc.DefaultBudget)
 	flags.WarmPoolSize(fs, &cfg.WarmPoolSize, warmpool.DefaultSize)

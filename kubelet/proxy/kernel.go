@@ -187,7 +187,7 @@ func (k *Kernel) servicePorts() []servicePort {
 			if ip == "" && p.NodePort == 0 {
 				continue
 			}
-			out = append(out, servicePort{namespace: svc.Namespace, name: svc.Name, port: p, clusterIP: ip, endpoints: targets(ep, p)})
+			out = append(out, servicePort{namespace: svc.Namespace, name: svc.Name, port: p, clusterIP: ip, endpoints: Targets(ep, p)})
 		}
 	}
 	return out

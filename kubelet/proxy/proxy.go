@@ -202,7 +202,7 @@ func (p *Proxy) serve(ctx context.Context, l *listener, conn net.Conn) {
 	defer conn.Close()
 	bk := l.backend.Load().(backendKey)
 	ep, _ := p.endpoints.Lister().Get(bk.namespace, bk.name)
-	targets := targets(ep, bk.port)
+	targets := Targets(ep, bk.port)
 	if len(targets) == 0 {
 		log.WithField("service", bk.namespace+"/"+bk.name).Debug("proxy: no ready endpoint")
 		return
@@ -240,8 +240,8 @@ func (p *Proxy) serve(ctx context.Context, l *listener, conn net.Conn) {
 	}
 }
 
-// targets lists "ip:port" of the ready endpoints of a service port.
-func targets(ep *api.Endpoints, sp api.ServicePort) []string {
+// Targets lists "ip:port" of the ready endpoints of a service port.
+func Targets(ep *api.Endpoints, sp api.ServicePort) []string {
 	if ep == nil {
 		return nil
 	}

@@ -145,4 +145,8 @@ const (
 	IngressController       = "minik8s.io/ingress"
 	DefaultIngressClassName = "minik8s"
 	NetworkingGroup         = "networking.k8s.io"
+	// AnnotationIngressPorts, on a Node, is where its kubelet serves the
+	// Ingresses ("http=80,https=443"); absent where it serves none. The
+	// ingress status controller lists such nodes' addresses.
+	AnnotationIngressPorts = "minik8s.io/ingress-ports"
 )

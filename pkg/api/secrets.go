@@ -61,6 +61,11 @@ const (
 	// belongs to; ServiceAccountUIDAnnotation its UID.
 	ServiceAccountNameAnnotation = "kubernetes.io/service-account.name"
 	ServiceAccountUIDAnnotation  = "kubernetes.io/service-account.uid"
+	// SecretTypeTLS holds a certificate chain and its key (PEM) under
+	// TLSCertKey and TLSPrivateKeyKey.
+	SecretTypeTLS    = "kubernetes.io/tls"
+	TLSCertKey       = "tls.crt"
+	TLSPrivateKeyKey = "tls.key"
 )
 
 type SecretList struct {

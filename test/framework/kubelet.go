@@ -43,7 +43,8 @@ func StartKubelet(t testing.TB, apiURL string, ctd *containerdtest.Containerd, n
 // serving certificate for ip. (A node joining with the node token is not
 // given one for a loopback address such as ip: see TestJoinRejoinRenew and
 // TestMinik8sUpBinaries for the join.)
-func SecureKubelet(t testing.TB, s *APIServer, ctd *containerdtest.Containerd, name, ip string) *Kubelet {
+// configure, if given, changes the kubelet's config before it starts.
+func SecureKubelet(t testing.TB, s *APIServer, ctd *containerdtest.Containerd, name, ip string, configure ...func(*kubelet.Config)) *Kubelet {
 	t.Helper()
 	cc, err := apiserver.ClientConfigFor(s.DataDir, s.SecureURL, rbac.NodeUserPrefix+name, rbac.NodesGroup)
 	if err != nil {
@@ -57,9 +58,9 @@ func SecureKubelet(t testing.TB, s *APIServer, ctd *containerdtest.Containerd, n
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startKubelet(t, s.SecureURL, ctd, name, ip, func(cfg *kubelet.Config) {
+	return startKubelet(t, s.SecureURL, ctd, name, ip, append([]func(*kubelet.Config){func(cfg *kubelet.Config) {
 		cfg.Client, cfg.ServingCert, cfg.ServingKey, cfg.ClientCA, cfg.CAData = c, cert, key, ca, ca
-	})
+	}}, configure...)...)
 }
 
 func startKubelet(t testing.TB, apiURL string, ctd *containerdtest.Containerd, name, ip string, configure ...func(*kubelet.Config)) *Kubelet {

@@ -45,3 +45,10 @@ func Node(fs *flag.FlagSet, name, ip *string) {
 func ContainerdAddress(fs *flag.FlagSet, p *string, def string) {
 	fs.StringVar(p, "containerd-address", def, "containerd socket: the pods', or the one mkimage imports the images into (empty: minik8s up starts a private one under --data-dir, mkimage only builds)")
 }
+
+// IngressPorts registers --ingress-http-port and --ingress-https-port:
+// where the node serves the cluster's Ingresses.
+func IngressPorts(fs *flag.FlagSet, httpPort, httpsPort *int) {
+	fs.IntVar(httpPort, "ingress-http-port", 80, "port on the node's address where its ingress controller serves the cluster's Ingresses over HTTP (0: none)")
+	fs.IntVar(httpsPort, "ingress-https-port", 443, "port on the node's address where its ingress controller serves the cluster's Ingresses over HTTPS, with their TLS Secrets (0: none)")
+}
