@@ -311,6 +311,16 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 			body: `{"metadata":{"name":"pwn-ed-quota"},"spec":{"hard":{"pods":"1000"}}}`},
 		attempt{name: "a LimitRange of its own namespace", method: "POST", path: api.LimitRangesResource.Path("a", ""), want: forbidden, says: who,
 			body: `{"metadata":{"name":"pwn-ed-limits"},"spec":{"limits":[{"type":"Container","max":{"cpu":"64"}}]}}`},
+		// Ingresses route to the Services of their own namespace; which
+		// controller serves a class, and which class is the default, is
+		// the administrator's.
+		attempt{name: "an IngressClass", method: "POST", path: api.IngressClassesResource.Path("", ""), want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-class","annotations":{"ingressclass.kubernetes.io/is-default-class":"true"}},"spec":{"controller":"example.com/pwn"}}`},
+		attempt{name: "the default IngressClass", method: "PUT", path: api.IngressClassesResource.Path("", api.DefaultIngressClassName), want: forbidden, says: who,
+			body: `{"metadata":{"name":"minik8s"},"spec":{"controller":"example.com/pwn"}}`},
+		attempt{name: "b's Ingresses", method: "GET", path: api.IngressesResource.Path("b", ""), want: forbidden, says: who},
+		attempt{name: "an Ingress in b", method: "POST", path: api.IngressesResource.Path("b", ""), want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-ing"},"spec":{"defaultBackend":{"service":{"name":"sink","port":{"number":80}}}}}`},
 		attempt{name: "b's DaemonSets", method: "GET", path: api.DaemonSetsResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "exec in b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "exec in b's pod by GET", method: "GET", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},

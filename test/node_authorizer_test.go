@@ -104,6 +104,43 @@ func TestNodeAuthorizer(t *testing.T) {
 		if _, err := n1.Secrets("default").Get(ctx, "vol"); !errdefs.IsForbidden(err) {
 			t.Errorf("n1 reading secret vol after its pod went: %v, want 403", err)
 		}
+
+		// Every node serves the Ingresses: it gets the TLS Secret an
+		// Ingress of the Secret's namespace names, by name only, and no
+		// other Secret nor that one's ConfigMap twin.
+		if _, err := c.Ingresses("team").Create(ctx, &api.Ingress{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "team"},
+			Spec: api.IngressSpec{TLS: []api.IngressTLS{{Hosts: []string{"a.example.com"}, SecretName: "vol"}},
+				DefaultBackend: &api.IngressBackend{Service: &api.IngressServiceBackend{Name: "web", Port: api.ServiceBackendPort{Number: 80}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			path string
+			want int
+		}{
+			{"/api/v1/namespaces/team/secrets/vol", http.StatusOK},
+			{"/api/v1/namespaces/team/secrets/env", http.StatusForbidden},
+			{"/api/v1/namespaces/default/secrets/vol", http.StatusForbidden}, // the Ingress is in team
+			{"/api/v1/namespaces/team/configmaps/vol", http.StatusForbidden},
+			{"/api/v1/namespaces/team/secrets?fieldSelector=metadata.name%3Dvol", http.StatusForbidden},
+			{"/api/v1/namespaces/team/secrets?watch=true&fieldSelector=metadata.name%3Dvol", http.StatusForbidden},
+			{"/apis/networking.k8s.io/v1/ingresses", http.StatusOK},
+			{"/apis/networking.k8s.io/v1/ingressclasses", http.StatusOK},
+		} {
+			if got := statusOf(t, raw, s.SecureURL+tc.path); got != tc.want {
+				t.Errorf("node n1 with an Ingress in team naming secret vol: GET %s: %d, want %d", tc.path, got, tc.want)
+			}
+		}
+		if _, err := n1.Ingresses("team").Create(ctx, &api.Ingress{ObjectMeta: api.ObjectMeta{Name: "mine", Namespace: "team"},
+			Spec: api.IngressSpec{TLS: []api.IngressTLS{{SecretName: "env"}},
+				DefaultBackend: &api.IngressBackend{Service: &api.IngressServiceBackend{Name: "web", Port: api.ServiceBackendPort{Number: 80}}}}}); !errdefs.IsForbidden(err) {
+			t.Errorf("n1 creating an Ingress (to reach another Secret through it): %v, want 403", err)
+		}
+		if _, err := c.Ingresses("team").Delete(ctx, "web", client.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n1.Secrets("team").Get(ctx, "vol"); !errdefs.IsForbidden(err) {
+			t.Errorf("n1 reading secret vol of team after its Ingress went: %v, want 403", err)
+		}
 	})
 
 	t.Run("writes", func(t *testing.T) {
