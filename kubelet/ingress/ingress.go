@@ -79,6 +79,9 @@ func New(c *client.Client, f *cache.Factory, cfg Config) (*Controller, error) {
 			MaxIdleConns:        1024,
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     90 * time.Second,
+			// The client's Accept-Encoding goes to the backend as it is,
+			// and its answer comes back as it is, compressed or not.
+			DisableCompression: true,
 		},
 	}
 	ic.routes.Store(&table{})
