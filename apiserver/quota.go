@@ -3,6 +3,8 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -145,7 +147,7 @@ func (q *quotaAdmission) admit(ctx context.Context, res api.Resource, ns string,
 			return err
 		}
 		var requested, usedS, limited []string
-		for _, name := range sortedNames(delta) {
+		for _, name := range slices.Sorted(maps.Keys(delta)) {
 			total := used[name]
 			total.Add(delta[name])
 			hard := qtyOf(rq.Spec.Hard[name])
@@ -185,15 +187,6 @@ func (q *quotaAdmission) used(ctx context.Context, ns string, rq *api.ResourceQu
 		}
 	}
 	return used, nil
-}
-
-func sortedNames(u quota.Usage) []string {
-	out := make([]string, 0, len(u))
-	for k := range u {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // qtyOf reads a quantity validation has already accepted.

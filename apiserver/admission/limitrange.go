@@ -2,7 +2,8 @@ package admission
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"minik8s/pkg/api"
@@ -79,7 +80,7 @@ func defaultContainer(c *api.Container, item api.LimitRangeItem) string {
 // which.
 func fillUnset(list *api.ResourceList, defaults api.ResourceList) []string {
 	var set []string
-	for _, k := range keys(defaults) {
+	for _, k := range slices.Sorted(maps.Keys(defaults)) {
 		if _, ok := (*list)[k]; ok {
 			continue
 		}
@@ -96,7 +97,7 @@ func fillUnset(list *api.ResourceList, defaults api.ResourceList) []string {
 // against item.
 func bounds(item api.LimitRangeItem, kind string, req, lim api.ResourceList) []string {
 	var errs []string
-	for _, k := range keys(item.Min) {
+	for _, k := range slices.Sorted(maps.Keys(item.Min)) {
 		min := quota.Qty(item.Min[k])
 		r, hasReq := req[k]
 		l, hasLim := lim[k]
@@ -110,7 +111,7 @@ func bounds(item api.LimitRangeItem, kind string, req, lim api.ResourceList) []s
 			errs = append(errs, fmt.Sprintf("minimum %s usage per %s is %s, but limit is %s", k, kind, item.Min[k], l))
 		}
 	}
-	for _, k := range keys(item.Max) {
+	for _, k := range slices.Sorted(maps.Keys(item.Max)) {
 		max := quota.Qty(item.Max[k])
 		r, hasReq := req[k]
 		l, hasLim := lim[k]
@@ -124,7 +125,7 @@ func bounds(item api.LimitRangeItem, kind string, req, lim api.ResourceList) []s
 			errs = append(errs, fmt.Sprintf("maximum %s usage per %s is %s, but request is %s", k, kind, item.Max[k], r))
 		}
 	}
-	for _, k := range keys(item.MaxLimitRequestRatio) {
+	for _, k := range slices.Sorted(maps.Keys(item.MaxLimitRequestRatio)) {
 		r, hasReq := req[k]
 		l, hasLim := lim[k]
 		if !hasReq || !hasLim || quota.Qty(r).IsZero() {
@@ -137,13 +138,4 @@ func bounds(item api.LimitRangeItem, kind string, req, lim api.ResourceList) []s
 		}
 	}
 	return errs
-}
-
-func keys(m api.ResourceList) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -4,6 +4,8 @@
 package quota
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -129,7 +131,7 @@ func Unspecified(q *api.ResourceQuota, pod *api.Pod) []string {
 		return nil
 	}
 	var out []string
-	for _, name := range sortedKeys(q.Spec.Hard) {
+	for _, name := range slices.Sorted(maps.Keys(q.Spec.Hard)) {
 		kind, res, ok := strings.Cut(name, ".")
 		if !ok {
 			kind, res = "requests", name
@@ -198,15 +200,6 @@ func PodTotals(pod *api.Pod) (req, lim api.ResourceList) {
 func Qty(s string) *resource.Quantity {
 	q, _ := resource.ParseQuantity(s)
 	return &q
-}
-
-func sortedKeys(m api.ResourceList) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Kinds are the kinds whose objects make up resource name of a quota.
