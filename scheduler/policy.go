@@ -28,15 +28,18 @@ func NewPolicy(name string) (Policy, error) {
 }
 
 // leastAllocated prefers the node with the largest share of cpu and memory
-// left once the pod is placed, spreading load; ties go to the node with
-// fewer pods, then by name.
+// left once the pod is placed, spreading load, and what the pod prefers
+// (score.go: its preferred node affinity, nodes without PreferNoSchedule
+// taints it does not tolerate); ties go to the node with fewer pods, then
+// by name.
 type leastAllocated struct{}
 
 func (leastAllocated) Pick(pi *podInfo, fit []*nodeInfo) *nodeInfo {
 	var best *nodeInfo
 	var bestScore float64
-	for _, ni := range fit {
-		s := leastAllocatedScore(pi, ni)
+	all := scores(pi, fit)
+	for i, ni := range fit {
+		s := all[i]
 		if best == nil || s > bestScore ||
 			(s == bestScore && (ni.used.pods < best.used.pods ||
 				(ni.used.pods == best.used.pods && ni.node.Name < best.node.Name))) {

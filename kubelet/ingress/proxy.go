@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strconv"
+	"sync"
 
 	log "github.com/sirupsen/logrus"
 
@@ -41,7 +42,8 @@ func (ic *Controller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rp := &httputil.ReverseProxy{
-		Transport: ic.transport,
+		Transport:  ic.transport,
+		BufferPool: copyBuffers,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = endpoint
@@ -59,6 +61,14 @@ func (ic *Controller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rp.ServeHTTP(w, r)
 }
+
+// copyBuffers are the bodies' copy buffers, reused across requests.
+var copyBuffers = &bufferPool{sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.p.Get().(*[]byte) }
+func (b *bufferPool) Put(v []byte) { b.p.Put(&v) }
 
 // endpoint picks a ready endpoint ("ip:port") of tg's Service port in
 // turn.
