@@ -48,6 +48,8 @@ type API interface {
 	UpdatePodStatus(ctx context.Context, p *api.Pod) (*api.Pod, error)
 	// ForceDeletePod deletes a pod at once (grace period 0).
 	ForceDeletePod(ctx context.Context, namespace, name, uid string) error
+	// DeletePod deletes a pod with its own grace period.
+	DeletePod(ctx context.Context, namespace, name, uid string) error
 }
 
 var _ API = clientAPI{}
@@ -74,6 +76,11 @@ func (a clientAPI) ForceDeletePod(ctx context.Context, ns, name, uid string) err
 	return err
 }
 
+func (a clientAPI) DeletePod(ctx context.Context, ns, name, uid string) error {
+	_, err := a.c.Pods(ns).Delete(ctx, name, client.DeleteOptions{UID: uid})
+	return err
+}
+
 // podNodeIndex indexes pods by spec.nodeName.
 const podNodeIndex = "nodelifecycle/node"
 
@@ -96,6 +103,9 @@ type Controller struct {
 	// outage longer than the grace period must not fail every node.
 	unreachable    bool
 	reachableSince time.Time
+	// taintSeen is when this controller first saw each NoExecute taint
+	// without a timeAdded ("node\x00key\x00value").
+	taintSeen map[string]time.Time
 }
 
 type observation struct {
@@ -126,6 +136,8 @@ func newController(a API, nodeInf *cache.Informer[api.Node, *api.Node], podInf *
 		queue: workqueue.New(),
 		now:   time.Now,
 		seen:  map[string]observation{},
+
+		taintSeen: map[string]time.Time{},
 	}
 	nodeInf.AddEventHandler(cache.Handler[*api.Node]{
 		OnAdd:    func(n *api.Node) { nc.observe(n); nc.queue.Add(n.Name) },
@@ -144,7 +156,7 @@ func (nc *Controller) podChanged(p *api.Pod) {
 	if p.Spec.NodeName == "" {
 		return
 	}
-	if n, ok := nc.nodes.Get("", p.Spec.NodeName); !ok || nodecondition.ReadyStatus(n) == api.ConditionUnknown {
+	if n, ok := nc.nodes.Get("", p.Spec.NodeName); !ok || nodecondition.ReadyStatus(n) == api.ConditionUnknown || len(noExecuteTaints(n)) > 0 {
 		nc.queue.Add(p.Spec.NodeName)
 	}
 }
@@ -252,6 +264,9 @@ func (nc *Controller) sync(ctx context.Context, name string) error {
 	}
 	if nodecondition.ReadyStatus(node) == api.ConditionUnknown {
 		return nc.evictPods(ctx, name, unresponsive(name), false)
+	}
+	if err := nc.evictByTaints(ctx, node); err != nil {
+		return err
 	}
 	silent, ok := nc.silence(name)
 	if !ok {

@@ -24,6 +24,7 @@ type fakeAPI struct {
 	nodes   []*api.Node
 	pods    []*api.Pod
 	deleted []string
+	evicted []string // deleted gracefully, by taints
 }
 
 func (f *fakeAPI) Healthy(context.Context) error {
@@ -51,6 +52,13 @@ func (f *fakeAPI) UpdatePodStatus(_ context.Context, p *api.Pod) (*api.Pod, erro
 	defer f.mu.Unlock()
 	f.pods = append(f.pods, p)
 	return p, nil
+}
+
+func (f *fakeAPI) DeletePod(_ context.Context, ns, name, uid string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.evicted = append(f.evicted, ns+"/"+name)
+	return nil
 }
 
 func (f *fakeAPI) ForceDeletePod(_ context.Context, ns, name, uid string) error {

@@ -192,17 +192,3 @@ func serviceNotDone(path *field.Path, s *api.ServiceSpec) field.ErrorList {
 	r.forbid(len(s.LoadBalancerSourceRanges) > 0, "loadBalancerSourceRanges", "there are no load balancers")
 	return r.errs
 }
-
-// nodeNotDone refuses taints that would evict pods: the kubelet and the
-// node lifecycle controller do not evict, so the taint would not do what
-// it says.
-func nodeNotDone(path *field.Path, s *api.NodeSpec) field.ErrorList {
-	var errs field.ErrorList
-	for i, t := range s.Taints {
-		if t.Effect == corev1.TaintEffectNoExecute {
-			errs = append(errs, field.NotSupported(path.Child("taints").Index(i).Child("effect"), t.Effect,
-				[]corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule}))
-		}
-	}
-	return errs
-}

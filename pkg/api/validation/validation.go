@@ -115,7 +115,7 @@ func Object(res api.Resource, obj api.Object) field.ErrorList {
 	case *api.Service:
 		return service(o)
 	case *api.Node:
-		return append(nodeStatus(&o.Status), nodeNotDone(field.NewPath("spec"), &o.Spec)...)
+		return nodeStatus(&o.Status)
 	case *api.ClusterRole:
 		if o.AggregationRule != nil {
 			return field.ErrorList{field.Forbidden(field.NewPath("aggregationRule"),

@@ -1,0 +1,86 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik8s/controller"
+	"minik8s/scheduler"
+	"minik8s/test/framework"
+)
+
+// TestTaintsWithKubectl: with stock kubectl, a PreferNoSchedule taint
+// steers new pods to the other node, and a NoExecute taint evicts what
+// does not tolerate it: at once, after its tolerationSeconds, or never;
+// the taint removed, nothing more goes.
+func TestTaintsWithKubectl(t *testing.T) {
+	t.Parallel()
+	srv := framework.StartAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
+	nodes.add(ctx, "taint-a", "4", "4Gi", nil)
+	nodes.add(ctx, "taint-b", "2", "2Gi", nil)
+	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
+	framework.StartControllers(t, srv, controller.Config{})
+	pods := srv.Client.Pods("default")
+
+	// taint-a has more room, but a taint the pods do not tolerate.
+	mustKubectl(t, srv, "node/taint-a tainted", "taint", "node", "taint-a", "dedicated=batch:PreferNoSchedule")
+	for i := range 2 {
+		if _, err := pods.Create(ctx, requestPod(fmt.Sprintf("steered-%d", i), "100m", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "the new pods on the untainted node", func() (bool, string) {
+		byNode, _ := podsByNode(t, ctx, srv.Client, "default")
+		return len(byNode["taint-b"]) == 2, fmt.Sprint(byNode)
+	})
+
+	// Pods on taint-a: one tolerating nothing, one a NoExecute taint for
+	// 3 s, one for good.
+	three := int64(3)
+	for _, p := range []struct {
+		name string
+		tol  []corev1.Toleration
+	}{
+		{"plain", nil},
+		{"for-a-while", []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpEqual, Value: "yes", Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &three}}},
+		{"for-good", []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
+	} {
+		pod := requestPod(p.name, "100m", "")
+		pod.Spec.NodeName, pod.Spec.Tolerations = "taint-a", p.tol
+		if _, err := pods.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onA := func() []string {
+		byNode, _ := podsByNode(t, ctx, srv.Client, "default")
+		return slices.Sorted(slices.Values(byNode["taint-a"]))
+	}
+	eventually(t, 30*time.Second, "three pods on taint-a", func() (bool, string) { return len(onA()) == 3, fmt.Sprint(onA()) })
+	tainted := time.Now()
+	mustKubectl(t, srv, "node/taint-a tainted", "taint", "node", "taint-a", "maintenance=yes:NoExecute")
+	eventually(t, 30*time.Second, "the pod tolerating nothing evicted", func() (bool, string) {
+		return !slices.Contains(onA(), "plain"), fmt.Sprint(onA())
+	})
+	if got := onA(); !slices.Contains(got, "for-a-while") && time.Since(tainted) < 3*time.Second {
+		t.Errorf("the pod tolerating the taint for 3 s went before 3 s: %v", got)
+	}
+	eventually(t, 30*time.Second, "the pod tolerating it 3 s evicted", func() (bool, string) {
+		return slices.Equal(onA(), []string{"for-good"}), fmt.Sprint(onA())
+	})
+	if d := time.Since(tainted); d < 3*time.Second {
+		t.Errorf("the pod tolerating the taint for 3 s went after %v", d)
+	}
+	mustKubectl(t, srv, "node/taint-a untainted", "taint", "node", "taint-a", "maintenance-")
+	p, err := pods.Get(ctx, "for-good")
+	if err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("the pod tolerating the taint for good: %v, deletion %v", err, p)
+	}
+}
