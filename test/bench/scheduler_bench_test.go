@@ -8,6 +8,7 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -23,14 +24,45 @@ const (
 // BenchmarkSchedulerThroughput measures pods bound per second: 100
 // registered nodes (no kubelets), 1000 pending pods with requests, one
 // scheduler started on the backlog; the clock runs from its start until
-// the watch has seen every pod bound.
+// the watch has seen every pod bound. The preferences run has nodes in
+// four zones, a third tainted NoSchedule and a third PreferNoSchedule, and
+// pods tolerating the NoSchedule taint, requiring two zones and
+// preferring one of them and a disk label.
 func BenchmarkSchedulerThroughput(b *testing.B) {
 	for _, policy := range []string{scheduler.PolicyLeastAllocated, scheduler.PolicyRoundRobin} {
-		b.Run(policy, func(b *testing.B) { benchScheduler(b, policy) })
+		b.Run(policy, func(b *testing.B) { benchScheduler(b, policy, false) })
+	}
+	b.Run("least-allocated-with-preferences", func(b *testing.B) { benchScheduler(b, scheduler.PolicyLeastAllocated, true) })
+}
+
+// nodePreferences and podPreferences make the preferences run's node i
+// and pods.
+func nodePreferences(n *api.Node, i int) {
+	n.Labels = map[string]string{"zone": fmt.Sprintf("z%d", i%4)}
+	if i%2 == 0 {
+		n.Labels["disk"] = "ssd"
+	}
+	switch i % 3 {
+	case 0:
+		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
+	case 1:
+		n.Spec.Taints = []corev1.Taint{{Key: "noisy", Effect: corev1.TaintEffectPreferNoSchedule}}
 	}
 }
 
-func benchScheduler(b *testing.B, policy string) {
+func podPreferences(p *api.Pod) {
+	in := func(k string, v ...string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: k, Operator: corev1.NodeSelectorOpIn, Values: v}}}
+	}
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{in("zone", "z0", "z1")}},
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+			{Weight: 50, Preference: in("zone", "z1")}, {Weight: 10, Preference: in("disk", "ssd")}},
+	}}
+}
+
+func benchScheduler(b *testing.B, policy string, preferences bool) {
 	level := log.GetLevel()
 	log.SetLevel(log.WarnLevel)
 	defer log.SetLevel(level)
@@ -45,6 +77,9 @@ func benchScheduler(b *testing.B, policy string) {
 				Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue,
 					LastHeartbeatTime: &now, LastTransitionTime: &now}},
 			}}
+		if preferences {
+			nodePreferences(n, i)
+		}
 		if _, err := c.Nodes().Create(ctx, n); err != nil {
 			b.Fatal(err)
 		}
@@ -54,7 +89,7 @@ func benchScheduler(b *testing.B, policy string) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := fmt.Sprintf("bench-%d", i)
-		createPods(b, ctx, c, ns)
+		createPods(b, ctx, c, ns, preferences)
 		done := watchBound(ctx, c, ns)
 		sctx, cancel := context.WithCancel(ctx)
 		stopped := make(chan error, 1)
@@ -82,7 +117,7 @@ func benchScheduler(b *testing.B, policy string) {
 }
 
 // createPods creates the pending pods, eight at a time.
-func createPods(b *testing.B, ctx context.Context, c *client.Client, ns string) {
+func createPods(b *testing.B, ctx context.Context, c *client.Client, ns string, preferences bool) {
 	b.Helper()
 	pods := c.Pods(ns)
 	work := make(chan int)
@@ -96,6 +131,9 @@ func createPods(b *testing.B, ctx context.Context, c *client.Client, ns string) 
 				p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("p-%04d", i)},
 					Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox",
 						Resources: api.ResourceRequirements{Requests: api.ResourceList{api.ResourceCPU: "100m", api.ResourceMemory: "64Mi"}}}}}}
+				if preferences {
+					podPreferences(p)
+				}
 				if _, err := pods.Create(ctx, p); err != nil {
 					errs <- err
 				}
