@@ -83,4 +83,13 @@ func TestTaintsWithKubectl(t *testing.T) {
 	if err != nil || p.DeletionTimestamp != nil {
 		t.Errorf("the pod tolerating the taint for good: %v, deletion %v", err, p)
 	}
+
+	// Drained, taint-b is cordoned and empty; uncordoned, it takes pods.
+	mustKubectl(t, srv, "node/taint-b drained", "drain", "taint-b", "--ignore-daemonsets", "--force", "--timeout=60s")
+	eventually(t, 30*time.Second, "taint-b empty", func() (bool, string) {
+		byNode, _ := podsByNode(t, ctx, srv.Client, "default")
+		return len(byNode["taint-b"]) == 0, fmt.Sprint(byNode)
+	})
+	mustKubectl(t, srv, "SchedulingDisabled", "get", "node", "taint-b")
+	mustKubectl(t, srv, "node/taint-b uncordoned", "uncordon", "taint-b")
 }
