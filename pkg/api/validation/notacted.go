@@ -34,7 +34,7 @@ type NotActed struct {
 
 // NotActedOn lists every field stored and not acted on.
 var NotActedOn = []NotActed{
-	{podSpecType, "affinity", "the scheduler honours required node affinity; preferred terms are not weighed, and required pod (anti-)affinity is refused"},
+	{podSpecType, "affinity", "the scheduler honours required and preferred node affinity; preferred pod (anti-)affinity is not weighed, and required pod (anti-)affinity is refused"},
 	{podSpecType, "topologySpreadConstraints", "pods are placed by the scheduler's policy, not spread by topology; whenUnsatisfiable: DoNotSchedule is refused"},
 	{podSpecType, "priorityClassName", "pods are placed in the order they come and nothing is preempted"},
 	{podSpecType, "priority", "pods are placed in the order they come and nothing is preempted"},
