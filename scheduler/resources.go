@@ -54,6 +54,9 @@ type podInfo struct {
 	ports        []hostPort
 	// affinity is the pod's required node affinity, if it has one.
 	affinity *nodeaffinity.LazyErrorNodeSelector
+	// spread is the pod's topology spread, counted for one decision
+	// (spread.go).
+	spread []*spreadConstraint
 }
 
 func newPodInfo(pod *api.Pod) *podInfo {

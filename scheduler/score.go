@@ -12,7 +12,9 @@ import (
 // normalized to 0..maxScore over the feasible nodes and summed with
 // kube-scheduler's default weights: NodeResourcesFit (least allocated) 1,
 // TaintToleration 3 (fewer untolerated PreferNoSchedule taints), and
-// NodeAffinity 2 (the weights of the preferred terms a node matches).
+// NodeAffinity 2 (the weights of the preferred terms a node matches), and
+// PodTopologySpread 2 (fewer matching pods in the node's domains, for
+// ScheduleAnyway constraints).
 
 const (
 	maxScore       = 100
@@ -62,6 +64,19 @@ func scores(pi *podInfo, fit []*nodeInfo) []float64 {
 			maxAffinity = max(maxAffinity, affinity[i])
 		}
 	}
+	spread := make([]int, len(fit))
+	minSpread, maxSpread, spreading := 0, 0, false
+	for i, ni := range fit {
+		n, ok := spreadPenalty(pi, ni)
+		if !ok {
+			break
+		}
+		spread[i], spreading = n, true
+		if i == 0 || n < minSpread {
+			minSpread = n
+		}
+		maxSpread = max(maxSpread, n)
+	}
 	out := make([]float64, len(fit))
 	for i, ni := range fit {
 		s := weightFit * maxScore * leastAllocatedScore(pi, ni)
@@ -72,6 +87,13 @@ func scores(pi *podInfo, fit []*nodeInfo) []float64 {
 		}
 		if maxAffinity > 0 {
 			s += weightAffinity * float64(maxScore*affinity[i]) / float64(maxAffinity)
+		}
+		if spreading {
+			if maxSpread > minSpread {
+				s += weightSpread * float64(maxScore*(maxSpread-spread[i])) / float64(maxSpread-minSpread)
+			} else {
+				s += weightSpread * maxScore
+			}
 		}
 		out[i] = s
 	}

@@ -35,7 +35,6 @@ type NotActed struct {
 // NotActedOn lists every field stored and not acted on.
 var NotActedOn = []NotActed{
 	{podSpecType, "affinity", "the scheduler honours required and preferred node affinity; preferred pod (anti-)affinity is not weighed, and required pod (anti-)affinity is refused"},
-	{podSpecType, "topologySpreadConstraints", "pods are placed by the scheduler's policy, not spread by topology; whenUnsatisfiable: DoNotSchedule is refused"},
 	{podSpecType, "priorityClassName", "pods are placed in the order they come and nothing is preempted"},
 	{podSpecType, "priority", "pods are placed in the order they come and nothing is preempted"},
 	{podSpecType, "preemptionPolicy", "nothing is preempted"},
@@ -109,12 +108,6 @@ func podSpecNotDone(path *field.Path, s *api.PodSpec) field.ErrorList {
 			p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), byPods)
 		r.forbidAt(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0,
 			p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), byPods)
-	}
-	for i, c := range s.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
-			r.errs = append(r.errs, field.NotSupported(path.Child("topologySpreadConstraints").Index(i).Child("whenUnsatisfiable"),
-				c.WhenUnsatisfiable, []corev1.UnsatisfiableConstraintAction{corev1.ScheduleAnyway}))
-		}
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {
 		r.errs = append(r.errs, field.NotSupported(path.Child("os", "name"), s.OS.Name, []corev1.OSName{corev1.Linux}))

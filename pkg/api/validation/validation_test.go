@@ -296,7 +296,7 @@ func TestPod(t *testing.T) {
 		}, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"},
 		{"hard spread", func(p *api.Pod) {
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
-		}, "spec.topologySpreadConstraints[0].whenUnsatisfiable"},
+		}, ""}, // the scheduler spreads by it
 		{"windows", func(p *api.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }, "spec.os.name"},
 		{"sidecar", func(p *api.Pod) { p.Spec.Containers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways) }, "spec.containers[0].restartPolicy"},
 		{"block device", func(p *api.Pod) {
