@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -92,4 +94,56 @@ func TestTaintsWithKubectl(t *testing.T) {
 	})
 	mustKubectl(t, srv, "SchedulingDisabled", "get", "node", "taint-b")
 	mustKubectl(t, srv, "node/taint-b uncordoned", "uncordon", "taint-b")
+}
+
+// spreadDeployment spreads its pods over zones as Kubernetes'
+// documentation writes it.
+const spreadDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: spread
+spec:
+  replicas: 4
+  selector:
+    matchLabels: {app: spread}
+  template:
+    metadata:
+      labels: {app: spread}
+    spec:
+      topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: topology.kubernetes.io/zone
+        whenUnsatisfiable: DoNotSchedule
+        labelSelector:
+          matchLabels: {app: spread}
+      containers:
+      - name: c
+        image: busybox
+        resources:
+          requests: {cpu: 100m}
+`
+
+// TestTopologySpreadWithKubectl: a Deployment spread over two zones (two
+// nodes in one, a smaller one in the other) puts half its pods in each,
+// though least-allocated alone would favour the zone with more room.
+func TestTopologySpreadWithKubectl(t *testing.T) {
+	t.Parallel()
+	srv := framework.StartAPIServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
+	nodes.add(ctx, "spread-a", "4", "4Gi", map[string]string{"topology.kubernetes.io/zone": "z1"})
+	nodes.add(ctx, "spread-b", "4", "4Gi", map[string]string{"topology.kubernetes.io/zone": "z1"})
+	nodes.add(ctx, "spread-c", "1", "1Gi", map[string]string{"topology.kubernetes.io/zone": "z2"})
+	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
+	framework.StartControllers(t, srv, controller.Config{})
+	manifest := filepath.Join(t.TempDir(), "spread.yaml")
+	if err := os.WriteFile(manifest, []byte(spreadDeployment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, srv, "deployment.apps/spread created", "apply", "-f", manifest)
+	eventually(t, time.Minute, "two pods in each zone", func() (bool, string) {
+		byNode, _ := podsByNode(t, ctx, srv.Client, "default")
+		return len(byNode["spread-c"]) == 2 && len(byNode["spread-a"])+len(byNode["spread-b"]) == 2, fmt.Sprint(byNode)
+	})
 }
