@@ -57,6 +57,9 @@ type podInfo struct {
 	// spread is the pod's topology spread, counted for one decision
 	// (spread.go).
 	spread []*spreadConstraint
+	// podAffinity is where required pod (anti-)affinity lets the pod go,
+	// found for one decision (podaffinity.go); nil: anywhere.
+	podAffinity *podAffinity
 }
 
 func newPodInfo(pod *api.Pod) *podInfo {

@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s/controller"
+	"minik8s/pkg/api"
+	"minik8s/pkg/client"
 	"minik8s/scheduler"
 	"minik8s/test/framework"
 )
@@ -132,9 +135,9 @@ func TestTopologySpreadWithKubectl(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
-	nodes.add(ctx, "spread-a", "4", "4Gi", map[string]string{"topology.kubernetes.io/zone": "z1"})
-	nodes.add(ctx, "spread-b", "4", "4Gi", map[string]string{"topology.kubernetes.io/zone": "z1"})
-	nodes.add(ctx, "spread-c", "1", "1Gi", map[string]string{"topology.kubernetes.io/zone": "z2"})
+	for _, n := range []struct{ name, cpu, zone string }{{"spread-a", "4", "z1"}, {"spread-b", "4", "z1"}, {"spread-c", "1", "z2"}} {
+		nodes.add(ctx, n.name, n.cpu, n.cpu+"Gi", map[string]string{"topology.kubernetes.io/zone": n.zone, "kubernetes.io/hostname": n.name})
+	}
 	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
 	framework.StartControllers(t, srv, controller.Config{})
 	manifest := filepath.Join(t.TempDir(), "spread.yaml")
@@ -146,4 +149,53 @@ func TestTopologySpreadWithKubectl(t *testing.T) {
 		byNode, _ := podsByNode(t, ctx, srv.Client, "default")
 		return len(byNode["spread-c"]) == 2 && len(byNode["spread-a"])+len(byNode["spread-b"]) == 2, fmt.Sprint(byNode)
 	})
+
+	// One replica per node (required anti-affinity on the host name): of
+	// four, three run and one waits, saying why.
+	if err := os.WriteFile(manifest, []byte(onePerNode), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, srv, "deployment.apps/one-per-node created", "apply", "-f", manifest)
+	eventually(t, time.Minute, "one replica on each node and one pending", func() (bool, string) {
+		pods, _, err := srv.Client.Pods("default").List(ctx, client.ListOptions{LabelSelector: "app=one-per-node"})
+		if err != nil {
+			return false, err.Error()
+		}
+		byNode, pending := map[string]int{}, ""
+		for _, p := range pods {
+			if p.Spec.NodeName == "" {
+				if c := podCondition(p, api.PodScheduled); c != nil {
+					pending = c.Message
+				}
+				continue
+			}
+			byNode[p.Spec.NodeName]++
+		}
+		return len(pods) == 4 && len(byNode) == 3 && byNode["spread-a"] == 1 && byNode["spread-b"] == 1 && byNode["spread-c"] == 1 &&
+			strings.Contains(pending, "didn't match pod anti-affinity rules"), fmt.Sprint(byNode, " pending: ", pending)
+	})
 }
+
+const onePerNode = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: one-per-node
+spec:
+  replicas: 4
+  selector:
+    matchLabels: {app: one-per-node}
+  template:
+    metadata:
+      labels: {app: one-per-node}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector:
+              matchExpressions:
+              - {key: app, operator: In, values: [one-per-node]}
+            topologyKey: kubernetes.io/hostname
+      containers:
+      - name: c
+        image: busybox
+`

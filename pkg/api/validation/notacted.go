@@ -34,7 +34,7 @@ type NotActed struct {
 
 // NotActedOn lists every field stored and not acted on.
 var NotActedOn = []NotActed{
-	{podSpecType, "affinity", "the scheduler honours required and preferred node affinity; preferred pod (anti-)affinity is not weighed, and required pod (anti-)affinity is refused"},
+	{podSpecType, "affinity", "the scheduler honours required and preferred node affinity and required pod (anti-)affinity; preferred pod (anti-)affinity terms are not weighed"},
 	{podSpecType, "priorityClassName", "pods are placed in the order they come and nothing is preempted"},
 	{podSpecType, "priority", "pods are placed in the order they come and nothing is preempted"},
 	{podSpecType, "preemptionPolicy", "nothing is preempted"},
@@ -102,12 +102,22 @@ func podSpecNotDone(path *field.Path, s *api.PodSpec) field.ErrorList {
 	r.forbid(len(s.EvictionResponders) > 0, "evictionResponders", "pods are not evicted")
 	r.forbid(s.ActiveDeadlineSeconds != nil, "activeDeadlineSeconds", "the kubelet does not end pods at a deadline; a Job's own activeDeadlineSeconds does")
 	if a := s.Affinity; a != nil {
-		const byPods = "the scheduler does not place pods by other pods (preferred terms are accepted)"
+		// The scheduler reads no namespace's labels: a term may name its
+		// namespaces, or all of them with an empty selector.
+		const byLabels = "the scheduler does not select namespaces by their labels; list them in namespaces, or use {} for all"
 		p := path.Child("affinity")
-		r.forbidAt(a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0,
-			p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), byPods)
-		r.forbidAt(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0,
-			p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), byPods)
+		if a.PodAffinity != nil {
+			for i, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				r.forbidAt(t.NamespaceSelector != nil && (len(t.NamespaceSelector.MatchLabels) > 0 || len(t.NamespaceSelector.MatchExpressions) > 0),
+					p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution").Index(i).Child("namespaceSelector"), byLabels)
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for i, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				r.forbidAt(t.NamespaceSelector != nil && (len(t.NamespaceSelector.MatchLabels) > 0 || len(t.NamespaceSelector.MatchExpressions) > 0),
+					p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution").Index(i).Child("namespaceSelector"), byLabels)
+			}
+		}
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {
 		r.errs = append(r.errs, field.NotSupported(path.Child("os", "name"), s.OS.Name, []corev1.OSName{corev1.Linux}))

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
@@ -293,7 +294,15 @@ func TestPod(t *testing.T) {
 		{"deadline", func(p *api.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }, "spec.activeDeadlineSeconds"},
 		{"required pod anti-affinity", func(p *api.Pod) {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h"}}}}
-		}, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"},
+		}, ""}, // the scheduler honours it
+		{"pod affinity by namespaces' labels", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h",
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}}}}
+		}, "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"},
+		{"pod affinity in every namespace", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h",
+				NamespaceSelector: &metav1.LabelSelector{}}}}}
+		}, ""},
 		{"hard spread", func(p *api.Pod) {
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
 		}, ""}, // the scheduler spreads by it
