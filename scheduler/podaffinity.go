@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,9 +15,10 @@ import (
 // a pod the term matches (or anywhere, when none does and the pod matches
 // the term itself: the first of a group); one with a podAntiAffinity term
 // never to a domain holding such a pod; and no pod goes to a domain whose
-// pods' own anti-affinity terms match it. A term looks in the namespaces
-// it names, all of them with an empty namespaceSelector, else the pod's
-// own. Preferred terms are not weighed.
+// pods' own anti-affinity terms match it. A term looks in the pod's own
+// namespace only (validation refuses namespaces and namespaceSelector):
+// across namespaces, one tenant's pods could steer or block another's.
+// Preferred terms are not weighed.
 
 const (
 	reasonPodAffinity          = "node(s) didn't match pod affinity rules"
@@ -42,21 +41,11 @@ type podAffinity struct {
 	forbidden map[string]map[string]bool
 }
 
-// termMatches says whether term, of owner, matches pod.
+// termMatches says whether term, of owner, matches pod: a pod of the
+// owner's namespace (validation refuses terms that name others) that the
+// selector matches.
 func termMatches(term *corev1.PodAffinityTerm, owner, pod *api.Pod) bool {
-	switch {
-	case len(term.Namespaces) > 0:
-		if !slices.Contains(term.Namespaces, pod.Namespace) && !(term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0) {
-			return false
-		}
-	case term.NamespaceSelector != nil:
-		// Validation lets only the empty selector (every namespace) in.
-	default:
-		if pod.Namespace != owner.Namespace {
-			return false
-		}
-	}
-	if term.LabelSelector == nil {
+	if pod.Namespace != owner.Namespace || term.LabelSelector == nil {
 		return false
 	}
 	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)

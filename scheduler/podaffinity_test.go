@@ -21,8 +21,8 @@ func TestInterPodAffinity(t *testing.T) {
 		p.Namespace, p.UID, p.Labels = ns, "uid-"+ns+"-"+name, map[string]string{"app": app}
 		return p
 	}
-	term := func(app string, namespaces ...string) corev1.PodAffinityTerm {
-		return corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", Namespaces: namespaces,
+	term := func(app string) corev1.PodAffinityTerm {
+		return corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}
 	}
 	anti := func(p *api.Pod, terms ...corev1.PodAffinityTerm) *api.Pod {
@@ -46,9 +46,9 @@ func TestInterPodAffinity(t *testing.T) {
 		{"another namespace's pods do not count", anti(labelled("new", "default", "web"), term("web")),
 			map[string][]*api.Pod{"a": {labelled("w1", "other", "web")}},
 			[]string{"a", "b", "c"}, ""},
-		{"unless the term names it", anti(labelled("new", "default", "web"), term("web", "other")),
-			map[string][]*api.Pod{"a": {labelled("w1", "other", "web")}},
-			[]string{"b", "c"}, reasonPodAntiAffinity},
+		{"nor another namespace's anti-affinity", labelled("new", "default", "web"),
+			map[string][]*api.Pod{"b": {anti(labelled("loner", "other", "db"), term("web"))}},
+			[]string{"a", "b", "c"}, ""},
 		{"an existing pod's anti-affinity keeps others out", labelled("new", "default", "web"),
 			map[string][]*api.Pod{"b": {anti(labelled("loner", "default", "db"), term("web"))}},
 			[]string{"a", "c"}, reasonExistingAntiAffinity},

@@ -349,6 +349,16 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 			body: pod("pwn-ed-sa", map[string]any{"containers": []any{}, "serviceAccountName": "b/default"})},
 		attempt{name: "a pod bound to a node by path", method: "POST", path: "/api/v1/namespaces/a/pods", want: invalid,
 			body: pod("pwn-ed-node", map[string]any{"containers": []any{}, "nodeName": "../../nodes/atk-1"})},
+		// An anti-affinity matching every pod of every namespace would keep
+		// all of b's pods off the nodes a's pods hold.
+		attempt{name: "a pod keeping every namespace's pods off its node", method: "POST", path: "/api/v1/namespaces/a/pods", want: invalid,
+			body: pod("pwn-ed-anti", map[string]any{"containers": []any{}, "affinity": map[string]any{"podAntiAffinity": map[string]any{
+				"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"topologyKey": "kubernetes.io/hostname", "namespaceSelector": map[string]any{},
+					"labelSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "pwn", "operator": "DoesNotExist"}}}}}}}})},
+		attempt{name: "a pod placed by b's pods", method: "POST", path: "/api/v1/namespaces/a/pods", want: invalid,
+			body: pod("pwn-ed-aff", map[string]any{"containers": []any{}, "affinity": map[string]any{"podAffinity": map[string]any{
+				"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"topologyKey": "kubernetes.io/hostname", "namespaces": []any{"b"},
+					"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "db"}}}}}}})},
 	)
 	c.editorVolumesByPath(t, ed, pod)
 	c.editorServiceAddresses(t, ed, tmpl)

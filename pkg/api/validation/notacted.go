@@ -102,21 +102,23 @@ func podSpecNotDone(path *field.Path, s *api.PodSpec) field.ErrorList {
 	r.forbid(len(s.EvictionResponders) > 0, "evictionResponders", "pods are not evicted")
 	r.forbid(s.ActiveDeadlineSeconds != nil, "activeDeadlineSeconds", "the kubelet does not end pods at a deadline; a Job's own activeDeadlineSeconds does")
 	if a := s.Affinity; a != nil {
-		// The scheduler reads no namespace's labels: a term may name its
-		// namespaces, or all of them with an empty selector.
-		const byLabels = "the scheduler does not select namespaces by their labels; list them in namespaces, or use {} for all"
+		// A term reaching other namespaces would let one tenant's pods
+		// steer, or keep off a node, another tenant's (an anti-affinity
+		// matching every pod blocks its node for all): terms look in the
+		// pod's own namespace.
+		const ownOnly = "pod (anti-)affinity terms look in the pod's own namespace only: reaching others would let one tenant's pods steer or block another's"
 		p := path.Child("affinity")
-		if a.PodAffinity != nil {
-			for i, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				r.forbidAt(t.NamespaceSelector != nil && (len(t.NamespaceSelector.MatchLabels) > 0 || len(t.NamespaceSelector.MatchExpressions) > 0),
-					p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution").Index(i).Child("namespaceSelector"), byLabels)
+		check := func(terms []corev1.PodAffinityTerm, at *field.Path) {
+			for i, t := range terms {
+				r.forbidAt(len(t.Namespaces) > 0, at.Index(i).Child("namespaces"), ownOnly)
+				r.forbidAt(t.NamespaceSelector != nil, at.Index(i).Child("namespaceSelector"), ownOnly)
 			}
 		}
+		if a.PodAffinity != nil {
+			check(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
+		}
 		if a.PodAntiAffinity != nil {
-			for i, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				r.forbidAt(t.NamespaceSelector != nil && (len(t.NamespaceSelector.MatchLabels) > 0 || len(t.NamespaceSelector.MatchExpressions) > 0),
-					p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution").Index(i).Child("namespaceSelector"), byLabels)
-			}
+			check(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
 		}
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {

@@ -295,14 +295,14 @@ func TestPod(t *testing.T) {
 		{"required pod anti-affinity", func(p *api.Pod) {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h"}}}}
 		}, ""}, // the scheduler honours it
-		{"pod affinity by namespaces' labels", func(p *api.Pod) {
-			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h",
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}}}}
-		}, "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"},
 		{"pod affinity in every namespace", func(p *api.Pod) {
 			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h",
 				NamespaceSelector: &metav1.LabelSelector{}}}}}
-		}, ""},
+		}, "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"},
+		{"pod anti-affinity in another namespace", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h",
+				Namespaces: []string{"b"}}}}}
+		}, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaces"},
 		{"hard spread", func(p *api.Pod) {
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
 		}, ""}, // the scheduler spreads by it
