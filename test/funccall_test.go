@@ -185,7 +185,7 @@ func TestFuncChainBranchesAndLoop(t *testing.T) {
 // waitDemand waits until the runners' demand reports for fn, summed, satisfy ok.
 func waitDemand(t *testing.T, s *framework.APIServer, fn string, ok func(function.FuncDemand) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a bound, not a guess: the runner publishes its demand with its lease, late under load
 	for {
 		leases, _, err := s.Client.Leases(function.RunnerNamespace).List(context.Background(), client.ListOptions{})
 		if err != nil {
