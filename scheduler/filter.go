@@ -21,6 +21,16 @@ type nodeInfo struct {
 	alloc   resources
 	maxPods int64
 	used    *nodeUsage
+	// matchable is the node for Kubernetes' matchers (nil: make one).
+	matchable *corev1.Node
+}
+
+// asMatchable is the node as Kubernetes' affinity matchers take it.
+func (ni *nodeInfo) asMatchable() *corev1.Node {
+	if ni.matchable == nil {
+		ni.matchable = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ni.node.Name, Labels: ni.node.Labels}}
+	}
+	return ni.matchable
 }
 
 // A filter rejects a node for a pod, saying why in words that are counted
@@ -95,8 +105,7 @@ func nodeAffinity(pi *podInfo, ni *nodeInfo) []string {
 	if pi.affinity == nil {
 		return nil
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ni.node.Name, Labels: ni.node.Labels}}
-	if ok, _ := pi.affinity.Match(n); !ok {
+	if ok, _ := pi.affinity.Match(ni.asMatchable()); !ok {
 		return []string{reasonNodeAffinity}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"minik8s/pkg/api"
@@ -147,6 +148,9 @@ type nodeAlloc struct {
 	resourceVersion string
 	alloc           resources
 	maxPods         int64
+	// matchable is the node as Kubernetes' affinity matchers take it
+	// (name and labels), made once per version of the node.
+	matchable *corev1.Node
 }
 
 // allocatable is what a node offers pods: status.allocatable, or

@@ -316,9 +316,10 @@ func (s *Scheduler) schedule(pi *podInfo) (string, string) {
 		if !ok || a.resourceVersion != n.ResourceVersion {
 			a.alloc, a.maxPods = allocatable(n)
 			a.resourceVersion = n.ResourceVersion
+			a.matchable = (&nodeInfo{node: n}).asMatchable()
 			s.allocs[n.Name] = a
 		}
-		infos[i] = &nodeInfo{node: n, alloc: a.alloc, maxPods: a.maxPods, used: s.cache.usageLocked(n.Name)}
+		infos[i] = &nodeInfo{node: n, alloc: a.alloc, maxPods: a.maxPods, used: s.cache.usageLocked(n.Name), matchable: a.matchable}
 	}
 	pi.spread = newSpread(pi, infos, s.cache.pods)
 	pi.podAffinity = newPodAffinity(pi, infos, s.cache.pods)

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -60,7 +59,7 @@ func scores(pi *podInfo, fit []*nodeInfo) []float64 {
 		taints[i] = intolerablePreferNoSchedule(pi, ni)
 		maxTaints = max(maxTaints, taints[i])
 		if terms != nil {
-			affinity[i] = terms.Score(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ni.node.Name, Labels: ni.node.Labels}})
+			affinity[i] = terms.Score(ni.asMatchable())
 			maxAffinity = max(maxAffinity, affinity[i])
 		}
 	}

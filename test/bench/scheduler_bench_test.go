@@ -89,6 +89,9 @@ func benchScheduler(b *testing.B, policy string, preferences bool) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := fmt.Sprintf("bench-%d", i)
+		if _, err := c.Namespaces().Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
 		createPods(b, ctx, c, ns, preferences)
 		done := watchBound(ctx, c, ns)
 		sctx, cancel := context.WithCancel(ctx)
