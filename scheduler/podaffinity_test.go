@@ -70,18 +70,11 @@ func TestInterPodAffinity(t *testing.T) {
 					cache.setPod(p)
 				}
 			}
-			var infos []*nodeInfo
-			for _, n := range nodes {
-				a, maxPods := allocatable(n)
-				infos = append(infos, &nodeInfo{node: n, alloc: a, maxPods: maxPods, used: cache.usageLocked(n.Name)})
-			}
+			infos := nodeInfos(cache, nodes)
 			pi := newPodInfo(c.pod)
 			pi.podAffinity = newPodAffinity(pi, infos, cache.pods)
 			fit, reasons := feasible(pi, infos)
-			var names []string
-			for _, ni := range fit {
-				names = append(names, ni.node.Name)
-			}
+			names := nodeNames(fit)
 			if fmt.Sprint(names) != fmt.Sprint(c.fit) {
 				t.Errorf("fit %v, want %v (reasons %v)", names, c.fit, reasons)
 			}

@@ -60,7 +60,7 @@ func TestTopologySpread(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cache := newPodCache()
-			var infos []*nodeInfo
+
 			i := 0
 			for _, n := range c.nodes {
 				for range c.placed[n.Name] {
@@ -70,17 +70,11 @@ func TestTopologySpread(t *testing.T) {
 					cache.setPod(p)
 				}
 			}
-			for _, n := range c.nodes {
-				a, maxPods := allocatable(n)
-				infos = append(infos, &nodeInfo{node: n, alloc: a, maxPods: maxPods, used: cache.usageLocked(n.Name)})
-			}
+			infos := nodeInfos(cache, c.nodes)
 			pi := newPodInfo(c.pod)
 			pi.spread = newSpread(pi, infos, cache.pods)
 			fit, reasons := feasible(pi, infos)
-			var names []string
-			for _, ni := range fit {
-				names = append(names, ni.node.Name)
-			}
+			names := nodeNames(fit)
 			if fmt.Sprint(names) != fmt.Sprint(c.fit) {
 				t.Errorf("fit %v, want %v (reasons %v)", names, c.fit, reasons)
 			}
@@ -97,4 +91,22 @@ func TestTopologySpread(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeInfos are nodes as schedule sees them, with what cache placed.
+func nodeInfos(cache *podCache, nodes []*api.Node) []*nodeInfo {
+	var infos []*nodeInfo
+	for _, n := range nodes {
+		a, maxPods := allocatable(n)
+		infos = append(infos, &nodeInfo{node: n, alloc: a, maxPods: maxPods, used: cache.usageLocked(n.Name)})
+	}
+	return infos
+}
+
+func nodeNames(infos []*nodeInfo) []string {
+	var names []string
+	for _, ni := range infos {
+		names = append(names, ni.node.Name)
+	}
+	return names
 }

@@ -53,8 +53,6 @@ type Controller struct {
 	transport *http.Transport
 	changed   chan struct{}
 	loaded    map[string]loaded // the rebuild loop's alone
-	httpAddr  atomic.Pointer[string]
-	httpsAddr atomic.Pointer[string]
 }
 
 // clientSecrets reads Secrets through the API.
@@ -160,10 +158,7 @@ func (ic *Controller) serve(ctx context.Context, srv *http.Server, port int, use
 	}
 	bound := l.Addr().String()
 	if useTLS {
-		ic.httpsAddr.Store(&bound)
 		l = tls.NewListener(l, srv.TLSConfig)
-	} else {
-		ic.httpAddr.Store(&bound)
 	}
 	log.WithFields(log.Fields{"address": bound, "tls": useTLS}).Info("ingress serving")
 	go func() {
@@ -175,17 +170,6 @@ func (ic *Controller) serve(ctx context.Context, srv *http.Server, port int, use
 	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.WithError(err).WithField("address", bound).Error("ingress server stopped")
 	}
-}
-
-// Addresses are the bound HTTP and HTTPS addresses ("" before the bind).
-func (ic *Controller) Addresses() (httpAddr, httpsAddr string) {
-	if p := ic.httpAddr.Load(); p != nil {
-		httpAddr = *p
-	}
-	if p := ic.httpsAddr.Load(); p != nil {
-		httpsAddr = *p
-	}
-	return httpAddr, httpsAddr
 }
 
 // rebuild makes the routes and certificates of the served Ingresses anew.
