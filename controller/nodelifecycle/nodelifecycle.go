@@ -1,10 +1,15 @@
 // Package nodelifecycle watches node heartbeats. A node whose kubelet has
 // not renewed its Ready condition for the grace period is marked
-// Ready=Unknown (NodeStatusUnknown), and its pods are marked Failed
-// (NodeLost) and removed, so that their ReplicaSets recreate them on other
-// nodes. A kubelet that comes back writes Ready=True itself; the
-// controller only ever acts on a heartbeat it has not seen change for the
-// whole grace period, so it never fights a live kubelet.
+// Ready=Unknown (NodeStatusUnknown) and tainted node.kubernetes.io/unreachable
+// (NoSchedule and NoExecute), one whose Ready is False
+// node.kubernetes.io/not-ready, as Kubernetes' node lifecycle controller
+// does; the taints go once Ready is True again. Pods are evicted by the
+// node's NoExecute taints (taints.go): those of an unreachable node are
+// marked Failed (NodeLost) and removed at once, so that their ReplicaSets
+// recreate them on other nodes. A kubelet that comes back writes
+// Ready=True itself; the controller only ever acts on a heartbeat it has
+// not seen change for the whole grace period, so it never fights a live
+// kubelet.
 package nodelifecycle
 
 import (
@@ -15,8 +20,6 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -44,6 +47,9 @@ type API interface {
 	// Healthy reports whether the apiserver answers.
 	Healthy(ctx context.Context) error
 	GetNode(ctx context.Context, name string) (*api.Node, error)
+	// UpdateNode writes the node's spec (its taints), conditional on its
+	// resourceVersion.
+	UpdateNode(ctx context.Context, n *api.Node) (*api.Node, error)
 	UpdateNodeStatus(ctx context.Context, n *api.Node) (*api.Node, error)
 	UpdatePodStatus(ctx context.Context, p *api.Pod) (*api.Pod, error)
 	// ForceDeletePod deletes a pod at once (grace period 0).
@@ -60,6 +66,10 @@ func (a clientAPI) Healthy(ctx context.Context) error { return a.c.Healthy(ctx) 
 
 func (a clientAPI) GetNode(ctx context.Context, name string) (*api.Node, error) {
 	return a.c.Nodes().Get(ctx, name)
+}
+
+func (a clientAPI) UpdateNode(ctx context.Context, n *api.Node) (*api.Node, error) {
+	return a.c.Nodes().Update(ctx, n)
 }
 
 func (a clientAPI) UpdateNodeStatus(ctx context.Context, n *api.Node) (*api.Node, error) {
@@ -104,7 +114,7 @@ type Controller struct {
 	unreachable    bool
 	reachableSince time.Time
 	// taintSeen is when this controller first saw each NoExecute taint
-	// without a timeAdded ("node\x00key\x00value").
+	// without a timeAdded (by taintKey).
 	taintSeen map[string]time.Time
 }
 
@@ -144,7 +154,8 @@ func newController(a API, nodeInf *cache.Informer[api.Node, *api.Node], podInf *
 		OnUpdate: func(_, n *api.Node) { nc.observe(n); nc.queue.Add(n.Name) },
 		OnDelete: func(n *api.Node) { nc.queue.Add(n.Name) },
 	})
-	// A pod bound to a lost (or unknown) node is removed too.
+	// A pod bound to a lost, unknown or NoExecute-tainted node is looked
+	// at too.
 	podInf.AddEventHandler(cache.Handler[*api.Pod]{
 		OnAdd:    nc.podChanged,
 		OnUpdate: func(_, p *api.Pod) { nc.podChanged(p) },
@@ -184,7 +195,9 @@ func (nc *Controller) lastChange(name string) time.Time {
 	return o.at
 }
 
+// forget drops what was seen of a deleted node.
 func (nc *Controller) forget(name string) {
+	nc.forgetTaints(name, nil)
 	nc.mu.Lock()
 	defer nc.mu.Unlock()
 	delete(nc.seen, name)
@@ -260,40 +273,28 @@ func (nc *Controller) sync(ctx context.Context, name string) error {
 			return err
 		}
 		nc.forget(name)
-		return nc.evictPods(ctx, name, fmt.Sprintf("Node %s is gone", name), true)
+		return nc.evictPods(ctx, name, fmt.Sprintf("Node %s is gone", name))
 	}
-	if nodecondition.ReadyStatus(node) == api.ConditionUnknown {
-		return nc.evictPods(ctx, name, unresponsive(name), false)
-	}
-	if err := nc.evictByTaints(ctx, node); err != nil {
-		return err
-	}
-	silent, ok := nc.silence(name)
-	if !ok {
-		return nil // the next probe or heartbeat brings us back
-	}
-	if silent <= nc.grace {
-		// Look again when the grace period would run out.
-		nc.queue.AddAfter(name, nc.grace-silent+10*time.Millisecond)
-		return nil
-	}
-	if err := nc.markUnknown(ctx, node, silent); err != nil {
-		return err
-	}
-	return nc.evictPods(ctx, name, unresponsive(name), false)
-}
-
-var unreachableTaint = corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
-
-// toleratesUnreachable says whether the pod tolerates its node's being
-// unreachable with no time limit.
-func toleratesUnreachable(p *api.Pod) bool {
-	for _, t := range p.Spec.Tolerations {
-		if t.TolerationSeconds == nil && t.ToleratesTaint(klog.Background(), &unreachableTaint, true) {
-			return true
+	// An Unknown node stays so until its kubelet writes Ready=True.
+	if nodecondition.ReadyStatus(node) != api.ConditionUnknown {
+		silent, ok := nc.silence(name)
+		switch {
+		case !ok: // the next probe or heartbeat brings us back
+		case silent <= nc.grace:
+			// Look again when the grace period would run out.
+			nc.queue.AddAfter(name, nc.grace-silent+10*time.Millisecond)
+		default:
+			var err error
+			if node, err = nc.markUnknown(ctx, node, silent); err != nil {
+				return err
+			}
 		}
 	}
-	return false
+	node, err := nc.keepConditionTaints(ctx, node)
+	if err != nil {
+		return err
+	}
+	return nc.evictByTaints(ctx, node)
 }
 
 func unresponsive(node string) string {
@@ -303,7 +304,7 @@ func unresponsive(node string) string {
 // markUnknown sets Ready=Unknown. The write is conditional on the version
 // read: had the kubelet posted meanwhile, it fails and the next sync sees
 // the fresh heartbeat.
-func (nc *Controller) markUnknown(ctx context.Context, node *api.Node, silent time.Duration) error {
+func (nc *Controller) markUnknown(ctx context.Context, node *api.Node, silent time.Duration) (*api.Node, error) {
 	log.WithFields(log.Fields{"node": node.Name, "silent": silent.Round(time.Second).String()}).
 		Warn("node stopped posting status, marking it not ready")
 	up := cache.DeepCopy(node)
@@ -315,23 +316,19 @@ func (nc *Controller) markUnknown(ctx context.Context, node *api.Node, silent ti
 	}
 	c.Status, c.Reason, c.Message = api.ConditionUnknown, ReasonNodeStatusUnknown, "Kubelet stopped posting node status."
 	c.LastTransitionTime = &now
-	if _, err := nc.api.UpdateNodeStatus(ctx, up); err != nil {
-		return fmt.Errorf("marking node %s not ready: %w", node.Name, err)
+	out, err := nc.api.UpdateNodeStatus(ctx, up)
+	if err != nil {
+		return nil, fmt.Errorf("marking node %s not ready: %w", node.Name, err)
 	}
-	return nil
+	return out, nil
 }
 
-// evictPods marks the pods bound to a lost node Failed and deletes them at
-// once: no kubelet is there to finish a graceful deletion. While the node
-// still exists, pods that tolerate its being unreachable for good (a
-// DaemonSet's) stay, as Kubernetes' taint-based eviction keeps them: they
-// are the node's own agents, and would only be made again for it.
-func (nc *Controller) evictPods(ctx context.Context, node, msg string, gone bool) error {
+// evictPods marks the pods bound to a deleted node Failed and deletes them
+// at once: no kubelet is there to finish a graceful deletion, and no node
+// is there for them to tolerate.
+func (nc *Controller) evictPods(ctx context.Context, node, msg string) error {
 	var errs []error
 	for _, p := range nc.pods.ByIndex(podNodeIndex, node) {
-		if !gone && toleratesUnreachable(p) {
-			continue
-		}
 		if err := nc.evict(ctx, p, msg); err != nil {
 			errs = append(errs, err)
 		}
@@ -339,6 +336,7 @@ func (nc *Controller) evictPods(ctx context.Context, node, msg string, gone bool
 	return errors.Join(errs...)
 }
 
+// evict marks pod p of a lost node Failed (NodeLost) and deletes it at once.
 func (nc *Controller) evict(ctx context.Context, p *api.Pod, msg string) error {
 	if p.Status.Phase != api.PodFailed && p.Status.Phase != api.PodSucceeded {
 		up := cache.DeepCopy(p)

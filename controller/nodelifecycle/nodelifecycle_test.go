@@ -3,12 +3,15 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -21,7 +24,9 @@ import (
 type fakeAPI struct {
 	mu      sync.Mutex
 	down    bool
-	nodes   []*api.Node
+	writes  int
+	nodes   []*api.Node // status writes
+	specs   []*api.Node // spec writes (taints)
 	pods    []*api.Pod
 	deleted []string
 	evicted []string // deleted gracefully, by taints
@@ -40,9 +45,26 @@ func (f *fakeAPI) GetNode(_ context.Context, name string) (*api.Node, error) {
 	return nil, fmt.Errorf("node %s: %w", name, errdefs.ErrNotFound)
 }
 
+// written gives a written node a new resourceVersion, as the apiserver does.
+func (f *fakeAPI) written(n *api.Node) *api.Node {
+	f.writes++
+	n = cache.DeepCopy(n)
+	n.ResourceVersion = fmt.Sprintf("w%d", f.writes)
+	return n
+}
+
+func (f *fakeAPI) UpdateNode(_ context.Context, n *api.Node) (*api.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n = f.written(n)
+	f.specs = append(f.specs, n)
+	return n, nil
+}
+
 func (f *fakeAPI) UpdateNodeStatus(_ context.Context, n *api.Node) (*api.Node, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	n = f.written(n)
 	f.nodes = append(f.nodes, n)
 	return n, nil
 }
@@ -122,45 +144,116 @@ func setup(t *testing.T, nodes []*api.Node, pods []*api.Pod) *env {
 	return e
 }
 
+// feed hands n to the node informer, as the watch would, and waits until
+// the controller's cache holds it.
+func (e *env) feed(t *testing.T, n *api.Node) {
+	t.Helper()
+	e.nodes.Events <- client.Event[*api.Node]{Type: api.Modified, Object: n}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got, ok := e.nc.nodes.Get("", n.Name); ok && got.ResourceVersion == n.ResourceVersion {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache did not get node %s at %s", n.Name, n.ResourceVersion)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSilentNodeIsMarkedAndItsPodsRemoved: a node silent past its grace
+// period is marked Ready=Unknown and tainted unreachable; the pods that do
+// not tolerate that are marked lost and removed at once, one tolerating it
+// for 300 s once they have passed, a DaemonSet's (tolerating it for good)
+// never. When its kubelet writes Ready=True again the taints go, an
+// admin's staying.
 func TestSilentNodeIsMarkedAndItsPodsRemoved(t *testing.T) {
 	start := time.Unix(10000, 0)
-	// A DaemonSet's pod tolerates the node's being unreachable for good,
-	// and stays; one tolerating it for a while does not.
 	daemon, bounded := boundPod("daemon", "n1"), boundPod("bounded", "n1")
 	daemon.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
 	bounded.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
 		TolerationSeconds: ptrTo(int64(300))}}
-	e := setup(t, []*api.Node{node("n1", start), node("n2", start)},
+	n1 := node("n1", start)
+	admin := corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}
+	n1.Spec.Taints = []corev1.Taint{admin}
+	e := setup(t, []*api.Node{n1, node("n2", start)},
 		[]*api.Pod{boundPod("a", "n1"), boundPod("b", "n1"), boundPod("c", "n2"), daemon, bounded})
 	ctx := context.Background()
+	deleted := func() string {
+		e.api.mu.Lock()
+		defer e.api.mu.Unlock()
+		return fmt.Sprint(slices.Sorted(slices.Values(e.api.deleted)))
+	}
 
 	e.advance(15 * time.Second)
 	if err := e.nc.sync(ctx, "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.api.nodes) != 0 || len(e.api.deleted) != 0 {
-		t.Fatalf("acted within the grace period: %d node writes, deleted %v", len(e.api.nodes), e.api.deleted)
+	if len(e.api.nodes) != 0 || len(e.api.specs) != 0 || len(e.api.deleted) != 0 {
+		t.Fatalf("acted within the grace period: %d status and %d spec writes, deleted %v", len(e.api.nodes), len(e.api.specs), e.api.deleted)
 	}
 
 	e.advance(6 * time.Second)
 	if err := e.nc.sync(ctx, "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.api.nodes) != 1 {
-		t.Fatalf("%d node status writes, want 1", len(e.api.nodes))
+	if len(e.api.nodes) != 1 || len(e.api.specs) != 1 {
+		t.Fatalf("%d node status and %d spec writes, want 1 each", len(e.api.nodes), len(e.api.specs))
 	}
 	c := nodecondition.Ready(e.api.nodes[0])
 	if c.Status != api.ConditionUnknown || c.Reason != ReasonNodeStatusUnknown || !c.LastHeartbeatTime.Equal(start) {
 		t.Fatalf("ready condition %+v: want Unknown/NodeStatusUnknown keeping the last heartbeat", c)
 	}
-	sort.Strings(e.api.deleted)
-	if fmt.Sprint(e.api.deleted) != "[default/a default/b default/bounded]" {
-		t.Fatalf("deleted %v, want the pods of n1", e.api.deleted)
+	tainted := e.api.specs[0]
+	if tainted.ResourceVersion != "w2" || nodecondition.ReadyStatus(tainted) != api.ConditionUnknown {
+		t.Fatalf("taints written on version %s (Ready %s), want on the status write's", tainted.ResourceVersion, nodecondition.ReadyStatus(tainted))
+	}
+	lostAt := metav1.NewTime(e.nc.now())
+	want := []corev1.Taint{admin, {Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &lostAt}}
+	if !equality.Semantic.DeepEqual(tainted.Spec.Taints, want) {
+		t.Fatalf("taints %+v, want %+v", tainted.Spec.Taints, want)
+	}
+	if got := deleted(); got != "[default/a default/b]" {
+		t.Fatalf("deleted %v, want the pods of n1 that do not tolerate its being unreachable", got)
 	}
 	for _, p := range e.api.pods {
 		if p.Status.Phase != api.PodFailed || p.Status.Reason != ReasonNodeLost {
 			t.Fatalf("pod %s status %s/%s, want Failed/NodeLost", p.Name, p.Status.Phase, p.Status.Reason)
 		}
+	}
+
+	// The tainted node comes back through the watch; 300 s after the
+	// taint the pod tolerating it that long goes too.
+	e.feed(t, tainted)
+	e.advance(299 * time.Second)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleted(); got != "[default/a default/a default/b default/b]" {
+		t.Fatalf("after 299 s: deleted %v, want a and b again (the cache has not seen them go) and not bounded", got)
+	}
+	e.advance(time.Second)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleted(); !strings.Contains(got, "default/bounded") || strings.Contains(got, "daemon") {
+		t.Fatalf("after 300 s: deleted %v, want bounded and not daemon", got)
+	}
+	if len(e.api.nodes) != 1 || len(e.api.specs) != 1 {
+		t.Fatalf("%d node status and %d spec writes while Unknown, want no more", len(e.api.nodes), len(e.api.specs))
+	}
+
+	// The kubelet posts Ready=True (keeping the taints: it may not touch
+	// them): the controller takes its own off.
+	back := node("n1", e.nc.now())
+	back.Spec.Taints = tainted.Spec.Taints
+	e.feed(t, back)
+	if err := e.nc.sync(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.api.specs) != 2 || !equality.Semantic.DeepEqual(e.api.specs[1].Spec.Taints, []corev1.Taint{admin}) {
+		t.Fatalf("spec writes %d, taints %+v: want the admin's taint alone", len(e.api.specs), e.api.specs[len(e.api.specs)-1].Spec.Taints)
 	}
 }
 

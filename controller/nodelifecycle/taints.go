@@ -4,21 +4,103 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	log "github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/nodecondition"
 )
 
 // Taint-based eviction, as Kubernetes' taint eviction controller does it:
 // a pod on a node with a NoExecute taint it does not tolerate is deleted;
 // one that tolerates every such taint for a while (tolerationSeconds) is
 // deleted once the shortest of those whiles has passed since the taint
-// was added (its timeAdded, or when this controller first saw it).
+// was added (its timeAdded, or when this controller first saw it). The
+// node's own state comes in as taints too (conditionTaints), so a lost
+// node's pods go by the same rule: at once, unless they tolerate
+// node.kubernetes.io/unreachable. There is no DefaultTolerationSeconds
+// admission: a pod that asks nothing goes at the end of the node's grace
+// period, not 300 s later.
+
+// conditionTaints are the taints of the controller's own keys that a node
+// whose Ready condition is ready carries, as Kubernetes' node lifecycle
+// controller keeps them (TaintNodesByCondition, and the NoExecute taints
+// of taint-based eviction): unreachable while Unknown, not-ready while
+// False, none while True (or before the kubelet ever posted).
+func conditionTaints(ready string) []corev1.Taint {
+	var key string
+	switch ready {
+	case api.ConditionUnknown:
+		key = corev1.TaintNodeUnreachable
+	case api.ConditionFalse:
+		key = corev1.TaintNodeNotReady
+	default:
+		return nil
+	}
+	return []corev1.Taint{{Key: key, Effect: corev1.TaintEffectNoSchedule}, {Key: key, Effect: corev1.TaintEffectNoExecute}}
+}
+
+// ownTaint says whether t is one the controller keeps (by key, NoSchedule
+// or NoExecute); it never touches others (an admin's).
+func ownTaint(t corev1.Taint) bool {
+	return (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady) &&
+		(t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
+}
+
+// withConditionTaints is taints with the controller's own made those of
+// the Ready status: others kept in their order, one of its own that stays
+// kept as it is (its timeAdded is when the node's trouble began), a
+// NoExecute one it adds stamped with now, as Kubernetes stamps it.
+func withConditionTaints(taints []corev1.Taint, ready string, now time.Time) (out []corev1.Taint, changed bool) {
+	want := conditionTaints(ready)
+	has := func(t corev1.Taint, in []corev1.Taint) bool {
+		return slices.ContainsFunc(in, func(o corev1.Taint) bool { return o.Key == t.Key && o.Effect == t.Effect })
+	}
+	for _, t := range taints {
+		if ownTaint(t) && !has(t, want) {
+			changed = true
+			continue
+		}
+		out = append(out, t)
+	}
+	for _, t := range want {
+		if has(t, taints) {
+			continue
+		}
+		if t.Effect == corev1.TaintEffectNoExecute {
+			t.TimeAdded = &metav1.Time{Time: now.UTC().Truncate(time.Second)}
+		}
+		out, changed = append(out, t), true
+	}
+	return out, changed
+}
+
+// keepConditionTaints writes the node's taints for its Ready condition
+// when they differ, conditional on the version read (a conflict is
+// retried: the sync is requeued), and returns the node as written.
+func (nc *Controller) keepConditionTaints(ctx context.Context, node *api.Node) (*api.Node, error) {
+	ready := nodecondition.ReadyStatus(node)
+	taints, changed := withConditionTaints(node.Spec.Taints, ready, nc.now())
+	if !changed {
+		return node, nil
+	}
+	up := cache.DeepCopy(node)
+	up.Spec.Taints = taints
+	out, err := nc.api.UpdateNode(ctx, up)
+	if err != nil {
+		return nil, fmt.Errorf("tainting node %s for Ready=%s: %w", node.Name, ready, err)
+	}
+	log.WithFields(log.Fields{"node": node.Name, "ready": ready}).Info("node's condition taints updated")
+	return out, nil
+}
 
 // noExecuteTaints are the node's NoExecute taints.
 func noExecuteTaints(n *api.Node) []corev1.Taint {
@@ -63,7 +145,7 @@ func (nc *Controller) taintSince(node string, t corev1.Taint) time.Time {
 	if t.TimeAdded != nil {
 		return t.TimeAdded.Time
 	}
-	key := node + "\x00" + t.Key + "\x00" + t.Value
+	key := taintKey(node, t)
 	nc.mu.Lock()
 	defer nc.mu.Unlock()
 	at, ok := nc.taintSeen[key]
@@ -74,8 +156,16 @@ func (nc *Controller) taintSince(node string, t corev1.Taint) time.Time {
 	return at
 }
 
+// taintKey names taint t of node in taintSeen.
+func taintKey(node string, t corev1.Taint) string {
+	return node + "\x00" + t.Key + "\x00" + t.Value
+}
+
 // evictByTaints deletes the node's pods whose time under its NoExecute
-// taints is up, and looks again when the next one's will be.
+// taints is up, and looks again when the next one's will be. A pod of a
+// live node is deleted with its grace period; one of an unreachable node
+// (Ready Unknown) is marked Failed and deleted at once: no kubelet is
+// there to finish a graceful deletion.
 func (nc *Controller) evictByTaints(ctx context.Context, node *api.Node) error {
 	taints := noExecuteTaints(node)
 	nc.forgetTaints(node.Name, taints)
@@ -91,10 +181,13 @@ func (nc *Controller) evictByTaints(ctx context.Context, node *api.Node) error {
 			since = s
 		}
 	}
+	lost := nodecondition.ReadyStatus(node) == api.ConditionUnknown
 	var errs []error
 	var next time.Duration
 	for _, p := range nc.pods.ByIndex(podNodeIndex, node.Name) {
-		if p.DeletionTimestamp != nil || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+		// A live node's kubelet finishes these; a lost node's pods are
+		// removed whatever their state.
+		if !lost && (p.DeletionTimestamp != nil || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed) {
 			continue
 		}
 		delay, forever := evictionDelay(p, taints)
@@ -104,6 +197,12 @@ func (nc *Controller) evictByTaints(ctx context.Context, node *api.Node) error {
 		if left := since.Add(delay).Sub(nc.now()); left > 0 {
 			if next == 0 || left < next {
 				next = left
+			}
+			continue
+		}
+		if lost {
+			if err := nc.evict(ctx, p, unresponsive(node.Name)); err != nil {
+				errs = append(errs, err)
 			}
 			continue
 		}
@@ -121,17 +220,18 @@ func (nc *Controller) evictByTaints(ctx context.Context, node *api.Node) error {
 	return errors.Join(errs...)
 }
 
-// forgetTaints drops what was seen of taints the node no longer has.
+// forgetTaints drops what was seen of taints the node no longer has (all
+// of them when taints is nil: the node is gone).
 func (nc *Controller) forgetTaints(node string, taints []corev1.Taint) {
 	keep := map[string]bool{}
 	for _, t := range taints {
-		keep[node+"\x00"+t.Key+"\x00"+t.Value] = true
+		keep[taintKey(node, t)] = true
 	}
 	prefix := node + "\x00"
 	nc.mu.Lock()
 	defer nc.mu.Unlock()
 	for k := range nc.taintSeen {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix && !keep[k] {
+		if strings.HasPrefix(k, prefix) && !keep[k] {
 			delete(nc.taintSeen, k)
 		}
 	}

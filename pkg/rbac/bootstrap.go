@@ -182,6 +182,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 				"pods", "pods/status", "services", "services/status", "endpoints", "configmaps", "secrets",
 				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events",
 				"resourcequotas/status"),
+			// The node lifecycle controller keeps the nodes' not-ready and
+			// unreachable taints, as Kubernetes' node-controller role may.
+			rule(verbs("update", "patch"), groups(coreGroup), "nodes"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
 				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale",
 				"daemonsets/status", "controllerrevisions"),

@@ -356,7 +356,8 @@ func TestBootstrapPolicy(t *testing.T) {
 		{"controller garbage-collects", req(cm, "delete", FuncGroup, "triggers", "dev", "t"), true},
 		{"controller does not create funcs", req(cm, "create", FuncGroup, "funcs", "dev", ""), false},
 		{"controller does not write roles", req(cm, "create", api.RBACGroup, "clusterrolebindings", "", ""), false},
-		{"controller does not write node spec", req(cm, "update", "", "nodes", "", "n1"), false},
+		{"controller writes node taints", req(cm, "update", "", "nodes", "", "n1"), true},
+		{"controller creates no nodes", req(cm, "create", "", "nodes", "", ""), false},
 
 		{"runner watches funcs", req(runner, "watch", FuncGroup, "funcs", "", ""), true},
 		{"runner lists funcinstances", req(runner, "list", "", "funcinstances", "", ""), true},
