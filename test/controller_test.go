@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/controller"
 	"minik8s/controller/nodelifecycle"
 	"minik8s/pkg/api"
@@ -274,9 +276,10 @@ func nodeReady(t *testing.T, ctx context.Context, c *client.Client, name string)
 	return nil
 }
 
-// A node whose heartbeat stops is marked not ready once its grace period
-// is over; its pods are marked lost, removed and recreated elsewhere; when
-// its heartbeat resumes it is Ready again and stays so.
+// A node whose heartbeat stops is marked not ready and tainted unreachable
+// once its grace period is over; its pods are marked lost, removed and
+// recreated elsewhere; when its heartbeat resumes it is Ready again and
+// stays so, and the controller takes its taints off.
 func TestNodeFailureMovesPods(t *testing.T) {
 	srv := framework.StartAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -334,10 +337,35 @@ func TestNodeFailureMovesPods(t *testing.T) {
 		})
 	}
 
+	// The lost node carries the unreachable taints, the NoExecute one
+	// stamped with when it was added.
+	eventually(t, 30*time.Second, "node-b tainted unreachable", func() (bool, string) {
+		n, err := c.Nodes().Get(ctx, "node-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var noSchedule, noExecute bool
+		for _, tn := range n.Spec.Taints {
+			if tn.Key == corev1.TaintNodeUnreachable {
+				noSchedule = noSchedule || tn.Effect == corev1.TaintEffectNoSchedule
+				noExecute = noExecute || tn.Effect == corev1.TaintEffectNoExecute && tn.TimeAdded != nil && time.Since(tn.TimeAdded.Time) < time.Minute
+			}
+		}
+		return noSchedule && noExecute, fmt.Sprintf("%+v", n.Spec.Taints)
+	})
+
 	nodes.start("node-b")
 	eventually(t, 30*time.Second, "node-b ready again", func() (bool, string) {
 		cond := nodeReady(t, ctx, c, "node-b")
 		return cond.Status == api.ConditionTrue, fmt.Sprintf("%+v", cond)
+	})
+	// Its kubelet may not touch its taints: the controller takes them off.
+	eventually(t, 30*time.Second, "node-b's unreachable taints gone", func() (bool, string) {
+		n, err := c.Nodes().Get(ctx, "node-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(n.Spec.Taints) == 0, fmt.Sprintf("%+v", n.Spec.Taints)
 	})
 	// The controller does not fight the kubelet: Ready stays True.
 	for end := time.Now().Add(2 * grace); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
