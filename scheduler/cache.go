@@ -32,10 +32,15 @@ type podCache struct {
 	mu    sync.Mutex
 	pods  map[string]*placement
 	nodes map[string]*nodeUsage
+	// withRequiredAnti and withWeighingTerms are the placed pods whose pod
+	// (anti-)affinity bears on others (podTerms.bearsOnOthers), so that a
+	// decision walks only those, and none when there are none.
+	withRequiredAnti, withWeighingTerms map[string]*placement
 }
 
 func newPodCache() *podCache {
-	return &podCache{pods: map[string]*placement{}, nodes: map[string]*nodeUsage{}}
+	return &podCache{pods: map[string]*placement{}, nodes: map[string]*nodeUsage{},
+		withRequiredAnti: map[string]*placement{}, withWeighingTerms: map[string]*placement{}}
 }
 
 // setPod records the pod's current state from the watch.
@@ -98,6 +103,14 @@ func (c *podCache) isAssumed(key, uid string) bool {
 
 func (c *podCache) placeLocked(key string, p *placement) {
 	c.pods[key] = p
+	if anti, weighs := p.info.terms.bearsOnOthers(); anti || weighs {
+		if anti {
+			c.withRequiredAnti[key] = p
+		}
+		if weighs {
+			c.withWeighingTerms[key] = p
+		}
+	}
 	u := c.nodes[p.node]
 	if u == nil {
 		u = &nodeUsage{ports: map[hostPort]int{}}
@@ -117,6 +130,8 @@ func (c *podCache) removeLocked(key string) {
 		return
 	}
 	delete(c.pods, key)
+	delete(c.withRequiredAnti, key)
+	delete(c.withWeighingTerms, key)
 	u := c.nodes[p.node]
 	u.req.sub(p.info.req)
 	u.nonZero.sub(p.info.nonZero)

@@ -58,13 +58,16 @@ type podInfo struct {
 	// spread is the pod's topology spread, counted for one decision
 	// (spread.go).
 	spread []*spreadConstraint
-	// podAffinity is where required pod (anti-)affinity lets the pod go,
-	// found for one decision (podaffinity.go); nil: anywhere.
+	// terms are the pod's pod (anti-)affinity terms, nil if none.
+	terms *podTerms
+	// podAffinity is where required pod (anti-)affinity lets the pod go
+	// and how pod (anti-)affinity weighs the nodes, found for one decision
+	// (podaffinity.go); nil: anywhere, evenly.
 	podAffinity *podAffinity
 }
 
 func newPodInfo(pod *api.Pod) *podInfo {
-	pi := &podInfo{pod: pod}
+	pi := &podInfo{pod: pod, terms: newPodTerms(pod)}
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		pi.affinity = nodeaffinity.NewLazyErrorNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
 	}

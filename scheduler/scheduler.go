@@ -322,7 +322,7 @@ func (s *Scheduler) schedule(pi *podInfo) (string, string) {
 		infos[i] = &nodeInfo{node: n, alloc: a.alloc, maxPods: a.maxPods, used: s.cache.usageLocked(n.Name), matchable: a.matchable}
 	}
 	pi.spread = newSpread(pi, infos, s.cache.pods)
-	pi.podAffinity = newPodAffinity(pi, infos, s.cache.pods)
+	pi.podAffinity = newPodAffinity(pi, infos, s.cache)
 	fit, reasons := feasible(pi, infos)
 	if len(fit) == 0 {
 		return "", unschedulableMessage(len(nodes), reasons)

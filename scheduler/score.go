@@ -11,9 +11,12 @@ import (
 // normalized to 0..maxScore over the feasible nodes and summed with
 // kube-scheduler's default weights: NodeResourcesFit (least allocated) 1,
 // TaintToleration 3 (fewer untolerated PreferNoSchedule taints), and
-// NodeAffinity 2 (the weights of the preferred terms a node matches), and
+// NodeAffinity 2 (the weights of the preferred terms a node matches),
 // PodTopologySpread 2 (fewer matching pods in the node's domains, for
-// ScheduleAnyway constraints).
+// ScheduleAnyway constraints) and InterPodAffinity 2 (the weights of the
+// preferred pod (anti-)affinity terms the pods of the node's domains meet,
+// podaffinity.go; min-max normalized, as kube-scheduler does, since they
+// may be negative).
 
 const (
 	maxScore       = 100
@@ -76,6 +79,20 @@ func scores(pi *podInfo, fit []*nodeInfo) []float64 {
 		}
 		maxSpread = max(maxSpread, n)
 	}
+	var podAff []int64
+	var minPodAff, maxPodAff int64
+	if pi.podAffinity != nil && len(pi.podAffinity.score) > 0 {
+		podAff = make([]int64, len(fit))
+		for i, ni := range fit {
+			podAff[i] = podAffinityScore(pi, ni)
+			if i == 0 || podAff[i] < minPodAff {
+				minPodAff = podAff[i]
+			}
+			if i == 0 || podAff[i] > maxPodAff {
+				maxPodAff = podAff[i]
+			}
+		}
+	}
 	out := make([]float64, len(fit))
 	for i, ni := range fit {
 		s := weightFit * maxScore * leastAllocatedScore(pi, ni)
@@ -93,6 +110,9 @@ func scores(pi *podInfo, fit []*nodeInfo) []float64 {
 			} else {
 				s += weightSpread * maxScore
 			}
+		}
+		if maxPodAff > minPodAff {
+			s += weightPodAffinity * float64(maxScore*(podAff[i]-minPodAff)) / float64(maxPodAff-minPodAff)
 		}
 		out[i] = s
 	}

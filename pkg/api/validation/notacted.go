@@ -16,11 +16,11 @@ import (
 //   - stored and returned but not acted on, where doing nothing is what
 //     Kubernetes would do on a cluster like this one (image pull secrets
 //     where images are pulled without credentials) or costs only a
-//     preference (preferred affinity);
+//     preference (a Service's traffic distribution);
 //   - refused when set (422 naming the field), where running the pod
 //     without it would run something other than the manifest asks: less
 //     isolated (a runtime class, user namespaces), Ready too soon (readiness
-//     gates), or placed against a hard rule (required pod affinity).
+//     gates), or placed against a rule (pod affinity across namespaces).
 
 // NotActed is a field minik8s stores and does not act on, and why that is
 // safe.
@@ -34,7 +34,6 @@ type NotActed struct {
 
 // NotActedOn lists every field stored and not acted on.
 var NotActedOn = []NotActed{
-	{podSpecType, "affinity", "the scheduler honours required and preferred node affinity and required pod (anti-)affinity; preferred pod (anti-)affinity terms are not weighed"},
 	{podSpecType, "priorityClassName", "pods are placed in the order they come and nothing is preempted"},
 	{podSpecType, "priority", "pods are placed in the order they come and nothing is preempted"},
 	{podSpecType, "preemptionPolicy", "nothing is preempted"},
@@ -114,11 +113,21 @@ func podSpecNotDone(path *field.Path, s *api.PodSpec) field.ErrorList {
 				r.forbidAt(t.NamespaceSelector != nil, at.Index(i).Child("namespaceSelector"), ownOnly)
 			}
 		}
+		// Preferred terms are weighed (the scheduler's score): the same.
+		checkWeighted := func(terms []corev1.WeightedPodAffinityTerm, at *field.Path) {
+			for i, t := range terms {
+				in := at.Index(i).Child("podAffinityTerm")
+				r.forbidAt(len(t.PodAffinityTerm.Namespaces) > 0, in.Child("namespaces"), ownOnly)
+				r.forbidAt(t.PodAffinityTerm.NamespaceSelector != nil, in.Child("namespaceSelector"), ownOnly)
+			}
+		}
 		if a.PodAffinity != nil {
 			check(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, p.Child("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
+			checkWeighted(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, p.Child("podAffinity", "preferredDuringSchedulingIgnoredDuringExecution"))
 		}
 		if a.PodAntiAffinity != nil {
 			check(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
+			checkWeighted(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, p.Child("podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution"))
 		}
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {

@@ -303,6 +303,18 @@ func TestPod(t *testing.T) {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "h",
 				Namespaces: []string{"b"}}}}}
 		}, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaces"},
+		{"preferred pod affinity in every namespace", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 5,
+				PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "h", NamespaceSelector: &metav1.LabelSelector{}}}}}}
+		}, "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.namespaceSelector"},
+		{"preferred pod anti-affinity in another namespace", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 5,
+				PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "h", Namespaces: []string{"b"}}}}}}
+		}, "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.namespaces"},
+		{"preferred pod anti-affinity in its own namespace", func(p *api.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 5,
+				PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "h", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}}}}}
+		}, ""}, // the scheduler weighs it
 		{"hard spread", func(p *api.Pod) {
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
 		}, ""}, // the scheduler spreads by it
