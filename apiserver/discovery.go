@@ -119,7 +119,11 @@ func discoveryResources(res api.Resource) []api.APIResource {
 	case api.PodsResource.Name:
 		binding := sub("binding", "create")
 		binding.Kind = "Binding"
-		out = append(out, binding, sub("log", "get"), sub("exec", "create", "get"), sub("portforward", "create", "get"))
+		// kubectl drain evicts (honouring disruption budgets) when
+		// discovery lists this, and deletes otherwise.
+		eviction := sub("eviction", "create")
+		eviction.Group, eviction.Version, eviction.Kind = api.PolicyGroup, "v1", "Eviction"
+		out = append(out, binding, eviction, sub("log", "get"), sub("exec", "create", "get"), sub("portforward", "create", "get"))
 	case api.ServiceAccountsResource.Name:
 		token := sub("token", "create")
 		token.Group, token.Version, token.Kind = "authentication.k8s.io", "v1", "TokenRequest"

@@ -46,7 +46,9 @@ func errorMiddleware() gin.HandlerFunc {
 			log.WithError(err).WithField("path", c.Request.URL.Path).Error("request failed")
 		}
 		var tooLarge tooLargeResourceVersion
-		if code == http.StatusTooManyRequests || errors.As(err, &tooLarge) {
+		// A budget's refusal has no time to give (kubectl drain retries
+		// it on its own clock): no Retry-After, as in Kubernetes.
+		if (code == http.StatusTooManyRequests && !errors.As(err, new(budgetRefused))) || errors.As(err, &tooLarge) {
 			c.Header("Retry-After", "1")
 		}
 		st := api.Status{Error: keyless(err.Error()), Reason: reason, Field: errdefs.Field(err), Code: code}
@@ -117,6 +119,11 @@ func kubernetesStatus(st *api.Status, err error, a rbac.Attributes) {
 		for i, c := range io.Causes {
 			st.Details.Causes[i] = api.StatusCause{Type: c.Type, Message: c.Message, Field: c.Field}
 		}
+		return
+	}
+	var refused budgetRefused
+	if errors.As(err, &refused) {
+		st.Details.Causes = []api.StatusCause{{Type: "DisruptionBudget", Message: refused.cause}}
 		return
 	}
 	if st.Field != "" {

@@ -40,6 +40,12 @@ func (h *handlers) deleteOptions(c *gin.Context) (registry.DeleteOptions, error)
 			return registry.DeleteOptions{}, err
 		}
 	}
+	return registryDeleteOptions(opts)
+}
+
+// registryDeleteOptions validates a delete's options and puts them in the
+// registry's terms.
+func registryDeleteOptions(opts *metav1.DeleteOptions) (registry.DeleteOptions, error) {
 	// Deleting an object the store cannot read is not served.
 	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
 	if err := invalidOptions("DeleteOptions", metav1validation.ValidateDeleteOptions(opts)); err != nil {

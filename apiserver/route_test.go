@@ -226,6 +226,7 @@ var knownReach = map[string]struct{ reads, writes []string }{
 	"triggers":                 {reads: []string{"funcs", "apps"}},
 	"serviceaccounts/token":    {reads: []string{"pods"}},
 	"pods/log":                 {reads: []string{"nodes"}},
+	"pods/eviction":            {reads: []string{"poddisruptionbudgets"}, writes: []string{"poddisruptionbudgets"}},
 	"pods/exec":                {reads: []string{"nodes"}},
 	"pods/portforward":         {reads: []string{"nodes"}},
 	"nodes@metrics.k8s.io":     {reads: []string{"nodes"}},

@@ -729,6 +729,7 @@ func (s *Server) resourceRoutes(r *router, base, group string, h *handlers) {
 		r.handle(http.MethodPut, one+"/finalize", sub("finalize", ""), name, h.finalizeNamespace)
 	case api.PodsResource.Name:
 		r.handle(http.MethodPost, one+"/binding", sub("binding", ""), h.bind)
+		r.handle(http.MethodPost, one+"/eviction", sub("eviction", ""), h.evict)
 		r.handle(http.MethodGet, one+"/log", sub("log", ""), s.podLog)
 		// Running a command is a create, whatever the method (kubectl's
 		// websocket upgrade is a GET), as Kubernetes authorizes it.

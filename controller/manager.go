@@ -19,6 +19,7 @@ import (
 	"minik8s/controller/cronjob"
 	"minik8s/controller/daemonset"
 	"minik8s/controller/deployment"
+	"minik8s/controller/disruption"
 	"minik8s/controller/endpoints"
 	"minik8s/controller/funcinstancegc"
 	"minik8s/controller/functions"
@@ -99,6 +100,7 @@ var Controllers = []struct {
 	}},
 	{endpoints.Name, func(c *Context) Runner { return endpoints.New(c.Client, c.Informers) }},
 	{ingressstatus.Name, func(c *Context) Runner { return ingressstatus.New(c.Client, c.Informers) }},
+	{disruption.Name, func(c *Context) Runner { return disruption.New(c.Client, c.Informers) }},
 	{garbagecollector.Name, func(c *Context) Runner { return garbagecollector.New(c.Client, c.Informers) }},
 	{namespace.Name, func(c *Context) Runner { return namespace.New(c.Client, c.Informers) }},
 	{functions.Name, func(c *Context) Runner {

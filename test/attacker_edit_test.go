@@ -321,6 +321,14 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 		attempt{name: "b's Ingresses", method: "GET", path: api.IngressesResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "an Ingress in b", method: "POST", path: api.IngressesResource.Path("b", ""), want: forbidden, says: who,
 			body: `{"metadata":{"name":"pwn-ed-ing"},"spec":{"defaultBackend":{"service":{"name":"sink","port":{"number":80}}}}}`},
+		// Evictions take from the disruption budget of the pod's
+		// namespace; the budget's count is its controller's to write.
+		attempt{name: "evicting b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/eviction", want: forbidden, says: who,
+			body: `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"sink","namespace":"b"}}`},
+		attempt{name: "b's PodDisruptionBudgets", method: "GET", path: api.PodDisruptionBudgetsResource.Path("b", ""), want: forbidden, says: who},
+		attempt{name: "the status of a budget of its own", method: "PUT", path: api.PodDisruptionBudgetsResource.Path("a", "web") + "/status",
+			want: forbidden, says: who,
+			body: `{"metadata":{"name":"web"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"web"}}},"status":{"disruptionsAllowed":100,"currentHealthy":0,"desiredHealthy":0,"expectedPods":0}}`},
 		attempt{name: "b's DaemonSets", method: "GET", path: api.DaemonSetsResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "exec in b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "exec in b's pod by GET", method: "GET", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},

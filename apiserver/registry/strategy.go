@@ -52,6 +52,7 @@ var strategies = map[string]strategy{
 	api.CronJobsResource.Name:                 cronJobStrategy{},
 	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
 	api.IngressesResource.Name:                ingressStrategy{},
+	api.PodDisruptionBudgetsResource.Name:     pdbStrategy{},
 }
 
 // strategyFor is the strategy of resource res.
@@ -93,6 +94,7 @@ type (
 	cronJobStrategy    struct{ defaultStrategy }
 	hpaStrategy        struct{ defaultStrategy }
 	ingressStrategy    struct{ defaultStrategy }
+	pdbStrategy        struct{ defaultStrategy }
 )
 
 func (deploymentStrategy) prepareForCreate(obj api.Object) {
@@ -142,6 +144,11 @@ func (cronJobStrategy) prepareForCreate(obj api.Object) {
 // autoscaler's, whatever a creator says, in either version.
 func (ingressStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.Ingress).Status = api.IngressStatus{}
+}
+
+// A budget's status is the disruption controller's (and the evictions').
+func (pdbStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.PodDisruptionBudget).Status = api.PodDisruptionBudgetStatus{}
 }
 
 func (hpaStrategy) prepareForCreate(obj api.Object) {

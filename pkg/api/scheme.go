@@ -118,6 +118,8 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &Ingress{} }}
 	IngressClassesResource = Resource{Name: "ingressclasses", Kind: "IngressClass", ShortNames: []string{"ingressclass"}, Group: NetworkingGroup, Version: "v1",
 		New: func() Object { return &IngressClass{} }}
+	PodDisruptionBudgetsResource = Resource{Name: "poddisruptionbudgets", Kind: "PodDisruptionBudget", ShortNames: []string{"pdb", "poddisruptionbudget"}, Group: PolicyGroup, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
@@ -149,7 +151,7 @@ func (r Resource) Served() Resource {
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
-	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource,
+	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, PodDisruptionBudgetsResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }
 

@@ -76,6 +76,10 @@ func (c *Client) IngressClasses() *ResourceClient[api.IngressClass, *api.Ingress
 	return newResource[api.IngressClass](c, api.IngressClassesResource, "")
 }
 
+func (c *Client) PodDisruptionBudgets(ns string) *ResourceClient[api.PodDisruptionBudget, *api.PodDisruptionBudget] {
+	return newResource[api.PodDisruptionBudget](c, api.PodDisruptionBudgetsResource, ns)
+}
+
 func (c *Client) CronJobs(ns string) *ResourceClient[api.CronJob, *api.CronJob] {
 	return newResource[api.CronJob](c, api.CronJobsResource, ns)
 }

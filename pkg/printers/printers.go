@@ -136,6 +136,20 @@ var tables = map[string]Columns{
 			return []string{ing.Name, class, ingressHosts(ing.Spec.Rules), strings.Join(addrs, ","), ports, Age(ing.CreationTimestamp, now)}, nil
 		},
 	},
+	api.PodDisruptionBudgetsResource.Name: {
+		Headers: []string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			pdb := o.(*api.PodDisruptionBudget)
+			minAvailable, maxUnavailable := "N/A", "N/A"
+			if v := pdb.Spec.MinAvailable; v != nil {
+				minAvailable = string(*v)
+			}
+			if v := pdb.Spec.MaxUnavailable; v != nil {
+				maxUnavailable = string(*v)
+			}
+			return []string{pdb.Name, minAvailable, maxUnavailable, strconv.Itoa(int(pdb.Status.DisruptionsAllowed)), Age(pdb.CreationTimestamp, now)}, nil
+		},
+	},
 	api.IngressClassesResource.Name: {
 		Headers: []string{"NAME", "CONTROLLER", "PARAMETERS", "AGE"},
 		Row: func(o api.Object, now time.Time) ([]string, []string) {

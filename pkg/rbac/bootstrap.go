@@ -41,6 +41,7 @@ const (
 	autoscalingGroup  = "autoscaling"
 	coordinationGroup = "coordination.k8s.io"
 	networkingGroup   = api.NetworkingGroup
+	policyGroup       = api.PolicyGroup
 	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
 	// them too, so rules on them name both groups.
 	FuncGroup = api.FuncGroup
@@ -75,6 +76,7 @@ func viewRules() []api.PolicyRule {
 		rule(read, groups(autoscalingGroup), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 		rule(read, groups(coordinationGroup), "leases"),
 		rule(read, groups(networkingGroup), "ingresses", "ingresses/status"),
+		rule(read, groups(policyGroup), "poddisruptionbudgets", "poddisruptionbudgets/status"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
 			"triggers", "triggers/status", "apps", "funcrevisions", "funcrevisions/status"),
 	}
@@ -91,11 +93,15 @@ func editRules() []api.PolicyRule {
 		rule(readWrite, groups(coreGroup), "pods", "services", "configmaps", "secrets",
 			"serviceaccounts"),
 		rule(verbs("create", "get"), groups(coreGroup), "pods/exec", "pods/portforward"),
+		// An eviction deletes a pod as its budget allows: no more than
+		// deleting it, which edit may.
+		rule(verbs("create"), groups(coreGroup), "pods/eviction"),
 		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale", "daemonsets"),
 		rule(readWrite, groups(batchGroup), "jobs", "cronjobs"),
 		rule(readWrite, groups(autoscalingGroup), "horizontalpodautoscalers"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
 		rule(readWrite, groups(networkingGroup), "ingresses"),
+		rule(readWrite, groups(policyGroup), "poddisruptionbudgets"),
 		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 		rule(verbs("create"), funcGroups, "funcs/invoke"),
 	)
@@ -191,6 +197,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("update", "patch"), groups(autoscalingGroup), "horizontalpodautoscalers/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(batchGroup), "jobs", "jobs/status", "cronjobs/status"),
 			rule(verbs("update", "patch"), groups(networkingGroup), "ingresses/status"),
+			rule(verbs("update", "patch"), groups(policyGroup), "poddisruptionbudgets/status"),
 			// ReplicaSets' templates were admitted when their authors
 			// wrote them: their pods may be privileged.
 			rule(verbs("create"), groups(coreGroup), "pods/privileged"),

@@ -77,6 +77,10 @@ func (f *Factory) IngressClasses() *Informer[api.IngressClass, *api.IngressClass
 	return shared[api.IngressClass](f, api.IngressClassesResource, f.c.IngressClasses())
 }
 
+func (f *Factory) PodDisruptionBudgets() *Informer[api.PodDisruptionBudget, *api.PodDisruptionBudget] {
+	return shared[api.PodDisruptionBudget](f, api.PodDisruptionBudgetsResource, f.c.PodDisruptionBudgets("").AllNamespaces())
+}
+
 func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }

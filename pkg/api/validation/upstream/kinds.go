@@ -25,6 +25,9 @@ import (
 	"k8s.io/kubernetes/pkg/apis/networking"
 	_ "k8s.io/kubernetes/pkg/apis/networking/install"
 	networkingvalidation "k8s.io/kubernetes/pkg/apis/networking/validation"
+	"k8s.io/kubernetes/pkg/apis/policy"
+	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	policyvalidation "k8s.io/kubernetes/pkg/apis/policy/validation"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 	rbacvalidation "k8s.io/kubernetes/pkg/apis/rbac/validation"
@@ -235,6 +238,19 @@ var kinds = map[string]kind{
 		},
 		update: func(obj, old runtime.Object) field.ErrorList {
 			return networkingvalidation.ValidateIngressClassUpdate(obj.(*networking.IngressClass), old.(*networking.IngressClass))
+		},
+	},
+	"PodDisruptionBudget": {
+		gvk: gvk("policy", "v1", "PodDisruptionBudget"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return policyvalidation.ValidatePodDisruptionBudget(obj.(*policy.PodDisruptionBudget), policyvalidation.PodDisruptionBudgetValidationOptions{})
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return policyvalidation.ValidatePodDisruptionBudget(obj.(*policy.PodDisruptionBudget), policyvalidation.PodDisruptionBudgetValidationOptions{})
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			return policyvalidation.ValidatePodDisruptionBudgetStatusUpdate(obj.(*policy.PodDisruptionBudget).Status,
+				old.(*policy.PodDisruptionBudget).Status, field.NewPath("status"), schema.GroupVersion{Group: "policy", Version: "v1"})
 		},
 	},
 	"ReplicaSet": {
