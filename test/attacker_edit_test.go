@@ -367,6 +367,13 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 			body: pod("pwn-ed-aff", map[string]any{"containers": []any{}, "affinity": map[string]any{"podAffinity": map[string]any{
 				"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"topologyKey": "kubernetes.io/hostname", "namespaces": []any{"b"},
 					"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "db"}}}}}}})},
+		// Preferred terms weigh in the score: pods of a that prefer away
+		// from every pod would push b's about as well.
+		attempt{name: "a pod weighing every namespace's pods", method: "POST", path: "/api/v1/namespaces/a/pods", want: invalid,
+			body: pod("pwn-ed-prefanti", map[string]any{"containers": []any{}, "affinity": map[string]any{"podAntiAffinity": map[string]any{
+				"preferredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"weight": 100, "podAffinityTerm": map[string]any{
+					"topologyKey": "kubernetes.io/hostname", "namespaceSelector": map[string]any{},
+					"labelSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "pwn", "operator": "DoesNotExist"}}}}}}}}})},
 	)
 	c.editorVolumesByPath(t, ed, pod)
 	c.editorServiceAddresses(t, ed, tmpl)
