@@ -303,9 +303,14 @@ func TestMaximalRoundTrip(t *testing.T) {
 	for n := range objs {
 		names = append(names, n)
 	}
-	// The referenced objects first: a pod's service account must exist.
+	// The referenced objects first: a pod's service account and
+	// PriorityClass must exist.
+	first := func(n string) int { return map[string]int{"serviceaccounts": 2, "priorityclasses": 1}[n] }
 	sort.Slice(names, func(i, j int) bool {
-		return names[i] == "serviceaccounts" || (names[j] != "serviceaccounts" && names[i] < names[j])
+		if fi, fj := first(names[i]), first(names[j]); fi != fj {
+			return fi > fj
+		}
+		return names[i] < names[j]
 	})
 	for _, name := range names {
 		res, ok := api.LookupResource(name)

@@ -232,7 +232,8 @@ var knownReach = map[string]struct{ reads, writes []string }{
 	"nodes@metrics.k8s.io":     {reads: []string{"nodes"}},
 	"pods@metrics.k8s.io":      {reads: []string{"nodes", "pods"}},
 	"selfsubjectaccessreviews": {},
-	"ingresses":                {reads: []string{"ingressclasses"}}, // the default class, for one that names none
+	"ingresses":                {reads: []string{"ingressclasses"}},  // the default class, for one that names none
+	"pods":                     {reads: []string{"priorityclasses"}}, // the class a new pod names, or the default
 }
 
 // agrees says whether a store access fits what authorization judged.

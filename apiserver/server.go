@@ -303,7 +303,9 @@ func New(cfg Config, store storage.Interface) *Server {
 			reg.Reserve = s.quota.reserve
 		}
 	}
-	s.registries[api.PodsResource.Name].MutateCreate = s.quota.limitPod
+	// Priority first: a quota may scope by it.
+	s.registries[api.PodsResource.Name].MutateCreate = chainMutations(s.admitPriority, s.quota.limitPod)
+	s.registries[api.PriorityClassesResource.Name].MutateCreate = s.admitPriorityClass
 	s.registries[api.IngressesResource.Name].MutateCreate = s.defaultIngressClass
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
 	s.calls = funcapi.NewCalls(funcapi.Config{
@@ -484,6 +486,9 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	}
 	if err := retryUntil(ctx, s.ensureIngressClass); err != nil {
 		return fmt.Errorf("apiserver: the default IngressClass: %w", err)
+	}
+	if err := retryUntil(ctx, s.ensurePriorityClasses); err != nil {
+		return fmt.Errorf("apiserver: the system PriorityClasses: %w", err)
 	}
 	auditLog, err := audit.Open(s.cfg.AuditLogPath)
 	if err != nil {

@@ -329,6 +329,14 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 		attempt{name: "the status of a budget of its own", method: "PUT", path: api.PodDisruptionBudgetsResource.Path("a", "web") + "/status",
 			want: forbidden, says: who,
 			body: `{"metadata":{"name":"web"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"web"}}},"status":{"disruptionsAllowed":100,"currentHealthy":0,"desiredHealthy":0,"expectedPods":0}}`},
+		// Priorities weigh every namespace's pods against each other (the
+		// scheduler preempts by them): the classes are the
+		// administrator's, the system ones kube-system's alone.
+		attempt{name: "a PriorityClass", method: "POST", path: api.PriorityClassesResource.Path("", ""), want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-priority"},"value":1000000000,"globalDefault":true}`},
+		attempt{name: "a pod of its own at system-node-critical", method: "POST", path: api.PodsResource.Path("a", ""), want: forbidden,
+			says: "may be used only by pods in the kube-system namespace",
+			body: `{"metadata":{"name":"pwn-ed-critical"},"spec":{"priorityClassName":"system-node-critical","containers":[{"name":"c","image":"busybox"}]}}`},
 		attempt{name: "b's DaemonSets", method: "GET", path: api.DaemonSetsResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "exec in b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "exec in b's pod by GET", method: "GET", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},

@@ -53,6 +53,7 @@ var strategies = map[string]strategy{
 	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
 	api.IngressesResource.Name:                ingressStrategy{},
 	api.PodDisruptionBudgetsResource.Name:     pdbStrategy{},
+	api.PriorityClassesResource.Name:          priorityClassStrategy{},
 }
 
 // strategyFor is the strategy of resource res.
@@ -81,6 +82,17 @@ func (defaultStrategy) beginDelete(context.Context, *Store, string, string, Dele
 }
 
 func (defaultStrategy) afterDelete(context.Context, *Store, api.Object) {}
+
+// priorityClassStrategy keeps the system classes, as Kubernetes'
+// PriorityClass storage refuses deleting them.
+type priorityClassStrategy struct{ defaultStrategy }
+
+func (priorityClassStrategy) beginDelete(_ context.Context, _ *Store, _, name string, _ DeleteOptions, _, _ string) (api.Object, bool, error) {
+	if name == api.SystemNodeCritical || name == api.SystemClusterCritical {
+		return nil, true, fmt.Errorf("priorityclasses.scheduling.k8s.io %q is forbidden: this is a system priority class and cannot be deleted: %w", name, errdefs.ErrForbidden)
+	}
+	return nil, false, nil
+}
 
 // The status of a created object is the controllers' and kubelets' to set.
 type (

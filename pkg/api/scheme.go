@@ -120,6 +120,8 @@ var (
 		New: func() Object { return &IngressClass{} }}
 	PodDisruptionBudgetsResource = Resource{Name: "poddisruptionbudgets", Kind: "PodDisruptionBudget", ShortNames: []string{"pdb", "poddisruptionbudget"}, Group: PolicyGroup, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }}
+	PriorityClassesResource = Resource{Name: "priorityclasses", Kind: "PriorityClass", ShortNames: []string{"pc", "priorityclass"}, Group: SchedulingGroup, Version: "v1",
+		New: func() Object { return &PriorityClass{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
@@ -151,7 +153,7 @@ func (r Resource) Served() Resource {
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
-	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, PodDisruptionBudgetsResource,
+	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, PodDisruptionBudgetsResource, PriorityClassesResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }
 

@@ -80,6 +80,10 @@ func (c *Client) PodDisruptionBudgets(ns string) *ResourceClient[api.PodDisrupti
 	return newResource[api.PodDisruptionBudget](c, api.PodDisruptionBudgetsResource, ns)
 }
 
+func (c *Client) PriorityClasses() *ResourceClient[api.PriorityClass, *api.PriorityClass] {
+	return newResource[api.PriorityClass](c, api.PriorityClassesResource, "")
+}
+
 func (c *Client) CronJobs(ns string) *ResourceClient[api.CronJob, *api.CronJob] {
 	return newResource[api.CronJob](c, api.CronJobsResource, ns)
 }

@@ -150,6 +150,20 @@ var tables = map[string]Columns{
 			return []string{pdb.Name, minAvailable, maxUnavailable, strconv.Itoa(int(pdb.Status.DisruptionsAllowed)), Age(pdb.CreationTimestamp, now)}, nil
 		},
 	},
+	// Kubernetes' table names PREEMPTIONPOLICY among its columns but fills
+	// it only for -o wide.
+	api.PriorityClassesResource.Name: {
+		Headers: []string{"NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"},
+		Wide:    []string{"PREEMPTIONPOLICY"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			pc := o.(*api.PriorityClass)
+			policy := ""
+			if pc.PreemptionPolicy != nil {
+				policy = string(*pc.PreemptionPolicy)
+			}
+			return []string{pc.Name, strconv.Itoa(int(pc.Value)), strconv.FormatBool(pc.GlobalDefault), Age(pc.CreationTimestamp, now)}, []string{policy}
+		},
+	},
 	api.IngressClassesResource.Name: {
 		Headers: []string{"NAME", "CONTROLLER", "PARAMETERS", "AGE"},
 		Row: func(o api.Object, now time.Time) ([]string, []string) {

@@ -102,6 +102,9 @@ func editRules() []api.PolicyRule {
 		rule(readWrite, groups(coordinationGroup), "leases"),
 		rule(readWrite, groups(networkingGroup), "ingresses"),
 		rule(readWrite, groups(policyGroup), "poddisruptionbudgets"),
+		// No PriorityClasses, to read or write, as in Kubernetes: a class
+		// weighs pods of every namespace against each other (the
+		// scheduler preempts by it), so only cluster admins make them.
 		rule(readWrite, funcGroups, "funcs", "funcinstances", "triggers", "apps"),
 		rule(verbs("create"), funcGroups, "funcs/invoke"),
 	)

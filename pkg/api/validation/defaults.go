@@ -53,6 +53,11 @@ func Default(res api.Resource, obj api.Object) {
 		defaultService(&o.Spec)
 	case *api.FuncInstance:
 		call.Default(o)
+	case *api.PriorityClass:
+		if o.PreemptionPolicy == nil {
+			p := corev1.PreemptLowerPriority
+			o.PreemptionPolicy = &p
+		}
 	case *api.Namespace:
 		if o.Status.Phase == "" {
 			o.Status.Phase = api.NamespaceActive

@@ -34,9 +34,6 @@ type NotActed struct {
 
 // NotActedOn lists every field stored and not acted on.
 var NotActedOn = []NotActed{
-	{podSpecType, "priorityClassName", "pods are placed in the order they come and nothing is preempted"},
-	{podSpecType, "priority", "pods are placed in the order they come and nothing is preempted"},
-	{podSpecType, "preemptionPolicy", "nothing is preempted"},
 	{podSpecType, "enableServiceLinks", "Services are not passed as environment variables; the cluster DNS names them"},
 	{podSpecType, "imagePullSecrets", "images are pulled without credentials"},
 	{podSpecType, "os", "every node runs Linux; os.name: windows is refused"},

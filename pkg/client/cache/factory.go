@@ -81,6 +81,10 @@ func (f *Factory) PodDisruptionBudgets() *Informer[api.PodDisruptionBudget, *api
 	return shared[api.PodDisruptionBudget](f, api.PodDisruptionBudgetsResource, f.c.PodDisruptionBudgets("").AllNamespaces())
 }
 
+func (f *Factory) PriorityClasses() *Informer[api.PriorityClass, *api.PriorityClass] {
+	return shared[api.PriorityClass](f, api.PriorityClassesResource, f.c.PriorityClasses())
+}
+
 func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }

@@ -31,6 +31,9 @@ import (
 	"k8s.io/kubernetes/pkg/apis/rbac"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 	rbacvalidation "k8s.io/kubernetes/pkg/apis/rbac/validation"
+	"k8s.io/kubernetes/pkg/apis/scheduling"
+	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
+	schedulingvalidation "k8s.io/kubernetes/pkg/apis/scheduling/validation"
 	"k8s.io/kubernetes/pkg/features"
 )
 
@@ -251,6 +254,15 @@ var kinds = map[string]kind{
 		status: func(obj, old runtime.Object) field.ErrorList {
 			return policyvalidation.ValidatePodDisruptionBudgetStatusUpdate(obj.(*policy.PodDisruptionBudget).Status,
 				old.(*policy.PodDisruptionBudget).Status, field.NewPath("status"), schema.GroupVersion{Group: "policy", Version: "v1"})
+		},
+	},
+	"PriorityClass": {
+		gvk: gvk("scheduling.k8s.io", "v1", "PriorityClass"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return schedulingvalidation.ValidatePriorityClass(obj.(*scheduling.PriorityClass))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return schedulingvalidation.ValidatePriorityClassUpdate(obj.(*scheduling.PriorityClass), old.(*scheduling.PriorityClass))
 		},
 	},
 	"ReplicaSet": {
