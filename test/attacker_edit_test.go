@@ -336,7 +336,7 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 			body: `{"metadata":{"name":"pwn-ed-priority"},"value":1000000000,"globalDefault":true}`},
 		attempt{name: "a pod of its own at system-node-critical", method: "POST", path: api.PodsResource.Path("a", ""), want: forbidden,
 			says: "may be used only by pods in the kube-system namespace",
-			body: `{"metadata":{"name":"pwn-ed-critical"},"spec":{"priorityClassName":"system-node-critical","containers":[{"name":"c","image":"busybox"}]}}`},
+			body: `{"metadata":{"name":"pwn-ed-critical"},"spec":{"priorityClassName":"system-node-critical","containers":[{"name":"c","image":"` + containerdtest.PythonRuntimeImage + `"}]}}`},
 		attempt{name: "b's DaemonSets", method: "GET", path: api.DaemonSetsResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "exec in b's pod", method: "POST", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
 		attempt{name: "exec in b's pod by GET", method: "GET", path: "/api/v1/namespaces/b/pods/sink/exec?command=id&stdout=true", want: forbidden, says: who},
