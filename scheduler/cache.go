@@ -36,11 +36,15 @@ type podCache struct {
 	// (anti-)affinity bears on others (podTerms.bearsOnOthers), so that a
 	// decision walks only those, and none when there are none.
 	withRequiredAnti, withWeighingTerms map[string]*placement
+	// nominated are pods waiting for the pods preempted for them to go,
+	// by key: their room on the node is theirs (preempt.go).
+	nominated map[string]*placement
 }
 
 func newPodCache() *podCache {
 	return &podCache{pods: map[string]*placement{}, nodes: map[string]*nodeUsage{},
-		withRequiredAnti: map[string]*placement{}, withWeighingTerms: map[string]*placement{}}
+		withRequiredAnti: map[string]*placement{}, withWeighingTerms: map[string]*placement{},
+		nominated: map[string]*placement{}}
 }
 
 // setPod records the pod's current state from the watch.
@@ -48,6 +52,7 @@ func (c *podCache) setPod(pod *api.Pod) {
 	key := cache.Key(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.nominateLocked(key, pod)
 	cur := c.pods[key]
 	if pod.Spec.NodeName == "" || terminated(pod) {
 		// The watch has not caught up with our binding yet: keep counting it.
@@ -57,7 +62,9 @@ func (c *podCache) setPod(pod *api.Pod) {
 		c.removeLocked(key)
 		return
 	}
-	if cur != nil && !cur.assumed && cur.uid == pod.UID && cur.node == pod.Spec.NodeName {
+	// A pod seen going is placed again: preemption passes over it.
+	if cur != nil && !cur.assumed && cur.uid == pod.UID && cur.node == pod.Spec.NodeName &&
+		(cur.info.pod.DeletionTimestamp != nil || pod.DeletionTimestamp == nil) {
 		return
 	}
 	c.removeLocked(key)
@@ -72,6 +79,7 @@ func (c *podCache) deletePod(pod *api.Pod) {
 	if cur := c.pods[key]; cur != nil && cur.uid == pod.UID {
 		c.removeLocked(key)
 	}
+	delete(c.nominated, key)
 }
 
 // assumeLocked counts pi on node before the binding is seen.
@@ -116,12 +124,38 @@ func (c *podCache) placeLocked(key string, p *placement) {
 		u = &nodeUsage{ports: map[hostPort]int{}}
 		c.nodes[p.node] = u
 	}
-	u.req.add(p.info.req)
-	u.nonZero.add(p.info.nonZero)
+	u.place(p.info)
+}
+
+// place counts pi's holdings in u.
+func (u *nodeUsage) place(pi *podInfo) {
+	u.req.add(pi.req)
+	u.nonZero.add(pi.nonZero)
 	u.pods++
-	for _, hp := range p.info.ports {
+	for _, hp := range pi.ports {
 		u.ports[hp]++
 	}
+}
+
+// unplace takes pi's holdings out of u.
+func (u *nodeUsage) unplace(pi *podInfo) {
+	u.req.sub(pi.req)
+	u.nonZero.sub(pi.nonZero)
+	u.pods--
+	for _, hp := range pi.ports {
+		if u.ports[hp]--; u.ports[hp] == 0 {
+			delete(u.ports, hp)
+		}
+	}
+}
+
+// clone is a copy of u to count in without changing u.
+func (u *nodeUsage) clone() *nodeUsage {
+	out := &nodeUsage{req: u.req, nonZero: u.nonZero, pods: u.pods, ports: make(map[hostPort]int, len(u.ports))}
+	for k, v := range u.ports {
+		out.ports[k] = v
+	}
+	return out
 }
 
 func (c *podCache) removeLocked(key string) {
@@ -133,14 +167,7 @@ func (c *podCache) removeLocked(key string) {
 	delete(c.withRequiredAnti, key)
 	delete(c.withWeighingTerms, key)
 	u := c.nodes[p.node]
-	u.req.sub(p.info.req)
-	u.nonZero.sub(p.info.nonZero)
-	u.pods--
-	for _, hp := range p.info.ports {
-		if u.ports[hp]--; u.ports[hp] == 0 {
-			delete(u.ports, hp)
-		}
-	}
+	u.unplace(p.info)
 	if u.pods == 0 {
 		delete(c.nodes, p.node)
 	}

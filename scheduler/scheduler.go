@@ -55,6 +55,7 @@ var (
 	_ PodLister    = (*cache.Lister[api.Pod, *api.Pod])(nil)
 	_ Binder       = (*client.Client)(nil)
 	_ StatusWriter = statusWriter{}
+	_ PodDeleter   = statusWriter{}
 )
 
 // statusWriter writes pod status through the apiserver.
@@ -62,6 +63,13 @@ type statusWriter struct{ c *client.Client }
 
 func (w statusWriter) UpdatePodStatus(ctx context.Context, pod *api.Pod) (*api.Pod, error) {
 	return w.c.Pods(pod.Namespace).UpdateStatus(ctx, pod)
+}
+
+// DeletePod deletes a preempted pod with its grace period, if it is still
+// the pod of that uid.
+func (w statusWriter) DeletePod(ctx context.Context, ns, name, uid string) error {
+	_, err := w.c.Pods(ns).Delete(ctx, name, client.DeleteOptions{UID: uid})
+	return err
 }
 
 // Config configures a scheduler.
@@ -92,8 +100,10 @@ type Scheduler struct {
 	pods   PodLister
 	binder Binder
 	status StatusWriter
-	cache  *podCache
-	queue  *workqueue.Queue
+	// deleter deletes the pods preempted (nil: nothing is preempted).
+	deleter PodDeleter
+	cache   *podCache
+	queue   *workqueue.Queue
 	// allocs caches what each node offers, parsed, by node name; guarded
 	// by cache.mu.
 	allocs map[string]nodeAlloc
@@ -162,6 +172,7 @@ func Run(ctx context.Context, cfg Config) error {
 	rec := events.New(c, "default-scheduler", "")
 	go rec.Run(ctx)
 	s.events = rec
+	s.deleter = statusWriter{c}
 	podInf.AddEventHandler(s.PodHandler())
 	nodeInf.AddEventHandler(s.NodeHandler())
 	f.Start(ctx)
@@ -291,13 +302,22 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		// Kept out of scheduling until its gates are taken away (an
 		// update of the pod enqueues it again), as in Kubernetes.
 		s.setUnschedulable(key, false)
-		return s.markUnschedulable(ctx, pod, reasonGated, "Scheduling is blocked due to non-empty scheduling gates")
+		return s.markUnschedulable(ctx, pod, reasonGated, "Scheduling is blocked due to non-empty scheduling gates", "")
 	}
 	pi := newPodInfo(pod)
-	node, msg := s.schedule(pi)
+	canPreempt := s.deleter != nil && s.mayPreempt(pod)
+	node, msg, victims := s.schedule(pi, canPreempt)
 	if node == "" {
 		s.setUnschedulable(key, true)
-		return s.markUnschedulable(ctx, pod, reasonUnschedulablePod, msg)
+		if victims == nil {
+			return s.markUnschedulable(ctx, pod, reasonUnschedulablePod, msg, "")
+		}
+		// Nominated first: a pod whose victims are going does not
+		// preempt again elsewhere (mayPreempt).
+		if err := s.markUnschedulable(ctx, pod, reasonUnschedulablePod, msg, victims.node); err != nil {
+			return err
+		}
+		return s.preempt(ctx, pod, victims)
 	}
 	s.setUnschedulable(key, false)
 	s.bind(ctx, key, pi, node)
@@ -305,8 +325,9 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 }
 
 // schedule picks a node for the pod and counts the pod there at once; it
-// returns "" and the reasons when the pod fits nowhere.
-func (s *Scheduler) schedule(pi *podInfo) (string, string) {
+// returns "" and the reasons when the pod fits nowhere, and then, if
+// preempt, where pods of lower priority could make room (nil: nowhere).
+func (s *Scheduler) schedule(pi *podInfo, preempt bool) (string, string, *candidate) {
 	nodes := s.nodes.List(nil)
 	s.cache.mu.Lock()
 	defer s.cache.mu.Unlock()
@@ -321,15 +342,20 @@ func (s *Scheduler) schedule(pi *podInfo) (string, string) {
 		}
 		infos[i] = &nodeInfo{node: n, alloc: a.alloc, maxPods: a.maxPods, used: s.cache.usageLocked(n.Name), matchable: a.matchable}
 	}
+	s.cache.withNominated(pi, infos)
 	pi.spread = newSpread(pi, infos, s.cache.pods)
 	pi.podAffinity = newPodAffinity(pi, infos, s.cache)
 	fit, reasons := feasible(pi, infos)
 	if len(fit) == 0 {
-		return "", unschedulableMessage(len(nodes), reasons)
+		var c *candidate
+		if preempt {
+			c = s.findPreemption(pi, infos)
+		}
+		return "", unschedulableMessage(len(nodes), reasons), c
 	}
 	pick := s.policy.Pick(pi, fit)
 	s.cache.assumeLocked(pi, pick.node.Name)
-	return pick.node.Name, ""
+	return pick.node.Name, "", nil
 }
 
 // bind binds the pod in the background, so that deciding the next pods
@@ -375,10 +401,12 @@ func (s *Scheduler) bind(ctx context.Context, key string, pi *podInfo, node stri
 }
 
 // markUnschedulable records on the pod why it fits nowhere (once per
-// distinct reason, so that retries do not write again and again).
-func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, reason, msg string) error {
+// distinct reason, so that retries do not write again and again), and
+// the node it is nominated to, if nominate says one.
+func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, reason, msg, nominate string) error {
 	for _, c := range pod.Status.Conditions {
-		if c.Type == api.PodScheduled && c.Status == api.ConditionFalse && c.Reason == reason && c.Message == msg {
+		if c.Type == api.PodScheduled && c.Status == api.ConditionFalse && c.Reason == reason && c.Message == msg &&
+			(nominate == "" || nominate == pod.Status.NominatedNodeName) {
 			return nil
 		}
 	}
@@ -389,6 +417,9 @@ func (s *Scheduler) markUnschedulable(ctx context.Context, pod *api.Pod, reason,
 	now := time.Now().UTC()
 	setCondition(&up.Status, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionFalse,
 		Reason: reason, Message: msg, LastTransitionTime: &now})
+	if nominate != "" {
+		up.Status.NominatedNodeName = nominate
+	}
 	// Conditional on the version read, so that a pod bound meanwhile is
 	// not marked unschedulable.
 	_, err := s.status.UpdatePodStatus(ctx, up)

@@ -424,11 +424,14 @@ type HTTPGetAction struct {
 }
 
 type PodStatus struct {
-	Phase                 string            `json:"phase,omitempty"`
-	Conditions            []PodCondition    `json:"conditions,omitempty"`
-	Message               string            `json:"message,omitempty"`
-	Reason                string            `json:"reason,omitempty"`
-	HostIP                string            `json:"hostIP,omitempty"`
+	Phase      string         `json:"phase,omitempty"`
+	Conditions []PodCondition `json:"conditions,omitempty"`
+	Message    string         `json:"message,omitempty"`
+	Reason     string         `json:"reason,omitempty"`
+	HostIP     string         `json:"hostIP,omitempty"`
+	// NominatedNodeName is the node where the scheduler preempted pods
+	// for this one, which waits for them to go.
+	NominatedNodeName     string            `json:"nominatedNodeName,omitempty"`
 	PodIP                 string            `json:"podIP,omitempty"`
 	PodIPs                []PodIP           `json:"podIPs,omitempty"`
 	StartTime             *time.Time        `json:"startTime,omitempty"`

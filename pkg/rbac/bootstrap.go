@@ -183,6 +183,9 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(read, groups(coreGroup), "pods", "nodes"),
 			rule(verbs("create"), groups(coreGroup), "pods/binding", "bindings"),
 			rule(verbs("update", "patch"), groups(coreGroup), "pods/status"),
+			// Preemption deletes pods of lower priority, as Kubernetes'
+			// scheduler does.
+			rule(verbs("delete"), groups(coreGroup), "pods"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
 		),
 		clusterRole(SystemControllerManager,

@@ -339,7 +339,8 @@ func TestBootstrapPolicy(t *testing.T) {
 		{"scheduler binds", req(sched, "create", "", "pods/binding", "dev", "p"), true},
 		{"scheduler reports status", req(sched, "update", "", "pods/status", "dev", "p"), true},
 		{"scheduler creates events", req(sched, "create", "", "events", "dev", ""), true},
-		{"scheduler does not delete pods", req(sched, "delete", "", "pods", "dev", "p"), false},
+		{"scheduler deletes the pods it preempts", req(sched, "delete", "", "pods", "dev", "p"), true},
+		{"scheduler creates no pods", req(sched, "create", "", "pods", "dev", ""), false},
 		{"scheduler reads no secrets", req(sched, "get", "", "secrets", "dev", "s"), false},
 
 		{"controller reads anything", req(cm, "list", "made.up", "things", "", ""), true},
