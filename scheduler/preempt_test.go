@@ -68,7 +68,7 @@ func TestPreemption(t *testing.T) {
 			placed: []*api.Pod{testPod("young", "500m", "", priority(1), on("a"), createdAt(9)), testPod("old", "500m", "", priority(1), on("a"), createdAt(1))},
 			pod:    testPod("high", "500m", "", priority(10)), wantNode: "a", wantDeleted: []string{"young"}},
 		{name: "the node whose victims matter least",
-			nodes: []*api.Node{testNode("a", "1", "1Gi"), testNode("b", "1", "1Gi")},
+			nodes:  []*api.Node{testNode("a", "1", "1Gi"), testNode("b", "1", "1Gi")},
 			placed: []*api.Pod{testPod("mid", "800m", "", priority(5), on("a")), testPod("low", "800m", "", priority(1), on("b"))},
 			pod:    testPod("high", "500m", "", priority(10)), wantNode: "b", wantDeleted: []string{"low"}},
 		{name: "a node that would not fit even empty is passed over",
