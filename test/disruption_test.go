@@ -1,18 +1,12 @@
 package test
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"minik8s/controller"
 	"minik8s/pkg/api"
-	"minik8s/scheduler"
-	"minik8s/test/framework"
 )
 
 // budgetManifest is a Deployment and its PodDisruptionBudget as
@@ -53,21 +47,14 @@ spec:
 // drain and keeps the pods.
 func TestDrainHonoursDisruptionBudget(t *testing.T) {
 	t.Parallel()
-	srv := framework.StartAPIServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
-	nodes.add(ctx, "pdb-a", "4", "4Gi", nil)
-	nodes.add(ctx, "pdb-b", "4", "4Gi", nil)
-	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
-	framework.StartControllers(t, srv, controller.Config{})
+	cl := startSimCluster(t)
+	srv, ctx := cl.srv, cl.ctx
+	cl.nodes.add(ctx, "pdb-a", "4", "4Gi", nil)
+	cl.nodes.add(ctx, "pdb-b", "4", "4Gi", nil)
 
 	// All three pods on pdb-a.
 	mustKubectl(t, srv, "cordoned", "cordon", "pdb-b")
-	manifest := filepath.Join(t.TempDir(), "web.yaml")
-	if err := os.WriteFile(manifest, []byte(budgetManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	manifest := writeManifest(t, "web.yaml", budgetManifest)
 	mustKubectl(t, srv, "poddisruptionbudget.policy/web-pdb created", "apply", "-f", manifest)
 	eventually(t, 30*time.Second, "three pods on pdb-a", func() (bool, string) {
 		byNode, _ := podsByNode(t, ctx, srv.Client, "default")

@@ -1,18 +1,12 @@
 package test
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
-	"minik8s/scheduler"
-	"minik8s/test/framework"
 )
 
 // preemptionManifest is a PriorityClass, a Deployment filling a node at
@@ -65,21 +59,10 @@ spec:
 // nothing.
 func TestPreemptionWithKubectl(t *testing.T) {
 	t.Parallel()
-	srv := framework.StartAPIServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
-	nodes.add(ctx, "pre-a", "1", "4Gi", nil)
-	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
-	framework.StartControllers(t, srv, controller.Config{})
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	cl := startSimCluster(t)
+	srv, ctx := cl.srv, cl.ctx
+	cl.nodes.add(ctx, "pre-a", "1", "4Gi", nil)
+	write := func(name, body string) string { return writeManifest(t, name, body) }
 	mustKubectl(t, srv, "priorityclass.scheduling.k8s.io/high-priority created", "apply", "-f", write("filler.yaml", preemptionManifest))
 	mustKubectl(t, srv, "high-priority", "get", "priorityclasses")
 	filler := func() (running, pending []string) {

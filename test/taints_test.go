@@ -1,10 +1,8 @@
 package test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,11 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
-	"minik8s/scheduler"
-	"minik8s/test/framework"
 )
 
 // TestTaintsWithKubectl: with stock kubectl, a PreferNoSchedule taint
@@ -25,14 +20,10 @@ import (
 // the taint removed, nothing more goes.
 func TestTaintsWithKubectl(t *testing.T) {
 	t.Parallel()
-	srv := framework.StartAPIServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
-	nodes.add(ctx, "taint-a", "4", "4Gi", nil)
-	nodes.add(ctx, "taint-b", "2", "2Gi", nil)
-	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
-	framework.StartControllers(t, srv, controller.Config{})
+	cl := startSimCluster(t)
+	srv, ctx := cl.srv, cl.ctx
+	cl.nodes.add(ctx, "taint-a", "4", "4Gi", nil)
+	cl.nodes.add(ctx, "taint-b", "2", "2Gi", nil)
 	pods := srv.Client.Pods("default")
 
 	// taint-a has more room, but a taint the pods do not tolerate.
@@ -131,19 +122,12 @@ spec:
 // though least-allocated alone would favour the zone with more room.
 func TestTopologySpreadWithKubectl(t *testing.T) {
 	t.Parallel()
-	srv := framework.StartAPIServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nodes := startSimNodes(ctx, t, srv.Client, time.Second)
+	cl := startSimCluster(t)
+	srv, ctx := cl.srv, cl.ctx
 	for _, n := range []struct{ name, cpu, zone string }{{"spread-a", "4", "z1"}, {"spread-b", "4", "z1"}, {"spread-c", "1", "z2"}} {
-		nodes.add(ctx, n.name, n.cpu, n.cpu+"Gi", map[string]string{"topology.kubernetes.io/zone": n.zone, "kubernetes.io/hostname": n.name})
+		cl.nodes.add(ctx, n.name, n.cpu, n.cpu+"Gi", map[string]string{"topology.kubernetes.io/zone": n.zone, "kubernetes.io/hostname": n.name})
 	}
-	startScheduler(ctx, t, scheduler.Config{Client: srv.Client})
-	framework.StartControllers(t, srv, controller.Config{})
-	manifest := filepath.Join(t.TempDir(), "spread.yaml")
-	if err := os.WriteFile(manifest, []byte(spreadDeployment), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	manifest := writeManifest(t, "spread.yaml", spreadDeployment)
 	mustKubectl(t, srv, "deployment.apps/spread created", "apply", "-f", manifest)
 	eventually(t, time.Minute, "two pods in each zone", func() (bool, string) {
 		byNode, _ := podsByNode(t, ctx, srv.Client, "default")
