@@ -170,6 +170,13 @@ func desiredState(res api.Resource, manifest, cur api.Object) (api.Object, error
 		if d.Spec.ServiceAccountName == "" && d.Spec.ServiceAccount == "" {
 			d.Spec.ServiceAccountName, d.Spec.ServiceAccount = c.Spec.ServiceAccountName, c.Spec.ServiceAccount
 		}
+		// The priority the server's admission gave it, likewise.
+		if d.Spec.Priority == nil {
+			d.Spec.Priority, d.Spec.PreemptionPolicy = c.Spec.Priority, c.Spec.PreemptionPolicy
+		}
+		if d.Spec.PriorityClassName == "" {
+			d.Spec.PriorityClassName = c.Spec.PriorityClassName
+		}
 	case *api.Service:
 		c := cur.(*api.Service)
 		if d.Spec.ClusterIP == "" && len(d.Spec.ClusterIPs) == 0 {

@@ -189,6 +189,17 @@ func (podStrategy) prepareForUpdate(_ *Store, cur, next api.Object) error {
 	if n.Spec.ServiceAccountName == "" && n.Spec.ServiceAccount == "" {
 		n.Spec.ServiceAccountName, n.Spec.ServiceAccount = c.Spec.ServiceAccountName, c.Spec.ServiceAccount
 	}
+	// The priority admission set these at create; an update that does not
+	// say them keeps them, as Kubernetes' plugin does on update.
+	if n.Spec.Priority == nil {
+		n.Spec.Priority = c.Spec.Priority
+	}
+	if n.Spec.PreemptionPolicy == nil {
+		n.Spec.PreemptionPolicy = c.Spec.PreemptionPolicy
+	}
+	if n.Spec.PriorityClassName == "" {
+		n.Spec.PriorityClassName = c.Spec.PriorityClassName
+	}
 	return nil
 }
 
