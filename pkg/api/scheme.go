@@ -122,6 +122,12 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }}
 	PriorityClassesResource = Resource{Name: "priorityclasses", Kind: "PriorityClass", ShortNames: []string{"pc", "priorityclass"}, Group: SchedulingGroup, Version: "v1",
 		New: func() Object { return &PriorityClass{} }}
+	PersistentVolumesResource = Resource{Name: "persistentvolumes", Kind: "PersistentVolume", ShortNames: []string{"pv", "persistentvolume"}, Version: "v1",
+		HasStatus: true, New: func() Object { return &PersistentVolume{} }}
+	PersistentVolumeClaimsResource = Resource{Name: "persistentvolumeclaims", Kind: "PersistentVolumeClaim", ShortNames: []string{"pvc", "persistentvolumeclaim"}, Version: "v1",
+		Namespaced: true, HasStatus: true, New: func() Object { return &PersistentVolumeClaim{} }}
+	StorageClassesResource = Resource{Name: "storageclasses", Kind: "StorageClass", ShortNames: []string{"sc", "storageclass"}, Group: StorageGroup, Version: "v1",
+		New: func() Object { return &StorageClass{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )

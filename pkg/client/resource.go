@@ -297,3 +297,15 @@ func (r *ResourceClient[T, PT]) CreateToken(ctx context.Context, name string, re
 	}
 	return out, nil
 }
+
+func (c *Client) PersistentVolumes() *ResourceClient[api.PersistentVolume, *api.PersistentVolume] {
+	return newResource[api.PersistentVolume](c, api.PersistentVolumesResource, "")
+}
+
+func (c *Client) PersistentVolumeClaims(ns string) *ResourceClient[api.PersistentVolumeClaim, *api.PersistentVolumeClaim] {
+	return newResource[api.PersistentVolumeClaim](c, api.PersistentVolumeClaimsResource, ns)
+}
+
+func (c *Client) StorageClasses() *ResourceClient[api.StorageClass, *api.StorageClass] {
+	return newResource[api.StorageClass](c, api.StorageClassesResource, "")
+}
