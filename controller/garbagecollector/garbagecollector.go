@@ -86,7 +86,7 @@ type Controller struct {
 }
 
 // New returns the collector following pods, replicasets, deployments,
-// daemonsets, controllerrevisions, ingresses, poddisruptionbudgets,
+// daemonsets, controllerrevisions, ingresses, networkpolicies, poddisruptionbudgets,
 // jobs, cronjobs, services, endpoints, configmaps, funcs, funcrevisions and triggers
 // through the factory's informers.
 func New(c *client.Client, f *cache.Factory) *Controller {
@@ -98,6 +98,7 @@ func New(c *client.Client, f *cache.Factory) *Controller {
 	follow(gc, api.ControllerRevisionsResource, f.ControllerRevisions())
 	follow(gc, api.IngressesResource, f.Ingresses())
 	follow(gc, api.PodDisruptionBudgetsResource, f.PodDisruptionBudgets())
+	follow(gc, api.NetworkPoliciesResource, f.NetworkPolicies())
 	follow(gc, api.JobsResource, f.Jobs())
 	follow(gc, api.CronJobsResource, f.CronJobs())
 	follow(gc, api.ServicesResource, f.Services())

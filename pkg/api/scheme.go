@@ -118,6 +118,8 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &Ingress{} }}
 	IngressClassesResource = Resource{Name: "ingressclasses", Kind: "IngressClass", ShortNames: []string{"ingressclass"}, Group: NetworkingGroup, Version: "v1",
 		New: func() Object { return &IngressClass{} }}
+	NetworkPoliciesResource = Resource{Name: "networkpolicies", Kind: "NetworkPolicy", ShortNames: []string{"netpol", "networkpolicy"}, Group: NetworkingGroup, Version: "v1",
+		Namespaced: true, New: func() Object { return &NetworkPolicy{} }}
 	PodDisruptionBudgetsResource = Resource{Name: "poddisruptionbudgets", Kind: "PodDisruptionBudget", ShortNames: []string{"pdb", "poddisruptionbudget"}, Group: PolicyGroup, Version: "v1",
 		Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }}
 	PriorityClassesResource = Resource{Name: "priorityclasses", Kind: "PriorityClass", ShortNames: []string{"pc", "priorityclass"}, Group: SchedulingGroup, Version: "v1",
@@ -159,7 +161,7 @@ func (r Resource) Served() Resource {
 var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
-	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, PodDisruptionBudgetsResource, PriorityClassesResource,
+	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, NetworkPoliciesResource, PodDisruptionBudgetsResource, PriorityClassesResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
 }
 

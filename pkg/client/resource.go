@@ -76,6 +76,10 @@ func (c *Client) IngressClasses() *ResourceClient[api.IngressClass, *api.Ingress
 	return newResource[api.IngressClass](c, api.IngressClassesResource, "")
 }
 
+func (c *Client) NetworkPolicies(ns string) *ResourceClient[api.NetworkPolicy, *api.NetworkPolicy] {
+	return newResource[api.NetworkPolicy](c, api.NetworkPoliciesResource, ns)
+}
+
 func (c *Client) PodDisruptionBudgets(ns string) *ResourceClient[api.PodDisruptionBudget, *api.PodDisruptionBudget] {
 	return newResource[api.PodDisruptionBudget](c, api.PodDisruptionBudgetsResource, ns)
 }

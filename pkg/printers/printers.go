@@ -136,6 +136,13 @@ var tables = map[string]Columns{
 			return []string{ing.Name, class, ingressHosts(ing.Spec.Rules), strings.Join(addrs, ","), ports, Age(ing.CreationTimestamp, now)}, nil
 		},
 	},
+	api.NetworkPoliciesResource.Name: {
+		Headers: []string{"NAME", "POD-SELECTOR", "AGE"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			np := o.(*api.NetworkPolicy)
+			return []string{np.Name, OrNone(SelectorString(&np.Spec.PodSelector)), Age(np.CreationTimestamp, now)}, nil
+		},
+	},
 	api.PodDisruptionBudgetsResource.Name: {
 		Headers: []string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"},
 		Row: func(o api.Object, now time.Time) ([]string, []string) {

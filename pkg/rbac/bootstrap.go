@@ -75,7 +75,7 @@ func viewRules() []api.PolicyRule {
 		rule(read, groups(metricsGroup), "pods", "nodes"),
 		rule(read, groups(autoscalingGroup), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 		rule(read, groups(coordinationGroup), "leases"),
-		rule(read, groups(networkingGroup), "ingresses", "ingresses/status"),
+		rule(read, groups(networkingGroup), "ingresses", "ingresses/status", "networkpolicies"),
 		rule(read, groups(policyGroup), "poddisruptionbudgets", "poddisruptionbudgets/status"),
 		rule(read, funcGroups, "funcs", "funcs/status", "funcinstances", "funcinstances/status",
 			"triggers", "triggers/status", "apps", "funcrevisions", "funcrevisions/status"),
@@ -100,7 +100,7 @@ func editRules() []api.PolicyRule {
 		rule(readWrite, groups(batchGroup), "jobs", "cronjobs"),
 		rule(readWrite, groups(autoscalingGroup), "horizontalpodautoscalers"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
-		rule(readWrite, groups(networkingGroup), "ingresses"),
+		rule(readWrite, groups(networkingGroup), "ingresses", "networkpolicies"),
 		rule(readWrite, groups(policyGroup), "poddisruptionbudgets"),
 		// No PriorityClasses, to read or write, as in Kubernetes: a class
 		// weighs pods of every namespace against each other (the
@@ -171,6 +171,10 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			// Every node's kubelet serves the Ingresses (its TLS Secrets by
 			// the node authorizer).
 			rule(read, groups(networkingGroup), "ingresses", "ingressclasses"),
+			// Every node's kubelet enforces the policies of its pods, whose
+			// peers are pods of any namespace the policies select by label.
+			rule(read, groups(networkingGroup), "networkpolicies"),
+			rule(read, groups(coreGroup), "namespaces"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "nodes", "nodes/status"),
 			rule(verbs("update", "patch"), groups(coreGroup), "pods/status"),
 			rule(verbs("delete"), groups(coreGroup), "pods"),

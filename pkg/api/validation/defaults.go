@@ -53,6 +53,8 @@ func Default(res api.Resource, obj api.Object) {
 		defaultService(&o.Spec)
 	case *api.FuncInstance:
 		call.Default(o)
+	case *api.NetworkPolicy:
+		defaultNetworkPolicy(&o.Spec)
 	case *api.PriorityClass:
 		if o.PreemptionPolicy == nil {
 			p := corev1.PreemptLowerPriority
@@ -336,6 +338,33 @@ func KeepJobSelector(cur, next *api.Job) {
 			if _, set := next.Spec.Template.Labels[k]; !set {
 				next.Spec.Template.Labels[k] = v
 			}
+		}
+	}
+}
+
+// defaultNetworkPolicy is Kubernetes' SetDefaults_NetworkPolicy and
+// SetDefaults_NetworkPolicyPort: a port is TCP unless it says, and a policy
+// without types isolates for ingress, and for egress too when it has egress
+// rules.
+func defaultNetworkPolicy(s *api.NetworkPolicySpec) {
+	ports := func(ps []api.NetworkPolicyPort) {
+		for i := range ps {
+			if ps[i].Protocol == nil {
+				tcp := string(corev1.ProtocolTCP)
+				ps[i].Protocol = &tcp
+			}
+		}
+	}
+	for i := range s.Ingress {
+		ports(s.Ingress[i].Ports)
+	}
+	for i := range s.Egress {
+		ports(s.Egress[i].Ports)
+	}
+	if len(s.PolicyTypes) == 0 {
+		s.PolicyTypes = []string{api.PolicyTypeIngress}
+		if len(s.Egress) > 0 {
+			s.PolicyTypes = append(s.PolicyTypes, api.PolicyTypeEgress)
 		}
 	}
 }

@@ -77,6 +77,10 @@ func (f *Factory) IngressClasses() *Informer[api.IngressClass, *api.IngressClass
 	return shared[api.IngressClass](f, api.IngressClassesResource, f.c.IngressClasses())
 }
 
+func (f *Factory) NetworkPolicies() *Informer[api.NetworkPolicy, *api.NetworkPolicy] {
+	return shared[api.NetworkPolicy](f, api.NetworkPoliciesResource, f.c.NetworkPolicies("").AllNamespaces())
+}
+
 func (f *Factory) PodDisruptionBudgets() *Informer[api.PodDisruptionBudget, *api.PodDisruptionBudget] {
 	return shared[api.PodDisruptionBudget](f, api.PodDisruptionBudgetsResource, f.c.PodDisruptionBudgets("").AllNamespaces())
 }

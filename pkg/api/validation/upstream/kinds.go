@@ -234,6 +234,17 @@ var kinds = map[string]kind{
 			return networkingvalidation.ValidateIngressStatusUpdate(obj.(*networking.Ingress), old.(*networking.Ingress))
 		},
 	},
+	"NetworkPolicy": {
+		gvk: gvk("networking.k8s.io", "v1", "NetworkPolicy"),
+		create: func(obj runtime.Object) field.ErrorList {
+			np := obj.(*networking.NetworkPolicy)
+			return networkingvalidation.ValidateNetworkPolicy(np, networkingvalidation.ValidationOptionsForNetworking(np, nil))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			np, o := obj.(*networking.NetworkPolicy), old.(*networking.NetworkPolicy)
+			return networkingvalidation.ValidateNetworkPolicyUpdate(np, o, networkingvalidation.ValidationOptionsForNetworking(np, o))
+		},
+	},
 	"IngressClass": {
 		gvk: gvk("networking.k8s.io", "v1", "IngressClass"),
 		create: func(obj runtime.Object) field.ErrorList {
