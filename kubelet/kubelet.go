@@ -311,6 +311,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 		k.wg.Add(1)
 		go func() { defer k.wg.Done(); k.keepRoutes(ctx) }()
+		k.wg.Add(1)
+		go func() { defer k.wg.Done(); k.keepPolicies(ctx) }()
 	}
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()

@@ -1,15 +1,11 @@
 package network
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 
@@ -28,42 +24,21 @@ import (
 // fenced pod refuses it as it would its origin. The rules go with the
 // namespace: nothing is left once the pod is gone.
 
-// fenceChain is the fenced pod's chain in its own filter table.
+// fenceChain is the fenced pod's chain in its own filter table, which
+// policy.go writes with the pod's NetworkPolicies: new connections on its
+// interface from the pod range, but from the gateway, are refused at once.
 const fenceChain = "MINIK8S-FENCE"
 
-// fenceRules is the iptables-restore input of a fenced pod's filter table
-// (the whole table: nothing else writes it): new connections on its
-// interface from the pod range, but from the gateway, are refused at once.
-func fenceRules(gateway net.IP, cluster *net.IPNet) string {
-	var b strings.Builder
-	b.WriteString("*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n")
-	fmt.Fprintf(&b, ":%s - [0:0]\n", fenceChain)
-	fmt.Fprintf(&b, "-A INPUT -i %s -m conntrack --ctstate NEW -m comment --comment \"a function pod serves the platform only\" -j %s\n", podIfName, fenceChain)
-	fmt.Fprintf(&b, "-A %s -s %s/32 -j RETURN\n", fenceChain, gateway)
-	fmt.Fprintf(&b, "-A %s -s %s -p tcp -j REJECT --reject-with tcp-reset\n", fenceChain, cluster)
-	fmt.Fprintf(&b, "-A %s -s %s -j REJECT --reject-with icmp-port-unreachable\n", fenceChain, cluster)
-	b.WriteString("COMMIT\n")
-	return b.String()
-}
-
-// fence writes the fence into the pod's namespace at path, and turns IPv6
-// off on its interface: the pod network is IPv4, and a link-local IPv6
-// address on the bridge would be a way around the rules.
-func (m *Manager) fence(ctx context.Context, path string) error {
-	rules := fenceRules(m.Gateway(), m.clusterCIDR())
-	return netns.Do(path, func() error {
-		err := os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", podIfName, "disable_ipv6"), []byte("1"), 0o644)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("turning IPv6 off: %w", err)
-		}
-		// Started from this thread, so in the pod's namespace.
-		cmd := exec.CommandContext(ctx, "iptables-restore", "--wait")
-		cmd.Stdin = strings.NewReader(rules)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("iptables-restore: %w: %s", err, bytes.TrimSpace(out))
-		}
-		return nil
-	})
+// fence marks the pod fenced and writes its filter table.
+func (m *Manager) fence(ctx context.Context, uid string, fenced bool) error {
+	m.filterMu.Lock()
+	if fenced {
+		m.fenced[uid] = true
+	} else {
+		delete(m.fenced, uid)
+	}
+	m.filterMu.Unlock()
+	return m.writeFilter(ctx, uid, true)
 }
 
 // clusterCIDR is the cluster's pod range (the node's slice when unknown).

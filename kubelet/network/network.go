@@ -22,6 +22,7 @@ import (
 	log "github.com/sirupsen/logrus"
 
 	"minik8s/pkg/netns"
+	"minik8s/pkg/netpol"
 )
 
 // Defaults of Config.
@@ -93,6 +94,14 @@ type Manager struct {
 	// says this manager wrote them all, with the jump to them.
 	rulesMu sync.Mutex
 	ruled   bool
+
+	// filterMu serializes writing the pods' own filter tables (policy.go):
+	// the fenced pods, the rules of the pods' policies, and the tables
+	// last written, by UID.
+	filterMu sync.Mutex
+	fenced   map[string]bool
+	policies map[string]netpol.Rules
+	tables   map[string]string
 }
 
 type podLock struct {
@@ -159,6 +168,7 @@ func newManager(cfg Config, conf []byte) (*Manager, error) {
 		cfg.Bridge = bridge.Bridge
 	}
 	return &Manager{cfg: cfg, list: list, loopback: lo, locks: map[string]*podLock{},
+		fenced: map[string]bool{}, tables: map[string]string{},
 		cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.BinDir}, filepath.Join(cfg.StateDir, "cache"), nil)}, nil
 }
 
@@ -285,10 +295,8 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 				// A kubelet that restarted: the fence and the port's
 				// guard again, in case the pod was set up by one that
 				// had none.
-				if p.Fenced {
-					if err := m.fence(ctx, path); err != nil {
-						return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
-					}
+				if err := m.fence(ctx, p.UID, p.Fenced); err != nil {
+					return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
 				}
 				if err := m.guard(ctx, res, false); err != nil {
 					return "", "", fmt.Errorf("guarding the port of pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -331,11 +339,9 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 		return "", "", fmt.Errorf("network of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	// Before any container of the pod runs, so before it listens, or
-	// sends anything.
-	if p.Fenced {
-		if err := m.fence(ctx, path); err != nil {
-			return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
+	// sends anything: the fence, and the policies known of the pod.
+	if err := m.fence(ctx, p.UID, p.Fenced); err != nil {
+		return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	if err := m.guard(ctx, res, true); err != nil {
 		return "", "", fmt.Errorf("guarding the port of pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -395,6 +401,10 @@ func (m *Manager) tearDown(ctx context.Context, p Pod) error {
 	if err := netns.Remove(path); err != nil {
 		return err
 	}
+	m.filterMu.Lock()
+	delete(m.fenced, p.UID)
+	delete(m.tables, p.UID)
+	m.filterMu.Unlock()
 	// Its port is gone with its veth: its rules go too.
 	if err := m.writeRules(ctx); err != nil {
 		return fmt.Errorf("tearing down the network of pod %s: %w", p.UID, err)
