@@ -318,6 +318,11 @@ func (c *attackCluster) editorNamespaceB(t *testing.T) {
 			body: `{"metadata":{"name":"pwn-ed-class","annotations":{"ingressclass.kubernetes.io/is-default-class":"true"}},"spec":{"controller":"example.com/pwn"}}`},
 		attempt{name: "the default IngressClass", method: "PUT", path: api.IngressClassesResource.Path("", api.DefaultIngressClassName), want: forbidden, says: who,
 			body: `{"metadata":{"name":"minik8s"},"spec":{"controller":"example.com/pwn"}}`},
+		// A NetworkPolicy isolates, or opens, the pods of its own
+		// namespace: b's are b's editors' to write.
+		attempt{name: "b's NetworkPolicies", method: "GET", path: api.NetworkPoliciesResource.Path("b", ""), want: forbidden, says: who},
+		attempt{name: "a NetworkPolicy in b", method: "POST", path: api.NetworkPoliciesResource.Path("b", ""), want: forbidden, says: who,
+			body: `{"metadata":{"name":"pwn-ed-np"},"spec":{"podSelector":{},"ingress":[{}]}}`},
 		attempt{name: "b's Ingresses", method: "GET", path: api.IngressesResource.Path("b", ""), want: forbidden, says: who},
 		attempt{name: "an Ingress in b", method: "POST", path: api.IngressesResource.Path("b", ""), want: forbidden, says: who,
 			body: `{"metadata":{"name":"pwn-ed-ing"},"spec":{"defaultBackend":{"service":{"name":"sink","port":{"number":80}}}}}`},

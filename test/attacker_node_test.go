@@ -218,6 +218,9 @@ func (n *nodeAttack) adminRoutes(t *testing.T) {
 		attempt{name: "a namespace", method: "POST", path: "/api/v1/namespaces", body: `{"metadata":{"name":"pwn-node-ns"}}`, want: forbidden},
 		attempt{name: "deleting namespace b", method: "DELETE", path: "/api/v1/namespaces/b", want: forbidden},
 		attempt{name: "a ConfigMap of b", method: "POST", path: "/api/v1/namespaces/b/configmaps", body: `{"metadata":{"name":"pwn-node-cm"}}`, want: forbidden},
+		// A node enforces the policies, and writes none.
+		attempt{name: "a NetworkPolicy of b", method: "POST", path: api.NetworkPoliciesResource.Path("b", ""), want: forbidden,
+			body: `{"metadata":{"name":"pwn-node-np"},"spec":{"podSelector":{},"ingress":[{}]}}`},
 		attempt{name: "a template", method: "POST", path: "/api/funcs/template", want: forbidden,
 			body: `{"metadata":{"name":"pwn-node-fn","namespace":"b"},"spec":{"name":"pwn-node-fn","function":"ZGVmIHJ1bihhKTogcmV0dXJuIGE=","left":"RETURN","right":"RETURN"}}`},
 		attempt{name: "calling b's function", method: "POST", path: "/api/funcs/secret?namespace=b", body: "x", ctype: "text/plain", want: forbidden},
