@@ -29,16 +29,27 @@ import (
 // interface from the pod range, but from the gateway, are refused at once.
 const fenceChain = "MINIK8S-FENCE"
 
-// fence marks the pod fenced and writes its filter table.
-func (m *Manager) fence(ctx context.Context, uid string, fenced bool) error {
+// fence marks the pod fenced (or not) and writes its filter table; fresh
+// says its namespace is new, its table empty.
+func (m *Manager) fence(ctx context.Context, uid string, fenced, fresh bool) error {
 	m.filterMu.Lock()
+	if fresh {
+		m.tables[uid] = ""
+	}
 	if fenced {
 		m.fenced[uid] = true
 	} else {
 		delete(m.fenced, uid)
 	}
+	// A restarted kubelet's pod keeps the table it has until the first
+	// pass over the policies (SetPolicies) writes it: written now, it
+	// would lack them.
+	keep := !fresh && !fenced && m.policies == nil
 	m.filterMu.Unlock()
-	return m.writeFilter(ctx, uid, true)
+	if keep {
+		return nil
+	}
+	return m.writeFilter(ctx, uid)
 }
 
 // clusterCIDR is the cluster's pod range (the node's slice when unknown).

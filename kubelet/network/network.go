@@ -295,7 +295,7 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 				// A kubelet that restarted: the fence and the port's
 				// guard again, in case the pod was set up by one that
 				// had none.
-				if err := m.fence(ctx, p.UID, p.Fenced); err != nil {
+				if err := m.fence(ctx, p.UID, p.Fenced, false); err != nil {
 					return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
 				}
 				if err := m.guard(ctx, res, false); err != nil {
@@ -340,7 +340,7 @@ func (m *Manager) SetUp(ctx context.Context, p Pod) (path, ip string, err error)
 	}
 	// Before any container of the pod runs, so before it listens, or
 	// sends anything: the fence, and the policies known of the pod.
-	if err := m.fence(ctx, p.UID, p.Fenced); err != nil {
+	if err := m.fence(ctx, p.UID, p.Fenced, true); err != nil {
 		return "", "", fmt.Errorf("fencing pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	if err := m.guard(ctx, res, true); err != nil {

@@ -119,6 +119,9 @@ func allowRules(chain, dir string, as []netpol.Allow, subs *[]string) string {
 // a pod not given has no policy. Pods not set up yet get theirs when they
 // are (SetUp); a pod's table is written only when it changes.
 func (m *Manager) SetPolicies(ctx context.Context, rules map[string]netpol.Rules) error {
+	if rules == nil {
+		rules = map[string]netpol.Rules{} // policies known: none
+	}
 	m.filterMu.Lock()
 	m.policies = rules
 	uids := make([]string, 0, len(rules)+len(m.tables))
@@ -136,7 +139,7 @@ func (m *Manager) SetPolicies(ctx context.Context, rules map[string]netpol.Rules
 		if m.busy(uid) {
 			continue // its SetUp writes the table, its TearDown drops it
 		}
-		if err := m.writeFilter(ctx, uid, false); err != nil {
+		if err := m.writeFilter(ctx, uid); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s: %w", uid, err))
 		}
 	}
@@ -144,10 +147,12 @@ func (m *Manager) SetPolicies(ctx context.Context, rules map[string]netpol.Rules
 }
 
 // writeFilter writes the pod's filter table if the pod is set up and its
-// table is not the one written last (or force). The fence turns IPv6 off
-// on the pod's interface: the pod network is IPv4, and a link-local IPv6
-// address on the bridge would be a way around the rules.
-func (m *Manager) writeFilter(ctx context.Context, uid string, force bool) error {
+// table is not known to be the one written last (a new manager, that of a
+// restarted kubelet, knows none: it writes each once, emptying what a
+// policy gone meanwhile left). Rules turn IPv6 off on the pod's
+// interface: the pod network is IPv4, and a link-local IPv6 address on the
+// bridge would be a way around them.
+func (m *Manager) writeFilter(ctx context.Context, uid string) error {
 	m.filterMu.Lock()
 	defer m.filterMu.Unlock()
 	path := m.Path(uid)
@@ -156,8 +161,7 @@ func (m *Manager) writeFilter(ctx context.Context, uid string, force bool) error
 		return nil
 	}
 	table := filterTable(m.fenced[uid], m.Gateway(), m.clusterCIDR(), m.policies[uid])
-	last, written := m.tables[uid]
-	if table == "" && !written || !force && written && table == last {
+	if last, written := m.tables[uid]; written && table == last {
 		return nil
 	}
 	input := table
@@ -179,14 +183,10 @@ func (m *Manager) writeFilter(ctx context.Context, uid string, force bool) error
 		}
 		return nil
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		delete(m.tables, uid) // written again on the next pass
 		return err
-	case table == "":
-		delete(m.tables, uid)
-	default:
-		m.tables[uid] = table
 	}
+	m.tables[uid] = table
 	return nil
 }

@@ -71,7 +71,10 @@ func TestPolicies(t *testing.T) {
 	// An established connection outlives the policy that allowed it (on
 	// a port of its own: echo serves one connection at a time).
 	var kept net.Conn
-	if err := netns.Do(pathS, func() (err error) { kept, err = net.DialTimeout("tcp", net.JoinHostPort(ipT, "7070"), 3*time.Second); return err }); err != nil {
+	if err := netns.Do(pathS, func() (err error) {
+		kept, err = net.DialTimeout("tcp", net.JoinHostPort(ipT, "7070"), 3*time.Second)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer kept.Close()
@@ -104,6 +107,24 @@ func TestPolicies(t *testing.T) {
 		pathL, ipL := setUp(network.Pod{UID: "uid-late", Namespace: "a", Name: "late"})
 		echo(t, pathL, net.JoinHostPort(ipL, "8080"))
 		refused(t, pathS, net.JoinHostPort(ipL, "8080"), "a pod of a deny-all policy")
+	})
+
+	// A restarted kubelet keeps a pod's rules until its first pass over
+	// the policies, which writes them all, those of policies gone too.
+	t.Run("a restarted kubelet", func(t *testing.T) {
+		set(map[string]netpol.Rules{"uid-target": {IngressIsolated: true}})
+		again, err := network.New(network.Config{StateDir: state, PodCIDR: testPodCIDR, ClusterCIDR: testClusterCIDR, NodeNetns: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path, _, err := again.SetUp(ctx, network.Pod{UID: "uid-target", Namespace: "a", Name: "target"}); err != nil || path != pathT {
+			t.Fatalf("set up again: %s %v", path, err)
+		}
+		refused(t, pathO, target, "before the first pass")
+		if err := again.SetPolicies(ctx, map[string]netpol.Rules{"uid-target": {}}); err != nil {
+			t.Fatal(err)
+		}
+		talk(t, pathO, target)
 	})
 
 	set(nil)
