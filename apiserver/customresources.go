@@ -238,7 +238,7 @@ func (s *Server) customVersions(crd *api.CustomResourceDefinition) ([]*customVer
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", v.Name, err)
 		}
-		reg := &registry.Store{Resource: res, Storage: s.store, Schema: schema}
+		reg := &registry.Store{Resource: res, Storage: s.store, Schema: schema, Fields: fieldTracker{fields: s.fields}}
 		if res.Namespaced {
 			reg.Namespaces = s.namespaces
 		}

@@ -3,6 +3,7 @@ package test
 import (
 	"bufio"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,12 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 		if !strings.Contains(table, want) {
 			t.Errorf("kubectl get crontabs lacks %q:\n%s", want, table)
 		}
+	}
+
+	// Server-side apply, as Helm 4 writes.
+	mustKubectl(t, s, "serverside-applied", "apply", "--server-side", "--field-manager=tester", "-f", filepath.Join(dir, "crontab.yaml"))
+	if got := mustKubectl(t, s, "", "get", "ct", "my-new-cron-object", "-o", "jsonpath={.metadata.managedFields[*].manager}"); !strings.Contains(got, "tester") {
+		t.Errorf("managedFields managers %q, want tester's", got)
 	}
 
 	// A watch sees the change.
@@ -91,6 +98,11 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	if got := mustKubectl(t, s, "", "get", "ct", "my-new-cron-object", "-o", "jsonpath={.status.seen}"); got != "true" {
 		t.Errorf("status.seen %q after a patch of the object, want true (the status subresource's)", got)
 	}
+
+	// Helm 4 installs a chart with the definition in crds/ and an object
+	// of its kind in templates/ (the definition is there already: Helm
+	// leaves it as it is).
+	helmInstall(t, s)
 
 	// Deleting the definition removes its objects and its routes.
 	mustKubectl(t, s, "deleted", "delete", "crd", "crontabs.stable.example.com", "--timeout=60s")
@@ -147,4 +159,30 @@ func TestCustomResourcesAttackerEdit(t *testing.T) {
 	waitAllowed(t, editor, "GET", widgets)
 	editor.expect("GET", widgets+"/w", "", http.StatusOK, `"size":1`)
 	editor.expect("DELETE", widgets+"/w", "", http.StatusForbidden, "forbidden")
+}
+
+// helmInstall installs test/testdata/charts/crontab with the real Helm 4.
+func helmInstall(t *testing.T, s *framework.APIServer) {
+	t.Helper()
+	bin, err := exec.LookPath("helm")
+	if err != nil {
+		t.Logf("helm is not installed: the chart is not tried (%v)", err)
+		return
+	}
+	home := t.TempDir()
+	kubeconfig := filepath.Join(home, "kubeconfig")
+	conf := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + s.URL + "}\n" +
+		"users:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: c, user: u, namespace: default}\ncurrent-context: c\n"
+	if err := os.WriteFile(kubeconfig, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "install", "crons", filepath.Join(moduleRoot(t), "test", "testdata", "charts", "crontab"), "--wait", "--timeout=60s")
+	cmd.Env = append(cmd.Environ(), "HOME="+home, "KUBECONFIG="+kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "STATUS: deployed") {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	if got := mustKubectl(t, s, "", "get", "ct", "crons-cron", "-o", "jsonpath={.spec.replicas}"); got != "2" {
+		t.Errorf("the chart's CronTab has replicas %q, want 2", got)
+	}
 }
