@@ -25,6 +25,8 @@ type discovery struct {
 	groups []api.APIGroup
 	// lists of the named groups, by group version ("apps/v1").
 	lists map[string]api.APIResourceList
+	// custom are the custom resources' groups and lists, now.
+	custom func() ([]api.APIGroup, map[string]api.APIResourceList)
 }
 
 // served are kinds served apart from api.Resources (no storage).
@@ -41,8 +43,8 @@ var served = []struct {
 // allCategory are the kinds `kubectl get all` shows, as in Kubernetes.
 var allCategory = []string{"pods", "services", "replicasets", "deployments", "jobs", "cronjobs"}
 
-func newDiscovery() *discovery {
-	d := &discovery{lists: map[string]api.APIResourceList{}}
+func newDiscovery(custom func() ([]api.APIGroup, map[string]api.APIResourceList)) *discovery {
+	d := &discovery{lists: map[string]api.APIResourceList{}, custom: custom}
 	d.core = api.APIResourceList{TypeMeta: api.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1"}
 	var order []string
 	add := func(gv string, r ...api.APIResource) {
@@ -145,7 +147,32 @@ func (d *discovery) routes(r *router) {
 	})
 	r.handle(http.MethodGet, "/api/v1", nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, d.core) })
 	r.handle(http.MethodGet, "/apis", nonResource(), func(c *gin.Context) {
-		c.JSON(http.StatusOK, api.APIGroupList{TypeMeta: api.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: d.groups})
+		groups := d.groups
+		if d.custom != nil {
+			custom, _ := d.custom()
+			groups = append(slices.Clip(groups), custom...)
+		}
+		c.JSON(http.StatusOK, api.APIGroupList{TypeMeta: api.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: groups})
+	})
+	// The custom resources' groups, served while they are.
+	r.handle(http.MethodGet, "/apis/:group", nonResource(), func(c *gin.Context) {
+		groups, _ := d.customs()
+		for _, g := range groups {
+			if g.Name == c.Param("group") {
+				g.TypeMeta = api.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+				c.JSON(http.StatusOK, g)
+				return
+			}
+		}
+		fail(c, notFoundPath(c.Request.URL.Path))
+	})
+	r.handle(http.MethodGet, "/apis/:group/:version", nonResource(), func(c *gin.Context) {
+		_, lists := d.customs()
+		if l, ok := lists[c.Param("group")+"/"+c.Param("version")]; ok {
+			c.JSON(http.StatusOK, l)
+			return
+		}
+		fail(c, notFoundPath(c.Request.URL.Path))
 	})
 	for _, g := range d.groups {
 		group := g
@@ -156,6 +183,14 @@ func (d *discovery) routes(r *router) {
 			r.handle(http.MethodGet, "/apis/"+v.GroupVersion, nonResource(), func(c *gin.Context) { c.JSON(http.StatusOK, list) })
 		}
 	}
+}
+
+// customs are the custom groups and lists now (none without custom).
+func (d *discovery) customs() ([]api.APIGroup, map[string]api.APIResourceList) {
+	if d.custom == nil {
+		return nil, nil
+	}
+	return d.custom()
 }
 
 func serveVersion(c *gin.Context) {

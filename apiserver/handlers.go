@@ -17,6 +17,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"minik8s/apiserver/customresource"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation/upstream"
@@ -31,6 +32,8 @@ type handlers struct {
 	maxBody int64
 	// view, when set, is the form the routes show objects in.
 	view objectView
+	// columns, for a custom resource, make its Table.
+	columns *customresource.Columns
 }
 
 // readBody reads the whole request body, turning an overflow into 413.

@@ -37,6 +37,9 @@ type routeInfo struct {
 	// funcs: a route of the reference design's function API, parsed by
 	// parseFuncRequest.
 	funcs bool
+	// custom: a custom resource's route, its group and resource the
+	// path's (:group, :res).
+	custom bool
 }
 
 // router registers routes with what they do.
@@ -180,6 +183,9 @@ func (req *request) readResource(c *gin.Context, q map[string][]string) {
 	a := &req.attrs
 	a.ResourceRequest = true
 	a.APIGroup, a.Resource, a.Subresource = info.group, info.res, info.subresource
+	if info.custom {
+		a.APIGroup, a.Resource = c.Param("group"), c.Param("res")
+	}
 	if info.namespaced {
 		a.Namespace = c.Param("ns")
 		if err := checkPathSegment("Namespace", a.Namespace); err != nil {

@@ -243,6 +243,8 @@ type Server struct {
 	funcs *funcHandlers
 	// fields keeps managedFields and does server-side apply.
 	fields *fields.Manager
+	// customs are the custom resources served now (runCRDs).
+	customs *customResources
 	// selfEndpoint is "IP:PORT" of the secure port as the kubernetes
 	// Service's Endpoints name it, once known (admitEndpoints).
 	selfEndpoint atomic.Value
@@ -251,7 +253,8 @@ type Server struct {
 // New builds a server over store; Run is the usual entry point.
 func New(cfg Config, store storage.Interface) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, store: store, registries: map[string]*registry.Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache()}
+	s := &Server{cfg: cfg, store: store, registries: map[string]*registry.Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache(),
+		customs: newCustomResources()}
 	var err error
 	if s.fields, err = fields.New(append(slices.Clone(api.Resources), api.OtherVersions...)); err != nil {
 		// Kubernetes' schema is compiled in: this is a build's bug.
@@ -502,7 +505,7 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 		return err
 	}
 	s.calls.Exporter = exporter
-	background := []func(context.Context){s.namespaces.Run, s.quota.Run, s.calls.Run, s.authz.Run, exporter.Run}
+	background := []func(context.Context){s.namespaces.Run, s.quota.Run, s.calls.Run, s.authz.Run, exporter.Run, s.runCRDs}
 	for _, reg := range s.registries {
 		background = append(background, reg.Cache.Run)
 		if reg.IPs != nil {
@@ -635,7 +638,7 @@ func (s *Server) routes(observe ...gin.HandlerFunc) *gin.Engine {
 	r.handle(http.MethodGet, "/readyz", nonResource(), s.health)
 	r.handle(http.MethodGet, "/livez", nonResource(), func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.handle(http.MethodGet, "/metrics", nonResource(), gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
-	newDiscovery().routes(r)
+	newDiscovery(s.customs.discovery).routes(r)
 	s.metricsRoutes(r)
 	newOpenAPI().routes(r)
 	s.uiRoutes(r)
@@ -672,6 +675,8 @@ func (s *Server) routes(observe ...gin.HandlerFunc) *gin.Engine {
 	r.handle(http.MethodGet, "/api/funcs", funcs, s.funcs.dispatch)
 	r.handle(http.MethodGet, "/api/watch/funcs/template", funcs, s.funcs.dispatch)
 	r.handle(http.MethodGet, "/api/watch/funcs/template/:name", funcs, s.funcs.dispatch)
+
+	s.customRoutes(r)
 
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, notFoundPath(c.Request.URL.Path))

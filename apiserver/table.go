@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	log "github.com/sirupsen/logrus"
+
 	"minik8s/pkg/api"
 	"minik8s/pkg/printers"
 )
@@ -27,6 +29,9 @@ func wantsTable(r *http.Request) bool {
 // (pkg/printers); withColumns false leaves out the column definitions (a
 // watch sends them with its first event only).
 func (h *handlers) table(ctx context.Context, objs []api.Object, rv string, withColumns bool) *api.Table {
+	if h.columns != nil {
+		return h.customTable(ctx, objs, rv, withColumns)
+	}
 	cols := printers.For(h.reg.Resource.Name)
 	t := &api.Table{TypeMeta: api.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: api.ListMeta{ResourceVersion: rv},
 		Rows: []api.TableRow{}}
@@ -70,4 +75,27 @@ func (h *handlers) rowObject(ctx context.Context, o api.Object) api.Object {
 		}
 		return nil
 	})
+}
+
+// customTable is a custom resource's Table, its additionalPrinterColumns'.
+func (h *handlers) customTable(ctx context.Context, objs []api.Object, rv string, withColumns bool) *api.Table {
+	shown := make([]api.Object, len(objs))
+	for i, o := range objs {
+		shown[i] = h.show(o)
+	}
+	t, err := h.columns.Table(ctx, shown)
+	if err != nil {
+		// The columns' paths were compiled; a cell that does not print is empty.
+		log.WithError(err).Warn("apiserver: custom resource table")
+		t = &api.Table{}
+	}
+	t.TypeMeta = api.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}
+	t.ListMeta = api.ListMeta{ResourceVersion: rv}
+	if t.Rows == nil {
+		t.Rows = []api.TableRow{}
+	}
+	if !withColumns {
+		t.ColumnDefinitions = nil
+	}
+	return t
 }

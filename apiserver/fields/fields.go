@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,10 @@ const StatusSubresource = "status"
 
 // Manager keeps the managed fields of every served kind.
 type Manager struct {
+	// mu guards the maps: a custom resource's managers are made at its
+	// first write.
+	mu       sync.Mutex
+	tc       managedfields.TypeConverter
 	managers map[string]*managedfields.FieldManager
 	gvks     map[string]schema.GroupVersionKind
 }
@@ -42,12 +47,23 @@ func New(resources []api.Resource) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server-side apply's schema: %w", err)
 	}
-	m := &Manager{managers: map[string]*managedfields.FieldManager{}, gvks: map[string]schema.GroupVersionKind{}}
+	m := &Manager{tc: tc, managers: map[string]*managedfields.FieldManager{}, gvks: map[string]schema.GroupVersionKind{}}
 	for _, res := range resources {
+		if err := m.add(res); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// add makes res's managers.
+func (m *Manager) add(res api.Resource) error {
+	tc := m.tc
+	{
 		res = res.Served()
 		gv, err := schema.ParseGroupVersion(res.GroupVersion())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		gvk := gv.WithKind(res.Kind)
 		m.gvks[key(res)] = gvk
@@ -60,16 +76,20 @@ func New(resources []api.Resource) (*Manager, error) {
 			// it is given and the one it returns are in it.
 			fm, err := managedfields.NewDefaultFieldManager(tc, versions{}, noDefaults{}, creater{}, gvk, gv, sub, resetFields(res, sub))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			m.managers[key(res)+"/"+sub] = fm
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // key names a resource in one version: "autoscaling/v1/horizontalpodautoscalers".
 func key(res api.Resource) string {
+	if res.Custom && res.HasStatus {
+		// A custom resource may gain or lose its status subresource.
+		return res.GroupVersion() + "/" + res.Name + "+status"
+	}
 	return res.Served().GroupVersion() + "/" + res.Name
 }
 
@@ -90,7 +110,17 @@ func resetFields(res api.Resource, sub string) map[fieldpath.APIVersion]fieldpat
 }
 
 func (m *Manager) manager(res api.Resource, sub string) (*managedfields.FieldManager, schema.GroupVersionKind, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	fm, ok := m.managers[key(res)+"/"+sub]
+	if !ok && res.Custom {
+		// A custom resource merges as a kind without a schema here
+		// (atomic lists), its managers made at its first write.
+		if err := m.add(res); err != nil {
+			return nil, schema.GroupVersionKind{}, err
+		}
+		fm, ok = m.managers[key(res)+"/"+sub]
+	}
 	if !ok {
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("%w: %s%s has no field manager", errdefs.ErrInvalid, key(res), "/"+sub)
 	}

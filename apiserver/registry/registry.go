@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage/names"
 
 	"minik8s/apiserver/alloc"
@@ -52,6 +53,19 @@ type Store struct {
 	// holds what they take until release is called, after the write
 	// (Server.reserveQuota), when set.
 	Reserve func(ctx context.Context, res api.Resource, objs ...api.Object) (release func(), err error)
+	// Schema prunes, defaults and judges the objects of a custom
+	// resource by its CRD's schema in the Store's version, when set.
+	Schema Schema
+}
+
+// Schema is a custom resource's structural schema at work (apiserver's
+// customresource package implements it with apiextensions-apiserver's).
+type Schema interface {
+	// Default prunes the fields the schema does not declare and fills
+	// its defaults (in obj's status too when status is true).
+	Default(obj api.Object, status bool) error
+	// Validate judges obj (old is nil on create).
+	Validate(obj, old api.Object) field.ErrorList
 }
 
 // hooks is the strategy of the registry's kind.
@@ -84,11 +98,24 @@ func (r *Store) admit(ctx context.Context, old, obj api.Object) error {
 
 const keyRoot = storage.KeyRoot
 
+// collection is where the resource's objects are stored: a custom
+// resource's under its group, apart from every built-in kind's, as
+// Kubernetes keys them (a CRD may well name its plural "pods").
+func (r *Store) collection() string {
+	if r.Resource.Custom {
+		return keyRoot + CustomResourcePrefix + r.Resource.Group + "/" + r.Resource.Name
+	}
+	return keyRoot + r.Resource.Name
+}
+
+// CustomResourcePrefix is under the key root where custom objects are.
+const CustomResourcePrefix = "customresources/"
+
 func (r *Store) Key(ns, name string) string {
 	if r.Resource.Namespaced {
-		return keyRoot + r.Resource.Name + "/" + ns + "/" + name
+		return r.collection() + "/" + ns + "/" + name
 	}
-	return keyRoot + r.Resource.Name + "/" + name
+	return r.collection() + "/" + name
 }
 
 // prefix is the key prefix of a collection; ns == "" lists all namespaces.
@@ -102,9 +129,9 @@ func (r *Store) Watch(ctx context.Context, ns string, from int64) (<-chan storag
 
 func (r *Store) Prefix(ns string) string {
 	if r.Resource.Namespaced && ns != "" {
-		return keyRoot + r.Resource.Name + "/" + ns + "/"
+		return r.collection() + "/" + ns + "/"
 	}
-	return keyRoot + r.Resource.Name + "/"
+	return r.collection() + "/"
 }
 
 // checkTypeMeta refuses a body whose kind or apiVersion belongs elsewhere.
@@ -242,7 +269,10 @@ func (r *Store) prepareCreate(ctx context.Context, ns string, obj api.Object) (g
 			return generated, err
 		}
 	}
-	return generated, ValidateCreate(r.Resource, obj)
+	if err := r.schemaDefault(obj, false); err != nil {
+		return generated, err
+	}
+	return generated, r.validateSchema(ValidateCreate(r.Resource, obj), obj, nil)
 }
 
 // CreateMany creates objects of a kind without cluster IPs in one store
@@ -319,6 +349,9 @@ func (r *Store) Update(ctx context.Context, ns, name string, obj api.Object) (ap
 		}
 	}
 	validation.Default(r.Resource, obj)
+	if err := r.schemaDefault(obj, false); err != nil {
+		return nil, err
+	}
 	updated, err := r.Storage.GuaranteedUpdate(ctx, r.Key(ns, name), r.Resource.New, func(cur api.Object) (api.Object, error) {
 		r.defaultStored(cur)
 		curMeta := cur.GetObjectMeta()
@@ -346,7 +379,7 @@ func (r *Store) Update(ctx context.Context, ns, name string, obj api.Object) (ap
 			meta.Generation++
 		}
 		r.track(ctx, "", cur, next)
-		if err := validateUpdate(r.Resource, next, cur); err != nil {
+		if err := r.validateSchema(validateUpdate(r.Resource, next, cur), next, cur); err != nil {
 			return nil, err
 		}
 		if err := checkImmutable(cur, next); err != nil {
@@ -381,7 +414,10 @@ func (r *Store) UpdateStatus(ctx context.Context, ns, name string, obj api.Objec
 		if p, ok := cur.(*api.Pod); ok && p.Status.QOSClass == "" {
 			p.Status.QOSClass = old.(*api.Pod).Status.QOSClass
 		}
-		if err := validateStatus(r.Resource, cur, old); err != nil {
+		if err := r.schemaDefault(cur, true); err != nil {
+			return nil, err
+		}
+		if err := r.validateSchema(validateStatus(r.Resource, cur, old), cur, old); err != nil {
 			return nil, err
 		}
 		r.track(ctx, "status", old, cur)

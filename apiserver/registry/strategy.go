@@ -37,27 +37,31 @@ type strategy interface {
 
 // strategies are the kinds with hooks of their own, by resource name.
 var strategies = map[string]strategy{
-	api.PodsResource.Name:                     podStrategy{},
-	api.ReplicaSetsResource.Name:              replicaSetStrategy{},
-	api.FuncsResource.Name:                    funcStrategy{},
-	api.TriggersResource.Name:                 triggerStrategy{},
-	api.FuncRevisionsResource.Name:            funcRevisionStrategy{},
-	api.JobsResource.Name:                     jobStrategy{},
-	api.ServicesResource.Name:                 serviceStrategy{},
-	api.NodesResource.Name:                    nodeStrategy{},
-	api.NamespacesResource.Name:               namespaceStrategy{},
-	api.DeploymentsResource.Name:              deploymentStrategy{},
-	api.DaemonSetsResource.Name:               daemonSetStrategy{},
-	api.ResourceQuotasResource.Name:           quotaStrategy{},
-	api.CronJobsResource.Name:                 cronJobStrategy{},
-	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
-	api.IngressesResource.Name:                ingressStrategy{},
-	api.PodDisruptionBudgetsResource.Name:     pdbStrategy{},
-	api.PriorityClassesResource.Name:          priorityClassStrategy{},
+	api.PodsResource.Name:                      podStrategy{},
+	api.ReplicaSetsResource.Name:               replicaSetStrategy{},
+	api.FuncsResource.Name:                     funcStrategy{},
+	api.TriggersResource.Name:                  triggerStrategy{},
+	api.FuncRevisionsResource.Name:             funcRevisionStrategy{},
+	api.JobsResource.Name:                      jobStrategy{},
+	api.ServicesResource.Name:                  serviceStrategy{},
+	api.NodesResource.Name:                     nodeStrategy{},
+	api.NamespacesResource.Name:                namespaceStrategy{},
+	api.DeploymentsResource.Name:               deploymentStrategy{},
+	api.DaemonSetsResource.Name:                daemonSetStrategy{},
+	api.ResourceQuotasResource.Name:            quotaStrategy{},
+	api.CronJobsResource.Name:                  cronJobStrategy{},
+	api.HorizontalPodAutoscalersResource.Name:  hpaStrategy{},
+	api.IngressesResource.Name:                 ingressStrategy{},
+	api.PodDisruptionBudgetsResource.Name:      pdbStrategy{},
+	api.PriorityClassesResource.Name:           priorityClassStrategy{},
+	api.CustomResourceDefinitionsResource.Name: crdStrategy{},
 }
 
 // strategyFor is the strategy of resource res.
 func strategyFor(res api.Resource) strategy {
+	if res.Custom {
+		return customStrategy{status: res.HasStatus}
+	}
 	if s, ok := strategies[res.Name]; ok {
 		return s
 	}

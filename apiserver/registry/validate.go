@@ -1,11 +1,14 @@
 package registry
 
 import (
+	"errors"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/api/validation"
 	"minik8s/pkg/api/validation/upstream"
+	"minik8s/pkg/errdefs"
 )
 
 // A write is judged by Kubernetes' own rules for the kinds Kubernetes
@@ -56,4 +59,34 @@ func merge(own, kube field.ErrorList, readable bool) field.ErrorList {
 		return own
 	}
 	return append(kube, own...)
+}
+
+// schemaDefault prunes and defaults a custom object by its schema.
+func (r *Store) schemaDefault(obj api.Object, status bool) error {
+	if r.Schema == nil {
+		return nil
+	}
+	return r.Schema.Default(obj, status)
+}
+
+// validateSchema adds what the custom resource's schema refuses in obj to
+// err, the 422 of the other rules (or nil), as one 422.
+func (r *Store) validateSchema(err error, obj, old api.Object) error {
+	if r.Schema == nil {
+		return err
+	}
+	errs := r.Schema.Validate(obj, old)
+	if len(errs) == 0 {
+		return err
+	}
+	var inv *errdefs.InvalidObject
+	if err != nil && !errors.As(err, &inv) {
+		return err
+	}
+	if inv != nil {
+		for _, c := range inv.Causes {
+			errs = append(errs, &field.Error{Type: field.ErrorType(c.Type), Field: c.Field, Detail: c.Message, BadValue: field.OmitValueType{}})
+		}
+	}
+	return upstream.Invalid(r.Resource, obj.GetObjectMeta().Name, errs)
 }

@@ -18,6 +18,9 @@ type Resource struct {
 	// itself leaves the status as it is.
 	HasStatus bool
 	New       func() Object
+	// Custom: a kind a CustomResourceDefinition declares (its objects are
+	// CustomObjects, stored under CustomResourcePrefix).
+	Custom bool
 }
 
 // GroupVersion is the apiVersion objects of this resource carry.
@@ -130,6 +133,8 @@ var (
 		Namespaced: true, HasStatus: true, New: func() Object { return &PersistentVolumeClaim{} }}
 	StorageClassesResource = Resource{Name: "storageclasses", Kind: "StorageClass", ShortNames: []string{"sc", "storageclass"}, Group: StorageGroup, Version: "v1",
 		New: func() Object { return &StorageClass{} }}
+	CustomResourceDefinitionsResource = Resource{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition", ShortNames: []string{"crd", "crds", "customresourcedefinition"},
+		Group: APIExtensionsGroup, Version: "v1", HasStatus: true, New: func() Object { return &CustomResourceDefinition{} }}
 	LeasesResource = Resource{Name: "leases", Kind: "Lease", ShortNames: []string{"lease"}, Group: "coordination.k8s.io", Version: "v1",
 		Namespaced: true, New: func() Object { return &Lease{} }}
 )
@@ -162,7 +167,7 @@ var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, NetworkPoliciesResource, PodDisruptionBudgetsResource, PriorityClassesResource,
-	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource,
+	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource, CustomResourceDefinitionsResource,
 }
 
 // OtherVersions are resources of Resources served in a second version

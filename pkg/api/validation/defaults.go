@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/function/call"
@@ -25,6 +26,11 @@ func Default(res api.Resource, obj api.Object) {
 		tm.APIVersion = api.FuncAPIVersionV2
 	}
 	switch o := obj.(type) {
+	case *api.CustomResourceDefinition:
+		// Kubernetes' defaults (conversion None, served columns...).
+		crd := apiextv1.CustomResourceDefinition{Spec: o.Spec, Status: o.Status}
+		apiextv1.SetObjectDefaults_CustomResourceDefinition(&crd)
+		o.Spec, o.Status = crd.Spec, crd.Status
 	case *api.Pod:
 		DefaultPodSpec(&o.Spec)
 		if o.Status.Phase == "" {

@@ -1,11 +1,17 @@
 package upstream
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
+	apiextvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
@@ -36,6 +42,10 @@ import (
 	schedulingvalidation "k8s.io/kubernetes/pkg/apis/scheduling/validation"
 	"k8s.io/kubernetes/pkg/features"
 )
+
+// CustomResourceDefinitions are judged as apiextensions-apiserver judges
+// them: its types join the scheme the others are converted in.
+func init() { apiextinstall.Install(legacyscheme.Scheme) }
 
 // kind is one resource's strategy, as pkg/registry/<group>/<resource> has
 // it: the versioned type minik8s serves, and the rules for a create, an
@@ -252,6 +262,18 @@ var kinds = map[string]kind{
 		},
 		update: func(obj, old runtime.Object) field.ErrorList {
 			return networkingvalidation.ValidateIngressClassUpdate(obj.(*networking.IngressClass), old.(*networking.IngressClass))
+		},
+	},
+	"CustomResourceDefinition": {
+		gvk: gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return apiextvalidation.ValidateCustomResourceDefinition(context.Background(), obj.(*apiextensions.CustomResourceDefinition))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			return apiextvalidation.ValidateCustomResourceDefinitionUpdate(context.Background(), obj.(*apiextensions.CustomResourceDefinition), old.(*apiextensions.CustomResourceDefinition))
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			return apiextvalidation.ValidateUpdateCustomResourceDefinitionStatus(context.Background(), obj.(*apiextensions.CustomResourceDefinition), old.(*apiextensions.CustomResourceDefinition))
 		},
 	},
 	"PodDisruptionBudget": {

@@ -1,0 +1,188 @@
+package test
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"minik8s/pkg/api"
+	"minik8s/test/framework"
+)
+
+// TestCustomResourceDefinitionsWithKubectl: the CronTab of Kubernetes'
+// CRD walkthrough with the stock kubectl: the definition applied and
+// established, its kind in discovery; a CronTab created (its unknown
+// field pruned, its default filled), one against the schema refused with
+// 422, kubectl get showing the printer columns, kubectl get -w seeing a
+// change, the status subresource apart from the spec; and deleting the
+// definition takes its objects and its routes.
+func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	dir := filepath.Join(moduleRoot(t), "test", "testdata", "crd")
+	mustKubectl(t, s, "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created",
+		"apply", "-f", filepath.Join(dir, "crontab-crd.yaml"))
+	mustKubectl(t, s, "condition met", "wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	mustKubectl(t, s, "stable.example.com/v1", "api-resources", "--api-group=stable.example.com")
+
+	mustKubectl(t, s, "crontab.stable.example.com/my-new-cron-object created", "apply", "-f", filepath.Join(dir, "crontab.yaml"))
+	spec := mustKubectl(t, s, "", "get", "ct", "my-new-cron-object", "-o", "jsonpath={.spec}")
+	if strings.Contains(spec, "unknownField") || !strings.Contains(spec, `"replicas":1`) {
+		t.Errorf("spec %s: want unknownField pruned and replicas defaulted to 1", spec)
+	}
+	out, errOut, err := kubectl(t, s, "apply", "-f", filepath.Join(dir, "crontab-invalid.yaml"))
+	if err == nil || !strings.Contains(errOut, "is invalid") || !strings.Contains(errOut, "spec.replicas") || !strings.Contains(errOut, "spec.cronSpec") {
+		t.Errorf("kubectl apply of an invalid CronTab: %v, want the schema's 422\n%s%s", err, out, errOut)
+	}
+	table := mustKubectl(t, s, "SPEC", "get", "crontabs")
+	for _, want := range []string{"NAME", "REPLICAS", "AGE", "my-new-cron-object", "* * * * */5"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("kubectl get crontabs lacks %q:\n%s", want, table)
+		}
+	}
+
+	// Server-side apply, as Helm 4 writes.
+	mustKubectl(t, s, "serverside-applied", "apply", "--server-side", "--field-manager=tester", "-f", filepath.Join(dir, "crontab.yaml"))
+	if got := mustKubectl(t, s, "", "get", "ct", "my-new-cron-object", "-o", "jsonpath={.metadata.managedFields[*].manager}"); !strings.Contains(got, "tester") {
+		t.Errorf("managedFields managers %q, want tester's", got)
+	}
+
+	// A watch sees the change.
+	bin, _ := exec.LookPath("kubectl")
+	watch := exec.Command(bin, "--server", s.URL, "get", "crontabs", "-w", "--output-watch-events")
+	watch.Env = append(watch.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=none")
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watch.Process.Kill(); _ = watch.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	waitLine := func(want string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("kubectl get -w ended before %q", want)
+				}
+				if strings.Contains(l, want) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("kubectl get -w: no line with %q", want)
+			}
+		}
+	}
+	waitLine("ADDED")
+	mustKubectl(t, s, "patched", "patch", "ct", "my-new-cron-object", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
+	waitLine("MODIFIED")
+
+	// The status is written through its subresource only.
+	mustKubectl(t, s, "patched", "patch", "ct", "my-new-cron-object", "--subresource=status", "--type=merge", "-p", `{"status":{"seen":true}}`)
+	mustKubectl(t, s, "patched", "patch", "ct", "my-new-cron-object", "--type=merge", "-p", `{"status":{"seen":false}}`)
+	if got := mustKubectl(t, s, "", "get", "ct", "my-new-cron-object", "-o", "jsonpath={.status.seen}"); got != "true" {
+		t.Errorf("status.seen %q after a patch of the object, want true (the status subresource's)", got)
+	}
+
+	// Helm 4 installs a chart with the definition in crds/ and an object
+	// of its kind in templates/ (the definition is there already: Helm
+	// leaves it as it is).
+	helmInstall(t, s)
+
+	// Deleting the definition removes its objects and its routes.
+	mustKubectl(t, s, "deleted", "delete", "crd", "crontabs.stable.example.com", "--timeout=60s")
+	eventually(t, 30*time.Second, "the CronTab kind is gone", func() (bool, string) {
+		out, errOut, err := kubectl(t, s, "get", "--raw", "/apis/stable.example.com/v1/namespaces/default/crontabs")
+		return err != nil && strings.Contains(errOut, "NotFound"), out + errOut
+	})
+	// Defined again, the kind has no object of before.
+	mustKubectl(t, s, "created", "apply", "-f", filepath.Join(dir, "crontab-crd.yaml"))
+	mustKubectl(t, s, "condition met", "wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	if out, errOut, err := kubectl(t, s, "get", "crontabs"); err != nil || !strings.Contains(out+errOut, "No resources found") {
+		t.Errorf("kubectl get crontabs after the definition came back: %v\n%s%s", err, out, errOut)
+	}
+}
+
+// TestCustomResourcesAttackerEdit: an editor (the edit ClusterRole in a
+// namespace, as Kubernetes' aggregate roles give nothing for custom
+// resources) may not define a kind (403), nor read or write the objects
+// of one defined by the admin, until a role names them.
+func TestCustomResourcesAttackerEdit(t *testing.T) {
+	s := framework.StartSecureAPIServer(t, secureTokens)
+	rbacObject(t, s, "/namespaces/default/rolebindings", binding("RoleBinding", "default", "team-a-edit", "ClusterRole", "edit",
+		api.Subject{Kind: api.GroupKind, APIGroup: api.RBACGroup, Name: "team-a"}))
+	editor := newCaller(t, s, "editor-token")
+	waitAllowed(t, editor, "GET", "/api/v1/namespaces/default/configmaps")
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},` +
+		`"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},` +
+		`"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	editor.expect("POST", crds, crd, http.StatusForbidden, "forbidden")
+	editor.expect("GET", crds, "", http.StatusForbidden, "forbidden")
+	if code, data := httpDo(t, "POST", s.URL+crds, "application/json", []byte(crd)); code != http.StatusCreated {
+		t.Fatalf("the admin creating the CRD: %d %s", code, data)
+	}
+	widgets := "/apis/example.com/v1/namespaces/default/widgets"
+	widget := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`
+	eventually(t, 30*time.Second, "widgets served", func() (bool, string) {
+		code, data := httpDo(t, "POST", s.URL+widgets, "application/json", []byte(widget))
+		return code == http.StatusCreated, string(data)
+	})
+	editor.expect("GET", widgets, "", http.StatusForbidden, "forbidden")
+	editor.expect("GET", widgets+"/w", "", http.StatusForbidden, "forbidden")
+	editor.expect("POST", widgets, strings.Replace(widget, `"w"`, `"w2"`, 1), http.StatusForbidden, "forbidden")
+	editor.expect("DELETE", widgets+"/w", "", http.StatusForbidden, "forbidden")
+	editor.expect("DELETE", crds+"/widgets.example.com", "", http.StatusForbidden, "forbidden")
+	// A role naming them gives them.
+	role := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"widgets","namespace":"default"},` +
+		`"rules":[{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["get","list"]}]}`
+	if code, data := httpDo(t, "POST", s.URL+"/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", "application/json", []byte(role)); code != http.StatusCreated {
+		t.Fatalf("role: %d %s", code, data)
+	}
+	rbacObject(t, s, "/namespaces/default/rolebindings", binding("RoleBinding", "default", "team-a-widgets", "Role", "widgets",
+		api.Subject{Kind: api.GroupKind, APIGroup: api.RBACGroup, Name: "team-a"}))
+	waitAllowed(t, editor, "GET", widgets)
+	editor.expect("GET", widgets+"/w", "", http.StatusOK, `"size":1`)
+	editor.expect("DELETE", widgets+"/w", "", http.StatusForbidden, "forbidden")
+}
+
+// helmInstall installs test/testdata/charts/crontab with the real Helm 4.
+func helmInstall(t *testing.T, s *framework.APIServer) {
+	t.Helper()
+	bin, err := exec.LookPath("helm")
+	if err != nil {
+		t.Logf("helm is not installed: the chart is not tried (%v)", err)
+		return
+	}
+	home := t.TempDir()
+	kubeconfig := filepath.Join(home, "kubeconfig")
+	conf := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + s.URL + "}\n" +
+		"users:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: c, user: u, namespace: default}\ncurrent-context: c\n"
+	if err := os.WriteFile(kubeconfig, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "install", "crons", filepath.Join(moduleRoot(t), "test", "testdata", "charts", "crontab"), "--wait", "--timeout=60s")
+	cmd.Env = append(cmd.Environ(), "HOME="+home, "KUBECONFIG="+kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "STATUS: deployed") {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	if got := mustKubectl(t, s, "", "get", "ct", "crons-cron", "-o", "jsonpath={.spec.replicas}"); got != "2" {
+		t.Errorf("the chart's CronTab has replicas %q, want 2", got)
+	}
+}
