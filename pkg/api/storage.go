@@ -103,7 +103,8 @@ type PersistentVolumeClaimStatus struct {
 	Phase       string       `json:"phase,omitempty"`
 	AccessModes []string     `json:"accessModes,omitempty"`
 	Capacity    ResourceList `json:"capacity,omitempty"`
-	Conditions  []Condition  `json:"conditions,omitempty"`
+	// Conditions are Kubernetes' (resizing; minik8s writes none).
+	Conditions []corev1.PersistentVolumeClaimCondition `json:"conditions,omitempty"`
 }
 
 type PersistentVolumeClaimList struct {
