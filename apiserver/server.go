@@ -331,7 +331,8 @@ func New(cfg Config, store storage.Interface) *Server {
 		EgressAllowCIDRs: s.cfg.EgressAllowCIDRs,
 	})
 	s.authz = authz.NewAuthorizer(s.registries)
-	s.nodeAuthz = authz.NodeAuthorizer{Pods: s.registries[api.PodsResource.Name], Ingresses: s.registries[api.IngressesResource.Name]}
+	s.nodeAuthz = authz.NodeAuthorizer{Pods: s.registries[api.PodsResource.Name], Ingresses: s.registries[api.IngressesResource.Name],
+		Volumes: s.registries[api.PersistentVolumesResource.Name]}
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient, cfg.MaxWatchBytes, cfg.MaxWatchBytesPerClient)
 	s.metrics.MustRegister(s.watches.cutOff)
 	s.engine = s.routes()
