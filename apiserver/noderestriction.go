@@ -42,6 +42,9 @@ func (s *Server) admitNodeObject(ctx context.Context, obj api.Object) error {
 			what = "secrets"
 		case len(configMaps) > 0:
 			what = "configmaps"
+		case len(authz.PodClaims(&o.Spec)) > 0:
+			// It would make the node a reader of the claim and its volume.
+			what = "persistentvolumeclaims"
 		default:
 			return nil
 		}

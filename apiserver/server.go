@@ -310,6 +310,7 @@ func New(cfg Config, store storage.Interface) *Server {
 	s.registries[api.PodsResource.Name].MutateCreate = chainMutations(s.admitPriority, s.quota.limitPod)
 	s.registries[api.PriorityClassesResource.Name].MutateCreate = s.admitPriorityClass
 	s.registries[api.IngressesResource.Name].MutateCreate = s.defaultIngressClass
+	s.registries[api.PersistentVolumeClaimsResource.Name].MutateCreate = s.defaultStorageClass
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
 	s.calls = funcapi.NewCalls(funcapi.Config{
 		Funcs:           s.registries[api.FuncsResource.Name],
@@ -333,7 +334,8 @@ func New(cfg Config, store storage.Interface) *Server {
 		EgressAllowCIDRs: s.cfg.EgressAllowCIDRs,
 	})
 	s.authz = authz.NewAuthorizer(s.registries)
-	s.nodeAuthz = authz.NodeAuthorizer{Pods: s.registries[api.PodsResource.Name], Ingresses: s.registries[api.IngressesResource.Name]}
+	s.nodeAuthz = authz.NodeAuthorizer{Pods: s.registries[api.PodsResource.Name], Ingresses: s.registries[api.IngressesResource.Name],
+		Volumes: s.registries[api.PersistentVolumesResource.Name]}
 	s.watches = newWatchLimiter(cfg.MaxWatchesPerClient, cfg.MaxWatchBytes, cfg.MaxWatchBytesPerClient)
 	s.metrics.MustRegister(s.watches.cutOff)
 	s.engine = s.routes()
@@ -489,6 +491,9 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	}
 	if err := retryUntil(ctx, s.ensureIngressClass); err != nil {
 		return fmt.Errorf("apiserver: the default IngressClass: %w", err)
+	}
+	if err := retryUntil(ctx, s.ensureStorageClass); err != nil {
+		return fmt.Errorf("apiserver: the default StorageClass: %w", err)
 	}
 	if err := retryUntil(ctx, s.ensurePriorityClasses); err != nil {
 		return fmt.Errorf("apiserver: the system PriorityClasses: %w", err)

@@ -31,6 +31,7 @@ import (
 	"minik8s/controller/podautoscaler"
 	"minik8s/controller/replicaset"
 	"minik8s/controller/resourcequota"
+	"minik8s/controller/volume"
 	"minik8s/controller/warmpool"
 	"minik8s/pkg/client"
 	"minik8s/pkg/client/cache"
@@ -65,6 +66,9 @@ type Config struct {
 	// runtime, namespace with Python functions and node (0: none; the
 	// commands default to warmpool.DefaultSize).
 	WarmPoolSize int
+	// StorageDir is where nodes keep the local-path provisioner's volumes
+	// (default volume.DefaultStorageDir).
+	StorageDir string
 }
 
 // Context is what a controller is built from.
@@ -101,6 +105,7 @@ var Controllers = []struct {
 	{endpoints.Name, func(c *Context) Runner { return endpoints.New(c.Client, c.Informers) }},
 	{ingressstatus.Name, func(c *Context) Runner { return ingressstatus.New(c.Client, c.Informers) }},
 	{disruption.Name, func(c *Context) Runner { return disruption.New(c.Client, c.Informers) }},
+	{volume.Name, func(c *Context) Runner { return volume.New(c.Client, c.Informers, c.Config.StorageDir) }},
 	{garbagecollector.Name, func(c *Context) Runner { return garbagecollector.New(c.Client, c.Informers) }},
 	{namespace.Name, func(c *Context) Runner { return namespace.New(c.Client, c.Informers) }},
 	{functions.Name, func(c *Context) Runner {

@@ -36,6 +36,14 @@ func (a *apiAdapter) GetSecret(ctx context.Context, ns, name string) (*api.Secre
 	return a.c.Secrets(ns).Get(ctx, name)
 }
 
+func (a *apiAdapter) GetClaim(ctx context.Context, ns, name string) (*api.PersistentVolumeClaim, error) {
+	return a.c.PersistentVolumeClaims(ns).Get(ctx, name)
+}
+
+func (a *apiAdapter) GetVolume(ctx context.Context, name string) (*api.PersistentVolume, error) {
+	return a.c.PersistentVolumes().Get(ctx, name)
+}
+
 func (a *apiAdapter) GetService(ctx context.Context, ns, name string) (*api.Service, error) {
 	return a.c.Services(ns).Get(ctx, name)
 }

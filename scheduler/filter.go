@@ -50,7 +50,7 @@ const (
 )
 
 // filters run in order; the first that rejects a node gives the reasons.
-var filters = []filter{nodeReady, nodeSchedulable, taintToleration, nodeSelector, nodeAffinity, hostPorts, fitsResources, topologySpread, interPodAffinity}
+var filters = []filter{nodeReady, nodeSchedulable, taintToleration, nodeSelector, nodeAffinity, volumeBinding, hostPorts, fitsResources, topologySpread, interPodAffinity}
 
 func nodeReady(_ *podInfo, ni *nodeInfo) []string {
 	if nodecondition.ReadyStatus(ni.node) == api.ConditionTrue {

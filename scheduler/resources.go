@@ -64,6 +64,13 @@ type podInfo struct {
 	// and how pod (anti-)affinity weighs the nodes, found for one decision
 	// (podaffinity.go); nil: anywhere, evenly.
 	podAffinity *podAffinity
+	// volumeNodes are the node affinities of the volumes bound to the
+	// pod's claims, selectedNodes the nodes its claims are provisioned
+	// on, delayed the claims to provision on the node chosen
+	// (volumes.go).
+	volumeNodes   []*nodeaffinity.LazyErrorNodeSelector
+	selectedNodes []string
+	delayed       []*api.PersistentVolumeClaim
 }
 
 func newPodInfo(pod *api.Pod) *podInfo {

@@ -110,6 +110,10 @@ type Scheduler struct {
 
 	bindSlots chan struct{}
 	binds     sync.WaitGroup
+	// volumes finds pods' claims (nil: volumes are not looked at);
+	// claims names the node chosen on claims waiting for it.
+	volumes VolumeLister
+	claims  ClaimWriter
 	// events records Scheduled and FailedScheduling (nil: none).
 	events events.EventRecorder
 
@@ -173,6 +177,12 @@ func Run(ctx context.Context, cfg Config) error {
 	go rec.Run(ctx)
 	s.events = rec
 	s.deleter = statusWriter{c}
+	pvcInf, pvInf, scInf := f.PersistentVolumeClaims(), f.PersistentVolumes(), f.StorageClasses()
+	s.volumes = volumeListers{claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: scInf.Lister()}
+	s.claims = claimWriter{c}
+	pvcInf.AddEventHandler(volumeHandler[*api.PersistentVolumeClaim](s))
+	pvInf.AddEventHandler(volumeHandler[*api.PersistentVolume](s))
+	scInf.AddEventHandler(volumeHandler[*api.StorageClass](s))
 	podInf.AddEventHandler(s.PodHandler())
 	nodeInf.AddEventHandler(s.NodeHandler())
 	f.Start(ctx)
@@ -305,6 +315,13 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		return s.markUnschedulable(ctx, pod, reasonGated, "Scheduling is blocked due to non-empty scheduling gates", "")
 	}
 	pi := newPodInfo(pod)
+	if why := s.podVolumes(pi); why != "" {
+		// Nothing on any node helps: the pod waits for its claims (their
+		// changes try it again).
+		s.setUnschedulable(key, true)
+		msg := fmt.Sprintf("0/%d nodes are available: %s.", len(s.nodes.List(nil)), why)
+		return s.markUnschedulable(ctx, pod, reasonUnschedulablePod, msg, "")
+	}
 	canPreempt := s.deleter != nil && s.mayPreempt(pod)
 	node, msg, victims := s.schedule(pi, canPreempt)
 	if node == "" {
@@ -373,7 +390,10 @@ func (s *Scheduler) bind(ctx context.Context, key string, pi *podInfo, node stri
 		defer func() { <-s.bindSlots }()
 		p := pi.pod
 		fields := log.Fields{"pod": key, "node": node}
-		err := s.binder.Bind(ctx, p.Namespace, p.Name, p.UID, node)
+		err := s.selectNode(ctx, pi, node)
+		if err == nil {
+			err = s.binder.Bind(ctx, p.Namespace, p.Name, p.UID, node)
+		}
 		switch {
 		case err == nil:
 			log.WithFields(fields).Debug("bound pod")

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s/apiserver"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -48,12 +50,30 @@ func TestNodeAuthorizer(t *testing.T) {
 	}
 	// p1 on n1 uses "vol" and "env" of default; p2 on n2 uses "other".
 	ref := func(name string) *api.KeySelector { return &api.KeySelector{Name: name, Key: "k"} }
+	// p1 mounts claim "vol", bound to volume pv-vol; p2 claim "other"
+	// (pv-other).
+	for _, name := range []string{"vol", "other"} {
+		class := ""
+		if _, err := c.PersistentVolumeClaims("default").Create(ctx, &api.PersistentVolumeClaim{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: api.PersistentVolumeClaimSpec{AccessModes: []string{"ReadWriteOnce"}, StorageClassName: &class,
+				Resources: api.VolumeResourceRequirements{Requests: api.ResourceList{api.ResourceStorage: "1Gi"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PersistentVolumes().Create(ctx, &api.PersistentVolume{ObjectMeta: api.ObjectMeta{Name: "pv-" + name},
+			Spec: api.PersistentVolumeSpec{Capacity: api.ResourceList{api.ResourceStorage: "1Gi"}, AccessModes: []string{"ReadWriteOnce"},
+				ClaimRef: &api.ObjectReference{Namespace: "default", Name: name}, HostPath: &corev1.HostPathVolumeSource{Path: "/srv/" + name}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(name string) api.Volume {
+		return api.Volume{Name: "pvc", PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: name}}
+	}
 	p1 := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p1", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
-		Volumes: []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "vol"}}, {Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "vol"}}},
+		Volumes: []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "vol"}}, {Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "vol"}}, claim("vol")},
 		Containers: []api.Container{{Name: "main", Image: "busybox", Env: []api.EnvVar{
 			{Name: "S", ValueFrom: &api.EnvVarSource{SecretKeyRef: ref("env")}}, {Name: "C", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: ref("env")}}}}}}}
 	p2 := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p2", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n2",
-		Volumes:    []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "other"}}, {Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "other"}}},
+		Volumes:    []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "other"}}, {Name: "c", ConfigMap: &api.ConfigMapVolumeSource{Name: "other"}}, claim("other")},
 		Containers: []api.Container{{Name: "main", Image: "busybox"}}}}
 	for _, p := range []*api.Pod{p1, p2} {
 		if _, err := c.Pods("default").Create(ctx, p); err != nil {
@@ -92,6 +112,36 @@ func TestNodeAuthorizer(t *testing.T) {
 				if got := statusOf(t, raw, s.SecureURL+tc.path); got != tc.want {
 					t.Errorf("node n1: GET %s: %d, want %d", tc.path, got, tc.want)
 				}
+			}
+		}
+		// Claims and volumes: those of its pods, by get only; not another
+		// node's, and no deleting even its own.
+		for _, tc := range []struct {
+			method, path string
+			want         int
+		}{
+			{"GET", "/api/v1/namespaces/default/persistentvolumeclaims/vol", http.StatusOK},
+			{"GET", "/api/v1/persistentvolumes/pv-vol", http.StatusOK},
+			{"GET", "/api/v1/namespaces/default/persistentvolumeclaims/other", http.StatusForbidden}, // p2's, on n2
+			{"GET", "/api/v1/persistentvolumes/pv-other", http.StatusForbidden},
+			{"GET", "/api/v1/namespaces/default/persistentvolumeclaims", http.StatusForbidden},
+			{"GET", "/api/v1/persistentvolumes", http.StatusForbidden},
+			{"GET", "/api/v1/persistentvolumes?fieldSelector=metadata.name%3Dpv-vol", http.StatusForbidden},
+			{"DELETE", "/api/v1/persistentvolumes/pv-other", http.StatusForbidden},
+			{"DELETE", "/api/v1/persistentvolumes/pv-vol", http.StatusForbidden},
+			{"DELETE", "/api/v1/namespaces/default/persistentvolumeclaims/vol", http.StatusForbidden},
+		} {
+			req, err := http.NewRequest(tc.method, s.SecureURL+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := raw.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("node n1: %s %s: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
 			}
 		}
 		if list, _, err := n1.Secrets("default").List(ctx, client.ListOptions{FieldSelector: "metadata.name=vol"}); err != nil || len(list) != 1 || list[0].Name != "vol" {
@@ -167,6 +217,10 @@ func TestNodeAuthorizer(t *testing.T) {
 			_, err := n1.Pods("default").Create(ctx, pod)
 			return errdefs.IsForbidden(err) && strings.Contains(err.Error(), "can not create pods that reference secrets")
 		})
+		pod.Spec.Volumes = []api.Volume{{Name: "pvc", PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "other"}}}
+		if _, err := n1.Pods("default").Create(ctx, pod); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "persistentvolumeclaims") {
+			t.Errorf("n1 creating a pod that mounts claim other (to read it and its volume): %v, want 403", err)
+		}
 		pod.Spec.Volumes, pod.Spec.ServiceAccountName = nil, "default"
 		if _, err := n1.Pods("default").Create(ctx, pod); !errdefs.IsForbidden(err) || !strings.Contains(err.Error(), "service account") {
 			t.Errorf("n1 creating a pod that names a service account: %v, want 403", err)

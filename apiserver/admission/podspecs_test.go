@@ -87,7 +87,10 @@ func TestPrivilegesCoverThePodSpec(t *testing.T) {
 		// DownwardAPI: the pod's own fields, written in its own dir.
 		// Projected: the same, and tokens of the pod's own service account
 		// (of the audiences it names: a node asks no other, satoken.go).
-		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret", "DownwardAPI", "Projected"},
+		// PersistentVolumeClaim: a claim of the pod's own namespace, whose
+		// volume's directory a cluster admin's volume or the provisioner
+		// names, not the pod.
+		reflect.TypeOf(api.Volume{}):        {"Name", "EmptyDir", "HostPath", "ConfigMap", "Secret", "DownwardAPI", "Projected", "PersistentVolumeClaim"},
 		reflect.TypeOf(api.ContainerPort{}): {"Name", "ContainerPort", "HostPort", "Protocol", "HostIP"},
 	}
 	for typ, fields := range judged {

@@ -24,12 +24,26 @@ import (
 // controller), so a node may also get a Secret an Ingress of its namespace
 // names for TLS (Ingresses), by name only: what an ingress controller's
 // service account reads in Kubernetes, and no more.
-type NodeAuthorizer struct{ Pods, Ingresses *registry.Store }
+//
+// A node gets a PersistentVolumeClaim a pod bound to it mounts, and the
+// PersistentVolume kept for such a claim (Kubernetes' graph walks the
+// same edges), by get only.
+type NodeAuthorizer struct{ Pods, Ingresses, Volumes *registry.Store }
 
 // Authorizes tells whether the node authorizer allows request a (r).
 func (n NodeAuthorizer) Authorizes(r *http.Request, a rbac.Attributes) bool {
 	node, ok := NodeName(a.User)
-	if !ok || !a.ResourceRequest || a.APIGroup != "" || a.Subresource != "" || a.Namespace == "" {
+	if !ok || !a.ResourceRequest || a.APIGroup != "" || a.Subresource != "" {
+		return false
+	}
+	switch {
+	case a.Verb != "get" || a.Name == "":
+	case a.Resource == api.PersistentVolumeClaimsResource.Name && a.Namespace != "":
+		return n.podsOfNodeUse(r.Context(), node, a.Namespace, a.Resource, a.Name)
+	case a.Resource == api.PersistentVolumesResource.Name && a.Namespace == "":
+		return n.volumeOfNode(r.Context(), node, a.Name)
+	}
+	if a.Namespace == "" {
 		return false
 	}
 	if a.Resource != api.SecretsResource.Name && a.Resource != api.ConfigMapsResource.Name {
@@ -105,8 +119,11 @@ func (n NodeAuthorizer) podsOfNodeUse(ctx context.Context, node, ns, resource, n
 	for _, o := range pods {
 		secrets, configMaps := PodReferences(&o.(*api.Pod).Spec)
 		refs := secrets
-		if resource == api.ConfigMapsResource.Name {
+		switch resource {
+		case api.ConfigMapsResource.Name:
 			refs = configMaps
+		case api.PersistentVolumeClaimsResource.Name:
+			refs = PodClaims(&o.(*api.Pod).Spec)
 		}
 		if slices.Contains(refs, name) {
 			return true
@@ -171,4 +188,29 @@ func NodeName(u rbac.User) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// PodClaims are the claims a pod spec mounts.
+func PodClaims(spec *api.PodSpec) []string {
+	var out []string
+	for _, v := range spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return out
+}
+
+// volumeOfNode tells whether the volume name is kept for a claim a pod
+// bound to node mounts.
+func (n NodeAuthorizer) volumeOfNode(ctx context.Context, node, name string) bool {
+	if n.Volumes == nil {
+		return false
+	}
+	o, err := n.Volumes.Get(ctx, "", name)
+	if err != nil {
+		return false
+	}
+	r := o.(*api.PersistentVolume).Spec.ClaimRef
+	return r != nil && r.Namespace != "" && n.podsOfNodeUse(ctx, node, r.Namespace, api.PersistentVolumeClaimsResource.Name, r.Name)
 }

@@ -142,8 +142,14 @@ func prepare(ctx context.Context, pod *api.Pod, podDir string, i int, src Getter
 			return Volume{}, err
 		}
 		out = Volume{HostPath: dir, ReadOnly: true, RefreshAt: refresh}
+	case v.PersistentVolumeClaim != nil:
+		vol, err := claimVolume(ctx, pod.Namespace, v.PersistentVolumeClaim, field, src)
+		if err != nil {
+			return Volume{}, err
+		}
+		out = vol
 	default:
-		return Volume{}, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap, secret, downwardAPI or projected)", v.Name)
+		return Volume{}, errdefs.Invalid(field, "volume %q has no source (emptyDir, hostPath, configMap, secret, downwardAPI, projected or persistentVolumeClaim)", v.Name)
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
 		if err := SetGroup(out.HostPath, *sc.FSGroup, out.ReadOnly); err != nil {

@@ -167,6 +167,7 @@ var Resources = []Resource{
 	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, NetworkPoliciesResource, PodDisruptionBudgetsResource, PriorityClassesResource,
+	PersistentVolumesResource, PersistentVolumeClaimsResource, StorageClassesResource,
 	RolesResource, ClusterRolesResource, RoleBindingsResource, ClusterRoleBindingsResource, CustomResourceDefinitionsResource,
 }
 

@@ -103,7 +103,8 @@ type PersistentVolumeClaimStatus struct {
 	Phase       string       `json:"phase,omitempty"`
 	AccessModes []string     `json:"accessModes,omitempty"`
 	Capacity    ResourceList `json:"capacity,omitempty"`
-	Conditions  []Condition  `json:"conditions,omitempty"`
+	// Conditions are Kubernetes' (resizing; minik8s writes none).
+	Conditions []corev1.PersistentVolumeClaimCondition `json:"conditions,omitempty"`
 }
 
 type PersistentVolumeClaimList struct {
@@ -157,3 +158,11 @@ type StorageClassList struct {
 // PersistentVolumeClaimVolumeSource mounts the volume bound to a claim of
 // the pod's namespace.
 type PersistentVolumeClaimVolumeSource = corev1.PersistentVolumeClaimVolumeSource
+
+// The default StorageClass the apiserver makes, as k3s ships its
+// local-path provisioner's: a directory on the node of the claim's first
+// pod.
+const (
+	DefaultStorageClassName = "local-path"
+	LocalPathProvisioner    = "rancher.io/local-path"
+)
