@@ -48,6 +48,7 @@ var strategies = map[string]strategy{
 	api.NamespacesResource.Name:               namespaceStrategy{},
 	api.DeploymentsResource.Name:              deploymentStrategy{},
 	api.DaemonSetsResource.Name:               daemonSetStrategy{},
+	api.StatefulSetsResource.Name:             statefulSetStrategy{},
 	api.ResourceQuotasResource.Name:           quotaStrategy{},
 	api.CronJobsResource.Name:                 cronJobStrategy{},
 	api.HorizontalPodAutoscalersResource.Name: hpaStrategy{},
@@ -96,21 +97,26 @@ func (priorityClassStrategy) beginDelete(_ context.Context, _ *Store, _, name st
 
 // The status of a created object is the controllers' and kubelets' to set.
 type (
-	podStrategy        struct{ defaultStrategy }
-	replicaSetStrategy struct{ defaultStrategy }
-	triggerStrategy    struct{ defaultStrategy }
-	funcStrategy       struct{ defaultStrategy }
-	deploymentStrategy struct{ defaultStrategy }
-	daemonSetStrategy  struct{ defaultStrategy }
-	quotaStrategy      struct{ defaultStrategy }
-	cronJobStrategy    struct{ defaultStrategy }
-	hpaStrategy        struct{ defaultStrategy }
-	ingressStrategy    struct{ defaultStrategy }
-	pdbStrategy        struct{ defaultStrategy }
+	podStrategy         struct{ defaultStrategy }
+	replicaSetStrategy  struct{ defaultStrategy }
+	triggerStrategy     struct{ defaultStrategy }
+	funcStrategy        struct{ defaultStrategy }
+	deploymentStrategy  struct{ defaultStrategy }
+	daemonSetStrategy   struct{ defaultStrategy }
+	statefulSetStrategy struct{ defaultStrategy }
+	quotaStrategy       struct{ defaultStrategy }
+	cronJobStrategy     struct{ defaultStrategy }
+	hpaStrategy         struct{ defaultStrategy }
+	ingressStrategy     struct{ defaultStrategy }
+	pdbStrategy         struct{ defaultStrategy }
 )
 
 func (deploymentStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.Deployment).Status = api.DeploymentStatus{}
+}
+
+func (statefulSetStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.StatefulSet).Status = api.StatefulSetStatus{}
 }
 
 // A DaemonSet's template generation (Kubernetes' deprecated

@@ -70,7 +70,8 @@ func viewRules() []api.PolicyRule {
 			"endpoints", "configmaps", "serviceaccounts", "namespaces", "namespaces/status", "events",
 			"nodes", "nodes/status", "limitranges", "resourcequotas", "resourcequotas/status"),
 		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale",
-			"deployments", "deployments/status", "deployments/scale", "daemonsets", "daemonsets/status", "controllerrevisions"),
+			"deployments", "deployments/status", "deployments/scale", "daemonsets", "daemonsets/status",
+			"statefulsets", "statefulsets/status", "statefulsets/scale", "controllerrevisions"),
 		rule(read, groups(batchGroup), "jobs", "jobs/status", "cronjobs", "cronjobs/status"),
 		rule(read, groups(metricsGroup), "pods", "nodes"),
 		rule(read, groups(autoscalingGroup), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
@@ -96,7 +97,8 @@ func editRules() []api.PolicyRule {
 		// An eviction deletes a pod as its budget allows: no more than
 		// deleting it, which edit may.
 		rule(verbs("create"), groups(coreGroup), "pods/eviction"),
-		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale", "daemonsets"),
+		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale", "daemonsets",
+			"statefulsets", "statefulsets/scale"),
 		rule(readWrite, groups(batchGroup), "jobs", "cronjobs"),
 		rule(readWrite, groups(autoscalingGroup), "horizontalpodautoscalers"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
@@ -193,13 +195,15 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("create", "update", "patch", "delete"), groups(coreGroup),
 				"pods", "pods/status", "services", "services/status", "endpoints", "configmaps", "secrets",
 				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events",
-				"resourcequotas/status"),
+				"resourcequotas/status",
+				// A StatefulSet's pods' claims, made from its templates.
+				"persistentvolumeclaims"),
 			// The node lifecycle controller keeps the nodes' not-ready and
 			// unreachable taints, as Kubernetes' node-controller role may.
 			rule(verbs("update", "patch"), groups(coreGroup), "nodes"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
 				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale",
-				"daemonsets/status", "controllerrevisions"),
+				"daemonsets/status", "statefulsets/status", "controllerrevisions"),
 			rule(verbs("update", "patch"), groups(autoscalingGroup), "horizontalpodautoscalers/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(batchGroup), "jobs", "jobs/status", "cronjobs/status"),
 			rule(verbs("update", "patch"), groups(networkingGroup), "ingresses/status"),
