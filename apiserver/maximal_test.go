@@ -60,6 +60,8 @@ var notInMaximalOf = map[string][]string{
 	// Values go with In and NotIn, which only the PriorityClass scope
 	// takes, and minik8s refuses that scope.
 	"ResourceQuota": {"ScopedResourceSelectorRequirement.values"},
+	// A volume has one source.
+	"PersistentVolume": {"PersistentVolumeSpec.local"},
 	// A budget has one bound: minAvailable or maxUnavailable.
 	"PodDisruptionBudget": {"PodDisruptionBudgetSpec.maxUnavailable"},
 	// A claim's conditions have no observedGeneration in Kubernetes

@@ -234,6 +234,7 @@ var knownReach = map[string]struct{ reads, writes []string }{
 	"selfsubjectaccessreviews": {},
 	"ingresses":                {reads: []string{"ingressclasses"}},  // the default class, for one that names none
 	"pods":                     {reads: []string{"priorityclasses"}}, // the class a new pod names, or the default
+	"persistentvolumeclaims":   {reads: []string{"storageclasses"}},  // the default class, for one that names none
 }
 
 // agrees says whether a store access fits what authorization judged.

@@ -307,6 +307,7 @@ func New(cfg Config, store storage.Interface) *Server {
 	s.registries[api.PodsResource.Name].MutateCreate = chainMutations(s.admitPriority, s.quota.limitPod)
 	s.registries[api.PriorityClassesResource.Name].MutateCreate = s.admitPriorityClass
 	s.registries[api.IngressesResource.Name].MutateCreate = s.defaultIngressClass
+	s.registries[api.PersistentVolumeClaimsResource.Name].MutateCreate = s.defaultStorageClass
 	s.nodePasswords = auth.NewNodePasswords(store, registryObjects(s.registries))
 	s.calls = funcapi.NewCalls(funcapi.Config{
 		Funcs:           s.registries[api.FuncsResource.Name],
@@ -486,6 +487,9 @@ func (s *Server) ServeListeners(ctx context.Context, ls Listeners) error {
 	}
 	if err := retryUntil(ctx, s.ensureIngressClass); err != nil {
 		return fmt.Errorf("apiserver: the default IngressClass: %w", err)
+	}
+	if err := retryUntil(ctx, s.ensureStorageClass); err != nil {
+		return fmt.Errorf("apiserver: the default StorageClass: %w", err)
 	}
 	if err := retryUntil(ctx, s.ensurePriorityClasses); err != nil {
 		return fmt.Errorf("apiserver: the system PriorityClasses: %w", err)

@@ -181,7 +181,7 @@ func TestParseManifestErrors(t *testing.T) {
 			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  labels: [x\n",
 			"a.yaml: malformed YAML: line 9:"},
 		{"unknown kind", "a.yaml", "apiVersion: v1\nkind: CSIDriver\nmetadata:\n  name: a\n",
-			`a.yaml: document 1 (line 1): unknown kind "CSIDriver" (known kinds: App, ClusterRole, ClusterRoleBinding, ConfigMap, ControllerRevision, CronJob, DaemonSet, Deployment, Endpoints, Event, Func, FuncInstance, FuncRevision, HorizontalPodAutoscaler, Ingress, IngressClass, Job, Lease, LimitRange, Namespace, Node, Pod, PodDisruptionBudget, PriorityClass, ReplicaSet, ResourceQuota, Role, RoleBinding, Secret, Service, ServiceAccount, StatefulSet, Trigger)`},
+			`a.yaml: document 1 (line 1): unknown kind "CSIDriver" (known kinds: App, ClusterRole, ClusterRoleBinding, ConfigMap, ControllerRevision, CronJob, DaemonSet, Deployment, Endpoints, Event, Func, FuncInstance, FuncRevision, HorizontalPodAutoscaler, Ingress, IngressClass, Job, Lease, LimitRange, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, ReplicaSet, ResourceQuota, Role, RoleBinding, Secret, Service, ServiceAccount, StatefulSet, StorageClass, Trigger)`},
 		{"kind in another group", "a.yaml", "apiVersion: v1\nkind: Deployment\nmetadata:\n  name: a\n",
 			`a.yaml: document 1 (line 1): apiVersion "v1" is not the version of Deployment (want "apps/v1")`},
 		{"kind in wrong case", "a.yaml", "apiVersion: v1\nkind: pod\nmetadata:\n  name: a\n", `unknown kind "pod"`},

@@ -55,6 +55,8 @@ var strategies = map[string]strategy{
 	api.IngressesResource.Name:                ingressStrategy{},
 	api.PodDisruptionBudgetsResource.Name:     pdbStrategy{},
 	api.PriorityClassesResource.Name:          priorityClassStrategy{},
+	api.PersistentVolumesResource.Name:        pvStrategy{},
+	api.PersistentVolumeClaimsResource.Name:   pvcStrategy{},
 }
 
 // strategyFor is the strategy of resource res.
@@ -109,7 +111,20 @@ type (
 	hpaStrategy         struct{ defaultStrategy }
 	ingressStrategy     struct{ defaultStrategy }
 	pdbStrategy         struct{ defaultStrategy }
+	pvStrategy          struct{ defaultStrategy }
+	pvcStrategy         struct{ defaultStrategy }
 )
+
+// A volume starts Pending and a claim Pending, as Kubernetes' strategies
+// and defaults have them: their phases are the volume controller's.
+func (pvStrategy) prepareForCreate(obj api.Object) {
+	now := time.Now().UTC().Truncate(time.Second)
+	obj.(*api.PersistentVolume).Status = api.PersistentVolumeStatus{Phase: api.VolumePending, LastPhaseTransitionTime: &now}
+}
+
+func (pvcStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.PersistentVolumeClaim).Status = api.PersistentVolumeClaimStatus{Phase: api.ClaimPending}
+}
 
 func (deploymentStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.Deployment).Status = api.DeploymentStatus{}

@@ -351,6 +351,9 @@ type Volume struct {
 	// service account tokens (of an audience, renewed before they expire)
 	// in one directory.
 	Projected *corev1.ProjectedVolumeSource `json:"projected,omitempty"`
+	// PersistentVolumeClaim mounts the directory of the volume bound to
+	// the claim; the pod goes to the volume's node.
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
 }
 
 // SecretVolumeSource mounts a Secret's keys as files (mode 0644 unless

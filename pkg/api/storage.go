@@ -157,3 +157,11 @@ type StorageClassList struct {
 // PersistentVolumeClaimVolumeSource mounts the volume bound to a claim of
 // the pod's namespace.
 type PersistentVolumeClaimVolumeSource = corev1.PersistentVolumeClaimVolumeSource
+
+// The default StorageClass the apiserver makes, as k3s ships its
+// local-path provisioner's: a directory on the node of the claim's first
+// pod.
+const (
+	DefaultStorageClassName = "local-path"
+	LocalPathProvisioner    = "rancher.io/local-path"
+)

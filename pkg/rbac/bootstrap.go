@@ -42,6 +42,7 @@ const (
 	coordinationGroup = "coordination.k8s.io"
 	networkingGroup   = api.NetworkingGroup
 	policyGroup       = api.PolicyGroup
+	storageGroup      = api.StorageGroup
 	// FuncGroup serves funcs, funcinstances and triggers; /api/v1 serves
 	// them too, so rules on them name both groups.
 	FuncGroup = api.FuncGroup
@@ -68,7 +69,8 @@ func viewRules() []api.PolicyRule {
 	return []api.PolicyRule{
 		rule(read, groups(coreGroup), "pods", "pods/log", "pods/status", "services", "services/status",
 			"endpoints", "configmaps", "serviceaccounts", "namespaces", "namespaces/status", "events",
-			"nodes", "nodes/status", "limitranges", "resourcequotas", "resourcequotas/status"),
+			"nodes", "nodes/status", "limitranges", "resourcequotas", "resourcequotas/status",
+			"persistentvolumeclaims", "persistentvolumeclaims/status"),
 		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale",
 			"deployments", "deployments/status", "deployments/scale", "daemonsets", "daemonsets/status",
 			"statefulsets", "statefulsets/status", "statefulsets/scale", "controllerrevisions"),
@@ -92,7 +94,10 @@ func viewRules() []api.PolicyRule {
 func editRules() []api.PolicyRule {
 	return append(viewRules(),
 		rule(readWrite, groups(coreGroup), "pods", "services", "configmaps", "secrets",
-			"serviceaccounts"),
+			"serviceaccounts", "persistentvolumeclaims"),
+		// No PersistentVolumes or StorageClasses, as in Kubernetes: a
+		// volume is a directory on a node, which a claim of any namespace
+		// may bind.
 		rule(verbs("create", "get"), groups(coreGroup), "pods/exec", "pods/portforward"),
 		// An eviction deletes a pod as its budget allows: no more than
 		// deleting it, which edit may.
@@ -189,15 +194,20 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			// scheduler does.
 			rule(verbs("delete"), groups(coreGroup), "pods"),
 			rule(verbs("create", "update", "patch"), groups(coreGroup), "events"),
+			// Kubernetes' VolumeBinding plugin: a pod waits for its claims,
+			// goes to its volumes' nodes, and names the node a claim
+			// waiting for its first consumer is provisioned on.
+			rule(read, groups(coreGroup), "persistentvolumeclaims", "persistentvolumes"),
+			rule(read, groups(storageGroup), "storageclasses"),
+			rule(verbs("update", "patch"), groups(coreGroup), "persistentvolumeclaims"),
 		),
 		clusterRole(SystemControllerManager,
 			rule(read, groups(api.APIGroupAll), api.ResourceAll),
 			rule(verbs("create", "update", "patch", "delete"), groups(coreGroup),
 				"pods", "pods/status", "services", "services/status", "endpoints", "configmaps", "secrets",
 				"serviceaccounts", "namespaces", "namespaces/status", "namespaces/finalize", "nodes/status", "events",
-				"resourcequotas/status",
-				// A StatefulSet's pods' claims, made from its templates.
-				"persistentvolumeclaims"),
+				"resourcequotas/status", "persistentvolumes", "persistentvolumes/status",
+				"persistentvolumeclaims", "persistentvolumeclaims/status"),
 			// The node lifecycle controller keeps the nodes' not-ready and
 			// unreachable taints, as Kubernetes' node-controller role may.
 			rule(verbs("update", "patch"), groups(coreGroup), "nodes"),

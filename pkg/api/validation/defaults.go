@@ -60,6 +60,14 @@ func Default(res api.Resource, obj api.Object) {
 			p := corev1.PreemptLowerPriority
 			o.PreemptionPolicy = &p
 		}
+	case *api.PersistentVolume:
+		defaultString(&o.Spec.PersistentVolumeReclaimPolicy, api.ReclaimRetain)
+		defaultStringPtr(&o.Spec.VolumeMode, string(corev1.PersistentVolumeFilesystem))
+	case *api.PersistentVolumeClaim:
+		defaultStringPtr(&o.Spec.VolumeMode, string(corev1.PersistentVolumeFilesystem))
+	case *api.StorageClass:
+		defaultStringPtr(&o.ReclaimPolicy, api.ReclaimDelete)
+		defaultStringPtr(&o.VolumeBindingMode, api.VolumeBindingImmediate)
 	case *api.Namespace:
 		if o.Status.Phase == "" {
 			o.Status.Phase = api.NamespaceActive
@@ -387,5 +395,17 @@ func KeepJobSelector(cur, next *api.Job) {
 				next.Spec.Template.Labels[k] = v
 			}
 		}
+	}
+}
+
+func defaultString(p *string, v string) {
+	if *p == "" {
+		*p = v
+	}
+}
+
+func defaultStringPtr(p **string, v string) {
+	if *p == nil {
+		*p = &v
 	}
 }

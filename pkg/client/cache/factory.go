@@ -89,6 +89,18 @@ func (f *Factory) PriorityClasses() *Informer[api.PriorityClass, *api.PriorityCl
 	return shared[api.PriorityClass](f, api.PriorityClassesResource, f.c.PriorityClasses())
 }
 
+func (f *Factory) PersistentVolumes() *Informer[api.PersistentVolume, *api.PersistentVolume] {
+	return shared[api.PersistentVolume](f, api.PersistentVolumesResource, f.c.PersistentVolumes())
+}
+
+func (f *Factory) PersistentVolumeClaims() *Informer[api.PersistentVolumeClaim, *api.PersistentVolumeClaim] {
+	return shared[api.PersistentVolumeClaim](f, api.PersistentVolumeClaimsResource, f.c.PersistentVolumeClaims("").AllNamespaces())
+}
+
+func (f *Factory) StorageClasses() *Informer[api.StorageClass, *api.StorageClass] {
+	return shared[api.StorageClass](f, api.StorageClassesResource, f.c.StorageClasses())
+}
+
 func (f *Factory) Deployments() *Informer[api.Deployment, *api.Deployment] {
 	return shared[api.Deployment](f, api.DeploymentsResource, f.c.Deployments("").AllNamespaces())
 }

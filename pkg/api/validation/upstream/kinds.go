@@ -34,7 +34,11 @@ import (
 	"k8s.io/kubernetes/pkg/apis/scheduling"
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	schedulingvalidation "k8s.io/kubernetes/pkg/apis/scheduling/validation"
+	"k8s.io/kubernetes/pkg/apis/storage"
+	_ "k8s.io/kubernetes/pkg/apis/storage/install"
+	storagevalidation "k8s.io/kubernetes/pkg/apis/storage/validation"
 	"k8s.io/kubernetes/pkg/features"
+	volumevalidation "k8s.io/kubernetes/pkg/volume/validation"
 )
 
 // kind is one resource's strategy, as pkg/registry/<group>/<resource> has
@@ -282,6 +286,53 @@ var kinds = map[string]kind{
 		},
 		update: func(obj, old runtime.Object) field.ErrorList {
 			return schedulingvalidation.ValidatePriorityClassUpdate(obj.(*scheduling.PriorityClass), old.(*scheduling.PriorityClass))
+		},
+	},
+	// The volumes' rules are their strategies' (pkg/registry/core/
+	// persistentvolume{,claim}, pkg/registry/storage/storageclass): a
+	// claim's spec is immutable but for its volumeName, set once, and
+	// what Kubernetes lets grow.
+	"PersistentVolume": {
+		gvk: gvk("", "v1", "PersistentVolume"),
+		create: func(obj runtime.Object) field.ErrorList {
+			pv := obj.(*core.PersistentVolume)
+			errs := corevalidation.ValidatePersistentVolume(pv, corevalidation.ValidationOptionsForPersistentVolume(pv, nil))
+			return append(errs, volumevalidation.ValidatePersistentVolume(pv)...)
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			pv, o := obj.(*core.PersistentVolume), old.(*core.PersistentVolume)
+			opts := corevalidation.ValidationOptionsForPersistentVolume(pv, o)
+			errs := corevalidation.ValidatePersistentVolume(pv, opts)
+			errs = append(errs, volumevalidation.ValidatePersistentVolume(pv)...)
+			return append(errs, corevalidation.ValidatePersistentVolumeUpdate(pv, o, opts)...)
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			return corevalidation.ValidatePersistentVolumeStatusUpdate(obj.(*core.PersistentVolume), old.(*core.PersistentVolume))
+		},
+	},
+	"PersistentVolumeClaim": {
+		gvk: gvk("", "v1", "PersistentVolumeClaim"),
+		create: func(obj runtime.Object) field.ErrorList {
+			pvc := obj.(*core.PersistentVolumeClaim)
+			return corevalidation.ValidatePersistentVolumeClaim(pvc, corevalidation.ValidationOptionsForPersistentVolumeClaim(pvc, nil))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			pvc, o := obj.(*core.PersistentVolumeClaim), old.(*core.PersistentVolumeClaim)
+			return corevalidation.ValidatePersistentVolumeClaimUpdate(pvc, o, corevalidation.ValidationOptionsForPersistentVolumeClaim(pvc, o))
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			pvc, o := obj.(*core.PersistentVolumeClaim), old.(*core.PersistentVolumeClaim)
+			return corevalidation.ValidatePersistentVolumeClaimStatusUpdate(pvc, o, corevalidation.ValidationOptionsForPersistentVolumeClaim(pvc, o))
+		},
+	},
+	"StorageClass": {
+		gvk: gvk("storage.k8s.io", "v1", "StorageClass"),
+		create: func(obj runtime.Object) field.ErrorList {
+			return storagevalidation.ValidateStorageClass(obj.(*storage.StorageClass))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			sc := obj.(*storage.StorageClass)
+			return append(storagevalidation.ValidateStorageClass(sc), storagevalidation.ValidateStorageClassUpdate(sc, old.(*storage.StorageClass))...)
 		},
 	},
 	"ReplicaSet": {
