@@ -158,6 +158,13 @@ func TestNewPodIdentity(t *testing.T) {
 	if !reflect.DeepEqual(p.Labels, want) {
 		t.Errorf("labels %v, want %v", p.Labels, want)
 	}
+	s.Spec.VolumeClaimTemplates = []api.PersistentVolumeClaim{{ObjectMeta: api.ObjectMeta{Name: "www", Namespace: "elsewhere"}}}
+	tmpl.Spec.Volumes = []api.Volume{{Name: "www", EmptyDir: &api.EmptyDirVolumeSource{}}, {Name: "cache", EmptyDir: &api.EmptyDirVolumeSource{}}}
+	p = newPod(s, tmpl, "web-abc", 1)
+	if len(p.Spec.Volumes) != 2 || p.Spec.Volumes[0].PersistentVolumeClaim == nil || p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "www-web-1" ||
+		p.Spec.Volumes[0].EmptyDir != nil || p.Spec.Volumes[1].Name != "cache" {
+		t.Errorf("volumes %+v: want www the claim www-web-1, cache kept", p.Spec.Volumes)
+	}
 	if claimName("www", "web", 1) != "www-web-1" {
 		t.Errorf("claim name %s", claimName("www", "web", 1))
 	}

@@ -5,7 +5,12 @@ import "minik8s/pkg/api"
 // setClaimVolume makes the pod's volume named name mount claim, replacing
 // a template's volume of that name, as Kubernetes' updateStorage does.
 func setClaimVolume(spec *api.PodSpec, name, claim string) {
-	_ = claim // claim volumes come with the served claims
-	_ = spec
-	_ = name
+	v := api.Volume{Name: name, PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: claim}}
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Name == name {
+			spec.Volumes[i] = v
+			return
+		}
+	}
+	spec.Volumes = append(spec.Volumes, v)
 }
