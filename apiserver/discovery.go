@@ -130,7 +130,7 @@ func discoveryResources(res api.Resource) []api.APIResource {
 		token := sub("token", "create")
 		token.Group, token.Version, token.Kind = "authentication.k8s.io", "v1", "TokenRequest"
 		out = append(out, token)
-	case api.ReplicaSetsResource.Name, api.DeploymentsResource.Name:
+	case api.ReplicaSetsResource.Name, api.DeploymentsResource.Name, api.StatefulSetsResource.Name:
 		scale := sub("scale", "get", "patch", "update")
 		scale.Group, scale.Version, scale.Kind = "autoscaling", "v1", "Scale"
 		out = append(out, scale)

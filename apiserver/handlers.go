@@ -413,7 +413,8 @@ func setPodCondition(s *api.PodStatus, cond api.PodCondition) {
 	s.Conditions = append(s.Conditions, cond)
 }
 
-// scaleOf is the scale subresource of a ReplicaSet or a Deployment.
+// scaleOf is the scale subresource of a ReplicaSet, a Deployment or a
+// StatefulSet.
 func scaleOf(obj api.Object) *api.Scale {
 	var replicas *int32
 	var selector *api.LabelSelector
@@ -422,6 +423,8 @@ func scaleOf(obj api.Object) *api.Scale {
 	case *api.ReplicaSet:
 		replicas, selector, current = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
 	case *api.Deployment:
+		replicas, selector, current = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	case *api.StatefulSet:
 		replicas, selector, current = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
 	}
 	meta := obj.GetObjectMeta()
@@ -444,6 +447,8 @@ func replicasOf(obj api.Object) **int32 {
 	case *api.ReplicaSet:
 		return &o.Spec.Replicas
 	case *api.Deployment:
+		return &o.Spec.Replicas
+	case *api.StatefulSet:
 		return &o.Spec.Replicas
 	}
 	return nil

@@ -64,6 +64,9 @@ var notInMaximalOf = map[string][]string{
 	"PersistentVolume": {"PersistentVolumeSpec.local"},
 	// A budget has one bound: minAvailable or maxUnavailable.
 	"PodDisruptionBudget": {"PodDisruptionBudgetSpec.maxUnavailable"},
+	// A claim's conditions have no observedGeneration in Kubernetes
+	// (PersistentVolumeClaimCondition), whose schema apply reads.
+	"StatefulSet": {"Condition.observedGeneration"},
 	// A CronJob's Jobs get the server's selector.
 	"CronJob": {"JobSpec.manualSelector", "JobSpec.selector", "LabelSelector.matchExpressions", "LabelSelector.matchLabels",
 		"LabelSelectorRequirement.key", "LabelSelectorRequirement.operator", "LabelSelectorRequirement.values"},
@@ -232,6 +235,18 @@ func maximalObjects(t *testing.T) map[string]map[string]any {
 		"spec": map[string]any{"hard": map[string]any{"pods": "10", "requests.cpu": "2", "limits.memory": "4Gi"},
 			"scopes":        []any{"NotTerminating"},
 			"scopeSelector": map[string]any{"matchExpressions": []any{map[string]any{"scopeName": "NotBestEffort", "operator": "Exists"}}}}}
+	out["statefulsets"] = map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta("max"),
+		"spec": map[string]any{"replicas": 0, "minReadySeconds": 1, "revisionHistoryLimit": 3, "selector": clone(selector), "template": template(),
+			"serviceName": "max", "podManagementPolicy": "Parallel", "ordinals": map[string]any{"start": 1},
+			"updateStrategy":                       map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"partition": 1, "maxUnavailable": 1}},
+			"persistentVolumeClaimRetentionPolicy": map[string]any{"whenDeleted": "Delete", "whenScaled": "Retain"},
+			"volumeClaimTemplates": []any{map[string]any{"metadata": map[string]any{"name": "data", "labels": map[string]any{"tier": "db"}, "annotations": map[string]any{"note": "n"}},
+				"spec": map[string]any{"accessModes": []any{"ReadWriteOnce"}, "storageClassName": "standard", "volumeMode": "Filesystem",
+					"selector":   map[string]any{"matchLabels": map[string]any{"disk": "ssd"}},
+					"volumeName": "pv-1", "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}, "limits": map[string]any{"storage": "2Gi"}}},
+				"status": map[string]any{"phase": "Pending", "accessModes": []any{"ReadWriteOnce"}, "capacity": map[string]any{"storage": "1Gi"},
+					"conditions": []any{map[string]any{"type": "Resizing", "status": "False", "reason": "R", "message": "m",
+						"lastTransitionTime": "2026-01-01T00:00:00Z"}}}}}}}
 	out["controllerrevisions"] = map[string]any{"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": meta("max"),
 		"revision": 3, "data": map[string]any{"spec": map[string]any{"template": map[string]any{"$patch": "replace", "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}}}}
 	jobSpec := func(cron bool) map[string]any {

@@ -754,7 +754,7 @@ func (s *Server) resourceRoutes(r *router, base, group string, h *handlers) {
 		}
 	case api.ServiceAccountsResource.Name:
 		r.handle(http.MethodPost, one+"/token", sub("token", ""), h.serviceAccountToken)
-	case api.ReplicaSetsResource.Name, api.DeploymentsResource.Name:
+	case api.ReplicaSetsResource.Name, api.DeploymentsResource.Name, api.StatefulSetsResource.Name:
 		r.handle(http.MethodGet, one+"/scale", sub("scale", ""), h.getScale)
 		r.handle(http.MethodPut, one+"/scale", sub("scale", ""), h.updateScale)
 		r.handle(http.MethodPatch, one+"/scale", sub("scale", ""), h.patchScale)

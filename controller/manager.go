@@ -31,6 +31,7 @@ import (
 	"minik8s/controller/podautoscaler"
 	"minik8s/controller/replicaset"
 	"minik8s/controller/resourcequota"
+	"minik8s/controller/statefulset"
 	"minik8s/controller/volume"
 	"minik8s/controller/warmpool"
 	"minik8s/pkg/client"
@@ -93,6 +94,7 @@ var Controllers = []struct {
 	{replicaset.Name, func(c *Context) Runner { return replicaset.New(c.Client, c.Informers, c.Events) }},
 	{deployment.Name, func(c *Context) Runner { return deployment.New(c.Client, c.Informers, c.Events) }},
 	{daemonset.Name, func(c *Context) Runner { return daemonset.New(c.Client, c.Informers, c.Events) }},
+	{statefulset.Name, func(c *Context) Runner { return statefulset.New(c.Client, c.Informers, c.Events) }},
 	{resourcequota.Name, func(c *Context) Runner { return resourcequota.New(c.Client, c.Informers) }},
 	{job.Name, func(c *Context) Runner { return job.New(c.Client, c.Informers, c.Events) }},
 	{cronjob.Name, func(c *Context) Runner { return cronjob.New(c.Client, c.Informers, c.Events) }},

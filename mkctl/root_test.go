@@ -52,8 +52,8 @@ func TestLookupKind(t *testing.T) {
 			t.Errorf("lookupKind(%q) = %s, %v; want %s", name, res.Kind, err, want)
 		}
 	}
-	_, err := lookupKind("statefulsets")
-	if err == nil || !strings.Contains(err.Error(), `resource type "statefulsets"`) {
+	_, err := lookupKind("csidrivers")
+	if err == nil || !strings.Contains(err.Error(), `resource type "csidrivers"`) {
 		t.Errorf("unknown kind: %v", err)
 	}
 	if got := kindName(api.ReplicaSetsResource, "web"); got != "replicaset/web" {
@@ -71,7 +71,7 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"trigger", "add", "kafka", "orders", "--function", "f"}, `unknown trigger kind "kafka": want http, schedule or queue`},
 		{[]string{"trigger", "add", "http", "t", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"get", "jobs,pods", "-w"}, "-w watches one kind, not 2"},
-		{[]string{"get", "jobs,statefulsets"}, `resource type "statefulsets"`},
+		{[]string{"get", "jobs,csidrivers"}, `resource type "csidrivers"`},
 	} {
 		var out, errOut strings.Builder
 		code := Run(context.Background(), append([]string{"--server", "http://127.0.0.1:1"}, tc.args...), &out, &errOut)

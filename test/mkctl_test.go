@@ -485,7 +485,7 @@ func TestMkctlErrors(t *testing.T) {
 		return p
 	}
 	malformed := write("malformed.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [a\n")
-	unknownKind := write("unknown.yaml", "apiVersion: v1\nkind: StatefulSet\nmetadata:\n  name: a\n")
+	unknownKind := write("unknown.yaml", "apiVersion: v1\nkind: CSIDriver\nmetadata:\n  name: a\n")
 	badName := write("badname.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n")
 	badField := write("badfield.yaml", "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: r\nspec:\n  replicas: -1\n"+
 		"  selector:\n    matchLabels: {app: r}\n  template:\n    metadata:\n      labels: {app: r}\n    spec:\n      containers:\n      - {name: c, image: i}\n")
@@ -508,14 +508,14 @@ func TestMkctlErrors(t *testing.T) {
 		noServe bool
 	}{
 		{"malformed yaml", []string{"apply", "-f", malformed}, "error: " + malformed + ": malformed YAML: line 4: ...", "", false},
-		{"unknown kind in a manifest", []string{"apply", "-f", unknownKind}, "error: " + unknownKind + `: document 1 (line 1): unknown kind "StatefulSet" ...`, "", false},
+		{"unknown kind in a manifest", []string{"apply", "-f", unknownKind}, "error: " + unknownKind + `: document 1 (line 1): unknown kind "CSIDriver" ...`, "", false},
 		{"invalid name", []string{"apply", "-f", badName},
 			`Error from server (Invalid): error when creating "` + badName + `": ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must ...`, "", false},
 		{"invalid field", []string{"apply", "-f", badField},
 			`Error from server (Invalid): error when creating "` + badField + `": ReplicaSet.apps "r" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0`, "", false},
 		{"one bad document of two", []string{"apply", "-f", partly},
 			`Error from server (Invalid): error when creating "` + partly + `": ConfigMap "Bad" is invalid: metadata.name: ...`, "configmap/good created\n", false},
-		{"unknown kind", []string{"get", "statefulsets"}, `error: the server doesn't have a resource type "statefulsets" ...`, "", false},
+		{"unknown kind", []string{"get", "csidrivers"}, `error: the server doesn't have a resource type "csidrivers" ...`, "", false},
 		{"describe unknown kind", []string{"describe", "foo", "x"}, `error: the server doesn't have a resource type "foo" ...`, "", false},
 		{"missing object", []string{"get", "pod", "nope"}, `Error from server (NotFound): Pod "nope" not found in namespace "default"`, "", false},
 		{"missing in another namespace", []string{"describe", "svc", "nope", "-n", "other"}, `Error from server (NotFound): Service "nope" not found in namespace "other"`, "", false},

@@ -57,6 +57,7 @@ var strategies = map[string]strategy{
 	api.CustomResourceDefinitionsResource.Name: crdStrategy{},
 	api.PersistentVolumesResource.Name:         pvStrategy{},
 	api.PersistentVolumeClaimsResource.Name:    pvcStrategy{},
+	api.StatefulSetsResource.Name:              statefulSetStrategy{},
 }
 
 // strategyFor is the strategy of resource res.
@@ -102,19 +103,20 @@ func (priorityClassStrategy) beginDelete(_ context.Context, _ *Store, _, name st
 
 // The status of a created object is the controllers' and kubelets' to set.
 type (
-	podStrategy        struct{ defaultStrategy }
-	replicaSetStrategy struct{ defaultStrategy }
-	triggerStrategy    struct{ defaultStrategy }
-	funcStrategy       struct{ defaultStrategy }
-	deploymentStrategy struct{ defaultStrategy }
-	daemonSetStrategy  struct{ defaultStrategy }
-	quotaStrategy      struct{ defaultStrategy }
-	cronJobStrategy    struct{ defaultStrategy }
-	hpaStrategy        struct{ defaultStrategy }
-	ingressStrategy    struct{ defaultStrategy }
-	pdbStrategy        struct{ defaultStrategy }
-	pvStrategy         struct{ defaultStrategy }
-	pvcStrategy        struct{ defaultStrategy }
+	podStrategy         struct{ defaultStrategy }
+	replicaSetStrategy  struct{ defaultStrategy }
+	triggerStrategy     struct{ defaultStrategy }
+	funcStrategy        struct{ defaultStrategy }
+	deploymentStrategy  struct{ defaultStrategy }
+	daemonSetStrategy   struct{ defaultStrategy }
+	quotaStrategy       struct{ defaultStrategy }
+	cronJobStrategy     struct{ defaultStrategy }
+	hpaStrategy         struct{ defaultStrategy }
+	ingressStrategy     struct{ defaultStrategy }
+	pdbStrategy         struct{ defaultStrategy }
+	pvStrategy          struct{ defaultStrategy }
+	pvcStrategy         struct{ defaultStrategy }
+	statefulSetStrategy struct{ defaultStrategy }
 )
 
 // A volume starts Pending and a claim Pending, as Kubernetes' strategies
@@ -130,6 +132,10 @@ func (pvcStrategy) prepareForCreate(obj api.Object) {
 
 func (deploymentStrategy) prepareForCreate(obj api.Object) {
 	obj.(*api.Deployment).Status = api.DeploymentStatus{}
+}
+
+func (statefulSetStrategy) prepareForCreate(obj api.Object) {
+	obj.(*api.StatefulSet).Status = api.StatefulSetStatus{}
 }
 
 // A DaemonSet's template generation (Kubernetes' deprecated

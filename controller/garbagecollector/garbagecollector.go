@@ -86,7 +86,7 @@ type Controller struct {
 }
 
 // New returns the collector following pods, replicasets, deployments,
-// daemonsets, controllerrevisions, ingresses, networkpolicies, poddisruptionbudgets,
+// daemonsets, statefulsets, controllerrevisions, ingresses, networkpolicies, poddisruptionbudgets,
 // jobs, cronjobs, services, endpoints, configmaps, funcs, funcrevisions and triggers
 // through the factory's informers.
 func New(c *client.Client, f *cache.Factory) *Controller {
@@ -95,6 +95,7 @@ func New(c *client.Client, f *cache.Factory) *Controller {
 	follow(gc, api.ReplicaSetsResource, f.ReplicaSets())
 	follow(gc, api.DeploymentsResource, f.Deployments())
 	follow(gc, api.DaemonSetsResource, f.DaemonSets())
+	follow(gc, api.StatefulSetsResource, f.StatefulSets())
 	follow(gc, api.ControllerRevisionsResource, f.ControllerRevisions())
 	follow(gc, api.IngressesResource, f.Ingresses())
 	follow(gc, api.PodDisruptionBudgetsResource, f.PodDisruptionBudgets())

@@ -66,6 +66,8 @@ var (
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }}
 	DaemonSetsResource = Resource{Name: "daemonsets", Kind: "DaemonSet", ShortNames: []string{"ds", "daemonset"},
 		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &DaemonSet{} }}
+	StatefulSetsResource = Resource{Name: "statefulsets", Kind: "StatefulSet", ShortNames: []string{"sts", "statefulset"},
+		Group: "apps", Version: "v1", Namespaced: true, HasStatus: true, New: func() Object { return &StatefulSet{} }}
 	ControllerRevisionsResource = Resource{Name: "controllerrevisions", Kind: "ControllerRevision", ShortNames: []string{"controllerrevision"},
 		Group: "apps", Version: "v1", Namespaced: true, New: func() Object { return &ControllerRevision{} }}
 	HorizontalPodAutoscalersResource = Resource{Name: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler", ShortNames: []string{"hpa", "horizontalpodautoscaler"},
@@ -164,7 +166,7 @@ func (r Resource) Served() Resource {
 
 // Resources lists every kind the apiserver serves.
 var Resources = []Resource{
-	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
+	NodesResource, PodsResource, ReplicaSetsResource, DeploymentsResource, DaemonSetsResource, StatefulSetsResource, ControllerRevisionsResource, HorizontalPodAutoscalersResource, JobsResource, CronJobsResource, ServicesResource,
 	EndpointsResource, ConfigMapsResource, LimitRangesResource, ResourceQuotasResource, EventsResource, FuncsResource, FuncInstancesResource, TriggersResource, AppsResource, FuncRevisionsResource, LeasesResource,
 	NamespacesResource, SecretsResource, ServiceAccountsResource, IngressesResource, IngressClassesResource, NetworkPoliciesResource, PodDisruptionBudgetsResource, PriorityClassesResource,
 	PersistentVolumesResource, PersistentVolumeClaimsResource, StorageClassesResource,

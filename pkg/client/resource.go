@@ -56,6 +56,10 @@ func (c *Client) DaemonSets(ns string) *ResourceClient[api.DaemonSet, *api.Daemo
 	return newResource[api.DaemonSet](c, api.DaemonSetsResource, ns)
 }
 
+func (c *Client) StatefulSets(ns string) *ResourceClient[api.StatefulSet, *api.StatefulSet] {
+	return newResource[api.StatefulSet](c, api.StatefulSetsResource, ns)
+}
+
 func (c *Client) ControllerRevisions(ns string) *ResourceClient[api.ControllerRevision, *api.ControllerRevision] {
 	return newResource[api.ControllerRevision](c, api.ControllerRevisionsResource, ns)
 }

@@ -159,7 +159,7 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // lookup resolves a name under the cluster domain: NAME.NS.svc.DOMAIN is
-// a Service; DOMAIN, svc.DOMAIN and NS.svc.DOMAIN exist (with no address)
+// a Service, HOST.NAME.NS.svc.DOMAIN a headless Service's pod; DOMAIN, svc.DOMAIN and NS.svc.DOMAIN exist (with no address)
 // while a Service is in NS; anything else does not.
 func (s *Server) lookup(name string) ([]net.IP, bool) {
 	if name == s.domain || name == s.zone {
@@ -182,6 +182,35 @@ func (s *Server) lookup(name string) ([]net.IP, bool) {
 			return []net.IP{ip}, true
 		}
 		return s.readyAddresses(svc.Namespace, svc.Name), true
+	case 3:
+		return s.hostAddress(labels[2], labels[1], labels[0])
+	}
+	return nil, false
+}
+
+// hostAddress resolves HOST.NAME.NS.svc.DOMAIN, as Kubernetes' DNS does
+// for a headless Service: the address of its endpoint of that host name
+// (a pod whose hostname is HOST and subdomain NAME, a StatefulSet's), the
+// not-ready ones too when the Service publishes them.
+func (s *Server) hostAddress(namespace, name, host string) ([]net.IP, bool) {
+	svc, ok := s.services.Lister().Get(namespace, name)
+	if !ok || net.ParseIP(svc.Spec.ClusterIP) != nil {
+		return nil, false
+	}
+	ep, ok := s.endpoints.Lister().Get(namespace, name)
+	if !ok {
+		return nil, false
+	}
+	for _, sub := range ep.Subsets {
+		addrs := sub.Addresses
+		if svc.Spec.PublishNotReadyAddresses {
+			addrs = append(addrs[:len(addrs):len(addrs)], sub.NotReadyAddresses...)
+		}
+		for _, a := range addrs {
+			if ip := net.ParseIP(a.IP).To4(); ip != nil && strings.EqualFold(a.Hostname, host) {
+				return []net.IP{ip}, true
+			}
+		}
 	}
 	return nil, false
 }

@@ -83,6 +83,22 @@ var tables = map[string]Columns{
 				[]string{names, images, OrNone(SelectorString(d.Spec.Selector))}
 		},
 	},
+	// kubectl's columns for a StatefulSet: ready of desired, and in wide
+	// its containers and images.
+	api.StatefulSetsResource.Name: {
+		Headers: []string{"NAME", "READY", "AGE"},
+		Wide:    []string{"CONTAINERS", "IMAGES"},
+		Row: func(o api.Object, now time.Time) ([]string, []string) {
+			s := o.(*api.StatefulSet)
+			desired := int32(1)
+			if s.Spec.Replicas != nil {
+				desired = *s.Spec.Replicas
+			}
+			names, images := containerNamesImages(s.Spec.Template.Spec.Containers)
+			return []string{s.Name, fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, desired), Age(s.CreationTimestamp, now)},
+				[]string{names, images}
+		},
+	},
 	api.DaemonSetsResource.Name: {
 		Headers: []string{"NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"},
 		Wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},

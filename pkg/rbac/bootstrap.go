@@ -72,7 +72,8 @@ func viewRules() []api.PolicyRule {
 			"nodes", "nodes/status", "limitranges", "resourcequotas", "resourcequotas/status",
 			"persistentvolumeclaims", "persistentvolumeclaims/status"),
 		rule(read, groups(appsGroup), "replicasets", "replicasets/status", "replicasets/scale",
-			"deployments", "deployments/status", "deployments/scale", "daemonsets", "daemonsets/status", "controllerrevisions"),
+			"deployments", "deployments/status", "deployments/scale", "daemonsets", "daemonsets/status",
+			"statefulsets", "statefulsets/status", "statefulsets/scale", "controllerrevisions"),
 		rule(read, groups(batchGroup), "jobs", "jobs/status", "cronjobs", "cronjobs/status"),
 		rule(read, groups(metricsGroup), "pods", "nodes"),
 		rule(read, groups(autoscalingGroup), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
@@ -101,7 +102,8 @@ func editRules() []api.PolicyRule {
 		// An eviction deletes a pod as its budget allows: no more than
 		// deleting it, which edit may.
 		rule(verbs("create"), groups(coreGroup), "pods/eviction"),
-		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale", "daemonsets"),
+		rule(readWrite, groups(appsGroup), "replicasets", "replicasets/scale", "deployments", "deployments/scale", "daemonsets",
+			"statefulsets", "statefulsets/scale"),
 		rule(readWrite, groups(batchGroup), "jobs", "cronjobs"),
 		rule(readWrite, groups(autoscalingGroup), "horizontalpodautoscalers"),
 		rule(readWrite, groups(coordinationGroup), "leases"),
@@ -215,7 +217,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			rule(verbs("update", "patch"), groups(coreGroup), "nodes"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
 				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale",
-				"daemonsets/status", "controllerrevisions"),
+				"daemonsets/status", "statefulsets/status", "controllerrevisions"),
 			rule(verbs("update", "patch"), groups(autoscalingGroup), "horizontalpodautoscalers/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(batchGroup), "jobs", "jobs/status", "cronjobs/status"),
 			rule(verbs("update", "patch"), groups(networkingGroup), "ingresses/status"),

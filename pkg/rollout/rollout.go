@@ -131,3 +131,9 @@ func Replicas(d *api.Deployment) int {
 func DaemonSetHash(ds *api.DaemonSet) string {
 	return hash(ds.Spec.Template, ds.Status.CollisionCount)
 }
+
+// StatefulSetHash is the controller-revision-hash of a StatefulSet's
+// current template, salted as Hash is.
+func StatefulSetHash(s *api.StatefulSet) string {
+	return hash(s.Spec.Template, s.Status.CollisionCount)
+}

@@ -46,6 +46,8 @@ func Default(res api.Resource, obj api.Object) {
 		defaultDeployment(o)
 	case *api.DaemonSet:
 		defaultDaemonSet(o)
+	case *api.StatefulSet:
+		defaultStatefulSet(o)
 	case *api.LimitRange:
 		defaultLimitRange(o)
 	case *api.HorizontalPodAutoscaler:
@@ -268,6 +270,54 @@ func defaultDaemonSet(d *api.DaemonSet) {
 		d.Spec.RevisionHistoryLimit = &n
 	}
 	DefaultPodSpec(&d.Spec.Template.Spec)
+}
+
+// defaultStatefulSet fills what Kubernetes' SetDefaults_StatefulSet does:
+// one replica, pods one at a time in order, a rolling update of every
+// ordinal one pod at a time, claims retained, ten old revisions.
+func defaultStatefulSet(s *api.StatefulSet) {
+	if s.Spec.Replicas == nil {
+		one := int32(1)
+		s.Spec.Replicas = &one
+	}
+	if s.Spec.PodManagementPolicy == "" {
+		s.Spec.PodManagementPolicy = api.OrderedReadyPodManagement
+	}
+	st := &s.Spec.UpdateStrategy
+	if st.Type == "" {
+		st.Type = api.StatefulSetRollingUpdate
+	}
+	if st.Type == api.StatefulSetRollingUpdate {
+		if st.RollingUpdate == nil {
+			st.RollingUpdate = &api.RollingUpdateStatefulSetStrategy{}
+		}
+		if st.RollingUpdate.Partition == nil {
+			zero := int32(0)
+			st.RollingUpdate.Partition = &zero
+		}
+	}
+	p := s.Spec.PersistentVolumeClaimRetentionPolicy
+	if p == nil {
+		p = &api.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+		s.Spec.PersistentVolumeClaimRetentionPolicy = p
+	}
+	if p.WhenDeleted == "" {
+		p.WhenDeleted = api.RetainPersistentVolumeClaimRetentionPolicy
+	}
+	if p.WhenScaled == "" {
+		p.WhenScaled = api.RetainPersistentVolumeClaimRetentionPolicy
+	}
+	if s.Spec.RevisionHistoryLimit == nil {
+		n := int32(rollout.DefaultRevisionHistoryLimit)
+		s.Spec.RevisionHistoryLimit = &n
+	}
+	for i := range s.Spec.VolumeClaimTemplates {
+		if c := &s.Spec.VolumeClaimTemplates[i].Spec; c.VolumeMode == nil {
+			fs := "Filesystem"
+			c.VolumeMode = &fs
+		}
+	}
+	DefaultPodSpec(&s.Spec.Template.Spec)
 }
 
 // defaultJobSpec fills a Job's counts as Kubernetes does: both unset, one

@@ -101,6 +101,8 @@ func Object(res api.Resource, obj api.Object) field.ErrorList {
 		return append(deployment(o), templateSpec(field.NewPath("spec", "template", "spec"), &o.Spec.Template.Spec)...)
 	case *api.DaemonSet:
 		return templateSpec(field.NewPath("spec", "template", "spec"), &o.Spec.Template.Spec)
+	case *api.StatefulSet:
+		return templateSpec(field.NewPath("spec", "template", "spec"), &o.Spec.Template.Spec)
 	case *api.Job:
 		return append(jobNotDone(field.NewPath("spec"), &o.Spec), templateSpec(field.NewPath("spec", "template", "spec"), &o.Spec.Template.Spec)...)
 	case *api.CronJob:

@@ -61,6 +61,10 @@ func (f *Factory) DaemonSets() *Informer[api.DaemonSet, *api.DaemonSet] {
 	return shared[api.DaemonSet](f, api.DaemonSetsResource, f.c.DaemonSets("").AllNamespaces())
 }
 
+func (f *Factory) StatefulSets() *Informer[api.StatefulSet, *api.StatefulSet] {
+	return shared[api.StatefulSet](f, api.StatefulSetsResource, f.c.StatefulSets("").AllNamespaces())
+}
+
 func (f *Factory) ControllerRevisions() *Informer[api.ControllerRevision, *api.ControllerRevision] {
 	return shared[api.ControllerRevision](f, api.ControllerRevisionsResource, f.c.ControllerRevisions("").AllNamespaces())
 }

@@ -25,6 +25,8 @@ func adaptTemplate(obj runtime.Object) {
 		adaptPodSpec(&o.Spec.Template.Spec)
 	case *appsv1.DaemonSet:
 		adaptPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.StatefulSet:
+		adaptPodSpec(&o.Spec.Template.Spec)
 	case *batchv1.Job:
 		adaptPodSpec(&o.Spec.Template.Spec)
 	case *batchv1.CronJob:

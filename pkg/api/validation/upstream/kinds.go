@@ -227,6 +227,25 @@ var kinds = map[string]kind{
 		},
 		adapt: adaptTemplate,
 	},
+	"StatefulSet": {
+		gvk: gvk("apps", "v1", "StatefulSet"),
+		// The options are Kubernetes' strategy's: a valid serviceName on
+		// create, the immutable ones tolerated on update; no Recreate.
+		create: func(obj runtime.Object) field.ErrorList {
+			s := obj.(*apps.StatefulSet)
+			return appsvalidation.ValidateStatefulSet(s, appsvalidation.StatefulSetValidationOptions{},
+				podutil.GetValidationOptionsFromPodTemplate(&s.Spec.Template, nil))
+		},
+		update: func(obj, old runtime.Object) field.ErrorList {
+			s, o := obj.(*apps.StatefulSet), old.(*apps.StatefulSet)
+			setOpts := appsvalidation.StatefulSetValidationOptions{AllowInvalidServiceName: true, SkipValidateVolumeClaimTemplates: true}
+			return appsvalidation.ValidateStatefulSetUpdate(s, o, setOpts, podutil.GetValidationOptionsFromPodTemplate(&s.Spec.Template, &o.Spec.Template))
+		},
+		status: func(obj, old runtime.Object) field.ErrorList {
+			return appsvalidation.ValidateStatefulSetStatusUpdate(obj.(*apps.StatefulSet), old.(*apps.StatefulSet))
+		},
+		adapt: adaptTemplate,
+	},
 	"ControllerRevision": {
 		gvk: gvk("apps", "v1", "ControllerRevision"),
 		create: func(obj runtime.Object) field.ErrorList {
