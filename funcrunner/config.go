@@ -13,6 +13,7 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
+	"minik8s/pkg/function"
 )
 
 // Config configures a runner.
@@ -29,6 +30,11 @@ type Config struct {
 	AdvertiseURL string
 	// HopLimit bounds the steps of one chain (loops are allowed).
 	HopLimit int
+	// MaxInstanceBytes bounds an instance as this runner writes it, JSON
+	// encoded (default and ceiling function.MaxInstanceBytes): lower it
+	// when etcd's --max-request-bytes is lower, so an outcome too large to
+	// store fails the call at once rather than being retried.
+	MaxInstanceBytes int
 	// ColdStartTimeout bounds how long a step waits for a pod.
 	ColdStartTimeout time.Duration
 	// DemandInterval is how often changed demand is reported.
@@ -68,6 +74,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HopLimit <= 0 {
 		c.HopLimit = DefaultHopLimit
+	}
+	if c.MaxInstanceBytes <= 0 || c.MaxInstanceBytes > function.MaxInstanceBytes {
+		c.MaxInstanceBytes = function.MaxInstanceBytes
 	}
 	if c.ColdStartTimeout <= 0 {
 		c.ColdStartTimeout = DefaultColdStartTimeout

@@ -140,7 +140,7 @@ func (in *instances) record(ctx context.Context, inst, next *api.FuncInstance) (
 	failed := 0
 	for ctx.Err() == nil {
 		var stored *api.FuncInstance
-		err := checkSize(write)
+		err := checkSize(write, in.maxBytes)
 		if err == nil {
 			stored, err = in.client.FuncInstances(inst.Namespace).UpdateStatus(ctx, write)
 		}
@@ -211,15 +211,19 @@ func unrecordable(inst, next *api.FuncInstance, err error, slim bool) *api.FuncI
 	return ended(inst, rec, "", fmt.Sprintf("%s could not be recorded: %v", what, err))
 }
 
-// checkSize refuses an instance larger than the apiserver stores.
-func checkSize(inst *api.FuncInstance) error {
+// checkSize refuses an instance larger than limit bytes, what the
+// apiserver stores.
+func checkSize(inst *api.FuncInstance, limit int) error {
 	data, err := json.Marshal(inst)
 	if err != nil {
 		return fmt.Errorf("encoding instance %s: %w", inst.Name, errdefs.ErrInvalid)
 	}
-	if len(data) > function.MaxInstanceBytes {
+	if limit <= 0 {
+		limit = function.MaxInstanceBytes
+	}
+	if len(data) > limit {
 		return fmt.Errorf("the instance takes %d bytes once encoded, more than the %d stored in one write: %w",
-			len(data), function.MaxInstanceBytes, errdefs.ErrTooLarge)
+			len(data), limit, errdefs.ErrTooLarge)
 	}
 	return nil
 }

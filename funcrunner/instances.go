@@ -30,6 +30,8 @@ type instances struct {
 	stepper  *stepper
 	calls    *callbacks
 	queue    *workqueue.Queue
+	// maxBytes bounds an instance as written (Config.MaxInstanceBytes).
+	maxBytes int
 
 	// ctx is the runner's lifetime, set before run; drivers end with it.
 	ctx     context.Context

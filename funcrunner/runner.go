@@ -141,6 +141,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		st.outputs.nats = q
 	}
 	in := newInstances(c, cfg.Identity, instInf, &members{self: cfg.Identity, leases: leases}, st, cb)
+	in.maxBytes = cfg.MaxInstanceBytes
 	keeper := newLeaseKeeper(c, cfg.Identity, url, certSum, d, cfg.DemandInterval, instInf.Lister().Len)
 
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/funcrunner"
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/function"
@@ -57,7 +58,7 @@ def log_run():
 // TestFuncLimits: arguments and results up to the limit work whatever
 // they contain; above it an argument is 413 and a result fails the call,
 // each naming the size and the limit; a step whose outcome etcd refuses
-// ends the instance Failed, run once.
+// ends the instance Failed, run once (TestFuncUnrecordableStep).
 func TestFuncLimits(t *testing.T) {
 	// Long, and on a cluster of its own: it runs beside the other such tests.
 	t.Parallel()
@@ -67,15 +68,8 @@ func TestFuncLimits(t *testing.T) {
 	echo := "def run(arg):\n    return arg\n"
 	lt := "def run(arg):\n    return '<' * 400000\n"
 	huge := fmt.Sprintf("def run(arg):\n    return 'x' * %d\n", limit+1)
-	growLog := filepath.Join(t.TempDir(), "grow.log")
-	// Called with 512 KiB of control characters (6 bytes each once
-	// JSON-escaped) that every hop passes on, the instance holds 6 MiB of
-	// argument and next argument, and each hop records 16 KiB of
-	// argument, output and result more: it outgrows etcd's request limit
-	// within a few hops, long before the hop limit.
-	grow := logRun(growLog) + "\ndef run(arg):\n    log_run()\n    print('\\x01' * 20000)\n    return arg\n"
 	for _, f := range []struct{ name, code, left string }{
-		{"echo", echo, "RETURN"}, {"lt", lt, "RETURN"}, {"huge", huge, "RETURN"}, {"grow", grow, "grow"},
+		{"echo", echo, "RETURN"}, {"lt", lt, "RETURN"}, {"huge", huge, "RETURN"},
 		{"chatty", "def run(arg):\n    print('x' * int(arg))\n    return 'ok'\n", "RETURN"},
 	} {
 		funcTemplate(t, s, f.name, f.code, f.left, f.left, nil)
@@ -136,21 +130,41 @@ func TestFuncLimits(t *testing.T) {
 			t.Errorf("result of %d bytes: %s %q, want Failed naming the size and the limit", limit+1, v.Status, v.Error)
 		}
 	})
-	t.Run("unrecordable step fails the call once", func(t *testing.T) {
-		v := result(t, s, invoke(t, s, "grow", strings.Repeat("\x01", limit)), 5*time.Minute)
-		if v.Status != api.InstanceFailed || !strings.Contains(v.Error, "could not be recorded") || !strings.Contains(v.Error, "bytes once encoded") {
-			t.Fatalf("growing chain: %s %q, want Failed saying the outcome could not be recorded and its size", v.Status, v.Error)
-		}
-		runs := countLines(t, growLog)
-		if len(v.Steps) == 0 || runs != len(v.Steps) {
-			t.Errorf("%d runs for %d recorded steps: a step ran again", runs, len(v.Steps))
-		}
-		// Nothing runs after the end.
-		time.Sleep(time.Second)
-		if again := countLines(t, growLog); again != runs {
-			t.Errorf("%d runs after the instance ended, %d at its end", again, runs)
-		}
-	})
+}
+
+// TestFuncUnrecordableStep: a step whose outcome is too large to store
+// ends the instance Failed, saying so and its size, and is run once. Its
+// runner writes instances of at most 1 MiB (Config.MaxInstanceBytes), so
+// the chain outgrows a write in a few hops of a fraction of the data the
+// default 7 MiB would take: the same path, light enough for a loaded machine.
+func TestFuncUnrecordableStep(t *testing.T) {
+	t.Parallel()
+	s := framework.StartAPIServer(t)
+	framework.StartFuncRunnerWith(t, s, func(c *funcrunner.Config) { c.MaxInstanceBytes = 1 << 20 })
+	growLog := filepath.Join(t.TempDir(), "grow.log")
+	// Called with 32 KiB of control characters (6 bytes each once
+	// JSON-escaped) that every hop passes on, the instance holds 384 KiB
+	// of argument and next argument, and each hop records over 100 KiB of
+	// output more: it outgrows the runner's 1 MiB within a few hops, long
+	// before the hop limit.
+	grow := logRun(growLog) + "\ndef run(arg):\n    log_run()\n    print('\\x01' * 20000)\n    return arg\n"
+	funcTemplate(t, s, "grow", grow, "grow", "grow", nil)
+	s.PublishFunctionPods(t, "grow", runtime(t, grow))
+
+	v := result(t, s, invoke(t, s, "grow", strings.Repeat("\x01", 32<<10)), 5*time.Minute)
+	if v.Status != api.InstanceFailed || !strings.Contains(v.Error, "could not be recorded") || !strings.Contains(v.Error, "bytes once encoded") {
+		t.Fatalf("growing chain: %s %q, want Failed saying the outcome could not be recorded and its size", v.Status, v.Error)
+	}
+	runs := countLines(t, growLog)
+	t.Logf("the chain ran %d hops before its outcome outgrew a write", runs)
+	if len(v.Steps) == 0 || runs != len(v.Steps) {
+		t.Errorf("%d runs for %d recorded steps: a step ran again", runs, len(v.Steps))
+	}
+	// Nothing runs after the end.
+	time.Sleep(time.Second)
+	if again := countLines(t, growLog); again != runs {
+		t.Errorf("%d runs after the instance ended, %d at its end", again, runs)
+	}
 }
 
 // TestFuncForgery: instances are made and changed only by calls, a
