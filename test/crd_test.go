@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/test/framework"
 )
@@ -237,5 +238,44 @@ func helmInstall(t *testing.T, s *framework.APIServer) {
 	}
 	if got := mustKubectl(t, s, "", "get", "ct", "crons-cron", "-o", "jsonpath={.spec.replicas}"); got != "2" {
 		t.Errorf("the chart's CronTab has replicas %q, want 2", got)
+	}
+}
+
+// TestNamespaceDeletionRemovesCustomObjects: deleting a namespace
+// deletes the objects of namespaced custom kinds in it, as it does the
+// built-in ones, and leaves those of other namespaces.
+func TestNamespaceDeletionRemovesCustomObjects(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	framework.StartControllers(t, s, controller.Config{})
+	post := func(path, body string) {
+		t.Helper()
+		if code, data := httpDo(t, "POST", s.URL+path, "application/json", []byte(body)); code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", path, code, data)
+		}
+	}
+	post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",`+
+		`"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},`+
+		`"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`)
+	post("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}}`)
+	widget := func(ns string) string { return "/apis/example.com/v1/namespaces/" + ns + "/widgets" }
+	eventually(t, 30*time.Second, "widgets served", func() (bool, string) {
+		code, data := httpDo(t, "POST", s.URL+widget("team"), "application/json",
+			[]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`))
+		return code == http.StatusCreated, string(data)
+	})
+	post(widget("default"), `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"keep"}}`)
+
+	if code, data := httpDo(t, "DELETE", s.URL+"/api/v1/namespaces/team", "", nil); code != http.StatusOK {
+		t.Fatalf("deleting team: %d %s", code, data)
+	}
+	eventually(t, 30*time.Second, "the namespace team gone", func() (bool, string) {
+		code, data := httpDo(t, "GET", s.URL+"/api/v1/namespaces/team", "", nil)
+		return code == http.StatusNotFound, string(data)
+	})
+	if code, data := httpDo(t, "GET", s.URL+widget("team")+"/w", "", nil); code != http.StatusNotFound {
+		t.Errorf("the widget of the deleted namespace: %d %s", code, data)
+	}
+	if code, data := httpDo(t, "GET", s.URL+widget("default")+"/keep", "", nil); code != http.StatusOK {
+		t.Errorf("the widget of default: %d %s", code, data)
 	}
 }
