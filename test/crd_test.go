@@ -42,6 +42,8 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "kubectl explain crontab.spec", explainSpec)
 	mustKubectl(t, s, "When to run, in cron's format.", "explain", "crontabs.spec.cronSpec")
+	// And from OpenAPI v2, as older kubectls read it.
+	mustKubectl(t, s, "When to run, in cron's format.", "explain", "crontabs.spec.cronSpec", "--output=plaintext-openapiv2")
 	// An unknown field is refused under kubectl's default
 	// --validate=strict (the OpenAPI document says the server validates
 	// fields), as Kubernetes refuses it; under --validate=false it is
