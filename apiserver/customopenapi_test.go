@@ -10,6 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"minik8s/apiserver/customresource"
+	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 )
 
@@ -116,5 +118,44 @@ func TestCustomOpenAPI(t *testing.T) {
 	}
 	if v2 := get("/openapi/v2").Body.String(); strings.Contains(v2, "com.example.stable.v1.CronTab") {
 		t.Errorf("the v2 document keeps the gone kind")
+	}
+}
+
+// TestCustomFields: a custom kind's fields its schema does not declare
+// are refused under Strict, warned of under Warn, let be under Ignore; a
+// preserved object has none, and a built-in kind (no schema) none.
+func TestCustomFields(t *testing.T) {
+	obj := &api.CustomObject{}
+	if err := json.Unmarshal([]byte(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"cronSpec":"x","image":"y"}}`), obj); err != nil {
+		t.Fatal(err)
+	}
+	handlersOf := func(crd *api.CustomResourceDefinition) *handlers {
+		schema, err := customresource.NewSchema(crd.Spec.Versions[0].Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &handlers{reg: &registry.Store{Schema: schema}}
+	}
+	for _, tc := range []struct {
+		name, mode string
+		h          *handlers
+		warnings   int
+		err        string
+	}{
+		{"strict", validationStrict, handlersOf(crontabCRD(false)), 0, `strict decoding error: unknown field "spec.image"`},
+		{"warn", validationWarn, handlersOf(crontabCRD(false)), 1, ""},
+		{"ignore", validationIgnore, handlersOf(crontabCRD(false)), 0, ""},
+		{"preserved", validationStrict, handlersOf(crontabCRD(true)), 0, ""},
+		{"no schema", validationStrict, &handlers{reg: &registry.Store{}}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			warnings, err := tc.h.customFields(obj, tc.mode)
+			if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+			if len(warnings) != tc.warnings {
+				t.Errorf("warnings %q, want %d", warnings, tc.warnings)
+			}
+		})
 	}
 }
