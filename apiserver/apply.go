@@ -58,6 +58,7 @@ func (h *handlers) applier(c *gin.Context, patch []byte) (merger, error) {
 	opts := requestOf(c).query.patch
 	force := opts.Force != nil && *opts.Force
 	sub := requestOf(c).attrs.Subresource
+	mode := fieldValidationOf(c)
 	return func(cur api.Object) (api.Object, error) {
 		var live api.Object
 		if cur != nil {
@@ -73,7 +74,11 @@ func (h *handlers) applier(c *gin.Context, patch []byte) (merger, error) {
 		if _, err := decodeFields(data, obj, h.gvk(), validationStrict); err != nil {
 			return nil, err
 		}
-		return obj, nil
+		// A custom kind's fields its schema does not declare, as the
+		// request's field validation says.
+		warnings, err := h.customFields(obj, mode)
+		warn(c, warnings)
+		return obj, err
 	}, nil
 }
 

@@ -30,6 +30,7 @@ func (s *Server) runCRDs(ctx context.Context) {
 				s.syncCRD(ctx, o.GetObjectMeta().Name)
 			}
 			s.forgetCRDs(objs)
+			s.refreshCustomOpenAPI()
 			var events <-chan crdEvent
 			events, err = s.watchCRDs(ctx, reg, rev)
 			for err == nil {
@@ -38,6 +39,7 @@ func (s *Server) runCRDs(ctx context.Context) {
 					break
 				}
 				s.syncCRD(ctx, ev.name)
+				s.refreshCustomOpenAPI()
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -73,6 +75,14 @@ func (s *Server) watchCRDs(ctx context.Context, reg *registry.Store, rev int64) 
 		}
 	}()
 	return out, nil
+}
+
+// refreshCustomOpenAPI rebuilds the OpenAPI documents when the kinds
+// served changed: here, once per change, never per request.
+func (s *Server) refreshCustomOpenAPI() {
+	if err := s.openapi.setCustom(s.customs.served()); err != nil {
+		log.WithError(err).Warn("apiserver: OpenAPI of the custom resources")
+	}
 }
 
 // forgetCRDs stops serving the definitions no longer in the store.

@@ -76,6 +76,18 @@ func (cr *customResources) serve(crd *api.CustomResourceDefinition, versions []*
 	}
 }
 
+// served is the definitions served now, in name order.
+func (cr *customResources) served() []*api.CustomResourceDefinition {
+	cr.mu.RLock()
+	defer cr.mu.RUnlock()
+	out := make([]*api.CustomResourceDefinition, 0, len(cr.crds))
+	for _, crd := range cr.crds {
+		out = append(out, crd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 // taken says whether another definition serves group's plural.
 func (cr *customResources) taken(crd *api.CustomResourceDefinition) bool {
 	cr.mu.RLock()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 
+	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
 
@@ -88,6 +89,26 @@ func decodeFields(data []byte, out any, gvk schema.GroupVersionKind, mode string
 		return nil, nil
 	case mode == validationStrict:
 		return nil, errdefs.BadRequest(strictField(msgs[0]), "strict decoding error: %s", strings.Join(msgs, ", "))
+	}
+	return msgs, nil
+}
+
+// customFields is field validation of a custom resource's object, as
+// Kubernetes does it: the fields its schema does not declare (those
+// pruning drops) are refused under Strict, warned of under Warn. A kind
+// without a schema (a built-in one) has none.
+func (h *handlers) customFields(obj any, mode string) ([]string, error) {
+	o, ok := obj.(api.Object)
+	if !ok || h.reg == nil || h.reg.Schema == nil || mode == validationIgnore {
+		return nil, nil
+	}
+	unknown := h.reg.Schema.Unknown(o)
+	var msgs []string
+	for _, f := range unknown {
+		msgs = append(msgs, fmt.Sprintf("unknown field %q", f))
+	}
+	if len(msgs) > 0 && mode == validationStrict {
+		return nil, errdefs.BadRequest(unknown[0], "strict decoding error: %s", strings.Join(msgs, ", "))
 	}
 	return msgs, nil
 }

@@ -70,12 +70,15 @@ func (h *handlers) decodeBody(c *gin.Context, out any) error {
 	if data, err = toJSON(data, ctype); err != nil {
 		return err
 	}
-	warnings, err := decodeFields(data, obj, h.gvk(), fieldValidationOf(c))
+	mode := fieldValidationOf(c)
+	warnings, err := decodeFields(data, obj, h.gvk(), mode)
 	if err != nil {
 		return err
 	}
 	warn(c, warnings)
-	return nil
+	warnings, err = h.customFields(obj, mode)
+	warn(c, warnings)
+	return err
 }
 
 func decodeStrict(data []byte, contentType string, out any) error {

@@ -1,12 +1,17 @@
 package apiserver
 
 import (
+	"bytes"
+	"crypto/sha512"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -31,11 +36,50 @@ import (
 const openAPISchemaPrefix = "io.minik8s.api."
 
 type openAPI struct {
-	// docs by group version path ("api/v1", "apis/apps/v1").
-	docs map[string][]byte
-	// v2 is the OpenAPI v2 (Swagger 2.0) document of every group, as
-	// JSON and as the protobuf client-go asks for.
+	// builtin are the built-in kinds' v3 documents by group version path
+	// ("api/v1", "apis/apps/v1"), builtinV2 their v2 (Swagger 2.0)
+	// document of every group, as JSON and as the protobuf client-go
+	// asks for.
+	builtin               map[string][]byte
+	builtinV2, builtinV2P []byte
+
+	mu  sync.RWMutex
+	cur *openAPIDocs
+	// key is what cur's custom kinds were built from (customOpenAPIKey).
+	key string
+}
+
+// openAPIDocs are the documents served now, each with its hash (the
+// ETag, and the ?hash= of its URL in the v3 index, so that a client's
+// cache of a document is replaced when it changes, as Kubernetes does).
+type openAPIDocs struct {
+	docs        map[string][]byte
+	hashes      map[string]string
+	index       []byte
+	indexHash   string
 	v2, v2Proto []byte
+	v2Hash      string
+}
+
+func newOpenAPIDocs(docs map[string][]byte, v2, v2Proto []byte) *openAPIDocs {
+	d := &openAPIDocs{docs: docs, hashes: map[string]string{}, v2: v2, v2Proto: v2Proto, v2Hash: openAPIHash(v2)}
+	paths := map[string]any{}
+	for gv, doc := range docs {
+		d.hashes[gv] = openAPIHash(doc)
+		paths[gv] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gv + "?hash=" + d.hashes[gv]}
+	}
+	d.index, _ = json.Marshal(map[string]any{"paths": paths})
+	d.indexHash = openAPIHash(d.index)
+	return d
+}
+
+// openAPIHash is Kubernetes' ETag of a document.
+func openAPIHash(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) }
+
+func (o *openAPI) docs() *openAPIDocs {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.cur
 }
 
 func newOpenAPI() *openAPI {
@@ -48,7 +92,7 @@ func newOpenAPI() *openAPI {
 		}
 		byGV[gv] = append(byGV[gv], res)
 	}
-	o := &openAPI{docs: map[string][]byte{}}
+	o := &openAPI{builtin: map[string][]byte{}}
 	for gv, resources := range byGV {
 		g := &schemaGen{schemas: map[string]any{}, refPrefix: "#/components/schemas/"}
 		paths := map[string]any{}
@@ -58,7 +102,7 @@ func newOpenAPI() *openAPI {
 		}
 		doc := map[string]any{"openapi": "3.0.0", "info": openAPIInfo(),
 			"paths": paths, "components": map[string]any{"schemas": g.schemas}}
-		o.docs[gv], _ = json.Marshal(doc)
+		o.builtin[gv], _ = json.Marshal(doc)
 	}
 	g := &schemaGen{schemas: map[string]any{}, refPrefix: "#/definitions/"}
 	paths := map[string]any{}
@@ -66,15 +110,81 @@ func newOpenAPI() *openAPI {
 		item, ops := openAPIPaths(g, res.Served(), true)
 		paths[item] = ops
 	}
-	o.v2, _ = json.Marshal(map[string]any{"swagger": "2.0", "info": openAPIInfo(), "paths": paths, "definitions": g.schemas})
-	doc, err := openapi_v2.ParseDocument(o.v2)
-	if err != nil {
-		panic(fmt.Sprintf("the OpenAPI v2 document does not parse: %v", err))
+	o.builtinV2, _ = json.Marshal(map[string]any{"swagger": "2.0", "info": openAPIInfo(), "paths": paths, "definitions": g.schemas})
+	var err error
+	if o.builtinV2P, err = openAPIV2Proto(o.builtinV2); err != nil {
+		panic(err)
 	}
-	if o.v2Proto, err = proto.Marshal(doc); err != nil {
-		panic(fmt.Sprintf("encoding the OpenAPI v2 document: %v", err))
-	}
+	o.cur = newOpenAPIDocs(o.builtin, o.builtinV2, o.builtinV2P)
+	o.key = customOpenAPIKey(nil)
 	return o
+}
+
+// openAPIV2Proto is a v2 document in protobuf (gnostic's Document).
+func openAPIV2Proto(v2 []byte) ([]byte, error) {
+	doc, err := openapi_v2.ParseDocument(v2)
+	if err != nil {
+		return nil, fmt.Errorf("the OpenAPI v2 document does not parse: %v", err)
+	}
+	out, err := proto.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the OpenAPI v2 document: %v", err)
+	}
+	return out, nil
+}
+
+// setCustom serves the built-in documents with the kinds of crds (the
+// definitions served now) merged in, when these changed.
+func (o *openAPI) setCustom(crds []*api.CustomResourceDefinition) error {
+	key := customOpenAPIKey(crds)
+	o.mu.RLock()
+	same := key == o.key
+	o.mu.RUnlock()
+	if same {
+		return nil
+	}
+	v3, v2, buildErr := customOpenAPI(crds)
+	docs := maps.Clone(o.builtin)
+	for gv, doc := range v3 {
+		add, err := toObject(doc)
+		if err != nil {
+			return err
+		}
+		if b, ok := docs[gv]; ok {
+			// A custom kind in a built-in group version (a definition
+			// may name any group not Kubernetes' own).
+			var base map[string]any
+			if err := json.Unmarshal(b, &base); err != nil {
+				return err
+			}
+			add = mergeOpenAPI(base, add, "components", "schemas")
+		}
+		if docs[gv], err = json.Marshal(add); err != nil {
+			return err
+		}
+	}
+	v2JSON, v2Proto := o.builtinV2, o.builtinV2P
+	if len(v2.Paths.Paths) > 0 {
+		var base map[string]any
+		if err := json.Unmarshal(o.builtinV2, &base); err != nil {
+			return err
+		}
+		add, err := toObject(v2)
+		if err != nil {
+			return err
+		}
+		if v2JSON, err = json.Marshal(mergeOpenAPI(base, add, "definitions")); err != nil {
+			return err
+		}
+		if v2Proto, err = openAPIV2Proto(v2JSON); err != nil {
+			return err
+		}
+	}
+	cur := newOpenAPIDocs(docs, v2JSON, v2Proto)
+	o.mu.Lock()
+	o.cur, o.key = cur, key
+	o.mu.Unlock()
+	return buildErr
 }
 
 func openAPIInfo() map[string]string {
@@ -131,27 +241,46 @@ func openAPIPaths(g *schemaGen, res api.Resource, v2 bool) (string, map[string]a
 
 func (o *openAPI) routes(r *router) {
 	r.handle(http.MethodGet, "/openapi/v2", nonResource(), func(c *gin.Context) {
+		d := o.docs()
+		c.Header("Etag", strconv.Quote(d.v2Hash))
 		// client-go asks for protobuf (gnostic's Document); others get JSON.
 		if strings.Contains(c.GetHeader("Accept"), "protobuf") {
-			c.Data(http.StatusOK, openAPIV2Protobuf, o.v2Proto)
+			c.Header("Vary", "Accept")
+			c.Data(http.StatusOK, openAPIV2Protobuf, d.v2Proto)
 			return
 		}
-		c.Data(http.StatusOK, "application/json", o.v2)
+		c.Data(http.StatusOK, "application/json", d.v2)
 	})
 	r.handle(http.MethodGet, "/openapi/v3", nonResource(), func(c *gin.Context) {
-		paths := map[string]any{}
-		for gv := range o.docs {
-			paths[gv] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gv}
-		}
-		c.JSON(http.StatusOK, map[string]any{"paths": paths})
+		d := o.docs()
+		c.Header("Etag", strconv.Quote(d.indexHash))
+		c.Header("Content-Type", "application/json")
+		http.ServeContent(c.Writer, c.Request, "", time.Time{}, bytes.NewReader(d.index))
 	})
 	r.handle(http.MethodGet, "/openapi/v3/*gv", nonResource(), func(c *gin.Context) {
-		doc, ok := o.docs[strings.Trim(c.Param("gv"), "/")]
+		d := o.docs()
+		gv := strings.Trim(c.Param("gv"), "/")
+		doc, ok := d.docs[gv]
 		if !ok {
 			fail(c, notFoundPath(c.Request.URL.Path))
 			return
 		}
-		c.Data(http.StatusOK, "application/json", doc)
+		// As Kubernetes' handler3: a URL with the document's hash may be
+		// cached for good; one with another hash (a stale index) is sent
+		// to the current one.
+		etag := d.hashes[gv]
+		c.Header("Etag", strconv.Quote(etag))
+		c.Header("Vary", "Accept")
+		if hash := c.Query("hash"); hash != "" {
+			if hash != etag {
+				c.Redirect(http.StatusMovedPermanently, "/openapi/v3/"+gv+"?hash="+etag)
+				return
+			}
+			c.Header("Cache-Control", "public, immutable")
+			c.Header("Expires", time.Now().AddDate(1, 0, 0).Format(time.RFC1123))
+		}
+		c.Header("Content-Type", "application/json")
+		http.ServeContent(c.Writer, c.Request, "", time.Time{}, bytes.NewReader(doc))
 	})
 }
 

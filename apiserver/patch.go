@@ -161,6 +161,10 @@ func (h *handlers) merger(c *gin.Context, ctype string, patch []byte) (merger, e
 		}
 		warnings, err := decodeFields(patched, obj, h.gvk(), mode)
 		warn(c, warnings)
+		if err == nil {
+			warnings, err = h.customFields(obj, mode)
+			warn(c, warnings)
+		}
 		return obj, err
 	}, nil
 }

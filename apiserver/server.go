@@ -245,6 +245,9 @@ type Server struct {
 	fields *fields.Manager
 	// customs are the custom resources served now (runCRDs).
 	customs *customResources
+	// openapi serves /openapi/v2 and /openapi/v3, the custom kinds'
+	// included (refreshCustomOpenAPI).
+	openapi *openAPI
 	// selfEndpoint is "IP:PORT" of the secure port as the kubernetes
 	// Service's Endpoints name it, once known (admitEndpoints).
 	selfEndpoint atomic.Value
@@ -254,7 +257,7 @@ type Server struct {
 func New(cfg Config, store storage.Interface) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, store: store, registries: map[string]*registry.Store{}, metrics: prometheus.NewRegistry(), summariesRead: newSummaryCache(),
-		customs: newCustomResources()}
+		customs: newCustomResources(), openapi: newOpenAPI()}
 	var err error
 	if s.fields, err = fields.New(append(slices.Clone(api.Resources), api.OtherVersions...)); err != nil {
 		// Kubernetes' schema is compiled in: this is a build's bug.
@@ -645,7 +648,7 @@ func (s *Server) routes(observe ...gin.HandlerFunc) *gin.Engine {
 	r.handle(http.MethodGet, "/metrics", nonResource(), gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
 	newDiscovery(s.customs.discovery).routes(r)
 	s.metricsRoutes(r)
-	newOpenAPI().routes(r)
+	s.openapi.routes(r)
 	s.uiRoutes(r)
 
 	for _, res := range api.Resources {

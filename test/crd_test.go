@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s/controller"
 	"minik8s/pkg/api"
 	"minik8s/test/framework"
 )
@@ -17,10 +18,12 @@ import (
 // TestCustomResourceDefinitionsWithKubectl: the CronTab of Kubernetes'
 // CRD walkthrough with the stock kubectl: the definition applied and
 // established, its kind in discovery; a CronTab created (its unknown
-// field pruned, its default filled), one against the schema refused with
-// 422, kubectl get showing the printer columns, kubectl get -w seeing a
-// change, the status subresource apart from the spec; and deleting the
-// definition takes its objects and its routes.
+// field refused by kubectl's strict field validation, pruned without it,
+// its default filled), one against the schema refused with 422, kubectl
+// explain reading the schema from OpenAPI, kubectl get showing the
+// printer columns, kubectl get -w seeing a change, the status subresource
+// apart from the spec; and deleting the definition takes its objects, its
+// routes and its OpenAPI.
 func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	s := framework.StartAPIServer(t)
 	dir := filepath.Join(moduleRoot(t), "test", "testdata", "crd")
@@ -29,7 +32,29 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	mustKubectl(t, s, "condition met", "wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
 	mustKubectl(t, s, "stable.example.com/v1", "api-resources", "--api-group=stable.example.com")
 
-	mustKubectl(t, s, "crontab.stable.example.com/my-new-cron-object created", "apply", "-f", filepath.Join(dir, "crontab.yaml"))
+	// kubectl explain reads the kind from OpenAPI v3, built from the
+	// definition's schema.
+	explainSpec := func() (bool, string) {
+		out, errOut, err := kubectl(t, s, "explain", "crontab.spec")
+		ok := err == nil && strings.Contains(out, "KIND:       CronTab") && strings.Contains(out, "The schedule and what it runs") &&
+			strings.Contains(out, "cronSpec\t<string>") && strings.Contains(out, "When to run, in cron's format.")
+		return ok, out + errOut
+	}
+	eventually(t, 30*time.Second, "kubectl explain crontab.spec", explainSpec)
+	mustKubectl(t, s, "When to run, in cron's format.", "explain", "crontabs.spec.cronSpec")
+	// And from OpenAPI v2, as older kubectls read it.
+	mustKubectl(t, s, "When to run, in cron's format.", "explain", "crontabs.spec.cronSpec", "--output=plaintext-openapiv2")
+	// An unknown field is refused under kubectl's default
+	// --validate=strict (the OpenAPI document says the server validates
+	// fields), as Kubernetes refuses it; under --validate=false it is
+	// pruned.
+	for _, args := range [][]string{{"apply"}, {"apply", "--server-side"}} {
+		out, errOut, err := kubectl(t, s, append(args, "-f", filepath.Join(dir, "crontab.yaml"))...)
+		if err == nil || !strings.Contains(errOut, `strict decoding error: unknown field "spec.unknownField"`) {
+			t.Errorf("kubectl %s of a CronTab with an unknown field: %v, want it refused\n%s%s", strings.Join(args, " "), err, out, errOut)
+		}
+	}
+	mustKubectl(t, s, "crontab.stable.example.com/my-new-cron-object created", "apply", "--validate=false", "-f", filepath.Join(dir, "crontab.yaml"))
 	spec := mustKubectl(t, s, "", "get", "ct", "my-new-cron-object", "-o", "jsonpath={.spec}")
 	if strings.Contains(spec, "unknownField") || !strings.Contains(spec, `"replicas":1`) {
 		t.Errorf("spec %s: want unknownField pruned and replicas defaulted to 1", spec)
@@ -46,7 +71,7 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	}
 
 	// Server-side apply, as Helm 4 writes.
-	mustKubectl(t, s, "serverside-applied", "apply", "--server-side", "--field-manager=tester", "-f", filepath.Join(dir, "crontab.yaml"))
+	mustKubectl(t, s, "serverside-applied", "apply", "--server-side", "--validate=false", "--field-manager=tester", "-f", filepath.Join(dir, "crontab.yaml"))
 	if got := mustKubectl(t, s, "", "get", "ct", "my-new-cron-object", "-o", "jsonpath={.metadata.managedFields[*].manager}"); !strings.Contains(got, "tester") {
 		t.Errorf("managedFields managers %q, want tester's", got)
 	}
@@ -104,15 +129,35 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	// leaves it as it is).
 	helmInstall(t, s)
 
+	// kubectl caches OpenAPI on disk (~/.kube/cache): a changed definition
+	// changes the document's hash in the index, so kubectl reads it anew.
+	home := t.TempDir()
+	if out, errOut, err := kubectlHome(s, home, "explain", "crontab.spec.image"); err != nil || !strings.Contains(out, "The image the job runs.") {
+		t.Fatalf("kubectl explain crontab.spec.image: %v\n%s%s", err, out, errOut)
+	}
+	mustKubectl(t, s, "patched", "patch", "crd", "crontabs.stable.example.com", "--type=json", "-p",
+		`[{"op":"replace","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/image/description","value":"The image, described anew."}]`)
+	eventually(t, 30*time.Second, "kubectl explain with its cache sees the new description", func() (bool, string) {
+		out, errOut, err := kubectlHome(s, home, "explain", "crontab.spec.image")
+		return err == nil && strings.Contains(out, "The image, described anew."), out + errOut
+	})
+
 	// Deleting the definition removes its objects and its routes.
 	mustKubectl(t, s, "deleted", "delete", "crd", "crontabs.stable.example.com", "--timeout=60s")
 	eventually(t, 30*time.Second, "the CronTab kind is gone", func() (bool, string) {
 		out, errOut, err := kubectl(t, s, "get", "--raw", "/apis/stable.example.com/v1/namespaces/default/crontabs")
 		return err != nil && strings.Contains(errOut, "NotFound"), out + errOut
 	})
+	// And its OpenAPI: kubectl explain no longer knows it.
+	eventually(t, 30*time.Second, "the CronTab kind is gone from OpenAPI", func() (bool, string) {
+		index, _, _ := kubectl(t, s, "get", "--raw", "/openapi/v3")
+		out, errOut, err := kubectl(t, s, "explain", "crontabs")
+		return err != nil && strings.Contains(index, `"api/v1"`) && !strings.Contains(index, "stable.example.com"), index + out + errOut
+	})
 	// Defined again, the kind has no object of before.
 	mustKubectl(t, s, "created", "apply", "-f", filepath.Join(dir, "crontab-crd.yaml"))
 	mustKubectl(t, s, "condition met", "wait", "--for=condition=Established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	eventually(t, 30*time.Second, "kubectl explain crontab.spec, the kind defined again", explainSpec)
 	if out, errOut, err := kubectl(t, s, "get", "crontabs"); err != nil || !strings.Contains(out+errOut, "No resources found") {
 		t.Errorf("kubectl get crontabs after the definition came back: %v\n%s%s", err, out, errOut)
 	}
@@ -161,6 +206,17 @@ func TestCustomResourcesAttackerEdit(t *testing.T) {
 	editor.expect("DELETE", widgets+"/w", "", http.StatusForbidden, "forbidden")
 }
 
+// kubectlHome runs kubectl with home as its HOME, kept between calls (and
+// so its cache).
+func kubectlHome(s *framework.APIServer, home string, args ...string) (string, string, error) {
+	cmd := exec.Command("kubectl", append([]string{"--server", s.URL}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG="+filepath.Join(home, "none"))
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
 // helmInstall installs test/testdata/charts/crontab with the real Helm 4.
 func helmInstall(t *testing.T, s *framework.APIServer) {
 	t.Helper()
@@ -184,5 +240,44 @@ func helmInstall(t *testing.T, s *framework.APIServer) {
 	}
 	if got := mustKubectl(t, s, "", "get", "ct", "crons-cron", "-o", "jsonpath={.spec.replicas}"); got != "2" {
 		t.Errorf("the chart's CronTab has replicas %q, want 2", got)
+	}
+}
+
+// TestNamespaceDeletionRemovesCustomObjects: deleting a namespace
+// deletes the objects of namespaced custom kinds in it, as it does the
+// built-in ones, and leaves those of other namespaces.
+func TestNamespaceDeletionRemovesCustomObjects(t *testing.T) {
+	s := framework.StartAPIServer(t)
+	framework.StartControllers(t, s, controller.Config{})
+	post := func(path, body string) {
+		t.Helper()
+		if code, data := httpDo(t, "POST", s.URL+path, "application/json", []byte(body)); code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", path, code, data)
+		}
+	}
+	post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",`+
+		`"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},`+
+		`"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`)
+	post("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}}`)
+	widget := func(ns string) string { return "/apis/example.com/v1/namespaces/" + ns + "/widgets" }
+	eventually(t, 30*time.Second, "widgets served", func() (bool, string) {
+		code, data := httpDo(t, "POST", s.URL+widget("team"), "application/json",
+			[]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}`))
+		return code == http.StatusCreated, string(data)
+	})
+	post(widget("default"), `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"keep"}}`)
+
+	if code, data := httpDo(t, "DELETE", s.URL+"/api/v1/namespaces/team", "", nil); code != http.StatusOK {
+		t.Fatalf("deleting team: %d %s", code, data)
+	}
+	eventually(t, 30*time.Second, "the namespace team gone", func() (bool, string) {
+		code, data := httpDo(t, "GET", s.URL+"/api/v1/namespaces/team", "", nil)
+		return code == http.StatusNotFound, string(data)
+	})
+	if code, data := httpDo(t, "GET", s.URL+widget("team")+"/w", "", nil); code != http.StatusNotFound {
+		t.Errorf("the widget of the deleted namespace: %d %s", code, data)
+	}
+	if code, data := httpDo(t, "GET", s.URL+widget("default")+"/keep", "", nil); code != http.StatusOK {
+		t.Errorf("the widget of default: %d %s", code, data)
 	}
 }

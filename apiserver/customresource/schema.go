@@ -65,6 +65,21 @@ func (s *Schema) Default(obj api.Object, _ bool) error {
 	return o.SetObject(m)
 }
 
+// Unknown is the fields of obj the schema does not declare, by their
+// paths ("spec.foo"), as Kubernetes' strict field validation of custom
+// resources names them: the fields pruning drops.
+func (s *Schema) Unknown(obj api.Object) []string {
+	o, ok := obj.(*api.CustomObject)
+	if !ok {
+		return nil
+	}
+	m, err := o.Object()
+	if err != nil {
+		return nil
+	}
+	return structuralpruning.PruneWithOptions(m, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+}
+
 // Validate judges the object by the schema.
 func (s *Schema) Validate(obj, old api.Object) field.ErrorList {
 	o, ok := obj.(*api.CustomObject)

@@ -66,6 +66,9 @@ type Schema interface {
 	Default(obj api.Object, status bool) error
 	// Validate judges obj (old is nil on create).
 	Validate(obj, old api.Object) field.ErrorList
+	// Unknown is the fields of obj Default would prune ("spec.foo"):
+	// what strict field validation refuses.
+	Unknown(obj api.Object) []string
 }
 
 // hooks is the strategy of the registry's kind.

@@ -1,8 +1,9 @@
 // Package namespace empties a namespace being deleted, as Kubernetes'
 // namespace controller does: it deletes every object in it, waits until
 // they are gone (pods finish their graceful stop), then removes its
-// finalizer, and the apiserver removes the namespace. It also gives every
-// namespace its default ServiceAccount.
+// finalizer, and the apiserver removes the namespace; the objects of
+// custom kinds go too. It also gives every namespace its default
+// ServiceAccount.
 package namespace
 
 import (
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	log "github.com/sirupsen/logrus"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
@@ -87,11 +89,18 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // were still there.
 func (c *Controller) empty(ctx context.Context, ns string) (int, error) {
 	left := 0
-	for _, res := range api.Resources {
+	custom, err := c.customResources(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, res := range append(slices.Clone(api.Resources), custom...) {
 		if !res.Namespaced {
 			continue
 		}
 		objs, _, err := c.c.Resource(res, ns).List(ctx, client.ListOptions{})
+		if res.Custom && errdefs.IsNotFound(err) {
+			continue // a definition not (or no longer) served
+		}
 		if err != nil {
 			return 0, fmt.Errorf("listing %s in %s: %w", res.Name, ns, err)
 		}
@@ -107,6 +116,36 @@ func (c *Controller) empty(ctx context.Context, ns string) (int, error) {
 		}
 	}
 	return left, nil
+}
+
+// customResources are the kinds of the CustomResourceDefinitions: their
+// objects go with their namespace too, as Kubernetes' namespace
+// controller finds every kind served through discovery. One served
+// version lists a kind's objects of every version.
+func (c *Controller) customResources(ctx context.Context) ([]api.Resource, error) {
+	crds, _, err := c.c.Resource(api.CustomResourceDefinitionsResource, "").List(ctx, client.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing CustomResourceDefinitions: %w", err)
+	}
+	var out []api.Resource
+	for _, o := range crds {
+		crd := o.(*api.CustomResourceDefinition)
+		names := crd.Status.AcceptedNames
+		if names.Plural == "" {
+			continue // not served
+		}
+		res := api.Resource{Name: names.Plural, Kind: names.Kind, Group: crd.Spec.Group, Custom: true,
+			Namespaced: crd.Spec.Scope == apiextv1.NamespaceScoped, New: func() api.Object { return &api.CustomObject{} }}
+		for _, v := range crd.Spec.Versions {
+			if v.Served && (res.Version == "" || v.Storage) {
+				res.Version = v.Name
+			}
+		}
+		if res.Version != "" {
+			out = append(out, res)
+		}
+	}
+	return out, nil
 }
 
 func (c *Controller) ensureDefaultAccount(ctx context.Context, ns *api.Namespace) error {
