@@ -99,8 +99,10 @@ func stsPods(t *testing.T, c *client.Client) map[string]*api.Pod {
 // rollout's status, history and scale are kubectl's; each pod has its
 // bound claim www-web-N, and a file written in web-1's keeps across
 // web-1's deletion (made again on its node with its claim, serving the
-// file by name); scaling down removes web-1 first and keeps its claim;
-// under whenDeleted Delete, deleting the set deletes web-0's claim.
+// file by name); scaling down removes web-1 first and keeps its claim,
+// which web-1 mounts again when scaled up; under whenScaled and
+// whenDeleted Delete, scaling down deletes web-1's claim after web-1 and
+// deleting the set deletes web-0's.
 func TestStatefulSet(t *testing.T) {
 	ctx := context.Background()
 	u := framework.StartUnderlay(t, 1)
@@ -217,19 +219,36 @@ sys.exit(2)`},
 	})
 	mustKubectl(t, s, "Bound", "get", "pvc", "www-web-1")
 
-	// whenDeleted Delete: the set's remaining claim becomes the set's and
-	// goes with it; web-1's, of no pod now, is kept.
-	mustKubectl(t, s, "patched", "patch", "sts", "web", "-p", `{"spec":{"persistentVolumeClaimRetentionPolicy":{"whenDeleted":"Delete"}}}`)
+	// Scaled up again, web-1 mounts its claim of before, page and all.
+	mustKubectl(t, s, "scaled", "scale", "sts", "web", "--replicas=2")
+	waitUntil(t, 2*time.Minute, "web-1 back and ready", func() bool {
+		p := stsPods(t, c)["web-1"]
+		return p != nil && p.Status.Phase == api.PodRunning && podReady(p)
+	})
+	if p := stsPods(t, c)["web-1"]; claimOf(p, "www") != "www-web-1" || claimFile(t, c, "www-web-1", "index.html") != page {
+		t.Errorf("web-1 scaled up again mounts %q holding %q, want www-web-1 holding %q", claimOf(p, "www"), claimFile(t, c, "www-web-1", "index.html"), page)
+	}
+
+	// Delete on both counts: scaling down deletes web-1's claim (once
+	// web-1 is gone), deleting the set web-0's.
+	mustKubectl(t, s, "patched", "patch", "sts", "web", "-p", `{"spec":{"persistentVolumeClaimRetentionPolicy":{"whenDeleted":"Delete","whenScaled":"Delete"}}}`)
 	waitUntil(t, 30*time.Second, "www-web-0 owned by the set", func() bool {
 		pvc, err := c.PersistentVolumeClaims("default").Get(ctx, "www-web-0")
 		return err == nil && len(pvc.OwnerReferences) == 1 && pvc.OwnerReferences[0].Kind == "StatefulSet"
 	})
+	mustKubectl(t, s, "scaled", "scale", "sts", "web", "--replicas=1")
+	waitUntil(t, time.Minute, "www-web-1 deleted with web-1", func() bool {
+		_, err := c.PersistentVolumeClaims("default").Get(ctx, "www-web-1")
+		return errdefs.IsNotFound(err)
+	})
+	if stsPods(t, c)["web-1"] != nil {
+		t.Errorf("www-web-1 was deleted before web-1")
+	}
 	mustKubectl(t, s, `statefulset.apps "web" deleted`, "delete", "sts", "web")
 	waitUntil(t, time.Minute, "www-web-0 deleted with the set", func() bool {
 		_, err := c.PersistentVolumeClaims("default").Get(ctx, "www-web-0")
 		return errdefs.IsNotFound(err)
 	})
-	mustKubectl(t, s, "Bound", "get", "pvc", "www-web-1")
 }
 
 // claimFile is the file name in the directory of the volume bound to
