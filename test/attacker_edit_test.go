@@ -154,7 +154,7 @@ func (c *attackCluster) editorTemplates(t *testing.T) {
 	for _, res := range kinds {
 		names = append(names, res.Name)
 	}
-	for _, want := range []string{"pods", "replicasets", "deployments", "daemonsets", "jobs", "cronjobs"} {
+	for _, want := range []string{"pods", "replicasets", "deployments", "daemonsets", "statefulsets", "jobs", "cronjobs"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("the walk of api.Resources found no pod spec in %s (found %v)", want, names)
 		}

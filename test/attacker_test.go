@@ -104,6 +104,7 @@ func TestAttacker(t *testing.T) {
 			t.Run("privileged pod templates", c.editorTemplates)
 			t.Run("namespace b", c.editorNamespaceB)
 			t.Run("bindings and endpoints", c.editorBindings)
+			t.Run("statefulsets", c.editorStatefulSets)
 		})
 		t.Run("node credentials", func(t *testing.T) {
 			t.Parallel()

@@ -87,7 +87,8 @@ type Controller struct {
 
 // New returns the collector following pods, replicasets, deployments,
 // daemonsets, statefulsets, controllerrevisions, ingresses, networkpolicies, poddisruptionbudgets,
-// jobs, cronjobs, services, endpoints, configmaps, funcs, funcrevisions and triggers
+// jobs, cronjobs, services, endpoints, configmaps, persistentvolumeclaims, funcs, funcrevisions
+// and triggers
 // through the factory's informers.
 func New(c *client.Client, f *cache.Factory) *Controller {
 	gc := &Controller{c: c, kinds: map[string]kind{}, queue: workqueue.New()}
@@ -105,6 +106,9 @@ func New(c *client.Client, f *cache.Factory) *Controller {
 	follow(gc, api.ServicesResource, f.Services())
 	follow(gc, api.EndpointsResource, f.Endpoints())
 	follow(gc, api.ConfigMapsResource, f.ConfigMaps())
+	// A StatefulSet's claims, owned by the set or by a pod it scaled away
+	// under a Delete retention policy.
+	follow(gc, api.PersistentVolumeClaimsResource, f.PersistentVolumeClaims())
 	follow(gc, api.FuncsResource, f.Funcs())
 	follow(gc, api.FuncRevisionsResource, f.FuncRevisions())
 	follow(gc, api.TriggersResource, f.Triggers())

@@ -101,3 +101,49 @@ func TestCollectsOnlyWhenEveryOwnerIsGone(t *testing.T) {
 		t.Fatalf("queued %q for the deleted owner", got)
 	}
 }
+
+// TestCollectsStatefulSetClaims: a StatefulSet's claim owned by the pod it
+// scaled away (whenScaled Delete) or by the set (whenDeleted Delete) goes
+// once that owner is gone, not before; New follows claims.
+func TestCollectsStatefulSetClaims(t *testing.T) {
+	ref := func(kind, name, uid string) []api.OwnerReference {
+		return []api.OwnerReference{{APIVersion: "v1", Kind: kind, Name: name, UID: uid}}
+	}
+	claims := []*api.PersistentVolumeClaim{
+		{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "www-web-0", UID: "c0", OwnerReferences: ref("StatefulSet", "web", "set")}},
+		{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "www-web-1", UID: "c1", OwnerReferences: ref("Pod", "web-1", "pod-1")}},
+		{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "www-web-2", UID: "c2", OwnerReferences: ref("Pod", "web-2", "pod-2")}},
+		{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "www-db-0", UID: "c3", OwnerReferences: ref("StatefulSet", "db", "gone-set")}},
+	}
+	pods := []*api.Pod{{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web-2", UID: "pod-2"}}}
+	sets := []*api.StatefulSet{{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web", UID: "set"}}}
+	fa := &fakeAPI{objects: map[string]api.Object{}}
+	claimInf := cache.NewInformer[api.PersistentVolumeClaim](cachetest.NewLW(claims...))
+	podInf := cache.NewInformer[api.Pod](cachetest.NewLW(pods...))
+	setInf := cache.NewInformer[api.StatefulSet](cachetest.NewLW(sets...))
+	gc := &Controller{c: fa, kinds: map[string]kind{}, queue: workqueue.New()}
+	follow(gc, api.PersistentVolumeClaimsResource, claimInf)
+	follow(gc, api.PodsResource, podInf)
+	follow(gc, api.StatefulSetsResource, setInf)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	claimInf.Start(ctx)
+	podInf.Start(ctx)
+	setInf.Start(ctx)
+	cache.WaitForSync(ctx, claimInf, podInf, setInf)
+	for _, c := range claims {
+		if err := gc.sync(ctx, "persistentvolumeclaims/default/"+c.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strings.Join(fa.deleted, " ")
+	want := "/api/v1/namespaces/default/persistentvolumeclaims/www-web-1 /api/v1/namespaces/default/persistentvolumeclaims/www-db-0"
+	if got != want {
+		t.Fatalf("deleted %q\nwant    %q", got, want)
+	}
+
+	real := New(nil, cache.NewFactory(nil))
+	if _, ok := real.kinds[api.PersistentVolumeClaimsResource.Name]; !ok {
+		t.Error("the collector does not follow persistentvolumeclaims")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,9 +82,12 @@ func (hc *Controller) sync(ctx context.Context, key string) error {
 	h := cache.DeepCopy(cached)
 	now := hc.now().UTC()
 	st := api.HorizontalPodAutoscalerStatus{ObservedGeneration: &h.Generation, LastScaleTime: h.Status.LastScaleTime}
-	scalePath := targetPath(h)
+	scalePath, err := targetPath(h)
 	var sc api.Scale
-	if err := hc.c.Do(ctx, "GET", scalePath, nil, &sc); err != nil {
+	if err == nil {
+		err = hc.c.Do(ctx, "GET", scalePath, nil, &sc)
+	}
+	if err != nil {
 		st.Conditions = conditions(h.Status.Conditions, now, api.HPAAbleToScale, api.ConditionFalse, "FailedGetScale", err.Error())
 		return hc.writeStatus(ctx, h, st)
 	}
@@ -139,13 +143,24 @@ func (hc *Controller) sync(ctx context.Context, key string) error {
 	return hc.writeStatus(ctx, h, st)
 }
 
-// targetPath is the scale subresource of the HPA's target.
-func targetPath(h *api.HorizontalPodAutoscaler) string {
-	res := api.DeploymentsResource
-	if h.Spec.ScaleTargetRef.Kind == api.ReplicaSetsResource.Kind {
-		res = api.ReplicaSetsResource
+// scalable are the kinds whose scale subresource an HPA may target.
+var scalable = []api.Resource{api.DeploymentsResource, api.ReplicaSetsResource, api.StatefulSetsResource}
+
+// targetPath is the scale subresource of the HPA's target, found by its
+// kind and apiVersion's group, as Kubernetes' REST mapper finds it: a
+// kind without one is an error (never another kind's object of the name).
+func targetPath(h *api.HorizontalPodAutoscaler) (string, error) {
+	ref := h.Spec.ScaleTargetRef
+	group, _, hasGroup := strings.Cut(ref.APIVersion, "/")
+	if !hasGroup {
+		group = ""
 	}
-	return res.Path(h.Namespace, h.Spec.ScaleTargetRef.Name) + "/scale"
+	for _, res := range scalable {
+		if ref.Kind == res.Kind && (ref.APIVersion == "" || group == res.Group) {
+			return res.Path(h.Namespace, ref.Name) + "/scale", nil
+		}
+	}
+	return "", fmt.Errorf("no matches for kind %q in group %q with a scale subresource", ref.Kind, group)
 }
 
 // decide holds a proposal to the behavior: the stabilization windows over

@@ -1,7 +1,8 @@
 // Package statefulset runs each StatefulSet's pods as Kubernetes'
 // StatefulSet controller does: pods of stable names (SET-ORDINAL), host
 // names under the set's headless Service, claims of their own made from
-// the set's templates (kept after the pods by default), made and removed
+// the set's templates (kept after the pods by default; else owned by the
+// set or the pod scaled away, for the garbage collector), made and removed
 // in order (OrderedReady) or all at once (Parallel), replaced from the
 // highest ordinal down to the partition on a rolling update; each
 // template recorded as a ControllerRevision.
@@ -43,7 +44,7 @@ type API interface {
 	DeleteRevision(ctx context.Context, namespace, name, uid string) error
 	GetClaim(ctx context.Context, namespace, name string) (*api.PersistentVolumeClaim, error)
 	CreateClaim(ctx context.Context, c *api.PersistentVolumeClaim) (*api.PersistentVolumeClaim, error)
-	DeleteClaim(ctx context.Context, namespace, name string) error
+	UpdateClaim(ctx context.Context, c *api.PersistentVolumeClaim) (*api.PersistentVolumeClaim, error)
 }
 
 type clientAPI struct{ c *client.Client }
@@ -90,9 +91,8 @@ func (a clientAPI) CreateClaim(ctx context.Context, c *api.PersistentVolumeClaim
 	return a.c.PersistentVolumeClaims(c.Namespace).Create(ctx, c)
 }
 
-func (a clientAPI) DeleteClaim(ctx context.Context, ns, name string) error {
-	_, err := a.c.PersistentVolumeClaims(ns).Delete(ctx, name, client.DeleteOptions{})
-	return err
+func (a clientAPI) UpdateClaim(ctx context.Context, c *api.PersistentVolumeClaim) (*api.PersistentVolumeClaim, error) {
+	return a.c.PersistentVolumeClaims(c.Namespace).Update(ctx, c)
 }
 
 // Controller is the StatefulSet controller.
@@ -101,6 +101,7 @@ type Controller struct {
 	sets   *cache.Lister[api.StatefulSet, *api.StatefulSet]
 	pods   *cache.Lister[api.Pod, *api.Pod]
 	revs   *cache.Lister[api.ControllerRevision, *api.ControllerRevision]
+	claims *cache.Lister[api.PersistentVolumeClaim, *api.PersistentVolumeClaim]
 	queue  *workqueue.Queue
 	events events.EventRecorder
 }
@@ -109,7 +110,7 @@ type Controller struct {
 func New(c *client.Client, f *cache.Factory, rec events.EventRecorder) *Controller {
 	setInf, podInf, revInf := f.StatefulSets(), f.Pods(), f.ControllerRevisions()
 	sc := &Controller{api: clientAPI{c}, sets: setInf.Lister(), pods: podInf.Lister(), revs: revInf.Lister(),
-		queue: workqueue.New(), events: rec}
+		claims: f.PersistentVolumeClaims().Lister(), queue: workqueue.New(), events: rec}
 	setInf.AddEventHandler(cache.Handler[*api.StatefulSet]{
 		OnAdd:    func(s *api.StatefulSet) { sc.queue.Add(cache.Key(s)) },
 		OnUpdate: func(_, s *api.StatefulSet) { sc.queue.Add(cache.Key(s)) },
@@ -172,7 +173,12 @@ func (sc *Controller) sync(ctx context.Context, key string) error {
 	// A set being deleted makes no more pods.
 	if set.DeletionTimestamp == nil {
 		pl = v.manage()
-		actErr = sc.act(ctx, set, v, currentTmpl, pl)
+		// The claims' owners first: a pod scaled away is deleted only
+		// once its claims are its own, if its claims go with it.
+		actErr = sc.retainClaims(ctx, set, v)
+		if actErr == nil {
+			actErr = sc.act(ctx, set, v, currentTmpl, pl)
+		}
 		if actErr == nil {
 			actErr = sc.pruneHistory(ctx, set, revs, []string{current, update}, pods)
 		}
@@ -212,9 +218,6 @@ func (sc *Controller) act(ctx context.Context, set *api.StatefulSet, v *view, cu
 			continue
 		}
 		events.Eventf(sc.events, set, api.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", p.Name, set.Name)
-		if ord, _ := ordinalOf(set.Name, p); (ord < v.start || ord >= v.start+v.replicas) && whenScaled(set) == api.DeletePersistentVolumeClaimRetentionPolicy {
-			errs = append(errs, sc.deleteClaims(ctx, set, ord))
-		}
 	}
 	if len(pl.create)+len(pl.delete) > 0 {
 		log.WithFields(log.Fields{"statefulset": cache.Key(set), "create": len(pl.create), "delete": len(pl.delete)}).Info("syncing stateful pods")

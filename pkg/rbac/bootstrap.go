@@ -216,7 +216,7 @@ func BootstrapPolicy() (roles []*api.ClusterRole, bindings []*api.ClusterRoleBin
 			// unreachable taints, as Kubernetes' node-controller role may.
 			rule(verbs("update", "patch"), groups(coreGroup), "nodes"),
 			rule(verbs("create", "update", "patch", "delete"), groups(appsGroup),
-				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale",
+				"replicasets", "replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale", "statefulsets/scale",
 				"daemonsets/status", "statefulsets/status", "controllerrevisions"),
 			rule(verbs("update", "patch"), groups(autoscalingGroup), "horizontalpodautoscalers/status"),
 			rule(verbs("create", "update", "patch", "delete"), groups(batchGroup), "jobs", "jobs/status", "cronjobs/status"),
