@@ -93,7 +93,7 @@ func runComponents(ctx context.Context, cancel context.CancelFunc, cfg Config, c
 	run("controller manager", func(ctx context.Context) error {
 		return controller.Run(ctx, controller.Config{Client: clients.controllers,
 			FuncScaleInterval: cfg.FuncScaleInterval, FuncIdleWindow: cfg.FuncIdleWindow, FuncInstanceBudget: cfg.FuncInstanceBudget,
-			WarmPoolSize: cfg.WarmPoolSize})
+			WarmPoolSize: cfg.WarmPoolSize, StorageDir: storageDir(cfg)})
 	})
 	run("scheduler", func(ctx context.Context) error {
 		return scheduler.Run(ctx, scheduler.Config{Client: clients.scheduler, Policy: cfg.SchedulerPolicy})
@@ -105,7 +105,7 @@ func runComponents(ctx context.Context, cancel context.CancelFunc, cfg Config, c
 		return kubelet.Run(ctx, kubelet.Config{Client: clients.kubelet, ServingCert: clients.servingCert, ServingKey: clients.servingKey,
 			ClientCA: clients.ca, CAData: clients.ca, NodeName: cfg.NodeName, NodeIP: cfg.NodeIP,
 			PodNetwork: cfg.PodNetwork, ServiceCIDR: cfg.ServiceCIDR, ClusterCIDR: cfg.ClusterCIDR,
-			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName),
+			ContainerdAddress: address, RootDir: filepath.Join(cfg.DataDir, "kubelet", cfg.NodeName), StorageDir: storageDir(cfg),
 			IngressHTTPPort: cfg.IngressHTTPPort, IngressHTTPSPort: cfg.IngressHTTPSPort})
 	})
 	log.WithFields(upFields(cfg, clients)).Info("minik8s is up; try: bin/mkctl get nodes (Ctrl-C stops it)")
@@ -113,6 +113,11 @@ func runComponents(ctx context.Context, cancel context.CancelFunc, cfg Config, c
 	wg.Wait()
 	return firstError(errc, nil)
 }
+
+// storageDir is where the cluster's node keeps its local-path volumes:
+// in the data dir, as k3s keeps them in its own, so two clusters on one
+// machine share none.
+func storageDir(cfg Config) string { return filepath.Join(cfg.DataDir, "storage") }
 
 // apiserverConfig is the in-process apiserver's configuration.
 func apiserverConfig(cfg Config) apiserver.Config {

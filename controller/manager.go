@@ -68,7 +68,7 @@ type Config struct {
 	// commands default to warmpool.DefaultSize).
 	WarmPoolSize int
 	// StorageDir is where nodes keep the local-path provisioner's volumes
-	// (default volume.DefaultStorageDir).
+	// unless a node's kubelet says (default localpath.DefaultStorageDir).
 	StorageDir string
 }
 

@@ -63,6 +63,11 @@ type Config struct {
 	ContainerdAddress string
 	// RootDir holds the pods' dirs (logs, volumes).
 	RootDir string
+	// StorageDir is where the node keeps the local-path provisioner's
+	// volumes (RootDir/storage by default), published on its Node
+	// (api.AnnotationLocalPathDir) for the provisioner; the kubelet
+	// removes only directories in it.
+	StorageDir string
 	// Port of the kubelet's HTTP server on NodeIP; 0 picks a free one.
 	Port int
 	// HeartbeatPeriod is how often the node's Ready condition is renewed.
@@ -173,6 +178,12 @@ func (c *Config) setDefaults() error {
 		return err
 	}
 	c.RootDir = abs
+	if c.StorageDir == "" {
+		c.StorageDir = filepath.Join(c.RootDir, "storage")
+	}
+	if c.StorageDir, err = filepath.Abs(c.StorageDir); err != nil {
+		return err
+	}
 	if c.HeartbeatPeriod <= 0 {
 		c.HeartbeatPeriod = 5 * time.Second
 	}
@@ -318,6 +329,8 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); k.sampleStats(ctx) }()
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.reclaimVolumes(ctx) }()
 	k.wg.Add(1)
 	go func() { defer k.wg.Done(); rt.Events(ctx, k.onTaskEvent) }()
 	// Every node serves the cluster IPs of all Services: in the kernel

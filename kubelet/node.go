@@ -112,10 +112,12 @@ func (k *Kubelet) postStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n.Labels[api.LabelPodNetwork] != k.cfg.PodNetwork || n.Annotations[api.AnnotationIngressPorts] != k.ingressPorts() {
+	if n.Labels[api.LabelPodNetwork] != k.cfg.PodNetwork || n.Annotations[api.AnnotationIngressPorts] != k.ingressPorts() ||
+		n.Annotations[api.AnnotationLocalPathDir] != k.cfg.StorageDir {
 		// A node registered before, or by a kubelet networking pods the
-		// other way: the scheduler must know how ports are shared, and
-		// the ingress status controller where Ingresses are served.
+		// other way: the scheduler must know how ports are shared, the
+		// ingress status controller where Ingresses are served, and the
+		// local-path provisioner where volumes go.
 		up := *n
 		up.Labels, up.Annotations = maps.Clone(n.Labels), maps.Clone(n.Annotations)
 		if up.Labels == nil {
@@ -125,6 +127,7 @@ func (k *Kubelet) postStatus(ctx context.Context) error {
 			up.Annotations = map[string]string{}
 		}
 		up.Labels[api.LabelPodNetwork] = k.cfg.PodNetwork
+		up.Annotations[api.AnnotationLocalPathDir] = k.cfg.StorageDir
 		if ports := k.ingressPorts(); ports != "" {
 			up.Annotations[api.AnnotationIngressPorts] = ports
 		} else {

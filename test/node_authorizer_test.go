@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/client"
 	"minik8s/pkg/errdefs"
+	"minik8s/pkg/localpath"
 	"minik8s/pkg/rbac"
 	"minik8s/test/framework"
 )
@@ -25,7 +28,9 @@ import (
 // ConfigMaps its pods use (get, or a list or watch of that one name), and
 // write nothing Kubernetes' NodeRestriction keeps from a node: pods (which
 // would make it a user of any Secret), Leases (the controllers' and
-// runners' leader locks), labels of its Node that steer workloads.
+// runners' leader locks), labels of its Node that steer workloads; of
+// volumes, it lists and watches those pinned to it and deletes one only
+// when pinned to it and released under Delete.
 func TestNodeAuthorizer(t *testing.T) {
 	s := framework.StartSecureAPIServer(t, "")
 	ctx := context.Background()
@@ -190,6 +195,85 @@ func TestNodeAuthorizer(t *testing.T) {
 		}
 		if _, err := n1.Secrets("team").Get(ctx, "vol"); !errdefs.IsForbidden(err) {
 			t.Errorf("n1 reading secret vol of team after its Ingress went: %v, want 403", err)
+		}
+	})
+
+	// The kubelet deletes its node's local-path volumes released under
+	// Delete: n1 lists and watches the volumes pinned to it, and deletes
+	// such a volume of its own, never another node's, a bound one, a
+	// retained one, or a user's directory.
+	t.Run("released volumes", func(t *testing.T) {
+		volume := func(name, node, phase, reclaim string, provisioned bool) {
+			pv := &api.PersistentVolume{ObjectMeta: api.ObjectMeta{Name: name},
+				Spec: api.PersistentVolumeSpec{Capacity: api.ResourceList{api.ResourceStorage: "1Gi"}, AccessModes: []string{"ReadWriteOnce"},
+					PersistentVolumeReclaimPolicy: reclaim, NodeAffinity: localpath.NodeAffinity(node), StorageClassName: "local-path",
+					ClaimRef: &api.ObjectReference{Namespace: "default", Name: "gone-" + name, UID: "uid-" + name},
+					Local:    &corev1.LocalVolumeSource{Path: "/var/lib/minik8s/storage/pvc-" + name}}}
+			if provisioned {
+				pv.Annotations = map[string]string{api.AnnotationProvisionedBy: api.LocalPathProvisioner}
+			}
+			pv, err := c.PersistentVolumes().Create(ctx, pv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv.Status.Phase = phase
+			if _, err := c.PersistentVolumes().UpdateStatus(ctx, pv); err != nil {
+				t.Fatal(err)
+			}
+		}
+		volume("rel-n1", "n1", api.VolumeReleased, api.ReclaimDelete, true)
+		volume("rel-n2", "n2", api.VolumeReleased, api.ReclaimDelete, true)
+		volume("bound-n1", "n1", api.VolumeBound, api.ReclaimDelete, true)
+		volume("retain-n1", "n1", api.VolumeReleased, api.ReclaimRetain, true)
+		volume("user-n1", "n1", api.VolumeReleased, api.ReclaimDelete, false)
+		mine := url.Values{"fieldSelector": {api.FieldVolumeNode + "=n1"}}.Encode()
+		theirs := url.Values{"fieldSelector": {api.FieldVolumeNode + "=n2"}}.Encode()
+		for _, tc := range []struct {
+			method, path string
+			want         int
+		}{
+			{"GET", "/api/v1/persistentvolumes?" + mine, http.StatusOK},
+			{"GET", "/api/v1/persistentvolumes?watch=true&" + mine, http.StatusOK},
+			{"GET", "/api/v1/persistentvolumes?" + theirs, http.StatusForbidden},
+			{"GET", "/api/v1/persistentvolumes?watch=true&" + theirs, http.StatusForbidden},
+			{"GET", "/api/v1/persistentvolumes?watch=true", http.StatusForbidden},
+			{"GET", "/api/v1/persistentvolumes/rel-n1", http.StatusForbidden}, // no pod of n1 mounts its claim
+			{"DELETE", "/api/v1/persistentvolumes/rel-n2", http.StatusForbidden},
+			{"DELETE", "/api/v1/persistentvolumes/bound-n1", http.StatusForbidden},
+			{"DELETE", "/api/v1/persistentvolumes/retain-n1", http.StatusForbidden},
+			{"DELETE", "/api/v1/persistentvolumes/user-n1", http.StatusForbidden},
+			{"PUT", "/api/v1/persistentvolumes/rel-n1/status", http.StatusForbidden},
+			{"DELETE", "/api/v1/persistentvolumes/rel-n1", http.StatusOK},
+		} {
+			req, err := http.NewRequest(tc.method, s.SecureURL+tc.path, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := raw.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("node n1: %s %s: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
+			}
+		}
+		list, _, err := n1.PersistentVolumes().List(ctx, client.ListOptions{FieldSelector: api.FieldVolumeNode + "=n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, pv := range list {
+			names = append(names, pv.Name)
+		}
+		if want := []string{"bound-n1", "retain-n1", "user-n1"}; !slices.Equal(names, want) {
+			t.Errorf("n1 lists the volumes pinned to it: %v, want %v", names, want)
+		}
+		for _, name := range []string{"rel-n2", "bound-n1", "retain-n1", "user-n1"} {
+			if _, err := c.PersistentVolumes().Get(ctx, name); err != nil {
+				t.Errorf("volume %s after n1's attempts: %v", name, err)
+			}
 		}
 	})
 

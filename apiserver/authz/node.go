@@ -4,6 +4,7 @@ import (
 	"context"
 	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
+	"minik8s/pkg/localpath"
 	"minik8s/pkg/rbac"
 	"net/http"
 	"slices"
@@ -27,7 +28,12 @@ import (
 //
 // A node gets a PersistentVolumeClaim a pod bound to it mounts, and the
 // PersistentVolume kept for such a claim (Kubernetes' graph walks the
-// same edges), by get only.
+// same edges), by get only. Its kubelet deletes the local-path volumes
+// of its own disk once released under Delete (localpath.ToDelete), as
+// k3s's provisioner's helper pod would on that node: so a node lists and
+// watches the volumes pinned to it (fieldSelector api.FieldVolumeNode=
+// NODE, which the registry reads from the volume's node affinity) and
+// deletes such a volume, pinned to it and to be deleted, and no other.
 type NodeAuthorizer struct{ Pods, Ingresses, Volumes *registry.Store }
 
 // Authorizes tells whether the node authorizer allows request a (r).
@@ -37,6 +43,12 @@ func (n NodeAuthorizer) Authorizes(r *http.Request, a rbac.Attributes) bool {
 		return false
 	}
 	switch {
+	case a.Resource == api.PersistentVolumesResource.Name && a.Namespace == "" && (a.Verb == "list" || a.Verb == "watch"):
+		// The volumes pinned to it, which its kubelet deletes once
+		// released: the selector the registry applies is the grant.
+		return selectedField(r, api.FieldVolumeNode) == node
+	case a.Resource == api.PersistentVolumesResource.Name && a.Namespace == "" && a.Verb == "delete" && a.Name != "":
+		return n.volumeToDelete(r.Context(), node, a.Name)
 	case a.Verb != "get" || a.Name == "":
 	case a.Resource == api.PersistentVolumeClaimsResource.Name && a.Namespace != "":
 		return n.podsOfNodeUse(r.Context(), node, a.Namespace, a.Resource, a.Name)
@@ -91,13 +103,18 @@ func (n NodeAuthorizer) ingressesUse(ctx context.Context, ns, name string) bool 
 
 // selectedName is the one object a list or watch selects by name
 // (fieldSelector metadata.name=NAME), or "".
-func selectedName(r *http.Request) string {
+func selectedName(r *http.Request) string { return selectedField(r, "metadata.name") }
+
+// selectedField is the value a list's or watch's fieldSelector requires
+// of field (FIELD=VALUE), or "": the other requirements only narrow it.
+func selectedField(r *http.Request, field string) string {
 	f, err := registry.ParseFilter("", r.URL.Query().Get("fieldSelector"))
 	if err != nil {
 		return ""
 	}
+	path := strings.Split(field, ".")
 	for _, req := range f.Fields {
-		if !req.Negate && slices.Equal(req.Path, []string{"metadata", "name"}) && req.Value != "" {
+		if !req.Negate && slices.Equal(req.Path, path) && req.Value != "" {
 			return req.Value
 		}
 	}
@@ -213,4 +230,18 @@ func (n NodeAuthorizer) volumeOfNode(ctx context.Context, node, name string) boo
 	}
 	r := o.(*api.PersistentVolume).Spec.ClaimRef
 	return r != nil && r.Namespace != "" && n.podsOfNodeUse(ctx, node, r.Namespace, api.PersistentVolumeClaimsResource.Name, r.Name)
+}
+
+// volumeToDelete tells whether the volume name is one node's kubelet is
+// to delete (localpath.ToDelete): pinned to node, released under Delete.
+func (n NodeAuthorizer) volumeToDelete(ctx context.Context, node, name string) bool {
+	if n.Volumes == nil {
+		return false
+	}
+	o, err := n.Volumes.Get(ctx, "", name)
+	if err != nil {
+		return false
+	}
+	of, ok := localpath.ToDelete(o.(*api.PersistentVolume))
+	return ok && of == node
 }

@@ -12,6 +12,7 @@ import (
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/localpath"
 )
 
 // Filter selects objects by labelSelector and fieldSelector.
@@ -101,6 +102,9 @@ func (f Filter) Matches(obj api.Object) bool {
 // pods, a runner's unfinished instances) without encoding the object:
 // every event of a watch is matched.
 func knownField(obj api.Object, path []string) (string, bool) {
+	if pv, ok := obj.(*api.PersistentVolume); ok && strings.Join(path, ".") == api.FieldVolumeNode {
+		return localpath.NodeOf(pv), true
+	}
 	if len(path) != 2 {
 		return "", false
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/localpath"
 )
 
 // The fields read without encoding must read as the encoded object does.
@@ -59,6 +60,37 @@ func TestFilterMatches(t *testing.T) {
 		}
 		if got := f.Matches(inst); got != tc.want {
 			t.Errorf("labels %q fields %q: matches %v, want %v", tc.labels, tc.fields, got, tc.want)
+		}
+	}
+}
+
+// api.FieldVolumeNode reads the one node a volume's affinity names, as
+// localpath.NodeOf finds it, not the encoded object (which has no such
+// field): what a kubelet's watch of its volumes, and the node authorizer,
+// rely on.
+func TestVolumeNodeField(t *testing.T) {
+	pinned := &api.PersistentVolume{ObjectMeta: api.ObjectMeta{Name: "pv"},
+		Spec: api.PersistentVolumeSpec{NodeAffinity: localpath.NodeAffinity("n1")}}
+	unpinned := &api.PersistentVolume{ObjectMeta: api.ObjectMeta{Name: "free"}}
+	for _, tc := range []struct {
+		pv     *api.PersistentVolume
+		fields string
+		want   bool
+	}{
+		{pinned, api.FieldVolumeNode + "=n1", true},
+		{pinned, api.FieldVolumeNode + "=n2", false},
+		{pinned, api.FieldVolumeNode + "!=n1", false},
+		{pinned, api.FieldVolumeNode + "=n1,metadata.name=pv", true},
+		{pinned, api.FieldVolumeNode + "=n1,metadata.name=other", false},
+		{unpinned, api.FieldVolumeNode + "=n1", false},
+		{unpinned, api.FieldVolumeNode + "=", true},
+	} {
+		f, err := ParseFilter("", tc.fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Matches(tc.pv); got != tc.want {
+			t.Errorf("%s on %s: %v, want %v", tc.fields, tc.pv.Name, got, tc.want)
 		}
 	}
 }

@@ -28,6 +28,7 @@ func main() {
 	flags.Node(fs, &cfg.NodeName, &cfg.NodeIP)
 	flags.ContainerdAddress(fs, &cfg.ContainerdAddress, "./data/containerd/containerd.sock")
 	fs.StringVar(&cfg.RootDir, "root-dir", "", "directory of the pods' logs and volumes (default ./data/kubelet/NODE)")
+	fs.StringVar(&cfg.StorageDir, "local-path-dir", "", "directory of the local-path provisioner's volumes on this node (default ROOT-DIR/storage)")
 	fs.IntVar(&cfg.Port, "port", 10250, "port of the kubelet's HTTP server (logs) on the node address; 0 picks one")
 	fs.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 5*time.Second, "how often the node's Ready condition is renewed")
 	fs.DurationVar(&cfg.StatsPeriod, "stats-period", 10*time.Second, "how often the node's and its containers' CPU and memory are read (kubectl top, autoscaling)")

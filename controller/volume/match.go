@@ -1,8 +1,6 @@
 package volume
 
 import (
-	"fmt"
-	"path/filepath"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,11 +8,8 @@ import (
 
 	"minik8s/pkg/api"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/localpath"
 )
-
-// DefaultStorageDir is where the local-path provisioner's volumes live on
-// each node, as k3s keeps them under /var/lib/rancher/k3s/storage.
-const DefaultStorageDir = "/var/lib/minik8s/storage"
 
 // className is a claim's class ("" for none).
 func className(pvc *api.PersistentVolumeClaim) string {
@@ -95,12 +90,6 @@ func bestMatch(pvs []*api.PersistentVolume, pvc *api.PersistentVolumeClaim) *api
 	return best
 }
 
-// LocalPath is the directory of a claim's volume under the storage dir,
-// named as k3s's local-path provisioner names it.
-func LocalPath(storageDir string, pvc *api.PersistentVolumeClaim) string {
-	return filepath.Join(storageDir, fmt.Sprintf("pvc-%s_%s_%s", pvc.UID, pvc.Namespace, pvc.Name))
-}
-
 // provision is the volume the local-path provisioner makes for pvc on
 // node: a directory there (the node's kubelet makes it when it mounts
 // it, and removes it when the volume is released under Delete), kept for
@@ -123,33 +112,8 @@ func provision(sc *api.StorageClass, pvc *api.PersistentVolumeClaim, node, stora
 			StorageClassName:              sc.Name,
 			MountOptions:                  slices.Clone(sc.MountOptions),
 			VolumeMode:                    &vm,
-			NodeAffinity:                  NodeAffinity(node),
-			Local:                         &corev1.LocalVolumeSource{Path: LocalPath(storageDir, pvc)},
+			NodeAffinity:                  localpath.NodeAffinity(node),
+			Local:                         &corev1.LocalVolumeSource{Path: localpath.Path(storageDir, pvc)},
 		},
 	}
-}
-
-// NodeAffinity pins a volume to one node, by name.
-func NodeAffinity(node string) *corev1.VolumeNodeAffinity {
-	return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-	}}}}
-}
-
-// NodeOf is the one node a volume's affinity names by name ("" if not
-// one such).
-func NodeOf(pv *api.PersistentVolume) string {
-	a := pv.Spec.NodeAffinity
-	if a == nil || a.Required == nil || len(a.Required.NodeSelectorTerms) != 1 {
-		return ""
-	}
-	t := a.Required.NodeSelectorTerms[0]
-	if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
-		return ""
-	}
-	f := t.MatchFields[0]
-	if f.Key != "metadata.name" || f.Operator != corev1.NodeSelectorOpIn || len(f.Values) != 1 {
-		return ""
-	}
-	return f.Values[0]
 }

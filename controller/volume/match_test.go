@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"minik8s/pkg/api"
+	"minik8s/pkg/localpath"
 )
 
 func pv(name, size, class string, modes ...string) *api.PersistentVolume {
@@ -80,7 +81,7 @@ func TestProvision(t *testing.T) {
 	if r := got.Spec.ClaimRef; r == nil || r.UID != "u1" || r.Namespace != "ns" || r.Name != "data" {
 		t.Fatalf("claimRef %+v", r)
 	}
-	if n := NodeOf(got); n != "node-b" {
+	if n := localpath.NodeOf(got); n != "node-b" {
 		t.Fatalf("node %q", n)
 	}
 	if !matches(got, claim) {

@@ -11,6 +11,7 @@ package volume
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"minik8s/pkg/client/cache"
 	"minik8s/pkg/errdefs"
 	"minik8s/pkg/labels"
+	"minik8s/pkg/localpath"
 	"minik8s/pkg/workqueue"
 )
 
@@ -37,18 +39,20 @@ type Controller struct {
 	claims     *cache.Lister[api.PersistentVolumeClaim, *api.PersistentVolumeClaim]
 	volumes    *cache.Lister[api.PersistentVolume, *api.PersistentVolume]
 	classes    *cache.Lister[api.StorageClass, *api.StorageClass]
+	nodes      *cache.Lister[api.Node, *api.Node]
 	queue      *workqueue.Queue
 	storageDir string
 }
 
 // New returns the controller, registered with the factory's informers;
-// storageDir is where the nodes keep provisioned volumes.
+// storageDir is where a node keeps provisioned volumes unless its kubelet
+// says where (api.AnnotationLocalPathDir).
 func New(c *client.Client, f *cache.Factory, storageDir string) *Controller {
 	if storageDir == "" {
-		storageDir = DefaultStorageDir
+		storageDir = localpath.DefaultStorageDir
 	}
 	pvcInf, pvInf, scInf := f.PersistentVolumeClaims(), f.PersistentVolumes(), f.StorageClasses()
-	vc := &Controller{c: c, claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: scInf.Lister(),
+	vc := &Controller{c: c, claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: scInf.Lister(), nodes: f.Nodes().Lister(),
 		queue: workqueue.New(workqueue.WithBackoff(100*time.Millisecond, 30*time.Second)), storageDir: storageDir}
 	claim := func(p *api.PersistentVolumeClaim) {
 		vc.queue.Add(claimPrefix + cache.Key(p))
@@ -142,7 +146,8 @@ func (vc *Controller) syncClaim(ctx context.Context, pvc *api.PersistentVolumeCl
 	if pv, ok := vc.volumes.Get("", "pvc-"+pvc.UID); ok {
 		return vc.bind(ctx, pv, pvc)
 	}
-	pv, err := vc.c.PersistentVolumes().Create(ctx, provision(sc, pvc, node, vc.storageDir))
+	n, _ := vc.nodes.Get("", node)
+	pv, err := vc.c.PersistentVolumes().Create(ctx, provision(sc, pvc, node, localpath.StorageDirOf(n, vc.storageDir)))
 	if err != nil {
 		return err
 	}
@@ -216,7 +221,14 @@ func (vc *Controller) syncVolume(ctx context.Context, pv *api.PersistentVolume) 
 			return nil
 		}
 	}
-	if pv.Status.Phase == phase || (pv.Status.Phase == api.VolumeReleased && pv.Spec.ClaimRef != nil && phase != api.VolumeBound) {
+	// Released stays (Failed too) until an admin frees the volume of its
+	// claimRef: Kubernetes binds no new claim to old data.
+	kept := pv.Spec.ClaimRef != nil && phase != api.VolumeBound &&
+		(pv.Status.Phase == api.VolumeReleased || pv.Status.Phase == api.VolumeFailed)
+	if pv.Status.Phase == phase || kept {
+		if pv.Status.Phase == api.VolumeReleased {
+			return vc.reclaim(ctx, pv)
+		}
 		return nil
 	}
 	up := cache.DeepCopy(pv)
@@ -224,4 +236,40 @@ func (vc *Controller) syncVolume(ctx context.Context, pv *api.PersistentVolume) 
 	up.Status = api.PersistentVolumeStatus{Phase: phase, LastPhaseTransitionTime: &now}
 	_, err := vc.c.PersistentVolumes().UpdateStatus(ctx, up)
 	return err
+}
+
+// reclaim acts on a Released volume's reclaim policy: under Retain its
+// data is kept; under Delete the kubelet of a local-path volume's node
+// removes its directory and the volume (only that node touches its
+// disk), and any other volume is Failed, as Kubernetes fails a volume no
+// deleter plugin takes: minik8s deletes no user's path.
+func (vc *Controller) reclaim(ctx context.Context, pv *api.PersistentVolume) error {
+	if pv.Spec.PersistentVolumeReclaimPolicy != api.ReclaimDelete {
+		return nil
+	}
+	if _, ok := localpath.ToDelete(pv); ok {
+		return nil
+	}
+	up := cache.DeepCopy(pv)
+	now := time.Now().UTC().Truncate(time.Second)
+	up.Status = api.PersistentVolumeStatus{Phase: api.VolumeFailed, Message: undeletable(pv), LastPhaseTransitionTime: &now}
+	_, err := vc.c.PersistentVolumes().UpdateStatus(ctx, up)
+	return err
+}
+
+// undeletable says why a Released volume under Delete is not deleted.
+func undeletable(pv *api.PersistentVolume) string {
+	dir := localpath.DirOf(pv)
+	switch {
+	case !localpath.Provisioned(pv) && pv.Spec.HostPath != nil:
+		return fmt.Sprintf("host_path deleter: minik8s deletes no hostPath volume's data (%s is the user's, not made by %s); delete the volume and its data by hand",
+			dir, api.LocalPathProvisioner)
+	case !localpath.Provisioned(pv):
+		return fmt.Sprintf("no deletable volume plugin matched: minik8s deletes only the directories %s made, and %s is not one; delete the volume and its data by hand",
+			api.LocalPathProvisioner, dir)
+	case dir == "":
+		return "the volume has no local or hostPath directory to delete"
+	default:
+		return fmt.Sprintf("the volume's node affinity names no one node by name: no kubelet removes %s; delete the volume and its data by hand", dir)
+	}
 }

@@ -166,3 +166,15 @@ const (
 	DefaultStorageClassName = "local-path"
 	LocalPathProvisioner    = "rancher.io/local-path"
 )
+
+// AnnotationLocalPathDir, on a Node, is where its kubelet keeps the
+// local-path provisioner's volumes (k3s's nodePathMap, said by the node
+// itself): the provisioner makes a claim's directory there.
+const AnnotationLocalPathDir = "minik8s.io/local-path-dir"
+
+// FieldVolumeNode selects PersistentVolumes by the one node their
+// required node affinity names (metadata.name In [NODE]), as local-path
+// volumes are pinned: a kubelet watches its own node's, and the node
+// authorizer lets it list and watch those alone. minik8s's own field:
+// Kubernetes selects volumes by name only.
+const FieldVolumeNode = "spec.nodeAffinity.nodeName"
