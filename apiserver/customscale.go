@@ -128,11 +128,7 @@ func (h *handlers) patchCustomScale(c *gin.Context) {
 // its schema then judges as any update.
 func (h *handlers) setCustomScale(c *gin.Context, sc *api.Scale) {
 	name := c.Param("name")
-	if err := registry.MatchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
-		fail(c, err)
-		return
-	}
-	if err := registry.MatchName(&sc.ObjectMeta, name); err != nil {
+	if err := h.matchScale(c, sc); err != nil {
 		fail(c, err)
 		return
 	}

@@ -475,6 +475,15 @@ func (h *handlers) updateScale(c *gin.Context) {
 	h.setScale(c, &sc)
 }
 
+// matchScale refuses a Scale naming another object than the request's
+// (built-in or custom), filling in the namespace and name it leaves out.
+func (h *handlers) matchScale(c *gin.Context, sc *api.Scale) error {
+	if err := registry.MatchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
+		return err
+	}
+	return registry.MatchName(&sc.ObjectMeta, c.Param("name"))
+}
+
 // setScale writes a ReplicaSet's replicas from its scale.
 func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 	if sc.Spec.Replicas < 0 {
@@ -482,11 +491,7 @@ func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
 		return
 	}
 	name := c.Param("name")
-	if err := registry.MatchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
-		fail(c, err)
-		return
-	}
-	if err := registry.MatchName(&sc.ObjectMeta, name); err != nil {
+	if err := h.matchScale(c, sc); err != nil {
 		fail(c, err)
 		return
 	}

@@ -2,9 +2,7 @@ package apiserver
 
 import (
 	"context"
-	"time"
 
-	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -35,38 +33,9 @@ func (s *Server) ensureIngressClass(ctx context.Context) error {
 const legacyIngressClassAnnotation = "kubernetes.io/ingress.class"
 
 // defaultIngressClass names the default class on an Ingress that names
-// none: the newest class annotated as the default, as Kubernetes' plugin
-// picks when there are several.
+// none.
 func (s *Server) defaultIngressClass(ctx context.Context, obj api.Object) error {
 	ing := obj.(*api.Ingress)
-	if ing.Spec.IngressClassName != nil || ing.Annotations[legacyIngressClassAnnotation] != "" {
-		return nil
-	}
-	classes, _, err := s.registries[api.IngressClassesResource.Name].List(ctx, "", registry.Filter{})
-	if err != nil {
-		return err
-	}
-	var best *api.IngressClass
-	for _, o := range classes {
-		c := o.(*api.IngressClass)
-		if c.Annotations[api.AnnotationDefaultIngressClass] != "true" {
-			continue
-		}
-		if best == nil || newer(c.CreationTimestamp, best.CreationTimestamp) ||
-			(!newer(best.CreationTimestamp, c.CreationTimestamp) && c.Name < best.Name) {
-			best = c
-		}
-	}
-	if best != nil {
-		name := best.Name
-		ing.Spec.IngressClassName = &name
-	}
-	return nil
-}
-
-func newer(a, b *time.Time) bool {
-	if a == nil || b == nil {
-		return a != nil
-	}
-	return a.After(*b)
+	return s.defaultClass(ctx, &ing.Spec.IngressClassName, ing.Annotations[legacyIngressClassAnnotation],
+		api.IngressClassesResource, api.AnnotationDefaultIngressClass)
 }

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 
-	"minik8s/apiserver/registry"
 	"minik8s/pkg/api"
 	"minik8s/pkg/errdefs"
 )
@@ -36,32 +35,9 @@ func (s *Server) ensureStorageClass(ctx context.Context) error {
 const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 
 // defaultStorageClass names the default class on a claim that names none
-// (storageClassName "" asks for no class, and is kept): the newest class
-// annotated as the default, as Kubernetes' plugin picks when there are
-// several.
+// (storageClassName "" asks for no class, and is kept).
 func (s *Server) defaultStorageClass(ctx context.Context, obj api.Object) error {
 	pvc := obj.(*api.PersistentVolumeClaim)
-	if pvc.Spec.StorageClassName != nil || pvc.Annotations[betaStorageClassAnnotation] != "" {
-		return nil
-	}
-	classes, _, err := s.registries[api.StorageClassesResource.Name].List(ctx, "", registry.Filter{})
-	if err != nil {
-		return err
-	}
-	var best *api.StorageClass
-	for _, o := range classes {
-		c := o.(*api.StorageClass)
-		if c.Annotations[api.AnnotationDefaultStorageClass] != "true" {
-			continue
-		}
-		if best == nil || newer(c.CreationTimestamp, best.CreationTimestamp) ||
-			(!newer(best.CreationTimestamp, c.CreationTimestamp) && c.Name < best.Name) {
-			best = c
-		}
-	}
-	if best != nil {
-		name := best.Name
-		pvc.Spec.StorageClassName = &name
-	}
-	return nil
+	return s.defaultClass(ctx, &pvc.Spec.StorageClassName, pvc.Annotations[betaStorageClassAnnotation],
+		api.StorageClassesResource, api.AnnotationDefaultStorageClass)
 }

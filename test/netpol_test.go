@@ -55,24 +55,12 @@ spec:
 // policyProber connects to each of DENY once, wanting a refusal, and fetches
 // each of URLS, wanting WANT, for up to 30s: a peer's address reaches the
 // rules of the pod it talks to once that pod's kubelet has seen it.
-const policyProber = `import os, socket, sys, time, urllib.request
-time.sleep(1)
-ok = True
-for addr in os.environ.get("DENY", "").split():
-    host, port = addr.rsplit(":", 1)
-    try:
-        socket.create_connection((host, int(port)), timeout=3).close()
-        print(addr, "-> connected", flush=True)
-        ok = False
-    except OSError as e:
-        print(addr, "-> refused:", e, flush=True)
+const policyProber = probeLib + `time.sleep(1)
+ok = denied(3)
 for url in os.environ.get("URLS", "").split():
     deadline = time.time() + 30
     while True:
-        try:
-            body = urllib.request.urlopen(url, timeout=3).read().decode()
-        except Exception as e:
-            body = "error: %s" % e
+        body = fetch(url, 3)
         if body == os.environ["WANT"] or time.time() > deadline:
             break
         time.sleep(0.5)

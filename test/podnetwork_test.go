@@ -156,24 +156,35 @@ func TestPodsGetTheirOwnNetwork(t *testing.T) {
 	}
 }
 
+// probeLib begins a probe pod's script. denied(timeout) tells whether
+// every address of DENY ("ip:port ...") refuses a connection (or does not
+// accept one within timeout seconds); fetch(url, timeout) is the page at
+// url, or the error fetching it.
+const probeLib = `import os, socket, sys, time, urllib.request
+def denied(timeout):
+    ok = True
+    for addr in os.environ.get("DENY", "").split():
+        host, port = addr.rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            print(addr, "-> connected", flush=True)
+            ok = False
+        except OSError as e:
+            print(addr, "-> refused:", e, flush=True)
+    return ok
+def fetch(url, timeout):
+    try:
+        return urllib.request.urlopen(url, timeout=timeout).read().decode()
+    except Exception as e:
+        return "error: %s" % e
+`
+
 // fetcher fetches each of the space-separated URLS once and exits 0 when
 // every page says what is expected and no address of DENY ("ip:port ...")
 // accepts a connection.
-const fetcher = `import os, socket, sys, urllib.request
-ok = True
-for addr in os.environ.get("DENY", "").split():
-    host, port = addr.rsplit(":", 1)
-    try:
-        socket.create_connection((host, int(port)), timeout=2).close()
-        print(addr, "-> connected", flush=True)
-        ok = False
-    except OSError as e:
-        print(addr, "-> refused:", e, flush=True)
+const fetcher = probeLib + `ok = denied(2)
 for url in os.environ["URLS"].split():
-    try:
-        body = urllib.request.urlopen(url, timeout=5).read().decode()
-    except Exception as e:
-        body = "error: %s" % e
+    body = fetch(url, 5)
     print(url, "->", repr(body), flush=True)
     ok = ok and body == os.environ["WANT"]
 sys.exit(0 if ok else 1)

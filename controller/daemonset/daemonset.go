@@ -180,8 +180,9 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 			pods = append(pods, p)
 		}
 	}
-	revs := dc.revisions(ds)
-	hash, err := dc.currentRevision(ctx, ds, revs)
+	h := dc.history(ds)
+	revs := h.Revisions(dc.revs.ListNamespace(ds.Namespace, labelsAll))
+	hash, err := h.Current(ctx, revs)
 	if err != nil {
 		return err
 	}
@@ -196,7 +197,7 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 		}
 		actErr = dc.act(ctx, key, ds, hash, pl)
 		if actErr == nil {
-			actErr = dc.pruneHistory(ctx, ds, revs, hash, pods)
+			actErr = h.Prune(ctx, revs, pods, hash)
 		}
 	}
 	st := v.status(&pl)

@@ -24,6 +24,7 @@ import (
 	"minik8s/pkg/events"
 	"minik8s/pkg/labels"
 	"minik8s/pkg/owner"
+	"minik8s/pkg/rollout"
 	"minik8s/pkg/workqueue"
 )
 
@@ -151,18 +152,19 @@ func (sc *Controller) sync(ctx context.Context, key string) error {
 			pods = append(pods, p)
 		}
 	}
-	revs := sc.revisions(set)
-	hash, err := sc.currentRevision(ctx, set, revs)
+	h := sc.history(set)
+	revs := h.Revisions(sc.revs.ListNamespace(ns, labelsAll))
+	hash, err := h.Current(ctx, revs)
 	if err != nil {
 		return err
 	}
-	update := revisionName(set.Name, hash)
+	update := rollout.RevisionName(set.Name, hash)
 	// The current revision is the one the pods below the rollout run:
 	// the status's while it is still recorded, else the update's.
 	current, currentTmpl := update, set.Spec.Template
 	for _, r := range revs {
 		if r.Name == set.Status.CurrentRevision && r.Name != update {
-			if t, err := templateOf(r); err == nil {
+			if t, err := rollout.TemplateOf(r); err == nil {
 				current, currentTmpl = r.Name, t
 			}
 		}
@@ -180,7 +182,7 @@ func (sc *Controller) sync(ctx context.Context, key string) error {
 			actErr = sc.act(ctx, set, v, currentTmpl, pl)
 		}
 		if actErr == nil {
-			actErr = sc.pruneHistory(ctx, set, revs, []string{current, update}, pods)
+			actErr = h.Prune(ctx, revs, pods, current, update)
 		}
 	}
 	st := v.status(&pl)

@@ -1,6 +1,7 @@
-// Package rollout holds what the deployment controller and the rollout
+// Package rollout holds what the workload controllers and the rollout
 // commands agree on: the pod-template hash that names a Deployment's
-// ReplicaSets, their revisions, and the arithmetic of a rolling update.
+// ReplicaSets, their revisions, the arithmetic of a rolling update, and
+// the ControllerRevision history of DaemonSets and StatefulSets.
 package rollout
 
 import (
@@ -124,16 +125,4 @@ func Replicas(d *api.Deployment) int {
 		return 1
 	}
 	return int(*d.Spec.Replicas)
-}
-
-// DaemonSetHash is the controller-revision-hash of a DaemonSet's current
-// template, salted as Hash is.
-func DaemonSetHash(ds *api.DaemonSet) string {
-	return hash(ds.Spec.Template, ds.Status.CollisionCount)
-}
-
-// StatefulSetHash is the controller-revision-hash of a StatefulSet's
-// current template, salted as Hash is.
-func StatefulSetHash(s *api.StatefulSet) string {
-	return hash(s.Spec.Template, s.Status.CollisionCount)
 }

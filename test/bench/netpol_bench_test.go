@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,17 +20,7 @@ import (
 // to the open server and the guarded one, ROUNDS times each after a
 // warm-up, and prints the medians in milliseconds. Each connection is new,
 // so each one's first packet goes through the guarded pod's rules.
-const policyClient = `import json, os, socket, statistics, time
-targets = {"open": (os.environ["OPEN_IP"], 8080), "guarded": (os.environ["GUARDED_IP"], 8080)}
-rounds = int(os.environ["ROUNDS"])
-def once(addr):
-    t = time.perf_counter()
-    s = socket.create_connection(addr, timeout=5)
-    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-    while s.recv(65536):
-        pass
-    s.close()
-    return time.perf_counter() - t
+const policyClient = clientOnce + `targets = {"open": (os.environ["OPEN_IP"], 8080), "guarded": (os.environ["GUARDED_IP"], 8080)}
 deadline = time.time() + 60
 for a in targets.values():
     while True:
@@ -49,8 +37,7 @@ for i in range(20 + rounds):
         d = once(a)
         if i >= 20:
             res[k].append(d)
-print("RESULT " + json.dumps({k: statistics.median(v) * 1000 for k, v in res.items()}), flush=True)
-`
+` + clientPrintMedians
 
 // BenchmarkPodToPodWithPolicies measures, side by side in one run from a
 // pod on node 1 of two, a connection and a request to a pod on node 2
@@ -76,13 +63,8 @@ func BenchmarkPodToPodWithPolicies(b *testing.B) {
 	for _, ns := range []string{"open", "guarded"} {
 		server := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{"app": "web"}},
 			Spec: api.PodSpec{NodeName: "np-2", Containers: []api.Container{{Name: "web", Image: containerdtest.PythonRuntimeImage,
-				Command: []string{"python3", "-c", `import http.server
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()`},
-				Ports: []api.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				Command: []string{"python3", "-c", okServer},
+				Ports:   []api.ContainerPort{{Name: "http", ContainerPort: 8080}},
 			}}}}
 		p, err := c.Pods(ns).Create(ctx, server)
 		if err != nil {
@@ -130,23 +112,7 @@ http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()`},
 			Name: "client", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", policyClient},
 			Env: []api.EnvVar{{Name: "OPEN_IP", Value: ips["open"]}, {Name: "GUARDED_IP", Value: ips["guarded"]}, {Name: "ROUNDS", Value: strconv.Itoa(rounds)}},
 		}}}}
-	b.ResetTimer()
-	created, err := c.Pods("clients").Create(ctx, clientPod)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var p *api.Pod
-	waitBench(b, 10*time.Minute, "the client pod ended", func() bool {
-		p, err = c.Pods("clients").Get(ctx, "client")
-		return err == nil && (p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed)
-	})
-	b.StopTimer()
-	logData, _ := os.ReadFile(filepath.Join(client1.RootDir, "pods", created.UID, "logs", "client.log"))
-	_, result, ok := strings.Cut(string(logData), "RESULT ")
-	var medians map[string]float64
-	if !ok || json.Unmarshal([]byte(strings.SplitN(result, "\n", 2)[0]), &medians) != nil || p.Status.Phase != api.PodSucceeded {
-		b.Fatalf("the client pod ended %s; its log:\n%s", p.Status.Phase, logData)
-	}
+	medians := runClientPod(ctx, b, c, client1.RootDir, clientPod)
 	b.ReportMetric(medians["open"], "no-policy-p50-ms")
 	b.ReportMetric(medians["guarded"], "50-policies-p50-ms")
 	b.ReportMetric(medians["guarded"]/medians["open"], "policies-vs-none-ratio")

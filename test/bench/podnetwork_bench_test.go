@@ -62,17 +62,7 @@ func BenchmarkPodStartOwnNetwork(b *testing.B) {
 // its Service's cluster IP, ROUNDS times each after a warm-up, then times
 // ROUNDS lookups of the Service's name through the cluster DNS, and prints
 // the medians in milliseconds.
-const serviceClient = `import json, os, socket, statistics, time
-targets = {"pod-ip": (os.environ["POD_IP"], 8080), "cluster-ip": (os.environ["CLUSTER_IP"], 80)}
-rounds = int(os.environ["ROUNDS"])
-def once(addr):
-    t = time.perf_counter()
-    s = socket.create_connection(addr, timeout=5)
-    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-    while s.recv(65536):
-        pass
-    s.close()
-    return time.perf_counter() - t
+const serviceClient = clientOnce + `targets = {"pod-ip": (os.environ["POD_IP"], 8080), "cluster-ip": (os.environ["CLUSTER_IP"], 80)}
 res = {k: [] for k in targets}
 for i in range(20 + rounds):
     for k, a in targets.items():
@@ -87,8 +77,7 @@ for i in range(20 + rounds):
     if i >= 20:
         dns.append(time.perf_counter() - t)
 res["dns"] = dns
-print("RESULT " + json.dumps({k: statistics.median(v) * 1000 for k, v in res.items()}), flush=True)
-`
+` + clientPrintMedians
 
 // BenchmarkServiceRoundTrip measures, side by side in one run from a pod
 // on node 1 of two (each in its namespace of an underlay), a connection
@@ -112,12 +101,7 @@ func BenchmarkServiceRoundTrip(b *testing.B) {
 	}
 	server := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}},
 		Spec: api.PodSpec{NodeName: "rt-2", Containers: []api.Container{{Name: "web", Image: containerdtest.PythonRuntimeImage,
-			Command: []string{"python3", "-c", `import http.server
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()`},
+			Command:        []string{"python3", "-c", okServer},
 			Ports:          []api.ContainerPort{{ContainerPort: 8080}},
 			ReadinessProbe: &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: "8080"}, PeriodSeconds: 1},
 		}}}}
@@ -134,33 +118,70 @@ http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()`},
 		return true
 	})
 	rounds := max(b.N, 200)
-	clientPod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "client"},
+	clientPod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "client", Namespace: "default"},
 		Spec: api.PodSpec{NodeName: "rt-1", RestartPolicy: api.RestartPolicyNever, Containers: []api.Container{{
 			Name: "client", Image: containerdtest.PythonRuntimeImage, Command: []string{"python3", "-c", serviceClient},
 			Env: []api.EnvVar{{Name: "POD_IP", Value: podIP}, {Name: "CLUSTER_IP", Value: svc.Spec.ClusterIP},
 				{Name: "NAME", Value: "web.default.svc.cluster.local."}, {Name: "ROUNDS", Value: strconv.Itoa(rounds)}},
 		}}}}
+	medians := runClientPod(ctx, b, c, client1.RootDir, clientPod)
+	b.ReportMetric(medians["pod-ip"], "pod-ip-p50-ms")
+	b.ReportMetric(medians["cluster-ip"], "cluster-ip-p50-ms")
+	b.ReportMetric(medians["cluster-ip"]/medians["pod-ip"], "cluster-vs-pod-ip-ratio")
+	b.ReportMetric(medians["dns"], "dns-lookup-p50-ms")
+}
+
+// okServer is a pod's HTTP server on port 8080 answering "ok".
+const okServer = `import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()`
+
+// clientOnce begins a client pod's script: once(addr) opens a connection,
+// sends a request and reads the answer to its end, and returns how long
+// that took; rounds is the ROUNDS it measures.
+const clientOnce = `import json, os, socket, statistics, time
+rounds = int(os.environ["ROUNDS"])
+def once(addr):
+    t = time.perf_counter()
+    s = socket.create_connection(addr, timeout=5)
+    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    while s.recv(65536):
+        pass
+    s.close()
+    return time.perf_counter() - t
+`
+
+// clientPrintMedians ends a client pod's script: it prints the medians of
+// res's lists of seconds, in milliseconds, for runClientPod.
+const clientPrintMedians = `print("RESULT " + json.dumps({k: statistics.median(v) * 1000 for k, v in res.items()}), flush=True)
+`
+
+// runClientPod times a client pod from its creation to its end and
+// returns the medians it printed; its kubelet keeps its log in rootDir.
+func runClientPod(ctx context.Context, b *testing.B, c *client.Client, rootDir string, pod *api.Pod) map[string]float64 {
+	b.Helper()
+	pods := c.Pods(pod.Namespace)
 	b.ResetTimer()
-	created, err := c.Pods("default").Create(ctx, clientPod)
+	created, err := pods.Create(ctx, pod)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var p *api.Pod
 	waitBench(b, 10*time.Minute, "the client pod ended", func() bool {
-		p, err = c.Pods("default").Get(ctx, "client")
+		p, err = pods.Get(ctx, pod.Name)
 		return err == nil && (p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed)
 	})
 	b.StopTimer()
-	logData, _ := os.ReadFile(filepath.Join(client1.RootDir, "pods", created.UID, "logs", "client.log"))
+	logData, _ := os.ReadFile(filepath.Join(rootDir, "pods", created.UID, "logs", pod.Spec.Containers[0].Name+".log"))
 	_, result, ok := strings.Cut(string(logData), "RESULT ")
 	var medians map[string]float64
 	if !ok || json.Unmarshal([]byte(strings.SplitN(result, "\n", 2)[0]), &medians) != nil || p.Status.Phase != api.PodSucceeded {
 		b.Fatalf("the client pod ended %s; its log:\n%s", p.Status.Phase, logData)
 	}
-	b.ReportMetric(medians["pod-ip"], "pod-ip-p50-ms")
-	b.ReportMetric(medians["cluster-ip"], "cluster-ip-p50-ms")
-	b.ReportMetric(medians["cluster-ip"]/medians["pod-ip"], "cluster-vs-pod-ip-ratio")
-	b.ReportMetric(medians["dns"], "dns-lookup-p50-ms")
+	return medians
 }
 
 // waitBench polls cond until it holds, failing the benchmark after timeout.
