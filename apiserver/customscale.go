@@ -128,7 +128,7 @@ func (h *handlers) patchCustomScale(c *gin.Context) {
 // its schema then judges as any update.
 func (h *handlers) setCustomScale(c *gin.Context, sc *api.Scale) {
 	name := c.Param("name")
-	if err := h.matchScale(c, sc); err != nil {
+	if err := h.checkScale(c, sc); err != nil {
 		fail(c, err)
 		return
 	}

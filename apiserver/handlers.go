@@ -475,9 +475,14 @@ func (h *handlers) updateScale(c *gin.Context) {
 	h.setScale(c, &sc)
 }
 
-// matchScale refuses a Scale naming another object than the request's
-// (built-in or custom), filling in the namespace and name it leaves out.
-func (h *handlers) matchScale(c *gin.Context, sc *api.Scale) error {
+// checkScale refuses a Scale asking negative replicas or naming another
+// object than the request's (built-in or custom, as Kubernetes'
+// ValidateScale judges both), filling in the namespace and name it leaves
+// out.
+func (h *handlers) checkScale(c *gin.Context, sc *api.Scale) error {
+	if sc.Spec.Replicas < 0 {
+		return errdefs.Invalid("spec.replicas", "%d must not be negative", sc.Spec.Replicas)
+	}
 	if err := registry.MatchNamespace(&sc.ObjectMeta, h.ns(c)); err != nil {
 		return err
 	}
@@ -486,12 +491,8 @@ func (h *handlers) matchScale(c *gin.Context, sc *api.Scale) error {
 
 // setScale writes a ReplicaSet's replicas from its scale.
 func (h *handlers) setScale(c *gin.Context, sc *api.Scale) {
-	if sc.Spec.Replicas < 0 {
-		fail(c, errdefs.Invalid("spec.replicas", "%d must not be negative", sc.Spec.Replicas))
-		return
-	}
 	name := c.Param("name")
-	if err := h.matchScale(c, sc); err != nil {
+	if err := h.checkScale(c, sc); err != nil {
 		fail(c, err)
 		return
 	}

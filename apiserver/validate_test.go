@@ -219,7 +219,7 @@ func TestValidationOfEveryKind(t *testing.T) {
 		{api.CronJobsResource, "schedule", at("spec.schedule", "every day"), "spec.schedule"},
 		{api.CronJobsResource, "template image", at("spec.jobTemplate.spec.template.spec.containers.0.image", "busybox\n"), "spec.jobTemplate.spec.template.spec.containers[0].image"},
 		{api.HorizontalPodAutoscalersResource, "max below min", at("spec.maxReplicas", 0), "spec.maxReplicas"},
-		{api.HorizontalPodAutoscalersResource, "target kind", at("spec.scaleTargetRef.kind", "StatefulSet"), "spec.scaleTargetRef.kind"},
+		{api.HorizontalPodAutoscalersResource, "target kind", at("spec.scaleTargetRef.kind", "DaemonSet"), "spec.scaleTargetRef.kind"},
 
 		// Services and endpoints.
 		{api.ServicesResource, "spec null", at("spec", nil), "spec.ports"},

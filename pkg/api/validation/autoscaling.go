@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s/pkg/api"
@@ -21,15 +23,17 @@ func defaultHPA(h *api.HorizontalPodAutoscaler) {
 }
 
 // hpa: what the autoscaler serves, of what Kubernetes' HPA may say (which
-// Kubernetes' rules judge): Deployments and ReplicaSets, scaled on their
+// Kubernetes' rules judge): Deployments, ReplicaSets and StatefulSets (the
+// built-in kinds with a scale subresource), scaled on their
 // pods' (or one container's) CPU or memory. Pods, Object and External
 // metrics are kept: the controller says it cannot read them.
 func hpa(h *api.HorizontalPodAutoscaler) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	ref := h.Spec.ScaleTargetRef
-	if ref.Kind != api.DeploymentsResource.Kind && ref.Kind != api.ReplicaSetsResource.Kind {
-		errs = append(errs, field.NotSupported(spec.Child("scaleTargetRef", "kind"), ref.Kind, []string{api.DeploymentsResource.Kind, api.ReplicaSetsResource.Kind}))
+	kinds := []string{api.DeploymentsResource.Kind, api.ReplicaSetsResource.Kind, api.StatefulSetsResource.Kind}
+	if !slices.Contains(kinds, ref.Kind) {
+		errs = append(errs, field.NotSupported(spec.Child("scaleTargetRef", "kind"), ref.Kind, kinds))
 	}
 	if ref.APIVersion != "" && ref.APIVersion != "apps/v1" {
 		errs = append(errs, field.NotSupported(spec.Child("scaleTargetRef", "apiVersion"), ref.APIVersion, []string{"apps/v1"}))

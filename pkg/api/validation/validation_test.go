@@ -387,7 +387,7 @@ func TestServiceAndHPA(t *testing.T) {
 	}
 
 	h := &api.HorizontalPodAutoscaler{Spec: api.HorizontalPodAutoscalerSpec{MaxReplicas: 3,
-		ScaleTargetRef: api.CrossVersionObjectReference{Kind: "StatefulSet", Name: "s"}}}
+		ScaleTargetRef: api.CrossVersionObjectReference{Kind: "DaemonSet", Name: "s"}}}
 	Default(api.HorizontalPodAutoscalersResource, h)
 	if err := names(Object(api.HorizontalPodAutoscalersResource, h), "spec.scaleTargetRef.kind"); err != "" {
 		t.Error(err)
