@@ -74,9 +74,10 @@ func TestFencedPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	masq, _ := network.MasqueradeAddress(testPodCIDR)
-	// Another node's address, on the node's loopback: its replies leave
+	// Another node's address (a benchmarking range, RFC 2544), on the
+	// node's loopback inside the test's own namespace: its replies leave
 	// by the node's pods' default route, as to another node.
-	if out, err := exec.Command("nsenter", "--net="+node, "ip", "addr", "add", "10.99.0.2/32", "dev", "lo").CombinedOutput(); err != nil {
+	if out, err := exec.Command("nsenter", "--net="+node, "ip", "addr", "add", "198.18.0.2/32", "dev", "lo").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	for _, port := range []string{"8080", "9999"} {
@@ -89,7 +90,7 @@ func TestFencedPods(t *testing.T) {
 		for _, port := range []string{"8080", "9999"} {
 			to := net.JoinHostPort(ipF, port)
 			talk(t, node, to)
-			if err := dial(node, "10.99.0.2", to); err != nil {
+			if err := dial(node, "198.18.0.2", to); err != nil {
 				t.Errorf("from outside the pod range to %s: %v", to, err)
 			}
 			for _, from := range []struct{ path, local, what string }{{pathP, "", "another pod"}, {node, masq.String(), "the masquerade address"}} {
